@@ -1,0 +1,92 @@
+"""Configuration: one settings class read from the environment (names in DESIGN.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import platformdirs
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+__all__ = ["Settings"]
+
+Backend = Literal["auto", "anthropic", "sampling", "extractive"]
+Role = Literal["planner", "executor", "extractor", "synthesizer", "scout"]
+
+
+def _default_home() -> Path:
+    return Path(platformdirs.user_data_dir("research-mcp", appauthor=False))
+
+
+class Settings(BaseSettings):
+    """Every setting the server reads. Environment names are given by each field's alias."""
+
+    # Aliases only: field names like "home" must not pick up unrelated variables such as HOME.
+    model_config = SettingsConfigDict(extra="ignore")
+
+    home: Path = Field(default_factory=_default_home, validation_alias="RESEARCH_MCP_HOME")
+    model: Backend = Field(default="auto", validation_alias="RESEARCH_MCP_MODEL")
+
+    anthropic_api_key: SecretStr | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
+    anthropic_base_url: str | None = Field(default=None, validation_alias="ANTHROPIC_BASE_URL")
+    anthropic_model: str = Field(default="claude-sonnet-4-5", validation_alias="RESEARCH_MCP_ANTHROPIC_MODEL")
+    # Per-role override, e.g. "extractor=claude-haiku-4-5,scout=claude-haiku-4-5".
+    role_models: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict, validation_alias="RESEARCH_MCP_ROLE_MODELS"
+    )
+
+    tavily_api_key: SecretStr | None = Field(default=None, validation_alias="TAVILY_API_KEY")
+    tavily_api_base_url: str | None = Field(default=None, validation_alias="TAVILY_API_BASE_URL")
+
+    corpus: Annotated[list[Path], NoDecode] = Field(default_factory=list, validation_alias="RESEARCH_MCP_CORPUS")
+    fetch_allow: Annotated[frozenset[str], NoDecode] = Field(
+        default_factory=frozenset, validation_alias="RESEARCH_MCP_FETCH_ALLOW"
+    )
+
+    qdrant_url: str | None = Field(default=None, validation_alias="QDRANT_URL")
+    qdrant_api_key: SecretStr | None = Field(default=None, validation_alias="QDRANT_API_KEY")
+
+    concurrency: int = Field(default=4, ge=1, le=64, validation_alias="RESEARCH_MCP_CONCURRENCY")
+    wait_seconds: float = Field(
+        default=45.0, gt=0, le=55, validation_alias=AliasChoices("RESEARCH_MCP_WAIT_SECONDS")
+    )
+
+    @field_validator("role_models", mode="before")
+    @classmethod
+    def _parse_role_models(cls, value: object) -> object:
+        if isinstance(value, str):
+            pairs = [item.split("=", 1) for item in value.split(",") if item.strip()]
+            bad = [item for item in pairs if len(item) != 2]
+            if bad:
+                raise ValueError("RESEARCH_MCP_ROLE_MODELS takes role=model pairs separated by commas")
+            return {role.strip(): model.strip() for role, model in pairs}
+        return value
+
+    @field_validator("corpus", mode="before")
+    @classmethod
+    def _parse_corpus(cls, value: object) -> object:
+        if isinstance(value, str):
+            import os
+
+            return [Path(part).expanduser() for part in value.split(os.pathsep) if part.strip()]
+        return value
+
+    @field_validator("fetch_allow", mode="before")
+    @classmethod
+    def _parse_fetch_allow(cls, value: object) -> object:
+        if isinstance(value, str):
+            return frozenset(part.strip().lower() for part in value.split(",") if part.strip())
+        return value
+
+    @property
+    def database_path(self) -> Path:
+        return self.home / "research.db"
+
+    @property
+    def qdrant_path(self) -> Path:
+        return self.home / "qdrant"
+
+    def model_for(self, role: str) -> str:
+        """The Anthropic model a role uses."""
+        return self.role_models.get(role, self.anthropic_model)

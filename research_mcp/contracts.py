@@ -1,0 +1,327 @@
+"""The models every layer shares: compact return, handoff, source, fact, plan tree, role outputs
+and the finished-run result.
+
+Role output models (`PlannerOutput`, `ExtractorOutput`, `SynthesisOutput`, `ScoutOutput`) are used
+twice: their JSON schema is what a model backend is asked to fill, and the same model validates
+the answer. Keep their field descriptions short: they are sent with every call.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "Answer",
+    "Budget",
+    "CompactReturn",
+    "Confidence",
+    "ExtractedFact",
+    "ExtractorOutput",
+    "ExtractorTaskSpec",
+    "Fact",
+    "Finding",
+    "FollowUpQuestion",
+    "Handoff",
+    "LinkedSource",
+    "Phase",
+    "PhaseCriteria",
+    "PlanNode",
+    "PlannerOutput",
+    "RankedCandidate",
+    "ReportPage",
+    "ResearchMetadata",
+    "ResearchResult",
+    "ScoutOutput",
+    "Source",
+    "SourceRef",
+    "SynthesisOutput",
+]
+
+ConfidenceLevel = Literal["high", "medium", "low"]
+NodeKind = Literal["executor", "leaf", "discovery"]
+RoleName = Literal["planner", "executor", "extractor", "synthesizer", "scout"]
+HandoffStatus = Literal["running", "done", "failed", "cancelled"]
+RunStatus = Literal["pending", "running", "done", "failed", "cancelled", "budget_exhausted"]
+View = Literal["summary", "report", "sources", "facts", "confidence", "gaps", "followups", "tree", "handoff"]
+
+ShortText = Annotated[str, Field(max_length=2000)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- the compact return: what crosses into the host -------------------------------------------
+
+
+class CompactReturn(BaseModel):
+    """A handle to work kept in the store, with a three-line summary and suggested next calls."""
+
+    id: str = Field(description="Handle to pass to report_results / execute_plan.")
+    kind: Literal["plan", "run", "extraction", "curation"]
+    status: str
+    summary: list[str] = Field(max_length=3, description="At most three short lines.")
+    metrics: dict[str, int | float | str] = Field(default_factory=dict)
+    next: list[str] = Field(default_factory=list, description="Suggested next calls.")
+    backend: str = Field(description="Model backend that produced this work.")
+
+
+# --- plans -------------------------------------------------------------------------------------
+
+
+class Budget(_Strict):
+    """Limits for a run or a node; None means no limit of that kind."""
+
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    max_seconds: float | None = Field(default=None, gt=0)
+    max_sources: int | None = Field(default=None, ge=1)
+
+
+class ExtractorTaskSpec(_Strict):
+    """What an extractor is asked; passed to it verbatim."""
+
+    questions: list[Annotated[str, Field(min_length=3, max_length=500)]] = Field(min_length=1, max_length=10)
+    expected_format: str = Field(default="", max_length=500)
+    acceptance_criteria: list[Annotated[str, Field(max_length=300)]] = Field(default_factory=list, max_length=10)
+    priority: int = Field(default=3, ge=1, le=5, description="1 highest.")
+    budget: Budget | None = None
+    discovery_intense: bool = False
+
+
+class PhaseCriteria(_Strict):
+    """Success criteria checked after each iteration of a phase."""
+
+    min_corroboration: int | None = Field(default=None, ge=1, description="Sources agreeing per key fact.")
+    themes: list[str] = Field(default_factory=list, max_length=10, description="Themes the findings must cover.")
+    contradictions_resolved: bool = False
+    min_confidence: ConfidenceLevel | None = None
+
+
+class Phase(_Strict):
+    name: str = Field(max_length=120)
+    criteria: PhaseCriteria = Field(default_factory=PhaseCriteria)
+    budget: Budget | None = None
+    max_iterations: int = Field(default=2, ge=1, le=5)
+
+
+class PlanNode(_Strict):
+    """A node of the plan tree: an executor (interior), an ingestion leaf or a discovery leaf."""
+
+    id: str = Field(default="", max_length=40, description="Assigned by the server; leave empty.")
+    kind: NodeKind
+    title: str = Field(min_length=1, max_length=200)
+    questions: list[Annotated[str, Field(min_length=3, max_length=500)]] = Field(
+        default_factory=list, max_length=10
+    )
+    sources: list[Annotated[str, Field(max_length=2000)]] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Leaf sources: URLs or corpus:<id>. Empty: the leaf searches.",
+    )
+    search_queries: list[Annotated[str, Field(max_length=300)]] = Field(default_factory=list, max_length=6)
+    task_specs: list[ExtractorTaskSpec] = Field(default_factory=list, max_length=10)
+    phases: list[Phase] = Field(default_factory=list, max_length=5)
+    budget: Budget | None = None
+    children: list[PlanNode] = Field(default_factory=list, max_length=12)
+
+    def walk(self) -> list[PlanNode]:
+        """This node and all below it, depth first."""
+        nodes = [self]
+        for child in self.children:
+            nodes.extend(child.walk())
+        return nodes
+
+
+class PlannerOutput(_Strict):
+    """The planner's answer: a plan tree whose root is an executor."""
+
+    root: PlanNode
+    rationale: str = Field(default="", max_length=2000)
+
+
+# --- sources and facts -------------------------------------------------------------------------
+
+
+class Source(BaseModel):
+    """A source as stored: its text and hash make citations checkable."""
+
+    id: int
+    ref: str = Field(description="URL, corpus:<id> or text:<hash>.")
+    kind: Literal["web", "corpus", "text"]
+    title: str = ""
+    content_hash: str
+    text: str
+    fetched_at: datetime
+
+
+class SourceRef(BaseModel):
+    """A source as reported to the host."""
+
+    id: str
+    url_or_path: str
+    title: str
+    relevance: float | None = None
+
+
+class ExtractedFact(_Strict):
+    """One atomic fact as an extractor reports it."""
+
+    statement: str = Field(min_length=3, max_length=1000, description="The fact in your words.")
+    quote: str = Field(min_length=3, max_length=1500, description="Verbatim passage of the source.")
+    question_index: int | None = Field(default=None, ge=0, description="Index of the question it answers.")
+    confidence: float = Field(default=0.7, ge=0, le=1)
+
+
+class Fact(BaseModel):
+    """A fact as stored, with its checked quote."""
+
+    id: int
+    statement: str
+    quote: str
+    source_id: int
+    location: tuple[int, int] | None = Field(description="Character span of the quote in the source text.")
+    confidence: float
+    verified: bool
+    question: str | None = None
+    corroborations: int = 1
+
+    @property
+    def cite(self) -> str:
+        return f"F{self.id}"
+
+
+class Answer(_Strict):
+    question: str = Field(max_length=500)
+    answer: str = Field(max_length=2000)
+    fact_indexes: list[int] = Field(default_factory=list, description="Indexes into facts.")
+
+
+class Confidence(_Strict):
+    level: ConfidenceLevel
+    reasoning: str = Field(max_length=1000)
+
+
+class FollowUpQuestion(_Strict):
+    question: str = Field(max_length=500)
+    confidence: float = Field(ge=0, le=1)
+    rationale: str = Field(max_length=500)
+
+
+class LinkedSource(_Strict):
+    ref: str = Field(max_length=2000, description="URL or citation found in the source.")
+    context: str = Field(max_length=500)
+    priority: int = Field(default=3, ge=1, le=5)
+
+
+class ExtractorOutput(_Strict):
+    """What an extractor returns for one source and its questions."""
+
+    facts: list[ExtractedFact] = Field(default_factory=list, max_length=40)
+    answers: list[Answer] = Field(default_factory=list, max_length=10)
+    confidence: Confidence
+    follow_up_questions: list[FollowUpQuestion] = Field(default_factory=list, max_length=5)
+    source_identified_gaps: list[Annotated[str, Field(max_length=500)]] = Field(default_factory=list, max_length=5)
+    linked_candidate_sources: list[LinkedSource] = Field(default_factory=list, max_length=8)
+
+
+class Finding(_Strict):
+    statement: str = Field(max_length=1000)
+    fact_ids: list[int] = Field(default_factory=list, description="Ids of the facts supporting it.")
+
+
+class SynthesisOutput(_Strict):
+    """A synthesizer's report over its inputs; cites facts as [F<id>] only."""
+
+    report: str = Field(max_length=20000, description="Markdown; cite facts as [F12].")
+    key_findings: list[Finding] = Field(default_factory=list, max_length=15)
+    confidence: Confidence
+    gaps: list[Annotated[str, Field(max_length=500)]] = Field(default_factory=list, max_length=10)
+    contradictions: list[Annotated[str, Field(max_length=500)]] = Field(default_factory=list, max_length=10)
+    suggested_followups: list[Annotated[str, Field(max_length=300)]] = Field(default_factory=list, max_length=5)
+
+
+class RankedCandidate(_Strict):
+    index: int = Field(ge=0, description="Index of the candidate in the list given.")
+    include: bool = True
+    score: float = Field(ge=0, le=1)
+    tags: list[Literal["authoritative", "recent", "broad", "specific", "diverse", "primary", "secondary"]] = Field(
+        default_factory=list
+    )
+    rationale: str = Field(default="", max_length=300)
+
+
+class ScoutOutput(_Strict):
+    """The scout's curation: candidates ranked and tagged."""
+
+    ranked: list[RankedCandidate] = Field(default_factory=list, max_length=40)
+    coverage_note: str = Field(default="", max_length=1000)
+
+
+# --- handoffs and results ----------------------------------------------------------------------
+
+
+class Handoff(BaseModel):
+    """A role's full output as kept in the store."""
+
+    id: str
+    run_id: str | None
+    node_id: str | None
+    role: RoleName
+    status: HandoffStatus
+    input: dict
+    output: dict | None
+    summary: list[str]
+    backend: str
+    model: str
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    started_at: datetime
+    finished_at: datetime | None
+    attempt: int
+    iteration: int
+    error: str | None
+
+
+class ResearchMetadata(BaseModel):
+    searches: int = 0
+    sources_read: int = 0
+    llm_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    elapsed_s: float = 0.0
+    citations_made: int = 0
+    citations_verified: int = 0
+    citations_dropped: int = 0
+    backend: str = ""
+
+
+class ResearchResult(BaseModel):
+    """A finished run, as report_results assembles it."""
+
+    findings: str
+    sources: list[SourceRef]
+    confidence: Confidence
+    gaps: list[str]
+    metadata: ResearchMetadata
+    suggested_followups: list[str]
+
+
+class ReportPage(BaseModel):
+    """One page of a report_results view, never larger than max_tokens."""
+
+    id: str
+    view: View
+    text: str = Field(description="This page of the view.")
+    cursor: str | None = Field(description="Pass as cursor to continue; null when this is the last page.")
+    page_tokens: int = Field(description="Approximate tokens of this whole result (chars / 3, rounded up).")
+
+    @field_validator("text")
+    @classmethod
+    def _no_nul(cls, value: str) -> str:
+        return value.replace("\x00", "")

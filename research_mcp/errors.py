@@ -1,0 +1,75 @@
+"""The few exception types of research-mcp, each carrying what the user should do.
+
+    ResearchError                 base; `str(err)` is a message fit for the host's model
+     +-- InvalidInput             a tool argument or a suggested plan is wrong; says what to fix
+     +-- NotFound                 an id that the store does not hold
+     +-- NotConfigured            a capability needs configuration (no model, no search key)
+     +-- ModelError               a model backend failed (refusal, max_tokens, invalid output, HTTP)
+     +-- SourceError              a source could not be read (refused address, too large, bad type)
+     +-- BudgetExhausted          a run or node spent its token, cost, time or source budget
+     +-- PlanInfeasible           a plan breaks the feasibility rules, with the reasons
+
+The server turns every ResearchError into an `isError` tool result with its message.
+Anything else is a bug and is logged with its traceback.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetExhausted",
+    "InvalidInput",
+    "ModelError",
+    "NotConfigured",
+    "NotFound",
+    "PlanInfeasible",
+    "ResearchError",
+    "SourceError",
+]
+
+
+class ResearchError(Exception):
+    """Base of every anticipated failure; the message says what to do next."""
+
+
+class InvalidInput(ResearchError):
+    """A tool argument or suggested plan is invalid."""
+
+
+class NotFound(ResearchError):
+    """The store holds nothing under this id."""
+
+    def __init__(self, kind: str, ident: str) -> None:
+        super().__init__(
+            f"No {kind} with id {ident!r}. Ids come from earlier results "
+            f"(plan_research, execute_plan, extract_source, scout_sources)."
+        )
+        self.kind = kind
+        self.ident = ident
+
+
+class NotConfigured(ResearchError):
+    """A capability needs configuration that is missing."""
+
+
+class ModelError(ResearchError):
+    """A model backend could not produce a valid output."""
+
+
+class SourceError(ResearchError):
+    """A source could not be read."""
+
+
+class BudgetExhausted(ResearchError):
+    """A budget (tokens, cost, time, sources) was spent."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"Budget exhausted: {what}.")
+        self.what = what
+
+
+class PlanInfeasible(ResearchError):
+    """A plan breaks the feasibility rules."""
+
+    def __init__(self, reasons: list[str]) -> None:
+        super().__init__("Plan is infeasible: " + "; ".join(reasons))
+        self.reasons = reasons
