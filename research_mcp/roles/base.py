@@ -1,0 +1,177 @@
+"""What every role shares: its dependencies, its prompt, and the one way a role's work becomes a
+handoff (opened, the model asked, the handoff committed with its summary, usage recorded)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import anyio
+from pydantic import BaseModel
+
+from research_mcp.errors import BudgetExhausted, ResearchError
+from research_mcp.llm.base import ModelBackend, ModelRequest, Usage
+
+if TYPE_CHECKING:
+    from research_mcp.config import Settings
+    from research_mcp.sources.library import SourceLibrary
+    from research_mcp.storage.store import Store
+
+__all__ = ["BudgetTracker", "RoleDeps", "RoleResult", "load_prompt", "perform"]
+
+OutputT = TypeVar("OutputT", bound=BaseModel)
+
+PROMPT_VERSION = "1"
+
+
+@cache
+def load_prompt(name: str) -> str:
+    """A role's system prompt, from roles/prompts/<name>.md."""
+    return resources.files("research_mcp.roles").joinpath("prompts", f"{name}.md").read_text(encoding="utf-8")
+
+
+@dataclass
+class BudgetTracker:
+    """Spending of one run against its limits; checked before each model call and each source read."""
+
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+    max_seconds: float | None = None
+    max_sources: int | None = None
+    tokens: int = 0
+    cost_usd: float = 0.0
+    sources: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    @classmethod
+    def from_limits(cls, limits: dict[str, Any] | None, *, spent: dict[str, Any] | None = None) -> BudgetTracker:
+        tracker = cls(**(limits or {}))
+        if spent:
+            tracker.tokens = int(spent.get("tokens_in", 0)) + int(spent.get("tokens_out", 0))
+            tracker.cost_usd = float(spent.get("cost_usd", 0.0))
+        return tracker
+
+    def exceeded(self) -> str | None:
+        if self.max_tokens is not None and self.tokens >= self.max_tokens:
+            return f"{self.tokens} of {self.max_tokens} tokens spent"
+        if self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
+            return f"${self.cost_usd:.4f} of ${self.max_cost_usd:.4f} spent"
+        if self.max_seconds is not None and time.monotonic() - self.started >= self.max_seconds:
+            return f"{self.max_seconds:.0f} s time limit reached"
+        return None
+
+    def check(self) -> None:
+        reason = self.exceeded()
+        if reason:
+            raise BudgetExhausted(reason)
+
+    def take_source(self) -> None:
+        if self.max_sources is not None and self.sources >= self.max_sources:
+            raise BudgetExhausted(f"{self.max_sources} sources read")
+        self.sources += 1
+
+    def spend(self, usage: Usage) -> None:
+        self.tokens += usage.tokens_in + usage.tokens_out
+        self.cost_usd += usage.cost_usd
+
+
+@dataclass
+class RoleDeps:
+    """Long-lived collaborators handed to every role."""
+
+    store: Store
+    model: ModelBackend
+    sources: SourceLibrary
+    settings: Settings
+    limiter: anyio.CapacityLimiter
+    budget: BudgetTracker = field(default_factory=BudgetTracker)
+
+
+@dataclass
+class RoleResult(Generic[OutputT]):
+    handoff_id: str
+    output: OutputT
+    usage: Usage
+
+
+async def perform(
+    deps: RoleDeps,
+    *,
+    role: str,
+    input: BaseModel,
+    output_type: type[OutputT],
+    prompt: str,
+    summarize: Callable[[OutputT], list[str]],
+    finish: Callable[[str, OutputT], dict[str, Any]] | None = None,
+    run_id: str | None = None,
+    node_id: str | None = None,
+    iteration: int = 0,
+    max_tokens: int = 4096,
+) -> RoleResult[OutputT]:
+    """Run one role invocation as a handoff.
+
+    The handoff is opened (status running), the model asked within the concurrency limit and the
+    budget, then `finish(handoff_id, output)` may do the role's checking (storing facts, checking
+    citations) and return extra fields kept with the output; the handoff is committed as done with
+    its summary before this returns. A failure is committed as failed, with its error, and re-raised.
+    """
+    store = deps.store
+    handoff_id = store.start_handoff(
+        role=role,
+        input=input.model_dump(mode="json"),
+        backend=deps.model.name,
+        run_id=run_id,
+        node_id=node_id,
+        iteration=iteration,
+    )
+    request = ModelRequest(
+        role=role,
+        system=load_prompt(role),
+        prompt=prompt,
+        output_type=output_type,
+        payload=input,
+        max_tokens=max_tokens,
+    )
+    started = time.monotonic()
+    try:
+        deps.budget.check()
+        async with deps.limiter:
+            generation = await deps.model.generate(request)
+        deps.budget.spend(generation.usage)
+        usage = generation.usage
+        store.record_model_call(
+            handoff_id,
+            role=role,
+            backend=deps.model.name,
+            model=usage.model,
+            tokens_in=usage.tokens_in,
+            tokens_out=usage.tokens_out,
+            cost_usd=usage.cost_usd,
+            calls=usage.calls,
+            latency_s=time.monotonic() - started,
+            status="ok",
+        )
+        extra = finish(handoff_id, generation.output) if finish else {}
+        output = {**generation.output.model_dump(mode="json"), **extra}
+        store.finish_handoff(
+            handoff_id,
+            status="done",
+            output=output,
+            summary=summarize(generation.output)[:3],
+            model=usage.model,
+            tokens_in=usage.tokens_in,
+            tokens_out=usage.tokens_out,
+            cost_usd=usage.cost_usd,
+        )
+    except ResearchError as error:
+        store.finish_handoff(handoff_id, status="failed", output=None, summary=[str(error)[:200]], error=str(error))
+        raise
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True):
+            store.finish_handoff(handoff_id, status="cancelled", output=None, summary=["cancelled"])
+        raise
+    return RoleResult(handoff_id=handoff_id, output=generation.output, usage=usage)

@@ -1,0 +1,172 @@
+"""Named migrations of the store, applied once each, in order, and recorded in `_migrations`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from sqlite_utils import Database
+
+__all__ = ["MIGRATIONS", "apply_migrations"]
+
+Migration = Callable[[Database], None]
+
+
+def m001_initial(db: Database) -> None:
+    db["plans"].create(
+        {
+            "id": str,
+            "query": str,
+            "tree": str,  # PlannerOutput JSON (ids assigned)
+            "status": str,  # feasible | infeasible
+            "reasons": str,  # JSON list
+            "estimate": str,  # JSON
+            "suggested": str,  # JSON or null
+            "backend": str,
+            "handoff_id": str,
+            "created_at": str,
+        },
+        pk="id",
+    )
+    db["runs"].create(
+        {
+            "id": str,
+            "plan_ids": str,  # JSON list
+            "status": str,
+            "backend": str,
+            "budget": str,  # JSON
+            "created_at": str,
+            "started_at": str,
+            "finished_at": str,
+            "error": str,
+            "result_handoff_id": str,
+            "attempt": int,
+        },
+        pk="id",
+    )
+    db["nodes"].create(
+        {
+            "run_id": str,
+            "node_id": str,
+            "plan_id": str,
+            "parent_id": str,
+            "kind": str,
+            "title": str,
+            "status": str,  # pending | running | done | failed | cancelled
+            "handoff_id": str,
+            "started_at": str,
+            "finished_at": str,
+            "runs_started": int,  # how many times this node was started; a done node is never started again
+        },
+        pk=("run_id", "node_id"),
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db["handoffs"].create(
+        {
+            "id": str,
+            "run_id": str,
+            "node_id": str,
+            "role": str,
+            "status": str,
+            "input": str,
+            "output": str,
+            "summary": str,
+            "backend": str,
+            "model": str,
+            "tokens_in": int,
+            "tokens_out": int,
+            "cost_usd": float,
+            "started_at": str,
+            "finished_at": str,
+            "attempt": int,
+            "iteration": int,
+            "error": str,
+        },
+        pk="id",
+    )
+    db["handoffs"].create_index(["run_id", "node_id"])
+    db["sources"].create(
+        {
+            "id": int,
+            "ref": str,
+            "kind": str,
+            "title": str,
+            "content_hash": str,
+            "text": str,
+            "fetched_at": str,
+            "metadata": str,
+        },
+        pk="id",
+    )
+    db["sources"].create_index(["ref", "content_hash"], unique=True)
+    db["facts"].create(
+        {
+            "id": int,
+            "run_id": str,
+            "handoff_id": str,
+            "source_id": int,
+            "statement": str,
+            "quote": str,
+            "start": int,
+            "end": int,
+            "question": str,
+            "confidence": float,
+            "verified": int,
+            "corroborations": int,
+            "created_at": str,
+        },
+        pk="id",
+        foreign_keys=[("source_id", "sources", "id")],
+    )
+    db["facts"].create_index(["handoff_id"])
+    db["events"].create(
+        {"id": int, "run_id": str, "node_id": str, "kind": str, "message": str, "data": str, "at": str},
+        pk="id",
+    )
+    db["events"].create_index(["run_id"])
+    db["model_calls"].create(
+        {
+            "id": int,
+            "handoff_id": str,
+            "role": str,
+            "backend": str,
+            "model": str,
+            "tokens_in": int,
+            "tokens_out": int,
+            "cost_usd": float,
+            "calls": int,
+            "latency_s": float,
+            "status": str,
+            "error": str,
+            "at": str,
+        },
+        pk="id",
+    )
+
+
+MIGRATIONS: list[tuple[str, Migration]] = [
+    ("001_initial", m001_initial),
+]
+
+
+def apply_migrations(db: Database, migrations: list[tuple[str, Migration]] = MIGRATIONS) -> list[str]:
+    """Apply the migrations not yet recorded; return the names applied now."""
+    if not db["_migrations"].exists():
+        db["_migrations"].create({"name": str, "applied_at": str}, pk="name")
+    done = {row["name"] for row in db["_migrations"].rows}
+    applied = []
+    for name, migrate in migrations:
+        if name in done:
+            continue
+        db.conn.execute("BEGIN IMMEDIATE")
+        try:
+            migrate(db)
+            db.conn.execute(
+                "INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", (name, datetime.now(UTC).isoformat())
+            )
+        except BaseException:
+            db.conn.execute("ROLLBACK")
+            raise
+        db.conn.execute("COMMIT")
+        applied.append(name)
+    return applied

@@ -1,0 +1,367 @@
+"""The handoff store: SQLite through sqlite-utils, the system of record.
+
+One connection per process, WAL mode, a busy timeout, and every write in a `BEGIN IMMEDIATE`
+transaction so that a second process on the same file waits instead of failing. A write returns
+only after its COMMIT: a handoff id handed to anyone is already durable.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlite_utils import Database
+
+from research_mcp.contracts import Fact, Handoff, Source
+from research_mcp.errors import NotFound
+from research_mcp.storage.migrations import apply_migrations
+
+__all__ = ["NewFact", "Store", "new_id", "now"]
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(6)}"
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _load(value: str | None) -> Any:
+    return None if value is None else json.loads(value)
+
+
+class NewFact(dict[str, Any]):
+    """Keyword bag for `Store.add_facts` (statement, quote, source_id, start, end, question, confidence, verified)."""
+
+
+class Store:
+    """Runs, plan nodes, handoffs, sources, facts, events and model calls."""
+
+    def __init__(self, path: Path | str) -> None:
+        if str(path) != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        self.path = path
+        self.db = Database(conn)
+        self._lock = threading.RLock()
+        with self._lock:
+            apply_migrations(self.db)
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: BEGIN IMMEDIATE ... COMMIT, rolled back on any error."""
+        with self._lock:
+            conn = self.db.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
+        with self._lock:
+            cursor = self.db.conn.execute(sql, params)
+            row = cursor.fetchone()
+            if row is None:
+                return None
+            return dict(zip([c[0] for c in cursor.description], row, strict=True))
+
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        with self._lock:
+            cursor = self.db.conn.execute(sql, params)
+            names = [c[0] for c in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    # --- plans ---------------------------------------------------------------------------------
+
+    def save_plan(self, plan: dict[str, Any]) -> None:
+        row = {
+            **plan,
+            "tree": _json(plan["tree"]),
+            "reasons": _json(plan.get("reasons", [])),
+            "estimate": _json(plan.get("estimate")),
+            "suggested": _json(plan.get("suggested")),
+            "created_at": now(),
+        }
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        with self.write() as conn:
+            conn.execute(f"INSERT INTO plans ({columns}) VALUES ({marks})", list(row.values()))
+
+    def get_plan(self, plan_id: str) -> dict[str, Any]:
+        row = self._one("SELECT * FROM plans WHERE id = ?", (plan_id,))
+        if row is None:
+            raise NotFound("plan", plan_id)
+        for key in ("tree", "reasons", "estimate", "suggested"):
+            row[key] = _load(row[key])
+        return row
+
+    # --- runs and nodes ------------------------------------------------------------------------
+
+    def create_run(self, plan_ids: list[str], backend: str, budget: dict[str, Any] | None) -> str:
+        run_id = new_id("run")
+        with self.write() as conn:
+            conn.execute(
+                "INSERT INTO runs (id, plan_ids, status, backend, budget, created_at, attempt)"
+                " VALUES (?, ?, 'pending', ?, ?, ?, 0)",
+                (run_id, _json(plan_ids), backend, _json(budget), now()),
+            )
+        return run_id
+
+    def get_run(self, run_id: str) -> dict[str, Any]:
+        row = self._one("SELECT * FROM runs WHERE id = ?", (run_id,))
+        if row is None:
+            raise NotFound("run", run_id)
+        row["plan_ids"] = _load(row["plan_ids"])
+        row["budget"] = _load(row["budget"])
+        return row
+
+    def latest_run_for(self, plan_ids: list[str]) -> dict[str, Any] | None:
+        row = self._one(
+            "SELECT id FROM runs WHERE plan_ids = ? ORDER BY created_at DESC, rowid DESC LIMIT 1", (_json(plan_ids),)
+        )
+        return None if row is None else self.get_run(row["id"])
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        assignments = ", ".join(f"{key} = ?" for key in fields)
+        with self.write() as conn:
+            conn.execute(f"UPDATE runs SET {assignments} WHERE id = ?", [*fields.values(), run_id])
+
+    def ensure_nodes(self, run_id: str, nodes: list[dict[str, Any]]) -> None:
+        """Register the run's nodes as pending; nodes already known keep their state."""
+        with self.write() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO nodes (run_id, node_id, plan_id, parent_id, kind, title, status, runs_started)"
+                " VALUES (?, ?, ?, ?, ?, ?, 'pending', 0)",
+                [(run_id, n["node_id"], n["plan_id"], n["parent_id"], n["kind"], n["title"]) for n in nodes],
+            )
+
+    def get_node(self, run_id: str, node_id: str) -> dict[str, Any] | None:
+        return self._one("SELECT * FROM nodes WHERE run_id = ? AND node_id = ?", (run_id, node_id))
+
+    def nodes_for_run(self, run_id: str) -> list[dict[str, Any]]:
+        return self._all("SELECT * FROM nodes WHERE run_id = ? ORDER BY rowid", (run_id,))
+
+    def start_node(self, run_id: str, node_id: str) -> None:
+        with self.write() as conn:
+            conn.execute(
+                "UPDATE nodes SET status = 'running', started_at = ?, runs_started = runs_started + 1"
+                " WHERE run_id = ? AND node_id = ?",
+                (now(), run_id, node_id),
+            )
+
+    def finish_node(self, run_id: str, node_id: str, status: str, handoff_id: str | None) -> None:
+        with self.write() as conn:
+            conn.execute(
+                "UPDATE nodes SET status = ?, handoff_id = ?, finished_at = ? WHERE run_id = ? AND node_id = ?",
+                (status, handoff_id, now(), run_id, node_id),
+            )
+
+    # --- handoffs ------------------------------------------------------------------------------
+
+    def start_handoff(
+        self,
+        *,
+        role: str,
+        input: dict[str, Any],
+        backend: str,
+        run_id: str | None = None,
+        node_id: str | None = None,
+        attempt: int = 1,
+        iteration: int = 0,
+    ) -> str:
+        handoff_id = new_id("h")
+        with self.write() as conn:
+            conn.execute(
+                "INSERT INTO handoffs (id, run_id, node_id, role, status, input, summary, backend, model,"
+                " tokens_in, tokens_out, cost_usd, started_at, attempt, iteration)"
+                " VALUES (?, ?, ?, ?, 'running', ?, '[]', ?, '', 0, 0, 0, ?, ?, ?)",
+                (handoff_id, run_id, node_id, role, _json(input), backend, now(), attempt, iteration),
+            )
+        return handoff_id
+
+    def finish_handoff(
+        self,
+        handoff_id: str,
+        *,
+        status: str,
+        output: dict[str, Any] | None,
+        summary: list[str],
+        model: str = "",
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        cost_usd: float = 0.0,
+        error: str | None = None,
+    ) -> None:
+        with self.write() as conn:
+            conn.execute(
+                "UPDATE handoffs SET status = ?, output = ?, summary = ?, model = ?, tokens_in = ?, tokens_out = ?,"
+                " cost_usd = ?, finished_at = ?, error = ? WHERE id = ?",
+                (
+                    status,
+                    _json(output),
+                    _json(summary),
+                    model,
+                    tokens_in,
+                    tokens_out,
+                    cost_usd,
+                    now(),
+                    error,
+                    handoff_id,
+                ),
+            )
+
+    def get_handoff(self, handoff_id: str) -> Handoff:
+        row = self._one("SELECT * FROM handoffs WHERE id = ?", (handoff_id,))
+        if row is None:
+            raise NotFound("handoff", handoff_id)
+        for key in ("input", "output", "summary"):
+            row[key] = _load(row[key])
+        return Handoff.model_validate(row)
+
+    def handoffs_for_run(self, run_id: str, role: str | None = None) -> list[Handoff]:
+        sql = "SELECT id FROM handoffs WHERE run_id = ?" + (" AND role = ?" if role else "") + " ORDER BY rowid"
+        params = (run_id, role) if role else (run_id,)
+        return [self.get_handoff(row["id"]) for row in self._all(sql, params)]
+
+    def run_usage(self, run_id: str) -> dict[str, Any]:
+        row = self._one(
+            "SELECT COUNT(*) AS handoffs, COALESCE(SUM(tokens_in), 0) AS tokens_in,"
+            " COALESCE(SUM(tokens_out), 0) AS tokens_out, COALESCE(SUM(cost_usd), 0) AS cost_usd"
+            " FROM handoffs WHERE run_id = ?",
+            (run_id,),
+        )
+        calls = self._one(
+            "SELECT COALESCE(SUM(m.calls), 0) AS calls FROM model_calls m JOIN handoffs h ON h.id = m.handoff_id"
+            " WHERE h.run_id = ?",
+            (run_id,),
+        )
+        assert row is not None and calls is not None
+        return {**row, "llm_calls": calls["calls"]}
+
+    # --- sources and facts ---------------------------------------------------------------------
+
+    def add_source(
+        self, *, ref: str, kind: str, title: str, text: str, content_hash: str, metadata: dict[str, Any] | None = None
+    ) -> Source:
+        """Store a source's text; the same ref with the same content is stored once."""
+        with self.write() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO sources (ref, kind, title, content_hash, text, fetched_at, metadata)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (ref, kind, title, content_hash, text, now(), _json(metadata or {})),
+            )
+        row = self._one("SELECT id FROM sources WHERE ref = ? AND content_hash = ?", (ref, content_hash))
+        assert row is not None
+        return self.get_source(row["id"])
+
+    def get_source(self, source_id: int) -> Source:
+        row = self._one("SELECT * FROM sources WHERE id = ?", (source_id,))
+        if row is None:
+            raise NotFound("source", f"S{source_id}")
+        return Source.model_validate(row)
+
+    def latest_source(self, ref: str) -> Source | None:
+        row = self._one("SELECT id FROM sources WHERE ref = ? ORDER BY fetched_at DESC, id DESC LIMIT 1", (ref,))
+        return None if row is None else self.get_source(row["id"])
+
+    def add_facts(self, run_id: str | None, handoff_id: str, facts: list[NewFact]) -> list[int]:
+        ids = []
+        with self.write() as conn:
+            for fact in facts:
+                cursor = conn.execute(
+                    "INSERT INTO facts (run_id, handoff_id, source_id, statement, quote, start, end, question,"
+                    " confidence, verified, corroborations, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
+                    (
+                        run_id,
+                        handoff_id,
+                        fact["source_id"],
+                        fact["statement"],
+                        fact["quote"],
+                        fact.get("start"),
+                        fact.get("end"),
+                        fact.get("question"),
+                        fact["confidence"],
+                        int(bool(fact["verified"])),
+                        now(),
+                    ),
+                )
+                ids.append(int(cursor.lastrowid or 0))
+        return ids
+
+    def facts_for_handoffs(self, handoff_ids: Sequence[str]) -> list[Fact]:
+        if not handoff_ids:
+            return []
+        marks = ", ".join("?" for _ in handoff_ids)
+        rows = self._all(f"SELECT * FROM facts WHERE handoff_id IN ({marks}) ORDER BY id", list(handoff_ids))
+        return [self._fact(row) for row in rows]
+
+    def get_facts(self, fact_ids: Sequence[int]) -> list[Fact]:
+        if not fact_ids:
+            return []
+        marks = ", ".join("?" for _ in fact_ids)
+        rows = self._all(f"SELECT * FROM facts WHERE id IN ({marks}) ORDER BY id", list(fact_ids))
+        return [self._fact(row) for row in rows]
+
+    @staticmethod
+    def _fact(row: dict[str, Any]) -> Fact:
+        location = (row["start"], row["end"]) if row["start"] is not None else None
+        return Fact(
+            id=row["id"],
+            statement=row["statement"],
+            quote=row["quote"],
+            source_id=row["source_id"],
+            location=location,
+            confidence=row["confidence"],
+            verified=bool(row["verified"]),
+            question=row["question"],
+            corroborations=row["corroborations"],
+        )
+
+    # --- events and model calls ----------------------------------------------------------------
+
+    def add_event(
+        self, run_id: str, kind: str, message: str, *, node_id: str | None = None, data: dict[str, Any] | None = None
+    ) -> None:
+        with self.write() as conn:
+            conn.execute(
+                "INSERT INTO events (run_id, node_id, kind, message, data, at) VALUES (?, ?, ?, ?, ?, ?)",
+                (run_id, node_id, kind, message, _json(data), now()),
+            )
+
+    def events_for_run(self, run_id: str, kind: str | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT * FROM events WHERE run_id = ?" + (" AND kind = ?" if kind else "") + " ORDER BY id"
+        rows = self._all(sql, (run_id, kind) if kind else (run_id,))
+        for row in rows:
+            row["data"] = _load(row["data"])
+        return rows
+
+    def record_model_call(self, handoff_id: str, **fields: Any) -> None:
+        row = {"handoff_id": handoff_id, "at": now(), **fields}
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        with self.write() as conn:
+            conn.execute(f"INSERT INTO model_calls ({columns}) VALUES ({marks})", list(row.values()))
