@@ -24,10 +24,11 @@ SCRUBBED = (
 )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if isinstance(item, pytest.Function) and inspect.iscoroutinefunction(item.function):
-            item.add_marker(pytest.mark.anyio)
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> None:
+    """Mark coroutine tests for anyio before they are generated, so parametrize keeps its cases."""
+    if name.startswith("test") and inspect.iscoroutinefunction(obj):
+        pytest.mark.anyio(obj)
 
 
 @pytest.fixture

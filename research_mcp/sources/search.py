@@ -1,0 +1,304 @@
+"""Web search through Tavily: `WebSearch.search` gives ranked hits, `WebSearch.extract` page text.
+
+Without a key the capability is off (`configured` is False) and every call raises `NotConfigured`
+before any request is made; research then goes on with the local corpus and the URLs it was given.
+
+Why this module speaks Tavily's HTTP API with httpx instead of tavily-python's AsyncTavilyClient:
+the client maps a failed response to an exception that keeps only the error text. HTTP 429 becomes
+`UsageLimitExceededError(detail)` without the `Retry-After` header, so a retry cannot honour it;
+403, 432 (plan limit) and 433 (pay-as-you-go limit) all become the same `ForbiddenError`, so the user
+cannot be told which limit to raise; connection errors escape as raw httpx exceptions. The one way
+to recover the response is an event hook on an httpx client injected through `client=`, a
+parameter that exists only in recent releases (0.7.x, which our dependency range admits, has
+none) and whose handling of the injected client has changed between versions. The API we use
+is two JSON POSTs with a bearer token, so calling it directly is the smaller and sounder seam:
+one long-lived `httpx.AsyncClient`, every status and header in hand.
+
+Failures, all `SourceError` with what to do next:
+
+    401                 the key was rejected: check TAVILY_API_KEY
+    403                 the key may not use this endpoint
+    432 / 433           the plan's credits / the pay-as-you-go limit are used up
+    429                 retried, honouring Retry-After (seconds or an HTTP date; without it,
+                        1 s, 2 s, 4 s ...), at most `max_retries` times and `max_retry_wait`
+                        seconds of waiting in all; a wait longer than what is left fails at once
+    other statuses      reported with their code (5xx as Tavily's side)
+    timeout             no answer within `timeout` seconds (per connect, read or write)
+    connection          Tavily's address could not be reached
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import math
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Self
+
+import anyio
+import httpx
+
+from research_mcp.errors import InvalidInput, NotConfigured, SourceError
+
+if TYPE_CHECKING:
+    from research_mcp.config import Settings
+
+__all__ = ["DEFAULT_BASE_URL", "SearchHit", "WebSearch"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://api.tavily.com"
+MAX_RESULTS = 20  # the most results Tavily returns for one search
+EXTRACT_BATCH = 20  # the most URLs Tavily extracts in one request
+FIRST_BACKOFF = 1.0  # seconds before the first retry when a 429 carries no Retry-After
+
+NOT_CONFIGURED = (
+    "Web search is not configured: set TAVILY_API_KEY (and TAVILY_API_BASE_URL to use another "
+    "endpoint) to enable it; research continues with the local corpus and given URLs."
+)
+ADVICE_RATE = "wait a minute before searching again, or lower RESEARCH_MCP_CONCURRENCY"
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result; `snippet` is Tavily's extract of the page most relevant to the query."""
+
+    url: str
+    title: str
+    snippet: str
+    score: float
+    published_date: str | None = None
+    raw_content: str | None = None
+
+
+class WebSearch:
+    """Tavily search and extract behind one long-lived HTTP client; use `async with` or `aclose()`."""
+
+    def __init__(
+        self,
+        api_key: str | None,
+        base_url: str | None = None,
+        *,
+        max_retries: int = 2,
+        max_retry_wait: float = 10.0,
+        timeout: float = 20.0,
+    ) -> None:
+        if max_retries < 0 or max_retry_wait < 0 or timeout <= 0:
+            raise ValueError("max_retries and max_retry_wait must be >= 0 and timeout > 0")
+        self._api_key = api_key.strip() if api_key else None
+        self._base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self._max_retries = max_retries
+        self._max_retry_wait = max_retry_wait
+        self._timeout = timeout
+        self._client: httpx.AsyncClient | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> WebSearch:
+        key = settings.tavily_api_key.get_secret_value() if settings.tavily_api_key else None
+        return cls(key, settings.tavily_api_base_url)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self._api_key)
+
+    async def search(
+        self, query: str, *, max_results: int = 5, include_raw_content: bool = False
+    ) -> list[SearchHit]:
+        """Hits for `query`, best score first, one per URL, at most `max_results` (1 to 20)."""
+        self._require_key()
+        if not query.strip():
+            raise InvalidInput("A web search needs a non-empty query.")
+        if not 1 <= max_results <= MAX_RESULTS:
+            raise InvalidInput(f"max_results must be between 1 and {MAX_RESULTS}, not {max_results!r}.")
+        payload: dict[str, Any] = {"query": query.strip(), "max_results": max_results}
+        if include_raw_content:
+            payload["include_raw_content"] = "text"
+        answer = await self._post("/search", payload)
+        return _ranked_hits(_listed(answer, "results"))[:max_results]
+
+    async def extract(self, urls: list[str]) -> dict[str, str]:
+        """The text of each URL that Tavily could read; URLs it could not read are left out."""
+        self._require_key()
+        unique = list(dict.fromkeys(url.strip() for url in urls if url.strip()))
+        texts: dict[str, str] = {}
+        for start in range(0, len(unique), EXTRACT_BATCH):
+            batch = unique[start : start + EXTRACT_BATCH]
+            answer = await self._post("/extract", {"urls": batch, "format": "text"})
+            for item in _listed(answer, "results"):
+                url, text = item.get("url"), item.get("raw_content")
+                if isinstance(url, str) and isinstance(text, str) and text.strip():
+                    texts[url] = text
+            for item in _listed(answer, "failed_results"):
+                logger.info("Tavily could not extract %r: %s", item.get("url"), item.get("error"))
+        return texts
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def _require_key(self) -> None:
+        if not self._api_key:
+            raise NotConfigured(NOT_CONFIGURED)
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                base_url=self._base_url,
+                headers={"Authorization": f"Bearer {self._api_key}", "X-Client-Source": "research-mcp"},
+                timeout=self._timeout,
+            )
+        return self._client
+
+    async def _post(self, endpoint: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """POST `payload`, retrying rate limits within the bounds; the JSON answer or a SourceError."""
+        retries, waited = 0, 0.0
+        while True:
+            response = await self._send(endpoint, payload)
+            if response.status_code != 429:
+                return _json_answer(response)
+            asked = _retry_after_seconds(response.headers.get("Retry-After"))
+            delay = FIRST_BACKOFF * 2**retries if asked is None else asked
+            said = _tavily_said(response)
+            if retries >= self._max_retries:
+                raise SourceError(
+                    f"Tavily is rate-limiting this key (HTTP 429) and still was after {retries} "
+                    f"retries; {ADVICE_RATE}.{said}"
+                )
+            if waited + delay > self._max_retry_wait:
+                raise SourceError(
+                    f"Tavily is rate-limiting this key (HTTP 429) and asked to wait {delay:.0f} s, "
+                    f"more than this server waits ({self._max_retry_wait:g} s in all); {ADVICE_RATE}.{said}"
+                )
+            logger.warning("Tavily rate limit on %s; retrying in %.1f s", endpoint, delay)
+            await anyio.sleep(delay)
+            retries, waited = retries + 1, waited + delay
+
+    async def _send(self, endpoint: str, payload: dict[str, Any]) -> httpx.Response:
+        try:
+            return await self._http().post(endpoint, json=payload)
+        except httpx.TimeoutException as exc:
+            raise SourceError(
+                f"Tavily did not answer within {self._timeout:g} s ({type(exc).__name__}); try again "
+                f"later, or check TAVILY_API_BASE_URL if you set it."
+            ) from exc
+        except httpx.TransportError as exc:
+            raise SourceError(
+                f"Could not reach Tavily at {self._base_url} ({type(exc).__name__}: {exc}); check the "
+                f"network connection, or TAVILY_API_BASE_URL if you set it."
+            ) from exc
+
+
+def _json_answer(response: httpx.Response) -> dict[str, Any]:
+    status = response.status_code
+    if status != 200:
+        raise SourceError(_status_message(status) + _tavily_said(response))
+    try:
+        answer = response.json()
+    except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError
+        raise SourceError(
+            "Tavily answered with something other than JSON; check TAVILY_API_BASE_URL if you set it."
+        ) from exc
+    if not isinstance(answer, dict):
+        raise SourceError("Tavily answered with JSON of an unexpected shape; try again later.")
+    return answer
+
+
+def _status_message(status: int) -> str:
+    if status == 401:
+        return "Tavily rejected the API key: check TAVILY_API_KEY."
+    if status == 403:
+        return (
+            "Tavily refused access (HTTP 403): this key may not use this endpoint; check the key "
+            "and its plan in the Tavily dashboard."
+        )
+    if status == 432:
+        return (
+            "Tavily's plan limit is reached (HTTP 432): this key's credits are used up; upgrade the "
+            "plan or wait for the credits to renew. Until then research can use the local corpus "
+            "and given URLs."
+        )
+    if status == 433:
+        return (
+            "Tavily's pay-as-you-go limit is reached (HTTP 433): raise the limit in the Tavily "
+            "dashboard. Until then research can use the local corpus and given URLs."
+        )
+    if status == 400:
+        return "Tavily refused the request as invalid (HTTP 400); rephrase the query."
+    if status >= 500:
+        return f"Tavily failed on its side (HTTP {status}); try again later."
+    return f"Tavily answered HTTP {status}; check TAVILY_API_BASE_URL if you set it."
+
+
+def _tavily_said(response: httpx.Response) -> str:
+    """Tavily's own error text (its body is `{"detail": {"error": ...}}`), as a sentence to append."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = response.text
+    if isinstance(body, dict):
+        detail = body.get("detail", body.get("error"))
+        body = detail.get("error") if isinstance(detail, dict) else detail
+    text = " ".join(str(body).split())[:300] if body else ""
+    return f" Tavily said: {text!r}." if text else ""
+
+
+def _retry_after_seconds(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date); None if absent or bad."""
+    if value is None or not value.strip():
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = when.timestamp() - time.time()
+    return max(seconds, 0.0) if math.isfinite(seconds) else None
+
+
+def _listed(answer: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    items = answer.get(key) or []
+    if not isinstance(items, list):
+        raise SourceError(f"Tavily's answer has a {key!r} that is not a list; try again later.")
+    return [item for item in items if isinstance(item, dict)]
+
+
+def _ranked_hits(results: Iterable[dict[str, Any]]) -> list[SearchHit]:
+    best: dict[str, SearchHit] = {}
+    for item in results:
+        url = item.get("url")
+        if not isinstance(url, str) or not url.strip():
+            continue
+        hit = SearchHit(
+            url=url.strip(),
+            title=_text(item.get("title")) or url.strip(),
+            snippet=_text(item.get("content")) or "",
+            score=_score(item.get("score")),
+            published_date=_text(item.get("published_date")),
+            raw_content=_text(item.get("raw_content")),
+        )
+        if hit.url not in best or hit.score > best[hit.url].score:
+            best[hit.url] = hit
+    return sorted(best.values(), key=lambda hit: hit.score, reverse=True)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _score(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return 0.0
+    return float(value)
