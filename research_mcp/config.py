@@ -30,7 +30,7 @@ class Settings(BaseSettings):
 
     anthropic_api_key: SecretStr | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
     anthropic_base_url: str | None = Field(default=None, validation_alias="ANTHROPIC_BASE_URL")
-    anthropic_model: str = Field(default="claude-sonnet-4-5", validation_alias="RESEARCH_MCP_ANTHROPIC_MODEL")
+    anthropic_model: str = Field(default="claude-sonnet-4-6", validation_alias="RESEARCH_MCP_ANTHROPIC_MODEL")
     # Per-role override, e.g. "extractor=claude-haiku-4-5,scout=claude-haiku-4-5".
     role_models: Annotated[dict[str, str], NoDecode] = Field(
         default_factory=dict, validation_alias="RESEARCH_MCP_ROLE_MODELS"
@@ -39,7 +39,9 @@ class Settings(BaseSettings):
     tavily_api_key: SecretStr | None = Field(default=None, validation_alias="TAVILY_API_KEY")
     tavily_api_base_url: str | None = Field(default=None, validation_alias="TAVILY_API_BASE_URL")
 
-    corpus: Annotated[list[Path], NoDecode] = Field(default_factory=list, validation_alias="RESEARCH_MCP_CORPUS")
+    corpus: Annotated[list[Path], NoDecode] = Field(
+        default_factory=list, validation_alias="RESEARCH_MCP_CORPUS"
+    )
     fetch_allow: Annotated[frozenset[str], NoDecode] = Field(
         default_factory=frozenset, validation_alias="RESEARCH_MCP_FETCH_ALLOW"
     )

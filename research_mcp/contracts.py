@@ -9,7 +9,7 @@ the answer. Keep their field descriptions short: they are sent with every call.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -67,22 +67,22 @@ class _Strict(BaseModel):
 
 
 class CompactReturn(BaseModel):
-    """A handle to work kept in the store, with a three-line summary and suggested next calls."""
+    """Handle to work kept in the store; `next` suggests calls."""
 
-    id: str = Field(description="Handle to pass to report_results / execute_plan.")
-    kind: Literal["plan", "run", "extraction", "curation"]
+    id: str
+    kind: str = Field(description="plan, run, extraction or curation")
     status: str
-    summary: list[str] = Field(max_length=3, description="At most three short lines.")
-    metrics: dict[str, int | float | str] = Field(default_factory=dict)
-    next: list[str] = Field(default_factory=list, description="Suggested next calls.")
-    backend: str = Field(description="Model backend that produced this work.")
+    summary: list[str] = Field(max_length=3)
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    next: list[str] = Field(default_factory=list)
+    backend: str
 
 
 # --- plans -------------------------------------------------------------------------------------
 
 
 class Budget(_Strict):
-    """Limits for a run or a node; None means no limit of that kind."""
+    """Limits; unset means none."""
 
     max_tokens: int | None = Field(default=None, ge=1)
     max_cost_usd: float | None = Field(default=None, gt=0)
@@ -95,7 +95,9 @@ class ExtractorTaskSpec(_Strict):
 
     questions: list[Annotated[str, Field(min_length=3, max_length=500)]] = Field(min_length=1, max_length=10)
     expected_format: str = Field(default="", max_length=500)
-    acceptance_criteria: list[Annotated[str, Field(max_length=300)]] = Field(default_factory=list, max_length=10)
+    acceptance_criteria: list[Annotated[str, Field(max_length=300)]] = Field(
+        default_factory=list, max_length=10
+    )
     priority: int = Field(default=3, ge=1, le=5, description="1 highest.")
     budget: Budget | None = None
     discovery_intense: bool = False
@@ -105,7 +107,9 @@ class PhaseCriteria(_Strict):
     """Success criteria checked after each iteration of a phase."""
 
     min_corroboration: int | None = Field(default=None, ge=1, description="Sources agreeing per key fact.")
-    themes: list[str] = Field(default_factory=list, max_length=10, description="Themes the findings must cover.")
+    themes: list[str] = Field(
+        default_factory=list, max_length=10, description="Themes the findings must cover."
+    )
     contradictions_resolved: bool = False
     min_confidence: ConfidenceLevel | None = None
 
@@ -233,7 +237,9 @@ class ExtractorOutput(_Strict):
     answers: list[Answer] = Field(default_factory=list, max_length=10)
     confidence: Confidence
     follow_up_questions: list[FollowUpQuestion] = Field(default_factory=list, max_length=5)
-    source_identified_gaps: list[Annotated[str, Field(max_length=500)]] = Field(default_factory=list, max_length=5)
+    source_identified_gaps: list[Annotated[str, Field(max_length=500)]] = Field(
+        default_factory=list, max_length=5
+    )
     linked_candidate_sources: list[LinkedSource] = Field(default_factory=list, max_length=8)
 
 
@@ -250,15 +256,17 @@ class SynthesisOutput(_Strict):
     confidence: Confidence
     gaps: list[Annotated[str, Field(max_length=500)]] = Field(default_factory=list, max_length=10)
     contradictions: list[Annotated[str, Field(max_length=500)]] = Field(default_factory=list, max_length=10)
-    suggested_followups: list[Annotated[str, Field(max_length=300)]] = Field(default_factory=list, max_length=5)
+    suggested_followups: list[Annotated[str, Field(max_length=300)]] = Field(
+        default_factory=list, max_length=5
+    )
 
 
 class RankedCandidate(_Strict):
     index: int = Field(ge=0, description="Index of the candidate in the list given.")
     include: bool = True
     score: float = Field(ge=0, le=1)
-    tags: list[Literal["authoritative", "recent", "broad", "specific", "diverse", "primary", "secondary"]] = Field(
-        default_factory=list
+    tags: list[Literal["authoritative", "recent", "broad", "specific", "diverse", "primary", "secondary"]] = (
+        Field(default_factory=list)
     )
     rationale: str = Field(default="", max_length=300)
 
@@ -278,7 +286,9 @@ class PlannerInput(BaseModel):
     suggested_plan: PlannerOutput | None = None
     budget: Budget | None = None
     known_facts: int = 0
-    violations: list[str] = Field(default_factory=list, description="Feasibility violations of the last attempt.")
+    violations: list[str] = Field(
+        default_factory=list, description="Feasibility violations of the last attempt."
+    )
 
 
 class ExtractorInput(BaseModel):
@@ -396,13 +406,13 @@ class ResearchResult(BaseModel):
 
 
 class ReportPage(BaseModel):
-    """One page of a report_results view, never larger than max_tokens."""
+    """One page of a view, within max_tokens."""
 
     id: str
-    view: View
-    text: str = Field(description="This page of the view.")
-    cursor: str | None = Field(description="Pass as cursor to continue; null when this is the last page.")
-    page_tokens: int = Field(description="Approximate tokens of this whole result (chars / 3, rounded up).")
+    view: str
+    text: str
+    cursor: str | None = Field(description="Pass to continue; null on the last page")
+    page_tokens: int
 
     @field_validator("text")
     @classmethod

@@ -15,7 +15,9 @@ def test_walk_visits_every_node_depth_first() -> None:
         title="root",
         children=[
             PlanNode(kind="leaf", title="a", questions=["what is a?"]),
-            PlanNode(kind="executor", title="b", children=[PlanNode(kind="leaf", title="c", questions=["c?!"])]),
+            PlanNode(
+                kind="executor", title="b", children=[PlanNode(kind="leaf", title="c", questions=["c?!"])]
+            ),
         ],
     )
     assert [node.title for node in tree.walk()] == ["root", "a", "b", "c"]

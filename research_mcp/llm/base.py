@@ -15,7 +15,14 @@ from pydantic import BaseModel, ValidationError
 
 from research_mcp.errors import ModelError
 
-__all__ = ["Generation", "ModelBackend", "ModelRequest", "Usage", "generate_with_repair", "validation_feedback"]
+__all__ = [
+    "Generation",
+    "ModelBackend",
+    "ModelRequest",
+    "Usage",
+    "generate_with_repair",
+    "validation_feedback",
+]
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 

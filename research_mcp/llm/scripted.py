@@ -51,3 +51,68 @@ class ScriptedModel:
 
     def calls_for(self, role: str) -> list[ModelRequest[Any]]:
         return [call for call in self.calls if call.role == role]
+
+
+def team_script(request: ModelRequest[Any]) -> BaseModel:
+    """A plausible answer for each role, made from the request's typed payload (like pydantic-ai's TestModel).
+
+    Planner: one leaf asking the query. Extractor: the first sentences of the source as facts with
+    verbatim quotes. Synthesizer: a report citing every fact it was given. Scout: candidates in order.
+    """
+    from research_mcp.contracts import (
+        Answer,
+        Confidence,
+        ExtractedFact,
+        ExtractorOutput,
+        ExtractorPayload,
+        Finding,
+        PlannerInput,
+        PlannerOutput,
+        PlanNode,
+        RankedCandidate,
+        ScoutInput,
+        ScoutOutput,
+        SynthesisOutput,
+        SynthesisPayload,
+    )
+
+    payload = request.payload
+    if isinstance(payload, PlannerInput):
+        if payload.suggested_plan is not None:
+            return payload.suggested_plan
+        leaf = PlanNode(kind="leaf", title=payload.query[:200], questions=[payload.query[:500]])
+        return PlannerOutput(root=PlanNode(kind="executor", title=payload.query[:200], children=[leaf]))
+    if isinstance(payload, ExtractorPayload):
+        sentences = [
+            s.strip() for s in payload.source_text.replace("\n", " ").split(". ") if len(s.strip()) > 20
+        ]
+        facts = [ExtractedFact(statement=s[:900], quote=s[:1400], question_index=0) for s in sentences[:3]]
+        answers = [
+            Answer(
+                question=q[:500],
+                answer=facts[0].statement if facts else "not found",
+                fact_indexes=[0] if facts else [],
+            )
+            for q in payload.questions
+        ]
+        return ExtractorOutput(
+            facts=facts, answers=answers, confidence=Confidence(level="medium", reasoning="scripted")
+        )
+    if isinstance(payload, SynthesisPayload):
+        lines = [f"- {fact.statement[:200]} [F{fact.id}]" for fact in payload.facts[:20]]
+        lines += [f"- {child.title}: {child.report[:300]}" for child in payload.child_reports]
+        report = f"# {payload.title}\n\n" + ("\n".join(lines) or "No findings.")
+        findings = [Finding(statement=fact.statement[:900], fact_ids=[fact.id]) for fact in payload.facts[:5]]
+        gaps = [] if payload.facts or payload.child_reports else list(payload.questions[:3])
+        return SynthesisOutput(
+            report=report[:20000],
+            key_findings=findings,
+            gaps=gaps,
+            confidence=Confidence(level="high" if len(payload.facts) > 2 else "low", reasoning="scripted"),
+        )
+    if isinstance(payload, ScoutInput):
+        ranked = [
+            RankedCandidate(index=c.index, score=max(0.0, 1 - c.index / 20)) for c in payload.candidates[:20]
+        ]
+        return ScoutOutput(ranked=ranked)
+    raise TypeError(f"team_script has no answer for {request.output_type.__name__}")

@@ -48,7 +48,9 @@ class BudgetTracker:
     started: float = field(default_factory=time.monotonic)
 
     @classmethod
-    def from_limits(cls, limits: dict[str, Any] | None, *, spent: dict[str, Any] | None = None) -> BudgetTracker:
+    def from_limits(
+        cls, limits: dict[str, Any] | None, *, spent: dict[str, Any] | None = None
+    ) -> BudgetTracker:
         tracker = cls(**(limits or {}))
         if spent:
             tracker.tokens = int(spent.get("tokens_in", 0)) + int(spent.get("tokens_out", 0))
@@ -104,6 +106,7 @@ async def perform(
     role: str,
     input: BaseModel,
     output_type: type[OutputT],
+    payload: BaseModel | None = None,
     prompt: str,
     summarize: Callable[[OutputT], list[str]],
     finish: Callable[[str, OutputT], dict[str, Any]] | None = None,
@@ -133,7 +136,7 @@ async def perform(
         system=load_prompt(role),
         prompt=prompt,
         output_type=output_type,
-        payload=input,
+        payload=payload or input,
         max_tokens=max_tokens,
     )
     started = time.monotonic()
@@ -168,7 +171,9 @@ async def perform(
             cost_usd=usage.cost_usd,
         )
     except ResearchError as error:
-        store.finish_handoff(handoff_id, status="failed", output=None, summary=[str(error)[:200]], error=str(error))
+        store.finish_handoff(
+            handoff_id, status="failed", output=None, summary=[str(error)[:200]], error=str(error)
+        )
         raise
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True):

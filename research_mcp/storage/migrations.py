@@ -144,8 +144,49 @@ def m001_initial(db: Database) -> None:
     )
 
 
+def m002_corpus(db: Database) -> None:
+    """The local corpus: documents, their chunks, and FTS5 over chunk text and document title.
+
+    The title is copied onto each chunk so that one FTS5 table (external content, kept right by
+    triggers on insert, update and delete) can weight title and text as two columns in bm25().
+    """
+    db.table("corpus_documents").create(
+        {
+            "id": int,
+            "root": str,  # resolved corpus folder
+            "path": str,  # POSIX path relative to root
+            "title": str,
+            "content_hash": str,  # sha256 of the file's bytes
+            "size": int,
+            "mtime_ns": int,
+            "text": str,
+            "indexed_at": str,
+        },
+        pk="id",
+    )
+    db.table("corpus_documents").create_index(["root", "path"], unique=True)
+    db.table("corpus_chunks").create(
+        {
+            "id": int,  # also the point id of the chunk's vector in the knowledge index
+            "doc_id": int,
+            "ordinal": int,
+            "title": str,
+            "text": str,
+            "start": int,  # offsets into corpus_documents.text
+            "end": int,
+        },
+        pk="id",
+        foreign_keys=[("doc_id", "corpus_documents", "id")],
+    )
+    db.table("corpus_chunks").create_index(["doc_id", "ordinal"], unique=True)
+    db.table("corpus_chunks").enable_fts(
+        ["text", "title"], create_triggers=True, tokenize="porter unicode61 remove_diacritics 2"
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", m001_initial),
+    ("002_corpus", m002_corpus),
 ]
 
 
@@ -162,7 +203,8 @@ def apply_migrations(db: Database, migrations: list[tuple[str, Migration]] = MIG
         try:
             migrate(db)
             db.conn.execute(
-                "INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", (name, datetime.now(UTC).isoformat())
+                "INSERT INTO _migrations (name, applied_at) VALUES (?, ?)",
+                (name, datetime.now(UTC).isoformat()),
             )
         except BaseException:
             db.conn.execute("ROLLBACK")

@@ -54,7 +54,9 @@ class Store:
     def __init__(self, path: Path | str) -> None:
         if str(path) != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+        conn = sqlite3.connect(
+            str(path), isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+        )
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
@@ -141,7 +143,8 @@ class Store:
 
     def latest_run_for(self, plan_ids: list[str]) -> dict[str, Any] | None:
         row = self._one(
-            "SELECT id FROM runs WHERE plan_ids = ? ORDER BY created_at DESC, rowid DESC LIMIT 1", (_json(plan_ids),)
+            "SELECT id FROM runs WHERE plan_ids = ? ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            (_json(plan_ids),),
         )
         return None if row is None else self.get_run(row["id"])
 
@@ -243,7 +246,9 @@ class Store:
         return Handoff.model_validate(row)
 
     def handoffs_for_run(self, run_id: str, role: str | None = None) -> list[Handoff]:
-        sql = "SELECT id FROM handoffs WHERE run_id = ?" + (" AND role = ?" if role else "") + " ORDER BY rowid"
+        sql = (
+            "SELECT id FROM handoffs WHERE run_id = ?" + (" AND role = ?" if role else "") + " ORDER BY rowid"
+        )
         params = (run_id, role) if role else (run_id,)
         return [self.get_handoff(row["id"]) for row in self._all(sql, params)]
 
@@ -265,7 +270,14 @@ class Store:
     # --- sources and facts ---------------------------------------------------------------------
 
     def add_source(
-        self, *, ref: str, kind: str, title: str, text: str, content_hash: str, metadata: dict[str, Any] | None = None
+        self,
+        *,
+        ref: str,
+        kind: str,
+        title: str,
+        text: str,
+        content_hash: str,
+        metadata: dict[str, Any] | None = None,
     ) -> Source:
         """Store a source's text; the same ref with the same content is stored once."""
         with self.write() as conn:
@@ -285,7 +297,9 @@ class Store:
         return Source.model_validate(row)
 
     def latest_source(self, ref: str) -> Source | None:
-        row = self._one("SELECT id FROM sources WHERE ref = ? ORDER BY fetched_at DESC, id DESC LIMIT 1", (ref,))
+        row = self._one(
+            "SELECT id FROM sources WHERE ref = ? ORDER BY fetched_at DESC, id DESC LIMIT 1", (ref,)
+        )
         return None if row is None else self.get_source(row["id"])
 
     def add_facts(self, run_id: str | None, handoff_id: str, facts: list[NewFact]) -> list[int]:
@@ -344,7 +358,13 @@ class Store:
     # --- events and model calls ----------------------------------------------------------------
 
     def add_event(
-        self, run_id: str, kind: str, message: str, *, node_id: str | None = None, data: dict[str, Any] | None = None
+        self,
+        run_id: str,
+        kind: str,
+        message: str,
+        *,
+        node_id: str | None = None,
+        data: dict[str, Any] | None = None,
     ) -> None:
         with self.write() as conn:
             conn.execute(
@@ -365,3 +385,7 @@ class Store:
         marks = ", ".join("?" for _ in row)
         with self.write() as conn:
             conn.execute(f"INSERT INTO model_calls ({columns}) VALUES ({marks})", list(row.values()))
+
+    def count_facts(self, run_id: str) -> int:
+        row = self._one("SELECT COUNT(*) AS n FROM facts WHERE run_id = ?", (run_id,))
+        return int(row["n"]) if row else 0

@@ -1,0 +1,101 @@
+"""The `sampling` backend: the host's own model, asked through MCP sampling (no API key needed).
+
+Each request carries the output model's JSON schema; the answer is parsed as JSON, validated with
+the same model, and repaired (validation errors fed back) a bounded number of times, exactly as the
+Anthropic backend does with forced tool use. Sampling needs a back-channel to the client: a
+handshake-era session (stdio, or the legacy initialize handshake) whose client declared the
+capability.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from typing import Any
+
+import mcp.types as types
+from mcp.shared.exceptions import MCPError
+
+from research_mcp.errors import ModelError
+from research_mcp.llm.base import Generation, ModelRequest, OutputT, Usage, generate_with_repair
+
+__all__ = ["SamplingModel", "parse_json_answer"]
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
+
+INSTRUCTIONS = (
+    "Answer with ONE JSON object and nothing else (no prose, no code fence) that validates against this "
+    "JSON schema:\n{schema}"
+)
+
+
+def parse_json_answer(text: str) -> Any:
+    """The JSON object in a sampled answer: bare, fenced, or the outermost braces."""
+    for candidate in (text.strip(), *(m.strip() for m in _FENCE.findall(text))):
+        try:
+            return json.loads(candidate)
+        except json.JSONDecodeError:
+            pass
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        try:
+            return json.loads(text[start : end + 1])
+        except json.JSONDecodeError:
+            pass
+    return {"__unparsed__": text[:200]}
+
+
+class SamplingModel:
+    """Structured role outputs from the host's model via `sampling/createMessage`."""
+
+    name = "sampling"
+
+    def __init__(self, session: Any, *, max_tokens: int = 4096) -> None:
+        self.session = session
+        self.max_tokens = max_tokens
+
+    async def generate(self, request: ModelRequest[OutputT]) -> Generation[OutputT]:
+        schema = json.dumps(request.output_type.model_json_schema(), separators=(",", ":"))
+        system = request.system + "\n\n" + INSTRUCTIONS.format(schema=schema)
+        messages: list[types.SamplingMessage] = [
+            types.SamplingMessage(role="user", content=types.TextContent(type="text", text=request.prompt))
+        ]
+
+        async def attempt(feedback: str | None) -> tuple[Any, Usage]:
+            if feedback is not None:
+                messages.append(
+                    types.SamplingMessage(role="user", content=types.TextContent(type="text", text=feedback))
+                )
+            try:
+                with warnings.catch_warnings():
+                    # Sampling is deprecated in the 2026-07-28 protocol, but it is what handshake-era hosts offer.
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    result = await self.session.create_message(
+                        list(messages),
+                        max_tokens=min(request.max_tokens, self.max_tokens),
+                        system_prompt=system,
+                    )
+            except MCPError as error:
+                raise ModelError(
+                    f"The host's model could not be sampled: {error}. "
+                    "Configure ANTHROPIC_API_KEY or set RESEARCH_MCP_MODEL=extractive."
+                ) from error
+            content = result.content
+            text = content.text if isinstance(content, types.TextContent) else ""
+            if result.stop_reason == "maxTokens":
+                raise ModelError(
+                    f"The host's model stopped at the token limit while writing the {request.role} output."
+                )
+            messages.append(
+                types.SamplingMessage(role="assistant", content=types.TextContent(type="text", text=text))
+            )
+            usage = Usage(
+                model=result.model or "host-model",
+                tokens_in=(len(system) + len(request.prompt)) // 4,
+                tokens_out=len(text) // 4,
+                calls=1,
+            )
+            return parse_json_answer(text), usage
+
+        return await generate_with_repair(request.output_type, attempt)

@@ -1,0 +1,271 @@
+"""The presentation layer's pull: a run's result assembled from the store, its views, and pages that
+never exceed a token budget.
+
+Tokens are approximated as characters / 3, rounded up, over the whole JSON result. English prose
+runs at about 4 characters per Claude token and JSON at about 3, so the figure errs high: a page
+said to fit `max_tokens` does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from research_mcp.contracts import (
+    Confidence,
+    ReportPage,
+    ResearchMetadata,
+    ResearchResult,
+    SourceRef,
+    View,
+)
+from research_mcp.errors import InvalidInput, NotFound
+from research_mcp.storage.store import Store
+
+__all__ = ["approx_tokens", "assemble_result", "page_of", "view_items"]
+
+CHARS_PER_TOKEN = 3
+MIN_MAX_TOKENS = 200
+
+
+def approx_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def _result_handoff(store: Store, run: dict[str, Any]) -> dict[str, Any] | None:
+    if not run["result_handoff_id"]:
+        return None
+    return store.get_handoff(run["result_handoff_id"]).output
+
+
+def assemble_result(store: Store, run_id: str) -> ResearchResult:
+    """A finished (or partial) run as findings, sources, confidence, gaps, metadata and follow-ups."""
+    run = store.get_run(run_id)
+    output = _result_handoff(store, run)
+    if output is None:
+        raise InvalidInput(
+            f"run {run_id} has no report yet (status {run['status']}); wait with execute_plan."
+        )
+    facts = store.get_facts(output.get("cited", []) or output.get("fact_ids", []))
+    source_ids: list[int] = []
+    for fact in facts:
+        if fact.source_id not in source_ids:
+            source_ids.append(fact.source_id)
+    counts = {sid: sum(1 for fact in facts if fact.source_id == sid) for sid in source_ids}
+    top = max(counts.values(), default=1)
+    sources = []
+    for sid in source_ids:
+        source = store.get_source(sid)
+        sources.append(
+            SourceRef(
+                id=f"S{sid}",
+                url_or_path=source.ref,
+                title=source.title,
+                relevance=round(counts[sid] / top, 2),
+            )
+        )
+    usage = store.run_usage(run_id)
+    citations = output.get("citations", {})
+    started, finished = run["started_at"], run["finished_at"]
+    elapsed = 0.0
+    if started and finished:
+        from datetime import datetime
+
+        elapsed = (datetime.fromisoformat(finished) - datetime.fromisoformat(started)).total_seconds()
+    searches = sum(
+        h.output.get("searches", 0) for h in store.handoffs_for_run(run_id, role="scout") if h.output
+    )
+    metadata = ResearchMetadata(
+        searches=searches,
+        sources_read=len(
+            {h.input.get("source_id") for h in store.handoffs_for_run(run_id, role="extractor")}
+        ),
+        llm_calls=usage["llm_calls"],
+        tokens_in=usage["tokens_in"],
+        tokens_out=usage["tokens_out"],
+        cost_usd=round(usage["cost_usd"], 6),
+        elapsed_s=round(elapsed, 2),
+        citations_made=citations.get("made", 0),
+        citations_verified=citations.get("verified", 0),
+        citations_dropped=citations.get("dropped", 0),
+        backend=run["backend"],
+    )
+    return ResearchResult(
+        findings=output["report"],
+        sources=sources,
+        confidence=Confidence.model_validate(output["confidence"]),
+        gaps=output.get("gaps", []),
+        metadata=metadata,
+        suggested_followups=output.get("suggested_followups", []),
+    )
+
+
+def _kind_of(ident: str) -> str:
+    prefix = ident.split("_", 1)[0]
+    return {"run": "run", "plan": "plan", "h": "handoff"}.get(prefix, "unknown")
+
+
+def view_items(store: Store, ident: str, view: View) -> list[str]:
+    """The view as a list of text items (paragraphs, lines), to be paged."""
+    kind = _kind_of(ident)
+    if kind == "run":
+        return _run_view(store, ident, view)
+    if kind == "plan":
+        plan = store.get_plan(ident)
+        if view == "handoff":
+            return [json.dumps(store.get_handoff(plan["handoff_id"]).model_dump(mode="json"), indent=1)]
+        if view in ("tree", "summary"):
+            lines = [f"plan {ident} ({plan['status']}) for: {plan['query']}"]
+            lines += [f"- infeasible: {reason}" for reason in plan["reasons"]]
+            lines.append("estimate: " + json.dumps(plan["estimate"]))
+            return lines + _tree_lines(plan["tree"]["root"])
+        raise InvalidInput(f"view {view!r} is not available for a plan; use summary, tree or handoff.")
+    if kind == "handoff":
+        return _handoff_view(store, ident, view)
+    raise NotFound("run, plan or handoff", ident)
+
+
+def _tree_lines(node: dict[str, Any], depth: int = 0, status: dict[str, str] | None = None) -> list[str]:
+    mark = f" [{status.get(node['id'], 'pending')}]" if status is not None else ""
+    questions = "; ".join(node.get("questions", [])[:3])
+    line = f"{'  ' * depth}- {node['id']} {node['kind']}: {node['title']}{mark}" + (
+        f" — {questions}" if questions else ""
+    )
+    lines = [line]
+    for child in node.get("children", []):
+        lines += _tree_lines(child, depth + 1, status)
+    return lines
+
+
+def _run_view(store: Store, run_id: str, view: View) -> list[str]:
+    run = store.get_run(run_id)
+    if view == "tree":
+        status = {n["node_id"].split("/", 1)[-1]: n["status"] for n in store.nodes_for_run(run_id)}
+        lines = []
+        for plan_id in run["plan_ids"]:
+            plan = store.get_plan(plan_id)
+            lines.append(f"plan {plan_id}: {plan['query']}")
+            lines += _tree_lines(plan["tree"]["root"], status=status)
+        events = store.events_for_run(run_id, "iteration")
+        lines += [f"iteration: {event['message']} — {json.dumps(event['data'])}" for event in events]
+        return lines
+    if view == "handoff":
+        return [
+            json.dumps(h.model_dump(mode="json", exclude={"input"}), indent=1)
+            for h in store.handoffs_for_run(run_id)
+        ]
+    if view == "summary" and run["status"] not in ("done", "budget_exhausted"):
+        return [f"run {run_id} is {run['status']}" + (f": {run['error']}" if run["error"] else "")]
+    result = assemble_result(store, run_id)
+    if view == "summary":
+        first = [line for line in result.findings.splitlines() if line.strip()][:6]
+        meta = result.metadata
+        return [
+            *first,
+            f"confidence: {result.confidence.level} — {result.confidence.reasoning}",
+            f"{len(result.sources)} sources; citations {meta.citations_verified}/{meta.citations_made} verified, "
+            f"{meta.citations_dropped} dropped; {meta.llm_calls} model calls, ${meta.cost_usd:.4f} ({meta.backend})",
+            "more: report_results views report, sources, facts, confidence, gaps, followups, tree",
+        ]
+    if view == "report":
+        return [part for part in result.findings.split("\n\n") if part.strip()] + [
+            "metadata: " + result.metadata.model_dump_json()
+        ]
+    if view == "sources":
+        return [f"{s.id} {s.title} <{s.url_or_path}> relevance={s.relevance}" for s in result.sources]
+    if view == "facts":
+        output = _result_handoff(store, run) or {}
+        facts = store.get_facts(output.get("fact_ids", []))
+        return [
+            f'F{f.id} [{"verified" if f.verified else "UNVERIFIED"}] S{f.source_id} {f.statement} | "{f.quote}"'
+            for f in facts
+        ]
+    if view == "confidence":
+        return [f"{result.confidence.level}: {result.confidence.reasoning}"]
+    if view == "gaps":
+        return result.gaps or ["no gaps recorded"]
+    if view == "followups":
+        return result.suggested_followups or ["no follow-ups suggested"]
+    raise InvalidInput(f"unknown view {view!r}")
+
+
+def _handoff_view(store: Store, handoff_id: str, view: View) -> list[str]:
+    handoff = store.get_handoff(handoff_id)
+    output = handoff.output or {}
+    if view == "handoff":
+        return [json.dumps(handoff.model_dump(mode="json"), indent=1)]
+    if view == "summary":
+        return [*handoff.summary, f"role {handoff.role}, status {handoff.status}, backend {handoff.backend}"]
+    if view == "facts":
+        facts = store.facts_for_handoffs([handoff_id]) or store.get_facts(output.get("fact_ids", []))
+        return [
+            f'F{f.id} [{"verified" if f.verified else "UNVERIFIED"}] {f.statement} | "{f.quote}"'
+            for f in facts
+        ] or ["no facts"]
+    if view == "sources":
+        if handoff.role == "scout":
+            return [
+                f"{i + 1}. {s['title']} <{s['ref']}> score={s['score']} tags={','.join(s['tags'])} — {s['rationale']}"
+                for i, s in enumerate(output.get("sources", []))
+            ]
+        if "source_id" in handoff.input:
+            source = store.get_source(handoff.input["source_id"])
+            return [f"S{source.id} {source.title} <{source.ref}>"]
+    if view == "report" and "report" in output:
+        return [part for part in output["report"].split("\n\n") if part.strip()]
+    if view == "confidence" and "confidence" in output:
+        return [f"{output['confidence']['level']}: {output['confidence']['reasoning']}"]
+    if view == "gaps":
+        return list(output.get("gaps", []) or output.get("source_identified_gaps", [])) or [
+            "no gaps recorded"
+        ]
+    if view == "followups":
+        follow = output.get("suggested_followups") or [
+            q["question"] for q in output.get("follow_up_questions", [])
+        ]
+        return follow or ["no follow-ups suggested"]
+    raise InvalidInput(f"view {view!r} is not available for a {handoff.role} handoff.")
+
+
+def page_of(ident: str, view: View, items: list[str], cursor: str | None, max_tokens: int) -> ReportPage:
+    """The page starting at `cursor`, as large as fits in `max_tokens` (whole JSON result)."""
+    if max_tokens < MIN_MAX_TOKENS:
+        raise InvalidInput(f"max_tokens must be at least {MIN_MAX_TOKENS}.")
+    item, offset = 0, 0
+    if cursor:
+        try:
+            item, offset = (int(part) for part in cursor.split(":"))
+        except ValueError:
+            raise InvalidInput(
+                f"cursor {cursor!r} is not one this server gave; omit it to start over."
+            ) from None
+    # Characters of text per page: the budget less the envelope, halved again for JSON escaping.
+    budget = (max_tokens * CHARS_PER_TOKEN) - 300
+    while True:
+        text, next_item, next_offset = _fill(items, item, offset, budget)
+        next_cursor = f"{next_item}:{next_offset}" if next_item < len(items) else None
+        page = ReportPage(id=ident, view=view, text=text, cursor=next_cursor, page_tokens=0)
+        tokens = approx_tokens(page.model_dump_json())
+        if tokens <= max_tokens or budget <= 50:
+            page.page_tokens = tokens
+            return page
+        budget = int(budget * 0.8)
+
+
+def _fill(items: list[str], item: int, offset: int, budget: int) -> tuple[str, int, int]:
+    parts: list[str] = []
+    used = 0
+    while item < len(items):
+        rest = items[item][offset:]
+        room = budget - used - (1 if parts else 0)
+        if len(rest) <= room:
+            parts.append(rest)
+            used += len(rest) + (1 if len(parts) > 1 else 0)
+            item, offset = item + 1, 0
+            continue
+        if room > 0 and (not parts or room > 200):
+            parts.append(rest[:room])
+            offset += room
+        break
+    return "\n".join(parts), item, offset

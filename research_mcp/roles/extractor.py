@@ -1,0 +1,141 @@
+"""The extractor: one source and its questions into facts with checked verbatim quotes."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from research_mcp.contracts import (
+    ExtractorInput,
+    ExtractorOutput,
+    ExtractorPayload,
+    ExtractorTaskSpec,
+    Source,
+)
+from research_mcp.roles.base import RoleDeps, RoleResult, perform
+from research_mcp.roles.citations import locate_quote
+from research_mcp.roles.framing import frame
+from research_mcp.storage.store import NewFact
+
+__all__ = ["MAX_SOURCE_CHARS", "extract", "insight_triggers"]
+
+# What a model reads of one source; longer texts are cut here and the cut is said in the prompt.
+MAX_SOURCE_CHARS = 60_000
+_LIMITATIONS = re.compile(
+    r"^\s*(#+\s*)?(\d+(\.\d+)*\s*)?(limitations?|future work|threats to validity)\b", re.I | re.M
+)
+
+
+def insight_triggers(
+    output: ExtractorOutput, source_text: str, task_spec: ExtractorTaskSpec | None
+) -> list[str]:
+    """Why this extraction may carry insights (follow-ups, gaps, linked sources); empty: it may not."""
+    triggers = []
+    if output.confidence.level == "low" or any(fact.confidence < 0.4 for fact in output.facts):
+        triggers.append("low confidence")
+    if _LIMITATIONS.search(source_text):
+        triggers.append("limitations section")
+    if "contradict" in output.confidence.reasoning.lower():
+        triggers.append("contradiction")
+    if task_spec is not None and task_spec.discovery_intense:
+        triggers.append("discovery_intense")
+    return triggers
+
+
+def _prompt(payload: ExtractorPayload, truncated: bool) -> str:
+    lines = ["Questions:"]
+    lines += [f"{index}. {question}" for index, question in enumerate(payload.questions)]
+    if payload.task_spec is not None:
+        lines.append(
+            "Task spec (follow it exactly):\n" + payload.task_spec.model_dump_json(exclude_defaults=True)
+        )
+    if payload.context:
+        lines.append("Context from the research so far:\n" + payload.context)
+    note = " (truncated: only the beginning of the source is shown)" if truncated else ""
+    lines.append(f"Source S{payload.source_id}: {payload.source_title or payload.source_ref}{note}")
+    lines.append(frame(f"SOURCE S{payload.source_id}", payload.source_text))
+    return "\n".join(lines)
+
+
+def _summary(output: ExtractorOutput) -> list[str]:
+    answered = sum(1 for answer in output.answers if answer.fact_indexes)
+    return [
+        f"{len(output.facts)} facts; {answered}/{len(output.answers)} questions answered; "
+        f"confidence {output.confidence.level}"
+    ]
+
+
+async def extract(
+    deps: RoleDeps,
+    source: Source,
+    *,
+    questions: list[str] | None = None,
+    task_spec: ExtractorTaskSpec | None = None,
+    context: str = "",
+    run_id: str | None = None,
+    node_id: str | None = None,
+    iteration: int = 0,
+) -> RoleResult[ExtractorOutput]:
+    """Extract facts from one source. With a task spec, its questions are the ones asked, verbatim."""
+    asked = list(task_spec.questions) if task_spec is not None else list(questions or [])
+    extractor_input = ExtractorInput(
+        source_id=source.id,
+        source_ref=source.ref,
+        source_title=source.title,
+        questions=asked,
+        task_spec=task_spec,
+        context=context,
+    )
+    truncated = len(source.text) > MAX_SOURCE_CHARS
+    payload = ExtractorPayload(**extractor_input.model_dump(), source_text=source.text[:MAX_SOURCE_CHARS])
+
+    def finish(handoff_id: str, output: ExtractorOutput) -> dict[str, Any]:
+        new_facts = []
+        for fact in output.facts:
+            span = locate_quote(fact.quote, source.text)
+            question = None
+            if fact.question_index is not None and fact.question_index < len(asked):
+                question = asked[fact.question_index]
+            new_facts.append(
+                NewFact(
+                    source_id=source.id,
+                    statement=fact.statement,
+                    quote=fact.quote,
+                    start=span[0] if span else None,
+                    end=span[1] if span else None,
+                    question=question,
+                    confidence=fact.confidence,
+                    verified=span is not None,
+                )
+            )
+        fact_ids = deps.store.add_facts(run_id, handoff_id, new_facts)
+        triggers = insight_triggers(output, source.text, task_spec)
+        if not triggers:
+            output.follow_up_questions.clear()
+            output.source_identified_gaps.clear()
+            output.linked_candidate_sources.clear()
+        verified = sum(1 for fact in new_facts if fact["verified"])
+        return {
+            "fact_ids": fact_ids,
+            "verified": verified,
+            "unverified": len(new_facts) - verified,
+            "insight_triggers": triggers,
+            "source_id": source.id,
+            "follow_up_questions": [item.model_dump() for item in output.follow_up_questions],
+            "source_identified_gaps": list(output.source_identified_gaps),
+            "linked_candidate_sources": [item.model_dump() for item in output.linked_candidate_sources],
+        }
+
+    return await perform(
+        deps,
+        role="extractor",
+        input=extractor_input,
+        payload=payload,
+        output_type=ExtractorOutput,
+        prompt=_prompt(payload, truncated),
+        summarize=_summary,
+        finish=finish,
+        run_id=run_id,
+        node_id=node_id,
+        iteration=iteration,
+    )

@@ -1,0 +1,164 @@
+"""The planner: a query (and maybe a suggested plan) into a feasible plan tree, with an estimate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from research_mcp.contracts import Budget, PlannerInput, PlannerOutput, PlanNode
+from research_mcp.errors import InvalidInput
+from research_mcp.roles.base import RoleDeps, perform
+from research_mcp.roles.feasibility import assign_ids, check_feasible
+from research_mcp.storage.store import new_id
+
+__all__ = ["PlanRecord", "estimate_plan", "plan_research"]
+
+MAX_PLAN_REPAIRS = 2
+# Figures behind the estimate (see README "Estimates"): sources read per leaf, and the typical size of
+# each role's prompt and answer in tokens.
+SOURCES_PER_LEAF = 3
+TOKENS = {
+    "planner": (1_500, 800),
+    "extractor": (6_000, 900),
+    "synthesizer": (3_000, 1_200),
+    "scout": (2_000, 600),
+}
+SECONDS_PER_CALL = {"anthropic": 12.0, "sampling": 15.0, "extractive": 0.3}
+
+
+@dataclass
+class PlanRecord:
+    plan_id: str
+    status: str  # feasible | infeasible
+    root: PlanNode | None
+    reasons: list[str]
+    estimate: dict[str, Any]
+    handoff_id: str
+
+
+def estimate_plan(
+    root: PlanNode, *, backend: str, price: tuple[float, float], concurrency: int
+) -> dict[str, Any]:
+    """Model calls, tokens, cost and wall time the plan should take before anything runs."""
+    calls: dict[str, int] = {"extractor": 0, "synthesizer": 0, "scout": 0}
+    critical = 0
+
+    def visit(node: PlanNode) -> int:
+        """Calls on the longest chain through this node."""
+        if node.kind == "executor":
+            calls["synthesizer"] += 1
+            return 1 + max((visit(child) for child in node.children), default=0)
+        if node.kind == "discovery":
+            calls["scout"] += 1
+            return 1
+        sources = len(node.sources) or SOURCES_PER_LEAF
+        calls["extractor"] += sources * max(1, len(node.task_specs) or 1)
+        calls["synthesizer"] += 1
+        return 2
+
+    critical = visit(root)
+    tokens_in = sum(TOKENS[role][0] * count for role, count in calls.items())
+    tokens_out = sum(TOKENS[role][1] * count for role, count in calls.items())
+    total_calls = sum(calls.values())
+    per_call = SECONDS_PER_CALL.get(backend, 10.0)
+    wall = per_call * max(critical, total_calls / concurrency)
+    cost = (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
+    return {
+        "model_calls": total_calls,
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "cost_usd": round(cost, 4),
+        "wall_s": round(wall, 1),
+        "calls_by_role": calls,
+    }
+
+
+def _summary(output: PlannerOutput) -> list[str]:
+    nodes = output.root.walk()
+    leaves = [node for node in nodes if not node.children]
+    return [
+        f"{len(nodes)} nodes, {len(leaves)} leaves: " + "; ".join(node.title for node in leaves[:4])[:180]
+    ]
+
+
+async def plan_research(
+    deps: RoleDeps,
+    query: str,
+    *,
+    suggested: PlannerOutput | None = None,
+    budget: Budget | None = None,
+    known_facts: int = 0,
+    price: tuple[float, float] = (0.0, 0.0),
+) -> PlanRecord:
+    """Ask the planner; feed feasibility violations back at most MAX_PLAN_REPAIRS times; store the plan."""
+    query = query.strip()
+    if len(query) < 3:
+        raise InvalidInput("query is empty: give a research question of at least a few words.")
+    if suggested is not None:
+        reasons = check_feasible(suggested.root)
+        if reasons:
+            raise InvalidInput(
+                "The suggested plan is infeasible: " + "; ".join(reasons) + ". Fix it or omit it."
+            )
+    violations: list[str] = []
+    result = None
+    for _ in range(MAX_PLAN_REPAIRS + 1):
+        planner_input = PlannerInput(
+            query=query,
+            suggested_plan=suggested,
+            budget=budget,
+            known_facts=known_facts,
+            violations=violations,
+        )
+        result = await perform(
+            deps,
+            role="planner",
+            input=planner_input,
+            output_type=PlannerOutput,
+            prompt=_prompt(planner_input),
+            summarize=_summary,
+        )
+        violations = check_feasible(result.output.root)
+        if not violations:
+            break
+    assert result is not None
+    plan_id = new_id("plan")
+    root = assign_ids(result.output.root) if not violations else result.output.root
+    estimate = estimate_plan(
+        root, backend=deps.model.name, price=price, concurrency=deps.settings.concurrency
+    )
+    status = "infeasible" if violations else "feasible"
+    deps.store.save_plan(
+        {
+            "id": plan_id,
+            "query": query,
+            "tree": PlannerOutput(root=root, rationale=result.output.rationale).model_dump(mode="json"),
+            "status": status,
+            "reasons": violations,
+            "estimate": estimate,
+            "suggested": suggested.model_dump(mode="json") if suggested else None,
+            "backend": deps.model.name,
+            "handoff_id": result.handoff_id,
+        }
+    )
+    return PlanRecord(plan_id, status, root, violations, estimate, result.handoff_id)
+
+
+def _prompt(planner_input: PlannerInput) -> str:
+    parts = [f"Research query:\n{planner_input.query}"]
+    if planner_input.suggested_plan is not None:
+        parts.append(
+            "Suggested plan (JSON):\n" + planner_input.suggested_plan.model_dump_json(exclude_defaults=True)
+        )
+    if planner_input.budget is not None:
+        parts.append("Budget: " + planner_input.budget.model_dump_json(exclude_none=True))
+    if planner_input.known_facts:
+        parts.append(
+            f"The knowledge base already holds {planner_input.known_facts} facts bearing on this query."
+        )
+    if planner_input.violations:
+        parts.append(
+            "Your previous plan was infeasible. Fix these violations:\n- "
+            + "\n- ".join(planner_input.violations)
+        )
+    return "\n\n".join(parts)

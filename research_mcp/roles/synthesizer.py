@@ -1,0 +1,122 @@
+"""The synthesizer: the full handoffs below it, read from the store, into a report citing fact ids."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from research_mcp.contracts import (
+    ChildReport,
+    Fact,
+    SynthesisFact,
+    SynthesisInput,
+    SynthesisOutput,
+    SynthesisPayload,
+)
+from research_mcp.roles.base import RoleDeps, RoleResult, perform
+from research_mcp.roles.citations import check_report_citations
+from research_mcp.roles.framing import frame
+
+__all__ = ["gather_inputs", "synthesize"]
+
+MAX_FACTS = 150
+
+
+def gather_inputs(deps: RoleDeps, handoff_ids: list[str]) -> tuple[list[Fact], list[ChildReport]]:
+    """Facts in scope (extractors' facts, and the scope of lower syntheses) and the lower reports."""
+    store = deps.store
+    extractor_ids: list[str] = []
+    scoped: list[int] = []
+    reports: list[ChildReport] = []
+    for handoff_id in handoff_ids:
+        handoff = store.get_handoff(handoff_id)
+        if handoff.status != "done" or handoff.output is None:
+            continue
+        if handoff.role == "extractor":
+            extractor_ids.append(handoff_id)
+        elif handoff.role == "synthesizer":
+            scoped.extend(handoff.output.get("fact_ids", []))
+            reports.append(
+                ChildReport(
+                    title=handoff.input.get("title", ""),
+                    report=handoff.output["report"],
+                    confidence=handoff.output["confidence"]["level"],
+                    gaps=handoff.output.get("gaps", []),
+                )
+            )
+    facts = {fact.id: fact for fact in store.facts_for_handoffs(extractor_ids)}
+    facts.update({fact.id: fact for fact in store.get_facts(scoped)})
+    return [facts[key] for key in sorted(facts)], reports
+
+
+def _prompt(payload: SynthesisPayload) -> str:
+    lines = [f"Node: {payload.title}", "Questions:"]
+    lines += [f"- {question}" for question in payload.questions] or ["- (see the node title)"]
+    fact_lines = []
+    for fact in payload.facts:
+        status = "verified" if fact.verified else "UNVERIFIED"
+        extra = f", corroborated by {fact.corroborations}" if fact.corroborations > 1 else ""
+        fact_lines.append(
+            f'[F{fact.id}] (S{fact.source_id}, {status}{extra}) {fact.statement} | quote: "{fact.quote}"'
+        )
+    lines.append(frame("FACTS", "\n".join(fact_lines) or "(no facts)"))
+    for report in payload.child_reports:
+        lines.append(frame(f"REPORT {report.title!r} (confidence {report.confidence})", report.report))
+    return "\n".join(lines)
+
+
+def _summary(output: SynthesisOutput) -> list[str]:
+    first = next((line.strip("# ").strip() for line in output.report.splitlines() if line.strip()), "")
+    return [first[:200], f"confidence {output.confidence.level}; {len(output.gaps)} gaps"]
+
+
+async def synthesize(
+    deps: RoleDeps,
+    *,
+    title: str,
+    questions: list[str],
+    input_handoffs: list[str],
+    run_id: str | None = None,
+    node_id: str | None = None,
+    iteration: int = 0,
+    discovery: bool = False,
+) -> RoleResult[SynthesisOutput]:
+    facts, reports = gather_inputs(deps, input_handoffs)
+    facts = sorted(facts, key=lambda f: (not f.verified, -f.corroborations, -f.confidence))[:MAX_FACTS]
+    synthesis_input = SynthesisInput(
+        title=title, questions=questions, input_handoffs=input_handoffs, discovery=discovery
+    )
+    payload = SynthesisPayload(
+        **synthesis_input.model_dump(),
+        facts=[SynthesisFact(**fact.model_dump(exclude={"location"})) for fact in facts],
+        child_reports=reports,
+    )
+    allowed = {fact.id for fact in facts}
+    verified = {fact.id for fact in facts if fact.verified}
+
+    def finish(handoff_id: str, output: SynthesisOutput) -> dict[str, Any]:
+        check = check_report_citations(output.report, allowed, verified)
+        output.report = check.report
+        for finding in output.key_findings:
+            finding.fact_ids = [fact_id for fact_id in finding.fact_ids if fact_id in allowed]
+        return {
+            "report": check.report,
+            "key_findings": [finding.model_dump() for finding in output.key_findings],
+            "fact_ids": sorted(allowed),
+            "cited": check.cited,
+            "citations": {"made": check.made, "verified": check.verified, "dropped": check.dropped},
+        }
+
+    return await perform(
+        deps,
+        role="synthesizer",
+        input=synthesis_input,
+        payload=payload,
+        output_type=SynthesisOutput,
+        prompt=_prompt(payload),
+        summarize=_summary,
+        finish=finish,
+        run_id=run_id,
+        node_id=node_id,
+        iteration=iteration,
+        max_tokens=8192,
+    )

@@ -1,0 +1,243 @@
+"""Background runs: start, wait, cancel, resume.
+
+A run lives in the server's task group, not in the tool call that started it, so it outlives the
+host's ~60 s tool timeout; `execute_plan` waits on it for at most `wait_seconds`. Everything a run
+does is in the store, so a run whose process died resumes when it is executed again: finished
+nodes are read back, never re-run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from research_mcp.contracts import PlannerOutput
+from research_mcp.errors import BudgetExhausted, InvalidInput, ResearchError
+from research_mcp.roles.base import BudgetTracker, RoleDeps
+from research_mcp.roles.executor import RunContext, execute_node, plan_nodes
+from research_mcp.roles.synthesizer import synthesize
+from research_mcp.storage.store import Store, now
+
+__all__ = ["FINISHED", "RunManager"]
+
+logger = logging.getLogger(__name__)
+
+FINISHED = frozenset({"done", "budget_exhausted"})
+PROGRESS_EVERY_S = 5.0
+
+Progress = Callable[[int, int, str], Awaitable[None]]
+
+
+@dataclass
+class LiveRun:
+    run_id: str
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    changed: anyio.Event = field(default_factory=anyio.Event)
+
+    def notify(self) -> None:
+        self.changed.set()
+        self.changed = anyio.Event()
+
+
+class RunManager:
+    """Owns the runs of one server process."""
+
+    def __init__(self, store: Store, task_group: anyio.abc.TaskGroup) -> None:
+        self.store = store
+        self.task_group = task_group
+        self.live: dict[str, LiveRun] = {}
+
+    def check_plans(self, plan_ids: list[str]) -> list[dict[str, Any]]:
+        plans = [self.store.get_plan(plan_id) for plan_id in plan_ids]
+        for plan in plans:
+            if plan["status"] != "feasible":
+                raise InvalidInput(
+                    f"plan {plan['id']} is infeasible ({'; '.join(plan['reasons'])}); "
+                    "plan again with a narrower query or a corrected suggested plan."
+                )
+        return plans
+
+    def start(self, plan_ids: list[str], deps: RoleDeps, budget: dict[str, Any] | None = None) -> str:
+        """Start a run of these plans, or resume the last unfinished one; a finished run is returned as is."""
+        self.check_plans(plan_ids)
+        existing = self.store.latest_run_for(plan_ids)
+        if existing is not None and (existing["status"] in FINISHED or existing["id"] in self.live):
+            return str(existing["id"])
+        run_id = (
+            existing["id"]
+            if existing is not None
+            else self.store.create_run(plan_ids, deps.model.name, budget)
+        )
+        self.resume(run_id, deps)
+        return run_id
+
+    def resume(self, run_id: str, deps: RoleDeps) -> None:
+        run = self.store.get_run(run_id)
+        if run_id in self.live or run["status"] in FINISHED:
+            return
+        deps.budget = BudgetTracker.from_limits(run["budget"], spent=self.store.run_usage(run_id))
+        live = LiveRun(run_id)
+        self.live[run_id] = live
+        self.task_group.start_soon(self._run, live, deps)
+
+    def cancel(self, run_id: str) -> bool:
+        live = self.live.get(run_id)
+        if live is None:
+            return False
+        live.scope.cancel()
+        return True
+
+    async def wait(self, run_id: str, seconds: float, progress: Progress | None = None) -> dict[str, Any]:
+        """Wait at most `seconds` for the run to finish, reporting progress at each node and every 5 s."""
+        live = self.live.get(run_id)
+        if live is not None:
+            with anyio.move_on_after(seconds):
+                while not live.done.is_set():
+                    changed = live.changed
+                    with anyio.move_on_after(PROGRESS_EVERY_S):
+                        await changed.wait()
+                    if progress is not None and not live.done.is_set():
+                        done, total = self.node_counts(run_id)
+                        await progress(done, total, f"{done}/{total} nodes done")
+        return self.store.get_run(run_id)
+
+    def node_counts(self, run_id: str) -> tuple[int, int]:
+        nodes = self.store.nodes_for_run(run_id)
+        return sum(1 for node in nodes if node["status"] == "done"), len(nodes)
+
+    async def _run(self, live: LiveRun, deps: RoleDeps) -> None:
+        store = self.store
+        run_id = live.run_id
+        run = store.get_run(run_id)
+        store.update_run(
+            run_id, status="running", started_at=now(), attempt=(run["attempt"] or 0) + 1, error=None
+        )
+        try:
+            with live.scope:
+                result_id = await self._execute(run_id, run["plan_ids"], deps, live)
+                store.update_run(run_id, status="done", finished_at=now(), result_handoff_id=result_id)
+            if live.scope.cancelled_caught:
+                store.update_run(run_id, status="cancelled", finished_at=now(), error="cancelled by the host")
+        except BudgetExhausted as error:
+            partial = partial_report(store, run_id, str(error), deps.model.name)
+            store.update_run(
+                run_id,
+                status="budget_exhausted",
+                finished_at=now(),
+                error=str(error),
+                result_handoff_id=partial,
+            )
+        except ResearchError as error:
+            store.update_run(run_id, status="failed", finished_at=now(), error=str(error))
+        except Exception as error:  # top-level boundary of a background task: record, never crash the server
+            logger.exception("run %s failed", run_id)
+            store.update_run(run_id, status="failed", finished_at=now(), error=f"internal error: {error!r}")
+        finally:
+            self.live.pop(run_id, None)
+            live.done.set()
+            live.notify()
+
+    async def _execute(self, run_id: str, plan_ids: list[str], deps: RoleDeps, live: LiveRun) -> str:
+        plans = self.check_plans(plan_ids)
+        roots = []
+        for plan in plans:
+            root = PlannerOutput.model_validate(plan["tree"]).root
+            self.store.ensure_nodes(run_id, plan_nodes(plan["id"], root))
+            roots.append((plan, root))
+        if len(roots) > 1:
+            self.store.ensure_nodes(
+                run_id,
+                [
+                    {
+                        "node_id": "final",
+                        "plan_id": None,
+                        "parent_id": None,
+                        "kind": "executor",
+                        "title": "final",
+                    }
+                ],
+            )
+        results: dict[int, str] = {}
+
+        async def run_plan(index: int, plan: dict[str, Any], root: Any) -> None:
+            context = RunContext(deps=deps, run_id=run_id, plan_id=plan["id"], on_node_done=live.notify)
+            results[index] = await execute_node(context, root)
+
+        async with anyio.create_task_group() as group:
+            for index, (plan, root) in enumerate(roots):
+                group.start_soon(run_plan, index, plan, root)
+        if len(roots) == 1:
+            return results[0]
+        final = self.store.get_node(run_id, "final")
+        if final is not None and final["status"] == "done":
+            return str(final["handoff_id"])
+        self.store.start_node(run_id, "final")
+        questions = [plan["query"] for plan, _ in roots]
+        result = await synthesize(
+            deps,
+            title="Answer to all subqueries",
+            questions=questions,
+            input_handoffs=[results[index] for index in sorted(results)],
+            run_id=run_id,
+            node_id="final",
+        )
+        self.store.finish_node(run_id, "final", "done", result.handoff_id)
+        live.notify()
+        return result.handoff_id
+
+
+def partial_report(store: Store, run_id: str, reason: str, backend: str) -> str:
+    """A report built without a model from the syntheses that finished before a budget stopped the run."""
+    syntheses = [
+        h for h in store.handoffs_for_run(run_id, role="synthesizer") if h.status == "done" and h.output
+    ]
+    covered = {fid for h in syntheses for fid in (h.output or {}).get("fact_ids", [])}
+    # Keep the highest syntheses only: those whose facts are not all inside another finished synthesis.
+    tops = [
+        h
+        for h in syntheses
+        if not any(
+            other.id != h.id and set((h.output or {})["fact_ids"]) < set((other.output or {})["fact_ids"])
+            for other in syntheses
+        )
+    ]
+    sections = [f"## {h.input.get('title', '')}\n\n{(h.output or {})['report']}" for h in tops]
+    finished = [n["title"] for n in store.nodes_for_run(run_id) if n["status"] == "done"]
+    unfinished = [n["title"] for n in store.nodes_for_run(run_id) if n["status"] != "done"]
+    report = f"**Partial report: {reason}** Finished parts follow.\n\n" + ("\n\n".join(sections) or "(none)")
+    handoff_id = store.start_handoff(
+        role="synthesizer",
+        input={"title": "partial report", "questions": [], "input_handoffs": [h.id for h in tops]},
+        backend=backend,
+        run_id=run_id,
+        node_id="partial",
+    )
+    cited = sorted({fid for h in tops for fid in (h.output or {}).get("cited", [])})
+    store.finish_handoff(
+        handoff_id,
+        status="done",
+        output={
+            "report": report,
+            "key_findings": [f for h in tops for f in (h.output or {}).get("key_findings", [])],
+            "confidence": {"level": "low", "reasoning": f"The run stopped early: {reason}."},
+            "gaps": [f"not researched (budget): {title}" for title in unfinished],
+            "contradictions": [],
+            "suggested_followups": [],
+            "fact_ids": sorted(covered),
+            "cited": cited,
+            "citations": {
+                key: sum((h.output or {}).get("citations", {}).get(key, 0) for h in tops)
+                for key in ("made", "verified", "dropped")
+            },
+            "finished_nodes": finished,
+        },
+        summary=[f"partial report: {reason}", f"{len(finished)} nodes finished, {len(unfinished)} not"],
+        model="none",
+    )
+    return handoff_id

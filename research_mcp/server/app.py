@@ -1,0 +1,112 @@
+"""The MCP server: long-lived clients built once in the lifespan, tools/resources/prompt wired."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import anyio
+from mcp.server import MCPServer
+
+from research_mcp.config import Settings
+from research_mcp.llm.base import ModelBackend
+from research_mcp.llm.select import choose_backend
+from research_mcp.runs import RunManager
+from research_mcp.server.prompts import register_prompts
+from research_mcp.server.resources import register_resources
+from research_mcp.server.tools import build_tools
+from research_mcp.service import ResearchService
+from research_mcp.sources.fetch import SafeFetcher
+from research_mcp.sources.library import SourceLibrary
+from research_mcp.sources.search import WebSearch
+from research_mcp.storage.store import Store
+
+__all__ = ["create_server"]
+
+logger = logging.getLogger(__name__)
+
+INSTRUCTIONS = (
+    "A research team as tools. Use the `research` prompt for how to act as the manager: "
+    "plan_research → execute_plan → report_results. Results are small handles; pull detail with report_results."
+)
+
+
+def open_corpus(settings: Settings, store: Store) -> Any:
+    """The local corpus over RESEARCH_MCP_CORPUS (indexed incrementally at start), or None."""
+    if not settings.corpus:
+        return None
+    from research_mcp.sources.corpus import Corpus
+    from research_mcp.storage.embeddings import default_embedder
+    from research_mcp.storage.knowledge import KnowledgeIndex
+
+    embedder = default_embedder()
+    index = KnowledgeIndex.open(
+        path=settings.qdrant_path,
+        url=settings.qdrant_url,
+        api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None,
+        embedder=embedder,
+    )
+    return Corpus(store, settings.corpus, embedder=embedder, index=index)
+
+
+def create_server(settings: Settings | None = None, *, model: ModelBackend | None = None) -> MCPServer[Any]:
+    """The research-mcp server. `model` replaces backend choice (tests and benchmarks use a scripted one)."""
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[ResearchService]:
+        config = settings or Settings()
+        store = Store(config.database_path)
+        async with AsyncExitStack() as stack:
+            fetcher = SafeFetcher(allow=config.fetch_allow)
+            stack.push_async_callback(fetcher.aclose)
+            web = WebSearch.from_settings(config)
+            stack.push_async_callback(web.aclose)
+            corpus = open_corpus(config, store)
+            if corpus is not None:
+                report = await anyio.to_thread.run_sync(corpus.index)
+                logger.info(
+                    "corpus: %d documents (%d new or changed)",
+                    corpus.document_count(),
+                    report.added + report.updated,
+                )
+            library = SourceLibrary(store, fetcher=fetcher, web=web, corpus=corpus)
+
+            anthropic = None
+            if (
+                model is None
+                and config.anthropic_api_key is not None
+                and config.model in ("auto", "anthropic")
+            ):
+                from research_mcp.llm.anthropic import AnthropicModel
+
+                anthropic = AnthropicModel.from_settings(config)
+                stack.push_async_callback(anthropic.aclose)
+
+            def choose_model(ctx: Any) -> tuple[ModelBackend, str]:
+                if model is not None:
+                    return model, "given to create_server"
+                choice = choose_backend(config, ctx=ctx, anthropic=anthropic)
+                return choice.backend, choice.reason
+
+            async with anyio.create_task_group() as group:
+                service = ResearchService(
+                    settings=config,
+                    store=store,
+                    sources=library,
+                    runs=RunManager(store, group),
+                    choose_model=choose_model,
+                )
+                try:
+                    yield service
+                finally:
+                    group.cancel_scope.cancel()
+        store.close()
+
+    server: MCPServer[Any] = MCPServer(
+        "research-mcp", instructions=INSTRUCTIONS, lifespan=lifespan, version="0.1.0", tools=build_tools()
+    )
+    register_resources(server)
+    register_prompts(server)
+    return server

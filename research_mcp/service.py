@@ -1,0 +1,285 @@
+"""The research service: what each MCP tool does, in domain terms, returning compact handles.
+
+The server wires tools to these methods and nothing else. Every method returns a `CompactReturn`
+(at most 1,000 bytes of JSON whatever the work behind it) or a `ReportPage` (under `max_tokens`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from research_mcp.config import Settings
+from research_mcp.contracts import Budget, CompactReturn, ExtractorTaskSpec, PlannerOutput, ReportPage, View
+from research_mcp.errors import InvalidInput
+from research_mcp.llm.base import ModelBackend
+from research_mcp.llm.pricing import FALLBACK_PRICE, price_for
+from research_mcp.reports import page_of, view_items
+from research_mcp.roles.base import BudgetTracker, RoleDeps
+from research_mcp.roles.extractor import extract
+from research_mcp.roles.planner import plan_research
+from research_mcp.roles.scout import scout
+from research_mcp.runs import FINISHED, Progress, RunManager
+from research_mcp.sources.library import SourceLibrary
+from research_mcp.storage.store import Store
+
+__all__ = ["MAX_COMPACT_BYTES", "ResearchService", "fit_compact"]
+
+logger = logging.getLogger(__name__)
+
+MAX_COMPACT_BYTES = 1000
+LINE_CHARS = 160
+
+
+def _line(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= LINE_CHARS else text[: LINE_CHARS - 1] + "…"
+
+
+def fit_compact(result: CompactReturn) -> CompactReturn:
+    """Shorten summary lines and drop suggestions until the JSON is at most MAX_COMPACT_BYTES."""
+    result.summary = [_line(line) for line in result.summary[:3]]
+    while len(result.model_dump_json().encode()) > MAX_COMPACT_BYTES:
+        longest = max(range(len(result.summary)), key=lambda i: len(result.summary[i]), default=None)
+        if result.next and len(result.next) > 1:
+            result.next.pop()
+        elif longest is not None and len(result.summary[longest]) > 40:
+            result.summary[longest] = result.summary[longest][: len(result.summary[longest]) * 2 // 3] + "…"
+        elif result.metrics:
+            result.metrics.popitem()
+        else:
+            break
+    return result
+
+
+@dataclass
+class ResearchService:
+    settings: Settings
+    store: Store
+    sources: SourceLibrary
+    runs: RunManager
+    choose_model: Callable[[Any], tuple[ModelBackend, str]]
+
+    def deps(self, model: ModelBackend, budget: Budget | None = None) -> RoleDeps:
+        return RoleDeps(
+            store=self.store,
+            model=model,
+            sources=self.sources,
+            settings=self.settings,
+            limiter=anyio.CapacityLimiter(self.settings.concurrency),
+            budget=BudgetTracker.from_limits(budget.model_dump() if budget else None),
+        )
+
+    def _price(self, model: ModelBackend) -> tuple[float, float]:
+        """USD per million input and output tokens of the model a run would use (0 without a paid model)."""
+        if model.name != "anthropic":
+            return (0.0, 0.0)
+        price = price_for(self.settings.anthropic_model) or FALLBACK_PRICE
+        return (price.input_per_mtok, price.output_per_mtok)
+
+    # --- plan_research -------------------------------------------------------------------------
+
+    async def plan(
+        self, query: str, *, suggested_plan: dict[str, Any] | None, budget: Budget | None, ctx: Any = None
+    ) -> CompactReturn:
+        suggested = None
+        if suggested_plan is not None:
+            try:
+                suggested = PlannerOutput.model_validate(suggested_plan)
+            except ValueError as error:
+                raise InvalidInput(f"suggested_plan is not a valid plan tree: {error}") from None
+        model, _ = self.choose_model(ctx)
+        record = await plan_research(
+            self.deps(model),
+            query,
+            suggested=suggested,
+            budget=budget,
+            price=self._price(model),
+        )
+        est = record.estimate
+        if record.status == "infeasible":
+            summary = [
+                "Plan infeasible: " + "; ".join(record.reasons),
+                "Narrow or split the query with the user.",
+            ]
+            next_calls = [
+                "plan_research(query=<narrower>)",
+                f"report_results(id='{record.plan_id}', view='tree')",
+            ]
+        else:
+            assert record.root is not None
+            nodes = record.root.walk()
+            leaves = [n for n in nodes if not n.children]
+            summary = [
+                f"{len(nodes)} nodes, {len(leaves)} leaves: " + "; ".join(n.title for n in leaves[:3]),
+                f"estimate: {est['model_calls']} model calls, ~{est['tokens_in'] + est['tokens_out']} tokens, "
+                f"${est['cost_usd']}, ~{est['wall_s']} s",
+            ]
+            next_calls = [
+                f"execute_plan(plan_id='{record.plan_id}')",
+                f"report_results(id='{record.plan_id}', view='tree')",
+            ]
+        return fit_compact(
+            CompactReturn(
+                id=record.plan_id,
+                kind="plan",
+                status=record.status,
+                summary=summary,
+                metrics={
+                    "nodes": len(record.root.walk()) if record.root else 0,
+                    "est_calls": est["model_calls"],
+                    "est_tokens": est["tokens_in"] + est["tokens_out"],
+                    "est_cost_usd": est["cost_usd"],
+                    "est_wall_s": est["wall_s"],
+                },
+                next=next_calls,
+                backend=model.name,
+            )
+        )
+
+    # --- execute_plan --------------------------------------------------------------------------
+
+    async def execute(
+        self,
+        *,
+        plan_ids: list[str],
+        run_id: str | None,
+        wait_seconds: float,
+        cancel: bool,
+        budget: Budget | None,
+        progress: Progress | None,
+        ctx: Any = None,
+    ) -> CompactReturn:
+        if run_id is None and not plan_ids:
+            raise InvalidInput("give plan_id (or plan_ids) to start a run, or run_id to wait on one.")
+        if not 0 <= wait_seconds <= 55:
+            raise InvalidInput("wait_seconds must be between 0 and 55 (hosts cut tool calls at about 60 s).")
+        if run_id is None:
+            model, _ = self.choose_model(ctx)
+            run_id = self.runs.start(
+                plan_ids, self.deps(model, budget), budget.model_dump() if budget else None
+            )
+        else:
+            run = self.store.get_run(run_id)
+            if cancel:
+                self.runs.cancel(run_id)
+            elif run["status"] not in FINISHED and run_id not in self.runs.live:
+                model, _ = self.choose_model(ctx)
+                self.runs.resume(run_id, self.deps(model))
+        run = await self.runs.wait(run_id, 0 if cancel else wait_seconds, progress)
+        if cancel:
+            with anyio.move_on_after(5):
+                while run_id in self.runs.live:
+                    await anyio.sleep(0.05)
+            run = self.store.get_run(run_id)
+        return self.run_handle(run)
+
+    def run_handle(self, run: dict[str, Any]) -> CompactReturn:
+        run_id = run["id"]
+        done, total = self.runs.node_counts(run_id)
+        usage = self.store.run_usage(run_id)
+        status = run["status"]
+        metrics: dict[str, Any] = {
+            "nodes_done": done,
+            "nodes_total": total,
+            "sources": len(
+                {h.input.get("source_id") for h in self.store.handoffs_for_run(run_id, role="extractor")}
+            ),
+            "facts": self.store.count_facts(run_id),
+            "tokens": usage["tokens_in"] + usage["tokens_out"],
+            "cost_usd": round(usage["cost_usd"], 4),
+        }
+        if status in FINISHED and run["result_handoff_id"]:
+            result = self.store.get_handoff(run["result_handoff_id"])
+            output = result.output or {}
+            citations = output.get("citations", {})
+            metrics["citations_verified"] = citations.get("verified", 0)
+            metrics["citations_made"] = citations.get("made", 0)
+            summary = [
+                *result.summary[:2],
+                f"{done}/{total} nodes; confidence {output['confidence']['level']}",
+            ]
+            next_calls = [f"report_results(id='{run_id}')", f"report_results(id='{run_id}', view='sources')"]
+        elif status in ("failed", "cancelled"):
+            summary = [
+                f"run {status}: {run['error'] or ''}",
+                f"{done}/{total} nodes finished; execute again to resume",
+            ]
+            next_calls = [f"execute_plan(run_id='{run_id}')", f"report_results(id='{run_id}', view='tree')"]
+        else:
+            summary = [f"running: {done}/{total} nodes done", "the run goes on in the background"]
+            next_calls = [f"execute_plan(run_id='{run_id}')", f"execute_plan(run_id='{run_id}', cancel=true)"]
+        return fit_compact(
+            CompactReturn(
+                id=run_id,
+                kind="run",
+                status=status,
+                summary=summary,
+                metrics=metrics,
+                next=next_calls,
+                backend=run["backend"],
+            )
+        )
+
+    # --- extract_source and scout_sources ------------------------------------------------------
+
+    async def extract(
+        self, source: str, questions: list[str], *, task_spec: ExtractorTaskSpec | None, ctx: Any = None
+    ) -> CompactReturn:
+        questions = [q.strip() for q in questions if q.strip()]
+        if not questions and task_spec is None:
+            raise InvalidInput("give at least one question to ask of the source.")
+        model, _ = self.choose_model(ctx)
+        deps = self.deps(model)
+        read = await self.sources.read(source)
+        result = await extract(deps, read, questions=questions, task_spec=task_spec)
+        output = self.store.get_handoff(result.handoff_id).output or {}
+        return fit_compact(
+            CompactReturn(
+                id=result.handoff_id,
+                kind="extraction",
+                status="done",
+                summary=[
+                    f"S{read.id}: {read.title or read.ref}",
+                    *self.store.get_handoff(result.handoff_id).summary,
+                ],
+                metrics={"facts": len(output.get("fact_ids", [])), "verified": output.get("verified", 0)},
+                next=[f"report_results(id='{result.handoff_id}', view='facts')"],
+                backend=model.name,
+            )
+        )
+
+    async def scout(self, topic: str, queries: list[str], limit: int, *, ctx: Any = None) -> CompactReturn:
+        if len(topic.strip()) < 3:
+            raise InvalidInput("topic is empty: say what sources to look for.")
+        if not 1 <= limit <= 20:
+            raise InvalidInput("limit must be between 1 and 20.")
+        model, _ = self.choose_model(ctx)
+        result = await scout(self.deps(model), topic.strip(), queries=queries, limit=limit)
+        output = self.store.get_handoff(result.handoff_id).output or {}
+        ranked = output.get("sources", [])
+        top = "; ".join(item["title"][:50] for item in ranked[:3])
+        return fit_compact(
+            CompactReturn(
+                id=result.handoff_id,
+                kind="curation",
+                status="done",
+                summary=[
+                    f"{len(ranked)} sources ranked from {output.get('candidates', 0)} candidates",
+                    f"top: {top}",
+                ]
+                + ([] if ranked else [f"sources: {self.sources.describe()}"]),
+                metrics={"ranked": len(ranked), "searches": output.get("searches", 0)},
+                next=[f"report_results(id='{result.handoff_id}', view='sources')"],
+                backend=model.name,
+            )
+        )
+
+    # --- report_results ------------------------------------------------------------------------
+
+    def report(self, ident: str, view: View, cursor: str | None, max_tokens: int) -> ReportPage:
+        return page_of(ident, view, view_items(self.store, ident.strip(), view), cursor, max_tokens)

@@ -1,0 +1,177 @@
+"""One front for every kind of source: read a reference into a stored `Source`, or search for candidates.
+
+References: an http(s) URL (fetched safely), `corpus:<id>` (a local document), `S<id>` (a source
+already in the store), or plain text given by the user (stored as `text:<hash>`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Literal
+
+from research_mcp.contracts import Source
+from research_mcp.errors import InvalidInput, NotConfigured, SourceError
+
+if TYPE_CHECKING:
+    from research_mcp.sources.corpus import Corpus
+    from research_mcp.sources.fetch import SafeFetcher
+    from research_mcp.sources.search import WebSearch
+    from research_mcp.storage.store import Store
+
+__all__ = ["Candidate", "SourceLibrary", "canonical_url", "classify_ref"]
+
+logger = logging.getLogger(__name__)
+
+MIN_TEXT_CHARS = 20
+_STORED = re.compile(r"^S(\d+)$")
+_CORPUS = re.compile(r"^corpus:(\d+)$")
+_TRACKING = re.compile(r"^(utm_|fbclid$|gclid$|mc_)")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A search result not yet read."""
+
+    ref: str
+    title: str
+    snippet: str
+    score: float
+    origin: Literal["web", "corpus"]
+    published: str | None = None
+
+
+def classify_ref(ref: str) -> Literal["web", "corpus", "stored", "text"]:
+    ref = ref.strip()
+    if ref.lower().startswith(("http://", "https://")):
+        return "web"
+    if _CORPUS.match(ref):
+        return "corpus"
+    if _STORED.match(ref):
+        return "stored"
+    return "text"
+
+
+def canonical_url(url: str) -> str:
+    """Lower-cased scheme and host, no fragment, no tracking parameters, no trailing slash."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(url.strip())
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if not _TRACKING.match(k)])
+    path = parts.path.rstrip("/") or "/"
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), path, query, ""))
+
+
+class SourceLibrary:
+    """Reads and searches sources; every source read is stored with its text and content hash."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        fetcher: SafeFetcher | None = None,
+        web: WebSearch | None = None,
+        corpus: Corpus | None = None,
+        web_max_age: timedelta = timedelta(days=7),
+    ) -> None:
+        self.store = store
+        self.fetcher = fetcher
+        self.web = web
+        self.corpus = corpus
+        self.web_max_age = web_max_age
+        self.searches = 0
+
+    @property
+    def web_configured(self) -> bool:
+        return self.web is not None and self.web.configured
+
+    async def read(self, ref: str, *, title: str = "") -> Source:
+        """The stored source for a reference, reading it first when needed."""
+        kind = classify_ref(ref)
+        ref = ref.strip()
+        if kind == "stored":
+            return self.store.get_source(int(ref[1:]))
+        if kind == "web":
+            return await self._read_web(ref)
+        if kind == "corpus":
+            if self.corpus is None:
+                raise NotConfigured("No local corpus is configured: set RESEARCH_MCP_CORPUS to your folders.")
+            document = self.corpus.read(int(ref.split(":", 1)[1]))
+            return self.store.add_source(
+                ref=document.ref,
+                kind="corpus",
+                title=document.title,
+                text=document.text,
+                content_hash=document.content_hash,
+                metadata={"path": document.path, "root": document.root},
+            )
+        if len(ref) < MIN_TEXT_CHARS:
+            raise InvalidInput(
+                f"source {ref!r} is neither a URL (http/https), a corpus id (corpus:<id>), a stored source "
+                f"(S<id>) nor a text of at least {MIN_TEXT_CHARS} characters."
+            )
+        digest = hashlib.sha256(ref.encode()).hexdigest()
+        return self.store.add_source(
+            ref=f"text:{digest[:16]}", kind="text", title=title or ref[:60], text=ref, content_hash=digest
+        )
+
+    async def _read_web(self, url: str) -> Source:
+        known = self.store.latest_source(canonical_url(url))
+        if known is not None and datetime.now(UTC) - known.fetched_at < self.web_max_age:
+            return known
+        if self.fetcher is None:
+            raise NotConfigured("Fetching web pages is disabled in this server.")
+        document = await self.fetcher.fetch(url)
+        if not document.text.strip():
+            raise SourceError(f"{url} has no readable text.")
+        return self.store.add_source(
+            ref=canonical_url(url),
+            kind="web",
+            title=document.title,
+            text=document.text,
+            content_hash=document.content_hash,
+            metadata={"final_url": document.url, "content_type": document.content_type},
+        )
+
+    async def search(self, query: str, *, limit: int = 8) -> list[Candidate]:
+        """Candidates from the web (when configured) and the local corpus, de-duplicated by address."""
+        self.searches += 1
+        found: list[Candidate] = []
+        if self.corpus is not None:
+            for hit in self.corpus.search(query, limit=limit):
+                found.append(
+                    Candidate(
+                        ref=hit.ref, title=hit.title, snippet=hit.snippet, score=hit.score, origin="corpus"
+                    )
+                )
+        if self.web_configured:
+            assert self.web is not None
+            try:
+                for web_hit in await self.web.search(query, max_results=limit):
+                    found.append(
+                        Candidate(
+                            ref=web_hit.url,
+                            title=web_hit.title,
+                            snippet=web_hit.snippet,
+                            score=web_hit.score,
+                            origin="web",
+                            published=web_hit.published_date,
+                        )
+                    )
+            except SourceError as error:
+                logger.warning("web search failed, going on with other sources: %s", error)
+        seen: set[str] = set()
+        unique = []
+        for candidate in found:
+            key = canonical_url(candidate.ref) if candidate.origin == "web" else candidate.ref
+            if key not in seen:
+                seen.add(key)
+                unique.append(candidate)
+        return unique
+
+    def describe(self) -> dict[str, str]:
+        corpus = f"{self.corpus.document_count()} documents" if self.corpus is not None else "not configured"
+        return {"web_search": "tavily" if self.web_configured else "not configured", "corpus": corpus}
