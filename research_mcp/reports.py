@@ -23,7 +23,7 @@ from research_mcp.contracts import (
 from research_mcp.errors import InvalidInput, NotFound
 from research_mcp.storage.store import Store
 
-__all__ = ["approx_tokens", "assemble_result", "page_of", "view_items"]
+__all__ = ["approx_tokens", "assemble_result", "page_of", "report_markdown", "view_items"]
 
 CHARS_PER_TOKEN = 3
 MIN_MAX_TOKENS = 200
@@ -269,3 +269,26 @@ def _fill(items: list[str], item: int, offset: int, budget: int) -> tuple[str, i
             offset += room
         break
     return "\n".join(parts), item, offset
+
+
+def report_markdown(store: Store, run_id: str) -> str:
+    """A run's result as one Markdown document: findings, confidence, gaps, sources."""
+    result = assemble_result(store, run_id)
+    lines = [
+        result.findings,
+        "",
+        f"**Confidence:** {result.confidence.level} — {result.confidence.reasoning}",
+        "",
+    ]
+    if result.gaps:
+        lines += ["## Gaps", *[f"- {gap}" for gap in result.gaps], ""]
+    lines += [
+        "## Sources",
+        *[f"- {s.id} [{s.title or s.url_or_path}]({s.url_or_path})" for s in result.sources],
+    ]
+    meta = result.metadata
+    lines += [
+        "",
+        f"_{meta.citations_verified}/{meta.citations_made} citations verified; {meta.backend} backend_",
+    ]
+    return "\n".join(lines)

@@ -9,32 +9,10 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from research_mcp.errors import NotFound, ResearchError
-from research_mcp.reports import assemble_result
+from research_mcp.reports import report_markdown
 from research_mcp.service import ResearchService
 
-__all__ = ["register_resources", "report_markdown"]
-
-
-def report_markdown(service: ResearchService, run_id: str) -> str:
-    result = assemble_result(service.store, run_id)
-    lines = [
-        result.findings,
-        "",
-        f"**Confidence:** {result.confidence.level} — {result.confidence.reasoning}",
-        "",
-    ]
-    if result.gaps:
-        lines += ["## Gaps", *[f"- {gap}" for gap in result.gaps], ""]
-    lines += [
-        "## Sources",
-        *[f"- {s.id} [{s.title or s.url_or_path}]({s.url_or_path})" for s in result.sources],
-    ]
-    meta = result.metadata
-    lines += [
-        "",
-        f"_{meta.citations_verified}/{meta.citations_made} citations verified; {meta.backend} backend_",
-    ]
-    return "\n".join(lines)
+__all__ = ["register_resources"]
 
 
 def register_resources(server: MCPServer[Any]) -> None:
@@ -43,7 +21,7 @@ def register_resources(server: MCPServer[Any]) -> None:
         """The finished report of a run, with sources and confidence."""
         service: ResearchService = server.get_context().request_context.lifespan_context
         try:
-            return report_markdown(service, run_id)
+            return report_markdown(service.store, run_id)
         except NotFound as error:
             raise ResourceNotFoundError(str(error)) from error
         except ResearchError as error:

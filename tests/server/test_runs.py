@@ -1,0 +1,116 @@
+"""Runs outlive a tool call, report progress, can be cancelled, and resume without re-running finished nodes."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+from mcp import Client
+
+from research_mcp.config import Settings
+from research_mcp.contracts import ExtractorPayload
+from research_mcp.llm.base import ModelRequest
+from research_mcp.llm.scripted import ScriptedModel, team_script
+from research_mcp.server.app import create_server
+from research_mcp.storage.store import Store
+
+TEXTS = [
+    f"Topic {name} has a long history of careful study by researchers. "
+    f"The key finding about {name} is that it was first described in {1900 + i}. "
+    f"Later work on {name} confirmed the original description in detail."
+    for i, name in enumerate(["alpha", "beta", "gamma"])
+]
+
+
+def three_leaf_plan() -> dict[str, Any]:
+    leaves = [
+        {"kind": "leaf", "title": f"leaf {i}", "questions": [f"When was topic {i} described?"], "sources": [text]}
+        for i, text in enumerate(TEXTS)
+    ]
+    return {"root": {"kind": "executor", "title": "three topics", "children": leaves}}
+
+
+async def plan(client: Client) -> str:
+    result = await client.call_tool("plan_research", {"query": "three topics", "suggested_plan": three_leaf_plan()})
+    assert not result.is_error, result.content
+    return str(result.structured_content["id"])
+
+
+async def test_execute_plan_returns_within_wait_seconds_while_the_run_goes_on() -> None:
+    server = create_server(model=ScriptedModel(team_script, latency=0.4))
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    async with Client(server) as client:
+        plan_id = await plan(client)
+        started = time.monotonic()
+        first = await client.call_tool(
+            "execute_plan", {"plan_id": plan_id, "wait_seconds": 1}, progress_callback=on_progress
+        )
+        assert time.monotonic() - started < 2.0
+        assert first.structured_content["status"] == "running"
+        run_id = first.structured_content["id"]
+
+        later = await client.call_tool("execute_plan", {"run_id": run_id, "wait_seconds": 20})
+        assert later.structured_content["status"] == "done"
+        assert later.structured_content["metrics"]["nodes_done"] == 4
+    assert progress and all(total == 4 for _, total, _ in progress)
+
+
+async def test_cancel_stops_a_run_and_executing_again_finishes_it() -> None:
+    server = create_server(model=ScriptedModel(team_script, latency=0.3))
+    async with Client(server) as client:
+        plan_id = await plan(client)
+        started = await client.call_tool("execute_plan", {"plan_id": plan_id, "wait_seconds": 0})
+        run_id = started.structured_content["id"]
+        cancelled = await client.call_tool("execute_plan", {"run_id": run_id, "cancel": True})
+        assert cancelled.structured_content["status"] == "cancelled"
+        resumed = await client.call_tool("execute_plan", {"run_id": run_id, "wait_seconds": 20})
+        assert resumed.structured_content["status"] == "done"
+
+
+async def test_a_run_killed_between_nodes_resumes_without_running_a_finished_node_twice() -> None:
+    gate = anyio.Event()
+    reached = anyio.Event()
+
+    async def script(request: ModelRequest[Any]) -> Any:
+        payload = request.payload
+        if isinstance(payload, ExtractorPayload) and "gamma" in payload.source_text and not gate.is_set():
+            reached.set()
+            await gate.wait()  # the process "dies" while this leaf is running
+        return team_script(request)
+
+    first_model = ScriptedModel(script)
+    async with Client(create_server(model=first_model)) as client:
+        plan_id = await plan(client)
+        started = await client.call_tool("execute_plan", {"plan_id": plan_id, "wait_seconds": 0})
+        run_id = started.structured_content["id"]
+        with anyio.fail_after(10):
+            await reached.wait()
+        # Let the other two leaves finish, then leave: the server shuts down mid-run.
+        with anyio.fail_after(10):
+            while len(Store(Settings().database_path).db.execute(
+                "SELECT 1 FROM nodes WHERE run_id = ? AND status = 'done'", [run_id]
+            ).fetchall()) < 2:
+                await anyio.sleep(0.02)
+
+    store = Store(Settings().database_path)
+    assert store.get_run(run_id)["status"] == "running"  # as a killed process leaves it
+    done_before = {n["node_id"] for n in store.nodes_for_run(run_id) if n["status"] == "done"}
+    assert len(done_before) == 2
+
+    gate.set()
+    second_model = ScriptedModel(team_script)
+    async with Client(create_server(model=second_model)) as client:
+        resumed = await client.call_tool("execute_plan", {"plan_id": plan_id, "wait_seconds": 20})
+        assert resumed.structured_content["id"] == run_id
+        assert resumed.structured_content["status"] == "done"
+
+    nodes = {n["node_id"]: n for n in store.nodes_for_run(run_id)}
+    assert all(nodes[key]["runs_started"] == 1 for key in done_before)
+    # The second process read only the unfinished leaf's source and synthesized the rest.
+    read_again = [c.payload.source_text for c in second_model.calls_for("extractor")]
+    assert read_again == [TEXTS[2]]
