@@ -53,7 +53,6 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-_ALLOW_HINT = "If it is a server you run yourself, add {key!r} to RESEARCH_MCP_FETCH_ALLOW."
 
 # Well-known instance-metadata endpoints, named so the refusal says what was at stake.
 # (Most are link-local or shared-space anyway; the list makes the reason explicit.)
@@ -108,6 +107,15 @@ def check_address(ip: IPAddress) -> str | None:
     if not ip.is_global:
         return "not a globally reachable address"
     return None
+
+
+def _allow_hint(ip: IPAddress, key: str) -> str:
+    """Point to the allow-list for the user's own machine or network, never for a metadata endpoint."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        ip = _embedded_ipv4(ip) or ip
+    if ip in _METADATA or not (ip.is_loopback or ip.is_private):
+        return ""
+    return f" If it is a server you run yourself, add {key!r} to RESEARCH_MCP_FETCH_ALLOW."
 
 
 def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
@@ -239,7 +247,7 @@ class SafeFetcher:
                 body = await self._read_body(response, current)
                 return current, body, response.headers.get("content-type")
             except httpx.HTTPError as exc:
-                raise SourceError(f"Reading {current!r} failed: {exc or type(exc).__name__}.") from exc
+                raise SourceError(f"Reading {current!r} failed: {str(exc) or type(exc).__name__}.") from exc
             finally:
                 await response.aclose()
         raise SourceError(
@@ -279,7 +287,7 @@ class SafeFetcher:
                 if reason is not None:
                     raise refuse(
                         f"{parts.hostname!r} resolves to {ip}, {reason}. Only public internet addresses "
-                        f"are fetched. " + _ALLOW_HINT.format(key=key)
+                        f"are fetched." + _allow_hint(ip, key)
                     )
         request_target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         return _Target(url, scheme, host, port, request_target, addresses)
@@ -297,9 +305,11 @@ class SafeFetcher:
             try:
                 return await self._client.send(request, stream=True)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                failures.append(f"{ip}: {exc or type(exc).__name__}")
+                failures.append(f"{ip}: {str(exc) or type(exc).__name__}")
             except httpx.HTTPError as exc:
-                raise SourceError(f"Fetching {target.url!r} failed: {exc or type(exc).__name__}.") from exc
+                raise SourceError(
+                    f"Fetching {target.url!r} failed: {str(exc) or type(exc).__name__}."
+                ) from exc
             except httpx.InvalidURL as exc:
                 raise SourceError(f"Refused to fetch {target.url!r}: it is not a valid URL ({exc}).") from exc
         raise SourceError(

@@ -25,14 +25,21 @@ TEXTS = [
 
 def three_leaf_plan() -> dict[str, Any]:
     leaves = [
-        {"kind": "leaf", "title": f"leaf {i}", "questions": [f"When was topic {i} described?"], "sources": [text]}
+        {
+            "kind": "leaf",
+            "title": f"leaf {i}",
+            "questions": [f"When was topic {i} described?"],
+            "sources": [text],
+        }
         for i, text in enumerate(TEXTS)
     ]
     return {"root": {"kind": "executor", "title": "three topics", "children": leaves}}
 
 
 async def plan(client: Client) -> str:
-    result = await client.call_tool("plan_research", {"query": "three topics", "suggested_plan": three_leaf_plan()})
+    result = await client.call_tool(
+        "plan_research", {"query": "three topics", "suggested_plan": three_leaf_plan()}
+    )
     assert not result.is_error, result.content
     return str(result.structured_content["id"])
 
@@ -92,9 +99,14 @@ async def test_a_run_killed_between_nodes_resumes_without_running_a_finished_nod
             await reached.wait()
         # Let the other two leaves finish, then leave: the server shuts down mid-run.
         with anyio.fail_after(10):
-            while len(Store(Settings().database_path).db.execute(
-                "SELECT 1 FROM nodes WHERE run_id = ? AND status = 'done'", [run_id]
-            ).fetchall()) < 2:
+            while (
+                len(
+                    Store(Settings().database_path)
+                    .db.execute("SELECT 1 FROM nodes WHERE run_id = ? AND status = 'done'", [run_id])
+                    .fetchall()
+                )
+                < 2
+            ):
                 await anyio.sleep(0.02)
 
     store = Store(Settings().database_path)

@@ -19,7 +19,12 @@ def server_params(home: Path, **env: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=str(SCRIPT),
         args=["serve"],
-        env={"RESEARCH_MCP_HOME": str(home), "PATH": os.environ.get("PATH", ""), "HF_HUB_OFFLINE": "1", **env},
+        env={
+            "RESEARCH_MCP_HOME": str(home),
+            "PATH": os.environ.get("PATH", ""),
+            "HF_HUB_OFFLINE": "1",
+            **env,
+        },
     )
 
 
@@ -38,7 +43,9 @@ async def test_the_stdio_server_lists_five_tools_with_output_schemas_in_under_5_
         names = sorted(tool.name for tool in tools)
         assert names == ["execute_plan", "extract_source", "plan_research", "report_results", "scout_sources"]
         assert all(tool.output_schema is not None for tool in tools)
-        size = sum(len(json.dumps(t.model_dump(mode="json", by_alias=True, exclude_none=True))) for t in tools)
+        size = sum(
+            len(json.dumps(t.model_dump(mode="json", by_alias=True, exclude_none=True))) for t in tools
+        )
         assert size < 6000
         missing = await client.call_tool("report_results", {"id": "run_000000000000"})
         assert missing.is_error

@@ -314,6 +314,27 @@ async def test_urls_that_are_not_http_or_https_are_refused(url: str) -> None:
             await fetcher.fetch(url)
 
 
+async def test_a_metadata_refusal_does_not_suggest_the_allow_list() -> None:
+    async with SafeFetcher() as fetcher:
+        with pytest.raises(SourceError, match="cloud metadata endpoint") as refused:
+            await fetcher.fetch("http://169.254.169.254/latest/meta-data/")
+
+    assert "RESEARCH_MCP_FETCH_ALLOW" not in str(refused.value)
+
+
+async def test_an_error_status_or_a_closed_port_is_reported_as_a_source_error(server: LoopbackServer) -> None:
+    with LoopbackServer() as stopped:
+        closed_port = stopped.port
+    with anyio.fail_after(5):
+        async with SafeFetcher(
+            allow=frozenset({f"127.0.0.1:{server.port}", f"127.0.0.1:{closed_port}"})
+        ) as fetcher:
+            with pytest.raises(SourceError, match="answered HTTP 404 Not Found"):
+                await fetcher.fetch(server.url("/missing"))
+            with pytest.raises(SourceError, match="Could not connect"):
+                await fetcher.fetch(f"http://127.0.0.1:{closed_port}/")
+
+
 # Redirects are checked hop by hop.
 
 
@@ -467,6 +488,12 @@ def test_html_served_as_plain_text_is_sniffed_as_html() -> None:
         "text/html",
         "Tide pools of the Pacific",
     )
+
+
+def test_a_page_with_no_article_falls_back_to_its_visible_text() -> None:
+    page = b"<html><head><title>Desk</title><style>p{}</style></head><body><footer>Ask at the desk</footer></body></html>"
+
+    assert extract_text(page, "text/html", "https://example.org/") == ("text/html", "Desk", "Ask at the desk")
 
 
 def test_the_public_api_is_declared() -> None:
