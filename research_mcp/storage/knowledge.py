@@ -1,0 +1,303 @@
+"""The knowledge index: vectors of facts and corpus chunks in Qdrant.
+
+SQLite is the system of record; this index only answers "what do we already
+know that is close to this?" and can be dropped and rebuilt from SQLite at any
+time (:meth:`KnowledgeIndex.reset`, then :meth:`KnowledgeIndex.add` again).
+
+Qdrant runs embedded (qdrant-client local mode, one folder under the data
+folder) unless a server URL is given. When it cannot be used — another
+process holds the local folder, the server is down or refuses us — the index
+says so in one warning log line and becomes a no-op (``available`` is False):
+research goes on, facts still land in SQLite, and a reindex catches up later.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import numpy as np
+from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ApiException
+
+from research_mcp.storage.embeddings import Embedder
+
+__all__ = ["Collection", "IndexedHit", "KnowledgeIndex"]
+
+logger = logging.getLogger(__name__)
+
+Collection = Literal["facts", "chunks"]
+T = TypeVar("T")
+
+#: Points sent to Qdrant per upsert request.
+UPSERT_BATCH = 256
+#: Seconds a Qdrant server gets to answer before it counts as down.
+SERVER_TIMEOUT = 5
+
+
+@dataclass(frozen=True)
+class IndexedHit:
+    """One search result: the SQLite id of a fact or chunk, its cosine similarity, its payload."""
+
+    id: int
+    score: float
+    payload: dict[str, Any]
+
+
+class KnowledgeIndex:
+    """Facts and chunks as vectors, searchable by meaning and filterable by payload."""
+
+    def __init__(self, client: QdrantClient | None, embedder: Embedder) -> None:
+        self._client = client
+        self._embedder = embedder
+        self._lock = threading.Lock()
+        self._ready: set[str] = set()
+
+    @classmethod
+    def open(
+        cls,
+        *,
+        path: Path | None = None,
+        url: str | None = None,
+        api_key: str | None = None,
+        embedder: Embedder,
+        location: str | None = None,
+    ) -> KnowledgeIndex:
+        """Connect to Qdrant: ``location=":memory:"``, a server ``url``, or a local folder ``path``.
+
+        Never raises because Qdrant is unavailable; returns an index whose ``available`` is False.
+        """
+        if location is not None:
+            return cls(QdrantClient(location=location), embedder)
+        if url is not None:
+            return cls._open_server(url, api_key, embedder)
+        if path is not None:
+            return cls._open_local(path, embedder)
+        raise ValueError("KnowledgeIndex.open needs a path, a url or a location")
+
+    @classmethod
+    def _open_local(cls, path: Path, embedder: Embedder) -> KnowledgeIndex:
+        busy = f"the local Qdrant folder {str(path)!r} is in use by another process"
+        # Probe first: a QdrantClient that loses the lock race leaks its open lock file.
+        if _folder_in_use(path):
+            _warn_unavailable(busy)
+            return cls(None, embedder)
+        try:
+            # Our own lock serialises every call, so the client may move between worker threads.
+            client = QdrantClient(path=str(path), force_disable_check_same_thread=True)
+        except RuntimeError as err:
+            if "already accessed by another instance" not in str(err):
+                raise
+            _warn_unavailable(busy)
+            return cls(None, embedder)
+        return cls(client, embedder)
+
+    @classmethod
+    def _open_server(cls, url: str, api_key: str | None, embedder: Embedder) -> KnowledgeIndex:
+        # check_compatibility would warn from a background thread; the probe below is our check.
+        client = QdrantClient(url=url, api_key=api_key, timeout=SERVER_TIMEOUT, check_compatibility=False)
+        try:
+            client.get_collections()
+        except ApiException as err:
+            client.close()
+            _warn_unavailable(f"the Qdrant server at {url!r} could not be used ({_one_line(err)})")
+            return cls(None, embedder)
+        return cls(client, embedder)
+
+    @property
+    def available(self) -> bool:
+        return self._client is not None
+
+    def add(self, collection: Collection, items: Sequence[tuple[int, str, dict[str, Any]]]) -> None:
+        """Embed each ``(id, text, payload)`` and upsert it; an existing id is replaced."""
+        if not self.available or not items:
+            return
+        vectors = self._embedder.embed([text for _, text, _ in items])
+        points = [
+            models.PointStruct(id=point_id, vector=vector.tolist(), payload=payload)
+            for (point_id, _, payload), vector in zip(items, vectors, strict=True)
+        ]
+
+        def upsert(client: QdrantClient) -> None:
+            name = self._ensure(client, collection)
+            for start in range(0, len(points), UPSERT_BATCH):
+                client.upsert(name, points=points[start : start + UPSERT_BATCH], wait=True)
+
+        self._call(upsert, None)
+
+    def search(
+        self,
+        collection: Collection,
+        text: str,
+        *,
+        limit: int = 10,
+        min_score: float = 0.0,
+        where: dict[str, str | int] | None = None,
+    ) -> list[IndexedHit]:
+        """The items closest in meaning to ``text``, best first, each scoring at least ``min_score``."""
+        if not self.available:
+            return []
+        vector = self._embedder.embed([text])[0]
+        return self.search_vector(collection, vector, limit=limit, min_score=min_score, where=where)
+
+    def search_vector(
+        self,
+        collection: Collection,
+        vector: np.ndarray,
+        *,
+        limit: int = 10,
+        min_score: float = 0.0,
+        where: dict[str, str | int] | None = None,
+    ) -> list[IndexedHit]:
+        """As :meth:`search`, for a vector already embedded (shape ``(dim,)``)."""
+        if vector.shape != (self._embedder.dim,):
+            raise ValueError(f"expected a vector of shape ({self._embedder.dim},), got {vector.shape!r}")
+
+        def query(client: QdrantClient) -> list[IndexedHit]:
+            name = self._name(collection)
+            if not self._exists(client, name):
+                return []
+            response = client.query_points(
+                name,
+                query=vector.astype(np.float32).tolist(),
+                query_filter=_filter(where),
+                limit=limit,
+                score_threshold=min_score,
+                with_payload=True,
+            )
+            return [
+                IndexedHit(id=int(point.id), score=float(point.score), payload=dict(point.payload or {}))
+                for point in response.points
+            ]
+
+        return self._call(query, [])
+
+    def delete(self, collection: Collection, ids: Sequence[int]) -> None:
+        """Remove these ids; ids the index does not hold are ignored."""
+        if not ids:
+            return
+
+        def delete(client: QdrantClient) -> None:
+            name = self._name(collection)
+            if self._exists(client, name):
+                client.delete(name, points_selector=models.PointIdsList(points=list(ids)), wait=True)
+
+        self._call(delete, None)
+
+    def reset(self, collection: Collection) -> None:
+        """Drop the collection and recreate it empty, before a reindex from SQLite."""
+
+        def reset(client: QdrantClient) -> None:
+            name = self._name(collection)
+            client.delete_collection(name)
+            self._ready.discard(name)
+            self._ensure(client, collection)
+
+        self._call(reset, None)
+
+    def count(self, collection: Collection) -> int:
+        """How many items the collection holds (0 when unavailable)."""
+
+        def count(client: QdrantClient) -> int:
+            name = self._name(collection)
+            return client.count(name, exact=True).count if self._exists(client, name) else 0
+
+        return self._call(count, 0)
+
+    def close(self) -> None:
+        """Release Qdrant (and the local folder's lock). Safe to call twice."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def __enter__(self) -> KnowledgeIndex:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _call(self, operation: Callable[[QdrantClient], T], unavailable: T) -> T:
+        """Run one operation on the client, one thread at a time.
+
+        When the index is unavailable, or a Qdrant server fails during the call, the
+        result is ``unavailable``; a server failure also makes the index unavailable
+        from then on, with one warning.
+        """
+        with self._lock:
+            client = self._client
+            if client is None:
+                return unavailable
+            try:
+                return operation(client)
+            except ApiException as err:
+                self._client = None
+                client.close()
+                _warn_unavailable(f"Qdrant stopped answering ({_one_line(err)})")
+                return unavailable
+
+    def _name(self, collection: Collection) -> str:
+        # One collection per embedder: vectors of different models never mix, and a
+        # shared server can hold other applications' collections beside ours.
+        return f"research_mcp_{collection}_{self._embedder.name}"
+
+    def _exists(self, client: QdrantClient, name: str) -> bool:
+        if name in self._ready:
+            return True
+        if client.collection_exists(name):
+            self._ready.add(name)
+            return True
+        return False
+
+    def _ensure(self, client: QdrantClient, collection: Collection) -> str:
+        name = self._name(collection)
+        if not self._exists(client, name):
+            client.create_collection(
+                name,
+                vectors_config=models.VectorParams(size=self._embedder.dim, distance=models.Distance.COSINE),
+            )
+            self._ready.add(name)
+        return name
+
+
+def _filter(where: dict[str, str | int] | None) -> models.Filter | None:
+    if not where:
+        return None
+    return models.Filter(
+        must=[
+            models.FieldCondition(key=key, match=models.MatchValue(value=value))
+            for key, value in where.items()
+        ]
+    )
+
+
+def _folder_in_use(path: Path) -> bool:
+    """Whether another client holds the local folder's lock (taken as qdrant-client takes it)."""
+    import portalocker  # qdrant-client's own dependency for this lock
+
+    lock_path = path / ".lock"
+    if not lock_path.is_file():
+        return False
+    with lock_path.open("r+") as lock_file:
+        try:
+            portalocker.lock(lock_file, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
+        except portalocker.exceptions.LockException:
+            return True
+        portalocker.unlock(lock_file)
+    return False
+
+
+def _one_line(err: Exception) -> str:
+    return " ".join(str(err).split())[:200] or type(err).__name__
+
+
+def _warn_unavailable(reason: str) -> None:
+    logger.warning(
+        "Knowledge index unavailable: %s. Research continues and facts are kept in SQLite; "
+        "run `research-mcp reindex` once Qdrant is reachable again.",
+        reason,
+    )

@@ -1,0 +1,285 @@
+"""The knowledge index against real Qdrant: in memory, on disk, and when Qdrant cannot be had."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from research_mcp.storage.embeddings import default_embedder
+from research_mcp.storage.knowledge import IndexedHit, KnowledgeIndex
+
+FACTS = [
+    (1, "A cat sits on the mat", {"run": "r1", "source": 10}),
+    (2, "Stock markets fell sharply today", {"run": "r1", "source": 11}),
+    (3, "The kitten slept on the rug all afternoon", {"run": "r2", "source": 10}),
+    (4, "Photosynthesis turns sunlight into chemical energy", {"run": "r2", "source": 12}),
+]
+KITTEN_QUERY = "A kitten is sitting on a rug"
+
+
+@pytest.fixture(params=["memory", "disk"])
+def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KnowledgeIndex]:
+    if request.param == "memory":
+        opened = KnowledgeIndex.open(location=":memory:", embedder=default_embedder())
+    else:
+        opened = KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder())
+    with opened:
+        yield opened
+
+
+def unavailable_warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [
+        record
+        for record in caplog.records
+        if record.name == "research_mcp.storage.knowledge" and record.levelno == logging.WARNING
+    ]
+
+
+def assert_same_hits(actual: list[IndexedHit], expected: list[IndexedHit]) -> None:
+    """Same ids, payloads and order; scores equal up to float rounding."""
+    assert [(hit.id, hit.payload) for hit in actual] == [(hit.id, hit.payload) for hit in expected]
+    np.testing.assert_allclose([hit.score for hit in actual], [hit.score for hit in expected], atol=1e-6)
+
+
+def test_search_returns_the_nearest_facts_first_with_their_cosine_scores(index: KnowledgeIndex) -> None:
+    index.add("facts", FACTS)
+    vectors = default_embedder().embed([text for _, text, _ in FACTS] + [KITTEN_QUERY])
+    cosines = {fact_id: float(vectors[i] @ vectors[-1]) for i, (fact_id, _, _) in enumerate(FACTS)}
+
+    hits = index.search("facts", KITTEN_QUERY, min_score=-1.0)
+
+    assert [hit.id for hit in hits] == sorted(cosines, key=cosines.__getitem__, reverse=True)
+    assert {hit.id for hit in hits[:2]} == {1, 3}  # the two cat sentences, before markets and plants
+    np.testing.assert_allclose([hit.score for hit in hits], [cosines[hit.id] for hit in hits], atol=1e-5)
+    assert {hit.id: hit.payload for hit in hits}[1] == {"run": "r1", "source": 10}
+
+
+def test_limit_caps_the_number_of_hits(index: KnowledgeIndex) -> None:
+    index.add("facts", FACTS)
+
+    assert len(index.search("facts", KITTEN_QUERY, limit=1, min_score=-1.0)) == 1
+
+
+def test_where_keeps_only_items_whose_payload_matches_every_condition(index: KnowledgeIndex) -> None:
+    index.add("facts", FACTS)
+
+    in_r2 = index.search("facts", KITTEN_QUERY, where={"run": "r2"})
+    from_source_10_in_r1 = index.search("facts", KITTEN_QUERY, where={"run": "r1", "source": 10})
+
+    assert {hit.id for hit in in_r2} <= {3, 4}
+    assert in_r2[0].id == 3
+    assert [hit.id for hit in from_source_10_in_r1] == [1]
+
+
+def test_min_score_drops_matches_weaker_than_it(index: KnowledgeIndex) -> None:
+    index.add("facts", FACTS)
+
+    hits = index.search("facts", KITTEN_QUERY, min_score=0.4)
+
+    assert {hit.id for hit in hits} == {1, 3}
+    assert all(hit.score >= 0.4 for hit in hits)
+
+
+def test_reindex_gives_the_same_search_results(index: KnowledgeIndex) -> None:
+    index.add("facts", FACTS)
+    before = index.search("facts", KITTEN_QUERY, limit=4, min_score=-1.0)
+
+    index.reset("facts")
+    assert index.count("facts") == 0
+    assert index.search("facts", KITTEN_QUERY) == []
+    index.add("facts", list(reversed(FACTS)))
+
+    assert_same_hits(index.search("facts", KITTEN_QUERY, limit=4, min_score=-1.0), before)
+
+
+def test_count_follows_adds_replacements_and_deletes(index: KnowledgeIndex) -> None:
+    index.add("facts", FACTS)
+    index.add("facts", [(2, "Bond yields rose", {"run": "r3"})])
+    assert index.count("facts") == 4
+
+    index.delete("facts", [2, 4, 999])
+
+    assert index.count("facts") == 2
+    assert {hit.id for hit in index.search("facts", "markets", min_score=-1.0)} == {1, 3}
+
+
+def test_an_added_id_that_exists_is_replaced_not_duplicated(index: KnowledgeIndex) -> None:
+    index.add("facts", FACTS)
+
+    index.add("facts", [(2, "A puppy naps on the carpet", {"run": "r3"})])
+
+    hit = next(hit for hit in index.search("facts", KITTEN_QUERY) if hit.id == 2)
+    assert hit.payload == {"run": "r3"}
+    assert hit.score > 0.3
+
+
+def test_facts_and_chunks_are_separate_collections(index: KnowledgeIndex) -> None:
+    index.add("facts", FACTS)
+    index.add("chunks", [(1, "Chunk about interest rates and central banks", {"document": "d1"})])
+
+    assert (index.count("facts"), index.count("chunks")) == (4, 1)
+    assert [hit.payload for hit in index.search("chunks", KITTEN_QUERY, min_score=-1.0)] == [
+        {"document": "d1"}
+    ]
+
+
+def test_a_collection_never_written_searches_empty_and_counts_zero(index: KnowledgeIndex) -> None:
+    assert index.search("chunks", KITTEN_QUERY) == []
+    assert index.count("chunks") == 0
+    index.delete("chunks", [1])
+
+
+def test_search_vector_finds_what_search_finds_and_checks_the_dimension(index: KnowledgeIndex) -> None:
+    index.add("facts", FACTS)
+    vector = default_embedder().embed([KITTEN_QUERY])[0]
+
+    assert_same_hits(
+        index.search_vector("facts", vector, limit=3), index.search("facts", KITTEN_QUERY, limit=3)
+    )
+    with pytest.raises(ValueError, match=r"shape \(384,\)"):
+        index.search_vector("facts", np.zeros(3, dtype=np.float32))
+
+
+def test_an_index_on_disk_keeps_its_items_after_it_is_closed_and_reopened(tmp_path: Path) -> None:
+    with KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder()) as first:
+        first.add("facts", FACTS)
+        before = first.search("facts", KITTEN_QUERY)
+
+    with KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder()) as reopened:
+        assert reopened.count("facts") == 4
+        assert_same_hits(reopened.search("facts", KITTEN_QUERY), before)
+
+
+def test_a_second_index_on_a_folder_in_use_is_unavailable_and_warns_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="research_mcp.storage.knowledge")
+    with KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder()) as first:
+        first.add("facts", FACTS)
+
+        second = KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder())
+        second.add("facts", [(9, "Lost to the index, kept in SQLite", {})])
+        results = (second.search("facts", KITTEN_QUERY), second.count("facts"))
+        second.reset("facts")
+        second.delete("facts", [1])
+        second.close()
+
+        assert (second.available, results) == (False, ([], 0))
+        assert first.available
+        assert first.count("facts") == 4
+    [warning] = unavailable_warnings(caplog)
+    assert "in use by another process" in warning.getMessage()
+    assert "\n" not in warning.getMessage()
+
+    with KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder()) as after:
+        assert after.available
+        assert after.count("facts") == 4
+
+
+def test_another_process_holding_the_folder_leaves_this_one_running_without_the_index(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "qdrant"
+    holder = (
+        "import sys\n"
+        "from qdrant_client import QdrantClient\n"
+        "client = QdrantClient(path=sys.argv[1])\n"
+        "print('ready', flush=True)\n"
+        "sys.stdin.read()\n"
+        "client.close()\n"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", holder, str(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as other:
+        assert other.stdout is not None and other.stdin is not None
+        assert other.stdout.readline().strip() == "ready"
+
+        index = KnowledgeIndex.open(path=folder, embedder=default_embedder())
+        index.add("facts", FACTS)
+
+        other.stdin.close()
+        assert other.wait(timeout=60) == 0
+    assert not index.available
+    assert len(unavailable_warnings(caplog)) == 1
+
+    with KnowledgeIndex.open(path=folder, embedder=default_embedder()) as after:
+        assert after.available
+
+
+def test_an_unreachable_server_gives_an_unavailable_index_and_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again before the index tries it
+
+    index = KnowledgeIndex.open(url=f"http://127.0.0.1:{port}", embedder=default_embedder())
+
+    assert not index.available
+    assert index.search("facts", KITTEN_QUERY) == []
+    [warning] = unavailable_warnings(caplog)
+    assert f"127.0.0.1:{port}" in warning.getMessage()
+
+
+class _ServerThatFailsAfterConnecting(BaseHTTPRequestHandler):
+    """Answers the connection probe, then fails every request, like a server going down mid-run."""
+
+    def do_GET(self) -> None:
+        if self.path.startswith("/collections?") or self.path == "/collections":
+            self._send(200, {"result": {"collections": []}, "status": "ok", "time": 0.0})
+        else:
+            self._send(503, {"status": {"error": "service unavailable"}, "time": 0.0})
+
+    do_PUT = do_POST = do_DELETE = do_GET
+
+    def _send(self, status: int, body: dict[str, object]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_server_failing_mid_run_makes_the_index_a_no_op_with_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ServerThatFailsAfterConnecting)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        index = KnowledgeIndex.open(url=f"http://127.0.0.1:{server.server_port}", embedder=default_embedder())
+        assert index.available
+
+        index.add("facts", FACTS)
+        results = (index.search("facts", KITTEN_QUERY), index.count("facts"))
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+    assert (index.available, results) == (False, ([], 0))
+    [warning] = unavailable_warnings(caplog)
+    assert "stopped answering" in warning.getMessage()
+
+
+def test_open_without_a_destination_is_refused() -> None:
+    with pytest.raises(ValueError, match="path, a url or a location"):
+        KnowledgeIndex.open(embedder=default_embedder())
+
+
+def test_a_hit_is_a_plain_value() -> None:
+    assert IndexedHit(id=1, score=0.5, payload={"run": "r1"}) == IndexedHit(1, 0.5, {"run": "r1"})
