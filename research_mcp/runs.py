@@ -124,20 +124,24 @@ class RunManager:
                 store.update_run(run_id, status="done", finished_at=now(), result_handoff_id=result_id)
             if live.scope.cancelled_caught:
                 store.update_run(run_id, status="cancelled", finished_at=now(), error="cancelled by the host")
-        except BudgetExhausted as error:
-            partial = partial_report(store, run_id, str(error), deps.model.name)
-            store.update_run(
-                run_id,
-                status="budget_exhausted",
-                finished_at=now(),
-                error=str(error),
-                result_handoff_id=partial,
-            )
-        except ResearchError as error:
-            store.update_run(run_id, status="failed", finished_at=now(), error=str(error))
-        except Exception as error:  # top-level boundary of a background task: record, never crash the server
-            logger.exception("run %s failed", run_id)
-            store.update_run(run_id, status="failed", finished_at=now(), error=f"internal error: {error!r}")
+        except Exception as raised:  # top-level boundary of a background task: record, never crash the server
+            error = first_error(raised)
+            if isinstance(error, BudgetExhausted):
+                partial = partial_report(store, run_id, str(error), deps.model.name)
+                store.update_run(
+                    run_id,
+                    status="budget_exhausted",
+                    finished_at=now(),
+                    error=str(error),
+                    result_handoff_id=partial,
+                )
+            elif isinstance(error, ResearchError):
+                store.update_run(run_id, status="failed", finished_at=now(), error=str(error))
+            else:
+                logger.exception("run %s failed", run_id)
+                store.update_run(
+                    run_id, status="failed", finished_at=now(), error=f"internal error: {error!r}"
+                )
         finally:
             self.live.pop(run_id, None)
             live.done.set()
@@ -190,6 +194,18 @@ class RunManager:
         self.store.finish_node(run_id, "final", "done", result.handoff_id)
         live.notify()
         return result.handoff_id
+
+
+def first_error(error: BaseException) -> BaseException:
+    """The error behind task-group wrapping: a budget stop first, then any research error, else the first."""
+    if not isinstance(error, BaseExceptionGroup):
+        return error
+    leaves = [first_error(inner) for inner in error.exceptions]
+    for kind in (BudgetExhausted, ResearchError):
+        for leaf in leaves:
+            if isinstance(leaf, kind):
+                return leaf
+    return leaves[0]
 
 
 def partial_report(store: Store, run_id: str, reason: str, backend: str) -> str:

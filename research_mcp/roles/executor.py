@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from research_mcp.contracts import ExtractorTaskSpec, PlanNode, Source
-from research_mcp.errors import BudgetExhausted, ModelError, NotConfigured, SourceError
+from research_mcp.errors import ModelError, NotConfigured, SourceError
 from research_mcp.roles.base import RoleDeps
 from research_mcp.roles.extractor import extract
 from research_mcp.roles.phases import run_phases
@@ -93,7 +93,7 @@ async def execute_node(rc: RunContext, node: PlanNode, *, discovered: list[str] 
         with anyio.CancelScope(shield=True):
             store.finish_node(rc.run_id, key, "cancelled", None)
         raise
-    except BudgetExhausted:
+    except Exception:
         store.finish_node(rc.run_id, key, "failed", None)
         raise
     store.finish_node(rc.run_id, key, "done", handoff_id)

@@ -1,0 +1,281 @@
+"""The research workflow's rules, each through the MCP tools with a scripted model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from research_mcp.config import Settings
+from research_mcp.contracts import (
+    Confidence,
+    ExtractedFact,
+    ExtractorOutput,
+    ExtractorPayload,
+    PlannerInput,
+    PlannerOutput,
+    PlanNode,
+    SynthesisOutput,
+    SynthesisPayload,
+)
+from research_mcp.llm.base import ModelRequest
+from research_mcp.llm.scripted import ScriptedModel, team_script
+from research_mcp.server.app import create_server
+from research_mcp.storage.store import Store
+
+TEXT_A = (
+    "Solar panels convert sunlight into electricity using photovoltaic cells. "
+    "Typical panel efficiency is between 18 and 22 percent in 2024. "
+    "Panel prices fell by about ninety percent between 2010 and 2020."
+)
+TEXT_B = (
+    "Wind turbines convert the kinetic energy of wind into electricity. "
+    "Offshore wind farms have capacity factors above 40 percent. "
+    "Modern turbines have rotor diameters of more than 150 metres."
+)
+
+
+def leaf(title: str, text: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "kind": "leaf",
+        "title": title,
+        "questions": [f"What is known about {title}?"],
+        "sources": [text],
+        **extra,
+    }
+
+
+def plan_of(*children: dict[str, Any], **root: Any) -> dict[str, Any]:
+    return {"root": {"kind": "executor", "title": "energy", "children": list(children), **root}}
+
+
+async def run_plan(client: Client, suggested: dict[str, Any], **execute: Any) -> dict[str, Any]:
+    plan = await client.call_tool("plan_research", {"query": "energy sources", "suggested_plan": suggested})
+    assert not plan.is_error, plan.content
+    run = await client.call_tool(
+        "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 20, **execute}
+    )
+    assert not run.is_error, run.content
+    return dict(run.structured_content)
+
+
+def store() -> Store:
+    return Store(Settings().database_path)
+
+
+def four_levels() -> PlanNode:
+    node = PlanNode(kind="leaf", title="deep", questions=["what is deep?"])
+    for level in range(4):
+        node = PlanNode(kind="executor", title=f"level {4 - level}", children=[node])
+    return node
+
+
+async def test_a_suggested_four_level_plan_is_refused_with_the_reason() -> None:
+    async with Client(create_server(model=ScriptedModel(team_script))) as client:
+        result = await client.call_tool(
+            "plan_research",
+            {"query": "deep question", "suggested_plan": PlannerOutput(root=four_levels()).model_dump()},
+        )
+    assert result.is_error
+    assert "executor level 4" in result.content[0].text
+
+
+async def test_an_infeasible_model_plan_is_repaired_with_its_violations_fed_back() -> None:
+    def script(request: ModelRequest[Any]) -> Any:
+        assert isinstance(request.payload, PlannerInput)
+        if not request.payload.violations:
+            return PlannerOutput(root=four_levels())
+        assert any("executor level 4" in v for v in request.payload.violations)
+        return team_script(request)
+
+    model = ScriptedModel(script)
+    async with Client(create_server(model=model)) as client:
+        result = await client.call_tool("plan_research", {"query": "deep question"})
+    assert result.structured_content["status"] == "feasible"
+    assert len(model.calls_for("planner")) == 2
+
+
+async def test_a_plan_that_stays_infeasible_is_returned_as_infeasible_with_reasons() -> None:
+    model = ScriptedModel(lambda request: PlannerOutput(root=four_levels()))
+    async with Client(create_server(model=model)) as client:
+        result = await client.call_tool("plan_research", {"query": "deep question"})
+        assert result.structured_content["status"] == "infeasible"
+        assert "executor level 4" in result.structured_content["summary"][0]
+        refused = await client.call_tool("execute_plan", {"plan_id": result.structured_content["id"]})
+    assert refused.is_error and "infeasible" in refused.content[0].text
+    assert len(model.calls_for("planner")) == 3  # the first answer and two repairs
+
+
+async def test_a_task_spec_reaches_the_extractor_unchanged() -> None:
+    spec = {
+        "questions": ["What is the panel efficiency?"],
+        "expected_format": "a percentage range",
+        "acceptance_criteria": ["cites a year"],
+        "priority": 1,
+        "discovery_intense": False,
+    }
+    model = ScriptedModel(team_script)
+    async with Client(create_server(model=model)) as client:
+        await run_plan(client, plan_of(leaf("solar", TEXT_A, task_specs=[spec])))
+    (call,) = model.calls_for("extractor")
+    assert isinstance(call.payload, ExtractorPayload)
+    assert call.payload.task_spec is not None
+    assert call.payload.task_spec.model_dump(exclude={"budget"}) == spec
+    assert call.payload.questions == spec["questions"]
+
+
+async def test_an_unmet_phase_criterion_iterates_until_max_iterations_and_logs_each_delta() -> None:
+    model = ScriptedModel(team_script)
+    phase = {"name": "coverage", "criteria": {"themes": ["geothermal"]}, "max_iterations": 3}
+    async with Client(create_server(model=model)) as client:
+        run = await run_plan(client, plan_of(leaf("solar", TEXT_A), leaf("wind", TEXT_B), phases=[phase]))
+    assert run["status"] == "done"
+    events = store().events_for_run(run["id"])
+    iterations = [e for e in events if e["kind"] == "iteration"]
+    assert [e["data"]["iteration"] for e in iterations] == [1, 2]
+    assert all(e["data"]["why"] == ["theme:geothermal"] for e in iterations)
+    assert all(e["data"]["criteria_after"] == {"theme:geothermal": False} for e in iterations)
+    assert any(e["kind"] == "phase_unmet" and "max_iterations=3" in e["message"] for e in events)
+    # Re-synthesis happens at the same level: no node was added to the tree.
+    assert len(store().nodes_for_run(run["id"])) == 3
+
+
+async def test_a_met_phase_criterion_stops_iterating() -> None:
+    phase = {"name": "coverage", "criteria": {"themes": ["electricity"]}, "max_iterations": 3}
+    async with Client(create_server(model=ScriptedModel(team_script))) as client:
+        run = await run_plan(client, plan_of(leaf("solar", TEXT_A), phases=[phase]))
+    kinds = [e["kind"] for e in store().events_for_run(run["id"])]
+    assert "phase_met" in kinds and "iteration" not in kinds
+
+
+async def test_a_budget_stop_yields_budget_exhausted_and_a_partial_report() -> None:
+    async with Client(create_server(model=ScriptedModel(team_script))) as client:
+        run = await run_plan(
+            client,
+            plan_of(leaf("solar", TEXT_A), leaf("wind", TEXT_B)),
+            budget={"max_tokens": 700},
+        )
+        assert run["status"] == "budget_exhausted"
+        summary = await client.call_tool("report_results", {"id": run["id"], "view": "report"})
+    assert "Partial report" in summary.structured_content["text"]
+    assert "Budget exhausted" in summary.structured_content["text"]
+
+
+def inventing_extractor(request: ModelRequest[Any]) -> Any:
+    if isinstance(request.payload, ExtractorPayload):
+        return ExtractorOutput(
+            facts=[
+                ExtractedFact(
+                    statement="Efficiency is 18-22%.",
+                    quote="Typical panel efficiency is between 18 and 22 percent",
+                ),
+                ExtractedFact(statement="Panels last forever.", quote="Solar panels never wear out at all."),
+            ],
+            confidence=Confidence(level="medium", reasoning="two claims"),
+        )
+    return team_script(request)
+
+
+async def test_an_invented_quote_is_marked_unverified_and_never_cited_as_verified() -> None:
+    async with Client(create_server(model=ScriptedModel(inventing_extractor))) as client:
+        run = await run_plan(client, plan_of(leaf("solar", TEXT_A)))
+        facts = await client.call_tool("report_results", {"id": run["id"], "view": "facts"})
+        report = await client.call_tool("report_results", {"id": run["id"], "view": "report"})
+    text = facts.structured_content["text"]
+    assert "[verified]" in text and "[UNVERIFIED]" in text
+    invented = next(line for line in text.splitlines() if "never wear out" in line)
+    invented_id = invented.split()[0]
+    assert f"[{invented_id}]" not in report.structured_content["text"]
+    assert f"[{invented_id}, unverified]" in report.structured_content["text"]
+    assert run["metrics"]["citations_verified"] == run["metrics"]["citations_made"] - 1
+
+
+async def test_a_citation_to_a_fact_outside_the_inputs_is_dropped_and_counted() -> None:
+    def script(request: ModelRequest[Any]) -> Any:
+        if isinstance(request.payload, SynthesisPayload):
+            known = request.payload.facts[0].id
+            return SynthesisOutput(
+                report=f"Solar is efficient [F{known}] and cheap [F99999].",
+                confidence=Confidence(level="medium", reasoning="x"),
+            )
+        return team_script(request)
+
+    async with Client(create_server(model=ScriptedModel(script))) as client:
+        run = await run_plan(client, plan_of(leaf("solar", TEXT_A)))
+        report = await client.call_tool("report_results", {"id": run["id"], "view": "report"})
+    assert "[F99999]" not in report.structured_content["text"]
+    root = store().get_handoff(store().get_run(run["id"])["result_handoff_id"])
+    assert root.output is not None and root.output["citations"]["dropped"] == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "level", "discovery", "fires"),
+    [
+        (TEXT_A, "high", False, False),
+        (TEXT_A, "low", False, True),
+        (TEXT_A + "\n\nLimitations\nThe data covers only 2024.", "high", False, True),
+        (TEXT_A, "high", True, True),
+    ],
+    ids=["no trigger", "low confidence", "limitations section", "discovery intense"],
+)
+async def test_insights_appear_exactly_when_their_triggers_fire(
+    text: str, level: str, discovery: bool, fires: bool
+) -> None:
+    def script(request: ModelRequest[Any]) -> Any:
+        return ExtractorOutput.model_validate(
+            {
+                "facts": [
+                    {"statement": "Prices fell.", "quote": "Panel prices fell by about ninety percent"}
+                ],
+                "confidence": {"level": level, "reasoning": "scripted"},
+                "follow_up_questions": [
+                    {"question": "Why?", "confidence": 0.5, "rationale": "cause unknown"}
+                ],
+                "source_identified_gaps": ["only one year"],
+                "linked_candidate_sources": [{"ref": "https://example.org/report", "context": "cited"}],
+            }
+        )
+
+    spec = {"questions": ["How did prices change?"], "discovery_intense": discovery}
+    async with Client(create_server(model=ScriptedModel(script))) as client:
+        result = await client.call_tool(
+            "extract_source", {"source": text, "questions": [], "task_spec": spec}
+        )
+    output = store().get_handoff(result.structured_content["id"]).output
+    assert output is not None
+    assert bool(output["follow_up_questions"]) is fires
+    assert bool(output["source_identified_gaps"]) is fires
+    assert bool(output["linked_candidate_sources"]) is fires
+
+
+async def test_scout_sources_never_starts_an_executor() -> None:
+    model = ScriptedModel(team_script)
+    async with Client(create_server(model=model)) as client:
+        result = await client.call_tool("scout_sources", {"topic": "wind power"})
+    assert not result.is_error, result.content
+    assert {call.role for call in model.calls} == {"scout"}
+    s = store()
+    assert s.db.execute("SELECT COUNT(*) FROM nodes").fetchone()[0] == 0
+    assert s.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+
+
+async def test_two_plans_executed_together_end_in_one_synthesis() -> None:
+    model = ScriptedModel(team_script)
+    async with Client(create_server(model=model)) as client:
+        ids = []
+        for text, title in ((TEXT_A, "solar"), (TEXT_B, "wind")):
+            plan = await client.call_tool(
+                "plan_research", {"query": f"{title} power", "suggested_plan": plan_of(leaf(title, text))}
+            )
+            ids.append(plan.structured_content["id"])
+        run = await client.call_tool("execute_plan", {"plan_ids": ids, "wait_seconds": 20})
+    assert run.structured_content["status"] == "done"
+    s = store()
+    result = s.get_handoff(s.get_run(run.structured_content["id"])["result_handoff_id"])
+    assert result.node_id == "final"
+    assert result.input["questions"] == ["solar power", "wind power"]
+    # one synthesis per leaf, per plan root, and the final one
+    assert len(model.calls_for("synthesizer")) == 2 + 2 + 1
+    final_inputs = result.input["input_handoffs"]
+    assert {s.get_handoff(h).node_id.split("/")[1] for h in final_inputs} == {"n"}
