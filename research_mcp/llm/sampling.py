@@ -15,7 +15,7 @@ import warnings
 from typing import Any
 
 import mcp.types as types
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from research_mcp.errors import ModelError
 from research_mcp.llm.base import Generation, ModelRequest, OutputT, Usage, generate_with_repair
@@ -70,7 +70,7 @@ class SamplingModel:
             try:
                 with warnings.catch_warnings():
                     # Sampling is deprecated in the 2026-07-28 protocol, but it is what handshake-era hosts offer.
-                    warnings.simplefilter("ignore", DeprecationWarning)
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)
                     result = await self.session.create_message(
                         list(messages),
                         max_tokens=min(request.max_tokens, self.max_tokens),
