@@ -65,7 +65,13 @@ def _prompt(payload: SynthesisPayload) -> str:
 
 
 def _summary(output: SynthesisOutput) -> list[str]:
-    first = next((line.strip("# ").strip() for line in output.report.splitlines() if line.strip()), "")
+    lines = [line.strip("-*# ").strip() for line in output.report.splitlines()]
+    prose = [
+        line
+        for line, raw in zip(lines, output.report.splitlines(), strict=True)
+        if line and not raw.lstrip().startswith("#")
+    ]
+    first = prose[0] if prose else (lines[0] if lines else "")
     return [first[:200], f"confidence {output.confidence.level}; {len(output.gaps)} gaps"]
 
 

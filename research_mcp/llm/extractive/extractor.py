@@ -1,0 +1,223 @@
+"""The extractor without a model: the source's best sentences for each question, quoted verbatim.
+
+Each question is scored against every sentence (see `scoring`); up to k sentences at or above
+`MIN_RELEVANCE` are chosen by MMR, and each becomes a fact whose quote is the sentence sliced from
+the source (so it is found by construction) and whose statement is the same sentence: this backend
+never paraphrases. A fact's confidence is 0.2 + its score, at most 0.95, so a sentence at the
+threshold gets 0.45 and a strong one (score 0.5) the 0.7 a model would typically give.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from research_mcp.contracts import (
+    Answer,
+    Confidence,
+    ConfidenceLevel,
+    ExtractedFact,
+    ExtractorOutput,
+    ExtractorPayload,
+    FollowUpQuestion,
+    LinkedSource,
+)
+from research_mcp.llm.extractive.scoring import Relevance, select_diverse
+from research_mcp.llm.extractive.sentences import Sentence, split_sentences
+from research_mcp.storage.embeddings import Embedder
+
+__all__ = ["MIN_RELEVANCE", "NO_ANSWER", "STRONG_RELEVANCE", "extract"]
+
+MIN_RELEVANCE = 0.25
+STRONG_RELEVANCE = 0.5
+NO_ANSWER = "The source does not answer this."
+MAX_FACTS = 40
+K_BY_PRIORITY = {1: 5, 2: 4}
+DEFAULT_K = 3
+ANSWER_SHARE = 0.8
+
+_LIMITATION_HEADING = re.compile(
+    r"^(?:\d+(?:\.\d+)*\.?\s+)?(?:limitations?|future (?:work|research|directions)|open (?:questions|problems)"
+    r"|threats to validity|caveats|shortcomings)\b",
+    re.IGNORECASE,
+)
+_LIMITATION_SENTENCE = re.compile(
+    r"\b(?:limitations?|future (?:work|research|studies)|further (?:research|work|study|studies|investigation)"
+    r"|remains? (?:unclear|unknown|open|to be (?:seen|determined))|not yet (?:known|understood|clear|established)"
+    r"|open question)\b",
+    re.IGNORECASE,
+)
+_URL = re.compile(
+    r"\bhttps?://[^\s<>\"'\]\[)(]+|\bdoi:\s?10\.\d{4,9}/\S+|\b10\.\d{4,9}/[^\s\"'<>]+", re.IGNORECASE
+)
+_SPACE = re.compile(r"\s+")
+
+
+def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOutput:
+    questions = (payload.questions or _spec_questions(payload))[:10]  # positions kept: question_index
+    sentences = split_sentences(payload.source_text)
+    claims = [sentence for sentence in sentences if not sentence.heading and sentence.words >= 3]
+    if not questions or not claims:
+        reason = "No questions were given." if not questions else "The source has no readable sentences."
+        return ExtractorOutput(
+            answers=[Answer(question=_clip(q, 500), answer=NO_ANSWER) for q in questions],
+            confidence=Confidence(level="low", reasoning=f"{reason} Extractive backend: no language model."),
+        )
+    relevance = Relevance([claim.text for claim in claims], embedder)
+    scores = [relevance.scores(question) for question in questions]
+    per_question = max(1, min(_k(payload), MAX_FACTS // len(questions)))
+    chosen = [
+        select_diverse(relevance, question_scores, k=per_question, threshold=MIN_RELEVANCE)
+        for question_scores in scores
+    ]
+
+    # One fact per sentence, assigned to the question it scores highest on.
+    home: dict[int, int] = {}
+    for question_index, indexes in enumerate(chosen):
+        for index in indexes:
+            current = home.get(index)
+            if current is None or scores[question_index][index] > scores[current][index]:
+                home[index] = question_index
+    order = sorted(home, key=lambda index: (home[index], chosen[home[index]].index(index)))
+    fact_of = {index: position for position, index in enumerate(order)}
+    facts = [
+        ExtractedFact(
+            statement=_SPACE.sub(" ", claims[index].text),
+            quote=claims[index].text,
+            question_index=home[index],
+            confidence=_fact_confidence(float(scores[home[index]][index])),
+        )
+        for index in order
+    ]
+    answers = [
+        _answer(question, chosen[i], scores[i], fact_of, claims) for i, question in enumerate(questions)
+    ]
+    best = [float(np.max(question_scores)) for question_scores in scores]
+    return ExtractorOutput(
+        facts=facts,
+        answers=answers,
+        confidence=_confidence(best, len(claims), embedder),
+        follow_up_questions=_follow_ups(questions, best),
+        source_identified_gaps=_source_gaps(sentences),
+        linked_candidate_sources=_linked_sources(payload, sentences, claims, scores),
+    )
+
+
+def _spec_questions(payload: ExtractorPayload) -> list[str]:
+    return list(payload.task_spec.questions) if payload.task_spec else []
+
+
+def _k(payload: ExtractorPayload) -> int:
+    return K_BY_PRIORITY.get(payload.task_spec.priority, DEFAULT_K) if payload.task_spec else DEFAULT_K
+
+
+def _fact_confidence(score: float) -> float:
+    return round(min(0.95, 0.2 + score), 2)
+
+
+def _clip(text: str, limit: int) -> str:
+    text = _SPACE.sub(" ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _answer(
+    question: str, indexes: list[int], scores: np.ndarray, fact_of: dict[int, int], claims: list[Sentence]
+) -> Answer:
+    """The best sentence, and the second best when it scores within 80% of it; citing every chosen fact."""
+    if not indexes:
+        return Answer(question=_clip(question, 500), answer=NO_ANSWER)
+    top = float(scores[indexes[0]])
+    lead = [index for index in indexes[:2] if float(scores[index]) >= ANSWER_SHARE * top]
+    best = " ".join(_SPACE.sub(" ", claims[index].text) for index in lead)
+    return Answer(
+        question=_clip(question, 500),
+        answer=_clip(best, 2000),
+        fact_indexes=[fact_of[index] for index in indexes],
+    )
+
+
+def _confidence(best: list[float], sentence_count: int, embedder: Embedder | None) -> Confidence:
+    answered = sum(score >= MIN_RELEVANCE for score in best)
+    strong = sum(score >= STRONG_RELEVANCE for score in best)
+    if answered == len(best) and strong == len(best):
+        level: ConfidenceLevel = "high"
+    elif answered == 0 or answered * 2 < len(best):
+        level = "low"
+    else:
+        level = "medium"
+    method = "lexical (BM25) and embedding similarity" if embedder else "lexical (BM25) similarity"
+    reasoning = (
+        f"{answered} of {len(best)} questions have a sentence scoring at least {MIN_RELEVANCE} "
+        f"({strong} at least {STRONG_RELEVANCE}); best scores "
+        + ", ".join(f"{score:.2f}" for score in best)
+        + f" over {sentence_count} sentences. Extractive backend: sentences chosen by {method}, "
+        "quoted verbatim, no language model."
+    )
+    return Confidence(level=level, reasoning=_clip(reasoning, 1000))
+
+
+def _follow_ups(questions: list[str], best: list[float]) -> list[FollowUpQuestion]:
+    weak = sorted((score, index) for index, score in enumerate(best) if score < STRONG_RELEVANCE)
+    return [
+        FollowUpQuestion(
+            question=_clip(questions[index], 500),
+            confidence=round(1 - score, 2),
+            rationale=(
+                f"Best sentence of this source scores {score:.2f} "
+                + (
+                    f"(below {MIN_RELEVANCE}: not answered)"
+                    if score < MIN_RELEVANCE
+                    else f"(below {STRONG_RELEVANCE})"
+                )
+                + "; look for another source."
+            ),
+        )
+        for score, index in weak[:5]
+    ]
+
+
+def _source_gaps(sentences: list[Sentence]) -> list[str]:
+    """Sentences under a limitations/future-work heading, and sentences that name a limitation."""
+    gaps: list[str] = []
+    in_section = 0
+    for sentence in sentences:
+        if sentence.heading or sentence.words <= 4:
+            # a heading line, or a short run-in heading such as "Limitations:"
+            if _LIMITATION_HEADING.match(sentence.text.strip("#*_: ")):
+                in_section = 3
+                continue
+            if sentence.heading:
+                in_section = 0
+                continue
+        if in_section or _LIMITATION_SENTENCE.search(sentence.text):
+            in_section = max(0, in_section - 1)
+            gap = _clip(sentence.text, 500)
+            if sentence.words >= 3 and gap not in gaps:
+                gaps.append(gap)
+        if len(gaps) == 5:
+            break
+    return gaps
+
+
+def _linked_sources(
+    payload: ExtractorPayload, sentences: list[Sentence], claims: list[Sentence], scores: list[np.ndarray]
+) -> list[LinkedSource]:
+    if not (payload.task_spec and payload.task_spec.discovery_intense):
+        return []
+    relevant = {
+        (claims[index].start, claims[index].end)
+        for question_scores in scores
+        for index in range(len(claims))
+        if question_scores[index] >= MIN_RELEVANCE
+    }
+    found: dict[str, LinkedSource] = {}
+    for sentence in sentences:
+        for match in _URL.finditer(sentence.text):
+            ref = match.group().rstrip(".,;:!?")
+            if ref in found or ref == payload.source_ref:
+                continue
+            priority = 2 if (sentence.start, sentence.end) in relevant else 3
+            found[ref] = LinkedSource(ref=ref[:2000], context=_clip(sentence.text, 500), priority=priority)
+    ranked = sorted(found.values(), key=lambda link: link.priority)  # stable: position within a priority
+    return ranked[:8]

@@ -1,0 +1,206 @@
+"""The planner without a model: the query's own structure decides the tree.
+
+- A comparison ("X vs Y", "compare X and Y", "difference between X and Y", "how does X differ from
+  Y", "X or Y: which …", "Which …, X or Y?", "Are X and Y both / of the same …?") becomes one leaf
+  per compared item; every leaf is asked the whole comparison and searches for its item.
+- A conjunction of questions ("What is A? How does B …?", "A; and B", "What is A, and how does B
+  …?") becomes one leaf per question (a question that is itself a comparison becomes an executor
+  over its items, still within three executor levels).
+- Anything else is one leaf asking the query.
+
+A suggested plan is adopted as given (ids cleared) when it passes the feasibility rules and the
+last attempt reported no violations.
+"""
+
+from __future__ import annotations
+
+import re
+
+from research_mcp.contracts import PlannerInput, PlannerOutput, PlanNode
+from research_mcp.feasibility import check_feasible
+from research_mcp.llm.extractive.scoring import STOPWORDS
+
+__all__ = ["plan"]
+
+
+NOTE = "Extractive planner: split by the query's structure, no language model."
+
+_SPACE = re.compile(r"\s+")
+_QUESTION_LEAD = (
+    r"(?:what|which|who|whom|whose|how|why|when|where|whether"
+    r"|is|are|was|were|do|does|did|can|could|should|would|will|has|have)"
+)
+_ASPECT_TAIL = re.compile(
+    r"\s*(?:[,:;]\s*|\s+(?:in terms of|with respect to|regarding|for|when it comes to)\s+)(.+)$"
+)
+_VERSUS = re.compile(r"\s+(?:vs\.?|versus)\s+", re.IGNORECASE)
+_ITEM_SEPARATOR = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|with|to|versus|vs\.?)\s+", re.IGNORECASE)
+_COMPARISONS = [
+    re.compile(
+        r"^(?:compare|comparing|contrast)\s+(?P<items>.+?)(?:\s+(?:in terms of|on|regarding|for|by)\s+.+)?$",
+        re.I,
+    ),
+    re.compile(r"\bdifferences?\s+between\s+(?P<a>.+?)\s+and\s+(?P<b>.+)$", re.I),
+    re.compile(
+        rf"^{_QUESTION_LEAD}\s+(?:does|do|did|is|are)\s+(?P<a>.+?)\s+(?:differ|different)\s+from\s+(?P<b>.+)$",
+        re.I,
+    ),
+    re.compile(r"^(?P<items>[^:]+?\s+or\s+[^:]+?)\s*:\s*(?:which|who|what)\b", re.I),
+    re.compile(r"^(?:which|who|what)\b[^,:]*[,:]\s*(?P<items>.+?\s+or\s+.+)$", re.I),
+    re.compile(
+        r"^(?:are|were|is|was|do|does|did|have|has)\s+(?:both\s+)?(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+"
+        r"(?:both|each|of the same|the same|in the same|from the same|located in the same)\b",
+        re.I,
+    ),
+]
+_COMPARISON_WORDS = frozenset(
+    {"compare", "comparing", "contrast", "difference", "differences", "differ", "different"}
+    | {"vs", "versus", "both", "same", "terms", "respect"}
+)
+_PRONOUN = re.compile(r"\b(?:it|its|they|them|their|this|these|those|he|she|his|her)\b", re.IGNORECASE)
+_AND_QUESTION = re.compile(r",?\s+and\s+(?=(?:what|how|why|when|where|whether)\b)", re.IGNORECASE)
+
+
+def plan(payload: PlannerInput) -> PlannerOutput:
+    suggested = payload.suggested_plan
+    if suggested is not None and not payload.violations and not check_feasible(suggested.root):
+        return PlannerOutput(
+            root=_without_ids(suggested.root), rationale=f"Adopted the suggested plan as given. {NOTE}"
+        )
+    query = _SPACE.sub(" ", payload.query).strip()
+    if len(query) < 3:
+        query = f"What is {query or 'this'}?"
+    parts = question_parts(query)
+    items = comparison_items(query) if len(parts) == 1 else []
+    if len(parts) > 1:
+        children = [_question_node(part, context=parts[0]) for part in parts]
+        why = f"{len(parts)} distinct questions: one leaf each."
+    elif items:
+        children = [_item_leaf(item, query, items) for item in items]
+        why = f"A comparison of {len(items)} items ({', '.join(items)}): one leaf per item, each asked the comparison."
+    else:
+        children = [_leaf(query)]
+        why = "A single question: one leaf."
+    root = PlanNode(kind="executor", title=_clip(query, 200), children=children)
+    return PlannerOutput(root=root, rationale=f"{why} {NOTE}")
+
+
+def comparison_items(query: str) -> list[str]:
+    """The compared items when the query is plainly a comparison, else []."""
+    text = query.strip().rstrip("?.! ")
+    if len(parts := _VERSUS.split(text)) > 1:
+        first = re.split(r"[,:?]\s*", parts[0])[-1]
+        last = _ASPECT_TAIL.sub("", parts[-1])
+        return _valid_items([first, *parts[1:-1], last])
+    for pattern in _COMPARISONS:
+        match = pattern.search(text)
+        if not match:
+            continue
+        found = match.groupdict()
+        if found.get("items"):
+            items = _ITEM_SEPARATOR.split(found["items"])
+        else:
+            items = [found["a"], _ASPECT_TAIL.sub("", found["b"])]
+        if valid := _valid_items(items):
+            return valid
+    return []
+
+
+def question_parts(query: str) -> list[str]:
+    """The separate questions of a conjunction ("What is A? How does B …?", "A; and B"), else [query]."""
+    pieces = [piece for piece in re.split(r"(?<=\?)\s+|\s*;\s*(?:and\s+|also\s+)?", query) if piece.strip()]
+    parts: list[str] = []
+    for piece in pieces:
+        if re.match(rf"{_QUESTION_LEAD}\b", piece, re.IGNORECASE):
+            parts.extend(_AND_QUESTION.split(piece))
+        else:
+            parts.append(piece)
+    parts = [_as_question(part) for part in parts]
+    if not 1 < len(parts) <= 10 or any(len(part.split()) < 2 or not _content_words(part) for part in parts):
+        return [query]
+    return parts
+
+
+def _valid_items(items: list[str]) -> list[str]:
+    cleaned = [item.strip(" ,.;:\"'") for item in items]
+    cleaned = [
+        re.sub(r"^(?:between|both|compare|comparing)\s+", "", item, flags=re.IGNORECASE) for item in cleaned
+    ]
+    if not 2 <= len(cleaned) <= 6 or len({item.casefold() for item in cleaned}) != len(cleaned):
+        return []
+    for item in cleaned:
+        words = item.split()
+        named = any(word[:1].isupper() or word[:1].isdigit() for word in words)
+        if not 1 <= len(words) <= 8 or not (named or _content_words(item)):
+            return []
+        if re.match(rf"{_QUESTION_LEAD}\b", item, re.IGNORECASE):
+            return []
+    return cleaned
+
+
+def _content_words(text: str) -> list[str]:
+    return [word for word in re.findall(r"[^\W_]+", text) if word.casefold() not in STOPWORDS]
+
+
+def _as_question(part: str) -> str:
+    part = part.strip().rstrip(",;")
+    if re.match(rf"{_QUESTION_LEAD}\b", part, re.IGNORECASE) and not part.endswith("?"):
+        part = part.rstrip(".") + "?"
+    return part[0].upper() + part[1:] if part else part
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _search_queries(*candidates: str) -> list[str]:
+    queries: list[str] = []
+    for candidate in candidates:
+        candidate = _clip(candidate.strip(), 300)
+        if candidate and candidate.casefold() not in {query.casefold() for query in queries}:
+            queries.append(candidate)
+    return queries[:3]
+
+
+def _leaf(question: str, *, context: str = "") -> PlanNode:
+    """A leaf asking one question; a question that leans on a pronoun ("How does it work?") searches
+    with the words of the query's first question as well."""
+    question = _clip(question, 500)
+    keywords = " ".join(_content_words(question))
+    if context and _PRONOUN.search(question):
+        keywords = " ".join(dict.fromkeys(_content_words(context) + _content_words(question)))
+    return PlanNode(
+        kind="leaf",
+        title=_clip(question, 200),
+        questions=[question],
+        search_queries=_search_queries(question, keywords),
+    )
+
+
+def _item_leaf(item: str, comparison: str, items: list[str]) -> PlanNode:
+    """A leaf for one compared item: asked the whole comparison, searching for the item and the aspect."""
+    named = {word.casefold() for each in items for word in _content_words(each) + each.split()}
+    aspect = [
+        word
+        for word in _content_words(comparison)
+        if word.casefold() not in _COMPARISON_WORDS and word.casefold() not in named
+    ]
+    return PlanNode(
+        kind="leaf",
+        title=_clip(item, 200),
+        questions=[_clip(comparison, 500)],
+        search_queries=_search_queries(f"{item} {' '.join(aspect)}", item),
+    )
+
+
+def _question_node(question: str, *, context: str) -> PlanNode:
+    items = comparison_items(question)
+    if not items:
+        return _leaf(question, context=context if question != context else "")
+    return PlanNode(
+        kind="executor", title=_clip(question, 200), children=[_item_leaf(i, question, items) for i in items]
+    )
+
+
+def _without_ids(node: PlanNode) -> PlanNode:
+    return node.model_copy(update={"id": "", "children": [_without_ids(child) for child in node.children]})

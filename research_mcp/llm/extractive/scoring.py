@@ -1,0 +1,226 @@
+"""Relevance without a language model: BM25 term coverage and embedding cosine, combined.
+
+Lexical relevance is the share of a query's IDF mass that a text covers, with BM25 term-frequency
+saturation and length normalisation (k1 = 1.2, b = 0.75); IDF comes from the collection being
+ranked (a source's own sentences, a list of search results), and a query term the collection never
+uses keeps the highest IDF, so missing key terms cost the most. A matched term earns its full IDF
+at average length and frequency one, less in a long text, never more than its IDF. Terms are lower-cased, stopwords
+dropped and lightly stemmed. Semantic relevance is the embedding cosine mapped onto 0..1 (cosine
+0.2 or less is 0, 0.7 or more is 1: all-MiniLM-L6-v2 gives unrelated sentences about 0.1-0.3 and
+answering sentences about 0.4-0.75). With an embedder the two are averaged; without one, lexical
+relevance stands alone.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from research_mcp.storage.embeddings import Embedder
+
+__all__ = ["Lexicon", "Relevance", "select_diverse", "semantic_scale", "stem", "terms"]
+
+K1 = 1.2
+B = 0.75
+LEXICAL_WEIGHT = 0.5
+COSINE_FLOOR = 0.2
+COSINE_CEILING = 0.7
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all also am an and any are aren't as at be because been before
+    being below between both but by can could did do does doing done down during each either else
+    ever few for from further get gets got had has have having he her here hers herself him himself
+    his how however i if in into is it its itself just let like may me might more most much must my
+    myself neither no nor not now of off on once one only or other our ours ourselves out over own
+    per rather same shall she should so some such than that the their theirs them themselves then
+    there these they this those through thus to too under until up upon us very via was we were what
+    whatever when where whereas whether which while who whom whose why will with within without
+    would yet you your yours yourself yourselves s t d ll m re ve tell know known describe explain
+    give list name find please kind sort way ways thing things many much often several various
+    """.split()  # noqa: SIM905 (a word list reads best as words)
+)
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper (plurals, -ation, -ing, -ed, -ly): "studies" matches "study"."""
+    if len(word) <= 3 or word.isdigit():
+        return word
+    for suffix, replacement in (("sses", "ss"), ("ies", "y"), ("ied", "y")):
+        if word.endswith(suffix):
+            return word[: -len(suffix)] + replacement
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    if word.endswith("ation") and len(word) > 7:
+        return word[:-3]  # association -> associat, as associated -> associat
+    for suffix in ("ingly", "edly", "ing", "ed", "ly"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]  # running -> run
+            break
+    return word
+
+
+def terms(text: str) -> list[str]:
+    """The content terms of `text`, stemmed, in order (repeats kept)."""
+    return [
+        stem(word)
+        for word in _WORD.findall(text.casefold())
+        if word not in STOPWORDS and (len(word) > 1 or word.isdigit())
+    ]
+
+
+class Lexicon:
+    """BM25 statistics of one collection of texts.
+
+    `flat` weighs every term alike: right for search results, which all share the topic's words.
+    """
+
+    def __init__(self, documents: Sequence[Sequence[str]], *, flat: bool = False) -> None:
+        self.flat = flat
+        self.documents = [Counter(document) for document in documents]
+        self.lengths = [sum(counts.values()) for counts in self.documents]
+        self.size = len(self.documents)
+        self.average_length = (sum(self.lengths) / self.size) if self.size else 0.0
+        self.document_frequency: Counter[str] = Counter()
+        for counts in self.documents:
+            self.document_frequency.update(counts.keys())
+
+    def idf(self, term: str) -> float:
+        if self.flat:
+            return 1.0
+        frequency = self.document_frequency.get(term, 0)
+        return math.log(1 + (self.size - frequency + 0.5) / (frequency + 0.5))
+
+    def coverage(self, query: Sequence[str], index: int) -> float:
+        """The share of the query's IDF mass that document `index` covers, 0..1."""
+        unique = list(dict.fromkeys(query))
+        if not unique:
+            return 0.0
+        counts = self.documents[index]
+        norm = 1 - B + B * (self.lengths[index] / self.average_length if self.average_length else 1.0)
+        covered = total = 0.0
+        for term in unique:
+            weight = self.idf(term)
+            total += weight
+            frequency = counts.get(term, 0)
+            if frequency:
+                covered += weight * min(1.0, frequency * (K1 + 1) / (frequency + K1 * norm))
+        return covered / total if total else 0.0
+
+    def coverages(self, query: Sequence[str]) -> np.ndarray:
+        return np.array([self.coverage(query, index) for index in range(self.size)], dtype=np.float64)
+
+    def tfidf(self, indexes: Sequence[int]) -> np.ndarray:
+        """Unit TF-IDF rows of the documents at `indexes`, for cosine similarity between them."""
+        rows = [self.documents[index] for index in indexes]
+        vocabulary = {
+            term: column for column, term in enumerate(sorted({t for counts in rows for t in counts}))
+        }
+        matrix = np.zeros((len(rows), max(1, len(vocabulary))), dtype=np.float64)
+        for row, counts in enumerate(rows):
+            for term, frequency in counts.items():
+                matrix[row, vocabulary[term]] = (1 + math.log(frequency)) * self.idf(term)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        return matrix / np.maximum(norms, 1e-12)
+
+
+def semantic_scale(cosine: np.ndarray) -> np.ndarray:
+    """Embedding cosine mapped onto 0..1 between COSINE_FLOOR and COSINE_CEILING."""
+    return np.clip((cosine - COSINE_FLOOR) / (COSINE_CEILING - COSINE_FLOOR), 0.0, 1.0)
+
+
+class Relevance:
+    """Scores of a collection of texts against queries, and similarity between its texts.
+
+    Embedding costs about 15 ms a sentence on a small CPU, so a collection larger than
+    `embed_limit` is embedded only where it matters: each query's `embed_limit` best texts by
+    lexical relevance (the rest keep lexical relevance alone). Scores are rounded to four decimals
+    so that ties break the same way on every run.
+    """
+
+    def __init__(
+        self, texts: Sequence[str], embedder: Embedder | None, *, embed_limit: int = 256, flat: bool = False
+    ) -> None:
+        self.texts = list(texts)
+        self.embedder = embedder
+        self.embed_limit = embed_limit
+        self.lexicon = Lexicon([terms(text) for text in self.texts], flat=flat)
+        self._vectors: dict[int, np.ndarray] = {}
+
+    def _embedded(self, indexes: Sequence[int]) -> np.ndarray:
+        assert self.embedder is not None
+        missing = [index for index in indexes if index not in self._vectors]
+        if missing:
+            for index, vector in zip(
+                missing, self.embedder.embed([self.texts[i] for i in missing]), strict=True
+            ):
+                self._vectors[index] = vector.astype(np.float64)
+        return np.array([self._vectors[index] for index in indexes]).reshape(len(indexes), -1)
+
+    def lexical(self, query: str) -> np.ndarray:
+        return self.lexicon.coverages(terms(query))
+
+    def scores(self, query: str) -> np.ndarray:
+        """Combined relevance of every text to `query`, 0..1."""
+        lexical = self.lexical(query)
+        if self.embedder is None or not self.texts:
+            return np.round(lexical, 4)
+        if len(self.texts) <= self.embed_limit:
+            shortlist = list(range(len(self.texts)))
+        else:
+            order = sorted(range(len(self.texts)), key=lambda index: (-lexical[index], index))
+            shortlist = sorted(order[: self.embed_limit])
+        query_vector = self.embedder.embed([query])[0].astype(np.float64)
+        semantic = np.zeros(len(self.texts), dtype=np.float64)
+        semantic[shortlist] = semantic_scale(self._embedded(shortlist) @ query_vector)
+        return np.round(LEXICAL_WEIGHT * lexical + (1 - LEXICAL_WEIGHT) * semantic, 4)
+
+    def similarity(self, indexes: Sequence[int]) -> np.ndarray:
+        """Pairwise similarity of the texts at `indexes`, 0..1: embedding cosine, else TF-IDF cosine."""
+        rows = list(indexes)
+        chosen = self._embedded(rows) if self.embedder is not None else self.lexicon.tfidf(rows)
+        return np.round(np.clip(chosen @ chosen.T, 0.0, 1.0), 4)
+
+
+def select_diverse(
+    relevance: Relevance,
+    scores: np.ndarray,
+    *,
+    k: int,
+    threshold: float,
+    balance: float = 0.7,
+    duplicate: float = 0.9,
+    pool: int = 30,
+) -> list[int]:
+    """Up to `k` indexes by maximal marginal relevance: `balance`·score − (1 − balance)·(similarity to
+    the nearest already chosen), among the `pool` best texts scoring at least `threshold`; a text at
+    least `duplicate`-similar to a chosen one is never chosen."""
+    eligible = [index for index in range(len(scores)) if scores[index] >= threshold]
+    candidates = sorted(eligible, key=lambda index: (-scores[index], index))[:pool]
+    if not candidates:
+        return []
+    similarity = relevance.similarity(candidates)
+    chosen: list[int] = []  # positions in candidates
+    while len(chosen) < k:
+        best: tuple[float, int] | None = None
+        for position, index in enumerate(candidates):
+            if position in chosen:
+                continue
+            nearest = max((similarity[position, other] for other in chosen), default=0.0)
+            if nearest >= duplicate:
+                continue
+            marginal = round(balance * scores[index] - (1 - balance) * nearest, 4)
+            if best is None or marginal > best[0]:
+                best = (marginal, position)
+        if best is None:
+            break
+        chosen.append(best[1])
+    return [candidates[position] for position in chosen]

@@ -1,0 +1,190 @@
+"""Sentences of a source with their character spans, so that a quote is a slice of the source.
+
+The splitter is rule based and conservative: it ends a sentence at `.`, `!`, `?` or `…` followed
+by space and a capital, digit or opening quote, except after a known abbreviation ("e.g.", "Dr.",
+"Fig. 3"), an initial ("Roger O. Egeberg") or a dotted acronym ("U.S."); decimals never split
+because a boundary needs following space. Blank lines, Markdown headings and list items also end a
+sentence; a short line without final punctuation is a heading. A sentence longer than
+`MAX_SENTENCE_CHARS` is cut at a clause boundary, so every piece fits a fact's quote.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["MAX_SENTENCE_CHARS", "Sentence", "split_sentences"]
+
+MAX_SENTENCE_CHARS = 900
+
+ABBREVIATIONS = frozenset(
+    """
+    mr mrs ms dr prof sr jr st mt ft rev gen col lt sgt capt cmdr gov sen rep pres hon e.g i.e cf vs
+    viz al approx ca circa dept est inc ltd co corp bros assn univ jan feb mar apr jun jul aug sep
+    sept oct nov dec mon tue tues wed thu thur fri sat sun
+    """.split()  # noqa: SIM905 (a word list reads best as words)
+)
+# Abbreviations that are only abbreviations when a number follows ("No. 5", "Fig. 3").
+NUMBERED = frozenset(
+    """
+    no nos fig figs vol vols p pp eq eqs ch chap sec art ref refs tab op
+    """.split()  # noqa: SIM905 (a word list reads best as words)
+)
+
+_BOUNDARY = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)")
+_WORD_BEFORE = re.compile(r"(\S+)$")
+_OPENERS = "\"'“‘([«"
+_LIST_MARKER = re.compile(r"(?:[-*•+]|\d{1,3}[.)])\s+")
+_HEADING_MARKER = re.compile(r"#{1,6}\s+")
+_TOKEN = re.compile(r"\w+")
+_TERMINAL = tuple(".!?…:;,\"'”’)]")
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A span of the source: `text == source[start:end]`, without surrounding whitespace."""
+
+    start: int
+    end: int
+    text: str
+    heading: bool = False
+
+    @property
+    def words(self) -> int:
+        return len(_TOKEN.findall(self.text))
+
+
+def split_sentences(text: str) -> list[Sentence]:
+    """The sentences (and headings) of `text`, in order, each a verbatim slice of it."""
+    sentences: list[Sentence] = []
+    for start, end, heading in _segments(text):
+        if heading:
+            sentences.append(_span(text, start, end, heading=True))
+            continue
+        for piece_start, piece_end in _sentence_spans(text, start, end):
+            for cut_start, cut_end in _cut_long(text, piece_start, piece_end):
+                sentence = _span(text, cut_start, cut_end)
+                if len(sentence.text) >= 3:
+                    sentences.append(sentence)
+    return [sentence for sentence in sentences if sentence.text]
+
+
+def _span(text: str, start: int, end: int, *, heading: bool = False) -> Sentence:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return Sentence(start=start, end=end, text=text[start:end], heading=heading)
+
+
+def _segments(text: str) -> list[tuple[int, int, bool]]:
+    """Blocks of running text and heading lines, as (start, end, is_heading)."""
+    segments: list[tuple[int, int, bool]] = []
+    block_start: int | None = None
+    block_end = 0
+    previous_ends_sentence = True
+    offset = 0
+    lines = text.splitlines(keepends=True)
+    for number, line in enumerate(lines):
+        line_start, offset = offset, offset + len(line)
+        stripped = line.strip()
+        body_start = line_start + (len(line) - len(line.lstrip()))
+        if not stripped:
+            if block_start is not None:
+                segments.append((block_start, block_end, False))
+                block_start = None
+            previous_ends_sentence = True
+            continue
+        marker = _HEADING_MARKER.match(stripped)
+        words = len(stripped.split())
+        is_heading = bool(marker) or (
+            previous_ends_sentence
+            and words <= 8
+            and not stripped.endswith(_TERMINAL)
+            and stripped[0].isupper()
+            and _opens_paragraph(lines[number + 1] if number + 1 < len(lines) else "")
+        )
+        list_marker = _LIST_MARKER.match(stripped)
+        if is_heading or list_marker:
+            if block_start is not None:
+                segments.append((block_start, block_end, False))
+                block_start = None
+            if is_heading:
+                skip = marker.end() if marker else 0
+                segments.append((body_start + skip, line_start + len(line.rstrip()), True))
+                previous_ends_sentence = True
+                continue
+            body_start += list_marker.end() if list_marker else 0
+        if block_start is None:
+            block_start = body_start
+        block_end = line_start + len(line.rstrip())
+        previous_ends_sentence = stripped.endswith(tuple(".!?…:\"'”’)"))
+    if block_start is not None:
+        segments.append((block_start, block_end, False))
+    return segments
+
+
+def _opens_paragraph(line: str) -> bool:
+    """Whether `line` (the one after a candidate heading) starts something new, not a wrapped line."""
+    stripped = line.strip()
+    return not stripped or _starts_sentence(stripped) or bool(_LIST_MARKER.match(stripped))
+
+
+def _sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    block = text[start:end]
+    sentence_start = 0
+    for match in _BOUNDARY.finditer(block):
+        after = match.end()
+        rest = block[after:].lstrip()
+        if (
+            not rest
+            or not _starts_sentence(rest)
+            or not _ends_sentence(block[: match.start()], match.group(), rest)
+        ):
+            continue
+        spans.append((start + sentence_start, start + after))
+        sentence_start = after
+    spans.append((start + sentence_start, end))
+    return spans
+
+
+def _starts_sentence(rest: str) -> bool:
+    first = rest[0]
+    return first.isupper() or first.isdigit() or first in _OPENERS
+
+
+def _ends_sentence(before: str, punctuation: str, rest: str) -> bool:
+    if not punctuation.startswith(".") or punctuation.startswith("..."):
+        return True
+    found = _WORD_BEFORE.search(before)
+    if not found:
+        return True
+    word = found.group(1).lstrip(_OPENERS).casefold()
+    if word in ABBREVIATIONS:
+        return False
+    if word in NUMBERED and rest[0].isdigit():
+        return False
+    if len(word) == 1 and word.isalpha():
+        return False  # an initial: "Roger O. Egeberg"
+    # a dotted acronym or abbreviation: "U.S.", "e.g.", "Ph.D."
+    return not ("." in word and all(len(part) <= 2 for part in word.split(".")))
+
+
+def _cut_long(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Pieces of at most MAX_SENTENCE_CHARS, cut after '; ', ', ' or a space, in that preference."""
+    pieces: list[tuple[int, int]] = []
+    while end - start > MAX_SENTENCE_CHARS:
+        window = text[start : start + MAX_SENTENCE_CHARS]
+        cut = -1
+        for separator in ("; ", ", ", " "):
+            at = window.rfind(separator, MAX_SENTENCE_CHARS // 3)
+            if at > 0:
+                cut = at + len(separator.rstrip())
+                break
+        if cut <= 0:
+            cut = MAX_SENTENCE_CHARS
+        pieces.append((start, start + cut))
+        start += cut
+    pieces.append((start, end))
+    return pieces

@@ -1,0 +1,240 @@
+"""The synthesizer without a model: facts grouped by question, near-duplicates merged, cited lines.
+
+A fact goes under the question it was extracted for; a fact without one (or with a question not
+asked here) goes under the most similar question. Within a question, facts whose normalised text is
+equal or whose similarity is at least `DUPLICATE` become one line citing all their verified ids.
+Lines are ordered verified first, then by corroborations, then by confidence. Only verified facts
+are cited; a group without one is left out of the report and counted. A question is a gap when no
+verified fact under it has confidence of at least `COVERED_CONFIDENCE`. Child reports are carried
+by their cited lines. Contradictions are not detected, and the confidence reasoning says so.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from research_mcp.contracts import (
+    Confidence,
+    ConfidenceLevel,
+    Finding,
+    SynthesisFact,
+    SynthesisOutput,
+    SynthesisPayload,
+)
+from research_mcp.llm.extractive.scoring import Relevance
+from research_mcp.roles.citations import CITATION, normalize
+from research_mcp.storage.embeddings import Embedder
+
+__all__ = ["COVERED_CONFIDENCE", "DUPLICATE", "synthesize"]
+
+DUPLICATE = 0.9
+COVERED_CONFIDENCE = 0.4
+LINES_PER_QUESTION = 8
+CHILD_LINES = 6
+MAX_REPORT = 19000
+OTHER = "Other findings"
+
+_SPACE = re.compile(r"\s+")
+_UNVERIFIED_MARK = re.compile(r"\[F\d+, unverified\]")
+
+
+@dataclass
+class Line:
+    """One report line: a group of near-duplicate facts."""
+
+    facts: list[SynthesisFact] = field(default_factory=list)
+
+    @property
+    def verified_ids(self) -> list[int]:
+        return sorted({fact.id for fact in self.facts if fact.verified})
+
+    @property
+    def lead(self) -> SynthesisFact:
+        return sorted(self.facts, key=lambda fact: (not fact.verified, -fact.confidence, fact.id))[0]
+
+    @property
+    def corroborations(self) -> int:
+        """Distinct sources among the verified facts, plus the corroborations the store recorded."""
+        verified = [fact for fact in self.facts if fact.verified]
+        return len({fact.source_id for fact in verified}) + sum(fact.corroborations - 1 for fact in verified)
+
+    @property
+    def confidence(self) -> float:
+        return max((fact.confidence for fact in self.facts if fact.verified), default=0.0)
+
+    def order(self) -> tuple[bool, int, float, int]:
+        return (not self.verified_ids, -self.corroborations, -self.confidence, self.lead.id)
+
+    def render(self) -> str:
+        statement = _SPACE.sub(" ", self.lead.statement).strip()
+        return f"- {statement} " + "".join(f"[F{fact_id}]" for fact_id in self.verified_ids)
+
+
+def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> SynthesisOutput:
+    facts = sorted(payload.facts, key=lambda fact: fact.id)
+    groups = _group(payload.questions, facts, embedder)
+    lines = {question: _merge(members, embedder) for question, members in groups.items()}
+    verified = {fact.id for fact in facts if fact.verified}
+
+    sections = [f"# {payload.title}"]
+    findings: list[Finding] = []
+    gaps: list[str] = []
+    corroborated = 0
+    for question, question_lines in lines.items():
+        cited = [line for line in question_lines if line.verified_ids]
+        if question == OTHER and not cited:
+            continue
+        sections.append(f"## {_clip(question, 300)}")
+        if cited:
+            sections.append("\n".join(line.render() for line in cited[:LINES_PER_QUESTION]))
+        else:
+            sections.append("_No verified fact answers this._")
+        covered = any(line.confidence >= COVERED_CONFIDENCE for line in cited)
+        if question != OTHER and not covered:
+            gaps.append(_clip(f"Not established by the verified facts: {question}", 500))
+        if covered and cited[0].corroborations >= 2:
+            corroborated += 1
+        for line in cited[:2]:
+            findings.append(Finding(statement=_clip(line.lead.statement, 1000), fact_ids=line.verified_ids))
+
+    if payload.child_reports:
+        sections.append("## From the parts of this research")
+        for child in payload.child_reports:
+            sections.append(f"### {child.title} (confidence {child.confidence})")
+            sections.append("\n".join(_key_lines(child.report, verified)) or "_No cited findings._")
+            gaps.extend(_clip(f"{child.title}: {gap}", 500) for gap in child.gaps)
+
+    unverified = len(facts) - len(verified)
+    merged = sum(len(line.facts) - 1 for question_lines in lines.values() for line in question_lines)
+    sections.append(
+        f"_Extractive synthesis (no language model): {len(facts)} facts read, {len(verified)} verified "
+        f"and cited, {unverified} unverified and left out, {merged} merged into lines as near-duplicates._"
+    )
+    report = "\n\n".join(sections)
+    if len(report) > MAX_REPORT:
+        report = report[:MAX_REPORT].rsplit("\n", 1)[0] + "\n\n_(report truncated)_"
+
+    asked = [question for question in lines if question != OTHER]
+    question_gaps = [gap for gap in gaps if gap.startswith("Not established")]
+    return SynthesisOutput(
+        report=report,
+        key_findings=findings[:15],
+        confidence=_confidence(asked, question_gaps, corroborated, payload, len(verified)),
+        gaps=gaps[:10],
+        contradictions=[],
+        suggested_followups=[_as_question(gap) for gap in question_gaps[:5]],
+    )
+
+
+def _group(
+    questions: list[str], facts: list[SynthesisFact], embedder: Embedder | None
+) -> dict[str, list[SynthesisFact]]:
+    """Facts under the question they answer; the others under the most similar question."""
+    asked = list(dict.fromkeys(question.strip() for question in questions if question.strip()))
+    if not asked:
+        asked = list(
+            dict.fromkeys(fact.question.strip() for fact in facts if fact.question and fact.question.strip())
+        )
+    groups: dict[str, list[SynthesisFact]] = {question: [] for question in asked}
+    by_normal = {normalize(question): question for question in asked}
+    homeless: list[SynthesisFact] = []
+    for fact in facts:
+        home = by_normal.get(normalize(fact.question)) if fact.question else None
+        if home is None:
+            homeless.append(fact)
+        else:
+            groups[home].append(fact)
+    if homeless and asked:
+        relevance = Relevance([fact.statement for fact in homeless], embedder)
+        scores = [relevance.scores(question) for question in asked]
+        for position, fact in enumerate(homeless):
+            best = max(range(len(asked)), key=lambda q: (scores[q][position], -q))
+            if scores[best][position] > 0:
+                groups[asked[best]].append(fact)
+            else:
+                groups.setdefault(OTHER, []).append(fact)
+    elif homeless:
+        groups[OTHER] = homeless
+    return groups
+
+
+def _merge(facts: list[SynthesisFact], embedder: Embedder | None) -> list[Line]:
+    """Near-duplicate facts as one line each, the strongest first."""
+    if not facts:
+        return []
+    ordered = sorted(
+        facts, key=lambda fact: (not fact.verified, -fact.corroborations, -fact.confidence, fact.id)
+    )
+    similarity = Relevance([fact.statement for fact in ordered], embedder).similarity(range(len(ordered)))
+    normals = [normalize(fact.statement) for fact in ordered]
+    lines: list[Line] = []
+    leaders: list[int] = []  # the position of each line's first fact
+    for position, fact in enumerate(ordered):
+        for line, leader in zip(lines, leaders, strict=True):
+            if normals[leader] == normals[position] or similarity[leader, position] >= DUPLICATE:
+                line.facts.append(fact)
+                break
+        else:
+            lines.append(Line(facts=[fact]))
+            leaders.append(position)
+    return sorted(lines, key=Line.order)
+
+
+def _key_lines(report: str, verified: set[int]) -> list[str]:
+    """A child report's lines that cite facts (else its first lines), citing only verified facts given here."""
+
+    def keep_verified(match: re.Match[str]) -> str:
+        return match.group(0) if int(match.group(1)) in verified else ""
+
+    candidates = [
+        line.strip()
+        for line in report.splitlines()
+        if line.strip() and not line.lstrip().startswith(("#", "_", "---"))
+    ]
+    cited = [line for line in candidates if CITATION.search(line)] or candidates
+    carried = []
+    for line in cited[:CHILD_LINES]:
+        line = CITATION.sub(keep_verified, _UNVERIFIED_MARK.sub("", line)).rstrip()
+        carried.append(line if line.startswith(("- ", "* ")) else f"- {line}")
+    return carried
+
+
+def _confidence(
+    asked: list[str], gaps: list[str], corroborated: int, payload: SynthesisPayload, verified: int
+) -> Confidence:
+    covered = len(asked) - len(gaps)
+    children = [child.confidence for child in payload.child_reports]
+    if asked:
+        if covered == len(asked) and corroborated * 2 >= len(asked):
+            level: ConfidenceLevel = "high"
+        elif covered * 2 >= len(asked):
+            level = "medium"
+        else:
+            level = "low"
+    elif children:
+        level = "low" if "low" in children else ("high" if set(children) == {"high"} else "medium")
+    else:
+        level = "low" if not verified else "medium"
+    if children and level == "high" and "high" not in children:
+        level = "medium"
+    reasoning = (
+        f"{covered} of {len(asked)} questions answered by a verified fact with confidence at least "
+        f"{COVERED_CONFIDENCE}; {corroborated} of them corroborated by two or more sources; "
+        f"{verified} verified facts"
+        + (f"; parts: {', '.join(children)}" if children else "")
+        + ". The extractive backend does not detect contradictions."
+    )
+    return Confidence(level=level, reasoning=_clip(reasoning, 1000))
+
+
+def _as_question(gap: str) -> str:
+    question = gap.split(": ", 1)[-1].strip()
+    if not question.endswith("?"):
+        question = f"What sources establish {question.rstrip('.')}?"
+    return _clip(question, 300)
+
+
+def _clip(text: str, limit: int) -> str:
+    text = _SPACE.sub(" ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"

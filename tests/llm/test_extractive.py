@@ -1,0 +1,521 @@
+"""The extractive backend: plans, facts, syntheses and rankings with no language model."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Literal, TypeVar
+
+import pytest
+from pydantic import BaseModel
+
+from research_mcp.contracts import (
+    ChildReport,
+    ExtractorOutput,
+    ExtractorPayload,
+    ExtractorTaskSpec,
+    PlannerInput,
+    PlannerOutput,
+    PlanNode,
+    ScoutCandidate,
+    ScoutInput,
+    ScoutOutput,
+    SynthesisFact,
+    SynthesisOutput,
+    SynthesisPayload,
+)
+from research_mcp.errors import ModelError
+from research_mcp.feasibility import check_feasible
+from research_mcp.llm.base import ModelRequest
+from research_mcp.llm.extractive import ExtractiveModel
+from research_mcp.llm.extractive.extractor import NO_ANSWER
+from research_mcp.llm.extractive.sentences import split_sentences
+from research_mcp.roles.citations import CITATION, locate_quote
+from research_mcp.storage.embeddings import Embedder, default_embedder
+
+OutputT = TypeVar("OutputT", bound=BaseModel)
+
+COFFEE = """# Coffee and health
+
+Coffee is one of the most widely consumed beverages in the world. Dr. Jane Smith, of the U.S.
+National Institutes of Health, led a cohort study of 400,000 adults, e.g. nurses and physicians.
+The study found that people who drank 3 to 5 cups of coffee a day had a 12.5% lower risk of death
+over 13 years.
+Caffeine is a stimulant that blocks adenosine receptors in the brain.
+A typical 240 ml cup of brewed coffee contains about 95 mg of caffeine.
+Decaffeinated coffee showed similar associations with mortality, suggesting that compounds other
+than caffeine are involved.
+
+## Limitations
+
+The study was observational, so it cannot establish causation. Participants reported their own
+coffee intake.
+
+## Data availability
+
+Data are available at https://example.org/coffee-data and the protocol at https://doi.org/10.1000/xyz123.
+"""
+
+CAFFEINE_QUESTION = "How much caffeine is in a cup of coffee?"
+CAFFEINE_ANSWER = "A typical 240 ml cup of brewed coffee contains about 95 mg of caffeine."
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Embedder:
+    embedder = default_embedder()
+    embedder.embed(["probe"])
+    return embedder
+
+
+@pytest.fixture(params=["lexical", "lexical+minilm"])
+def model(request: pytest.FixtureRequest) -> ExtractiveModel:
+    embedder = request.getfixturevalue("minilm") if request.param == "lexical+minilm" else None
+    return ExtractiveModel(embedder, today=lambda: date(2025, 6, 1))
+
+
+async def ask(model: ExtractiveModel, output_type: type[OutputT], payload: BaseModel) -> OutputT:
+    request = ModelRequest(role="test", system="", prompt="", output_type=output_type, payload=payload)
+    return (await model.generate(request)).output
+
+
+def extraction(
+    questions: list[str], text: str = COFFEE, *, discovery_intense: bool | None = None
+) -> ExtractorPayload:
+    return ExtractorPayload(
+        source_id=1,
+        source_ref="text:coffee",
+        source_title="Coffee and health",
+        questions=questions,
+        task_spec=None
+        if discovery_intense is None
+        else ExtractorTaskSpec(questions=questions, discovery_intense=discovery_intense),
+        source_text=text,
+    )
+
+
+# --- sentences ---------------------------------------------------------------------------------
+
+
+def test_the_splitter_keeps_abbreviations_initials_and_decimals_inside_their_sentence() -> None:
+    text = (
+        "Dr. Smith measured 3.5 kg, e.g. in the first trial. Roger O. Egeberg was born in the U.S. in 1903. "
+        'See Fig. 3 for details. "Why?" she asked. It stopped!\nA wrapped line\ncontinues here.'
+    )
+
+    sentences = split_sentences(text)
+
+    assert [sentence.text for sentence in sentences] == [
+        "Dr. Smith measured 3.5 kg, e.g. in the first trial.",
+        "Roger O. Egeberg was born in the U.S. in 1903.",
+        "See Fig. 3 for details.",
+        '"Why?" she asked.',
+        "It stopped!",
+        "A wrapped line\ncontinues here.",
+    ]
+    assert all(text[sentence.start : sentence.end] == sentence.text for sentence in sentences)
+
+
+def test_headings_and_list_items_end_sentences_and_long_sentences_are_cut_to_fit_a_quote() -> None:
+    text = "## Methods\n\n- First item\n- Second item.\n\n" + "word, " * 400 + "end."
+
+    sentences = split_sentences(text)
+
+    assert (sentences[0].text, sentences[0].heading) == ("Methods", True)
+    assert [sentence.text for sentence in sentences[1:3]] == ["First item", "Second item."]
+    assert len(sentences) > 4
+    assert all(len(sentence.text) <= 900 for sentence in sentences)
+
+
+# --- extractor ---------------------------------------------------------------------------------
+
+
+async def test_every_quote_is_a_verbatim_slice_of_the_source_that_locate_quote_finds(
+    model: ExtractiveModel,
+) -> None:
+    questions = [CAFFEINE_QUESTION, "Is drinking coffee associated with a lower risk of death?"]
+
+    output = await ask(model, ExtractorOutput, extraction(questions))
+
+    assert output.facts
+    for fact in output.facts:
+        assert fact.quote in COFFEE
+        assert fact.quote == fact.quote.strip()
+        assert locate_quote(fact.quote, COFFEE) is not None
+        assert fact.statement == " ".join(fact.quote.split())
+        assert 0 <= fact.confidence <= 1
+
+
+async def test_the_sentence_answering_the_question_ranks_first(model: ExtractiveModel) -> None:
+    output = await ask(model, ExtractorOutput, extraction([CAFFEINE_QUESTION]))
+
+    first = output.facts[output.answers[0].fact_indexes[0]]
+    assert first.quote == CAFFEINE_ANSWER
+    assert first.question_index == 0
+    assert output.answers[0].answer.startswith(CAFFEINE_ANSWER)
+
+
+async def test_mmr_never_picks_two_near_identical_sentences(model: ExtractiveModel) -> None:
+    text = (
+        "The bridge is 1,280 metres long and opened in 1937. "
+        "The bridge is 1,280 metres long, and it opened in 1937. "
+        "Its towers rise 227 metres above the water. "
+        "Fog often covers the bridge in summer."
+    )
+
+    output = await ask(
+        model, ExtractorOutput, extraction(["How long is the bridge and when did it open?"], text)
+    )
+
+    quotes = [fact.quote for fact in output.facts]
+    assert sum("1,280 metres long" in quote for quote in quotes) == 1
+
+
+async def test_an_unanswerable_question_gets_the_no_answer_answer_and_low_confidence(
+    model: ExtractiveModel,
+) -> None:
+    question = "What is the boiling point of mercury at sea level?"
+
+    output = await ask(model, ExtractorOutput, extraction([question]))
+
+    assert output.facts == []
+    assert output.answers[0].answer == NO_ANSWER
+    assert output.answers[0].fact_indexes == []
+    assert output.confidence.level == "low"
+    assert [follow_up.question for follow_up in output.follow_up_questions] == [question]
+
+
+async def test_a_limitations_section_becomes_source_identified_gaps(model: ExtractiveModel) -> None:
+    output = await ask(model, ExtractorOutput, extraction([CAFFEINE_QUESTION]))
+
+    assert output.source_identified_gaps == [
+        "The study was observational, so it cannot establish causation.",
+        "Participants reported their own coffee intake.",
+    ]
+
+
+async def test_linked_sources_are_listed_only_for_a_discovery_intense_task(model: ExtractiveModel) -> None:
+    plain = await ask(model, ExtractorOutput, extraction([CAFFEINE_QUESTION]))
+    discovery = await ask(model, ExtractorOutput, extraction([CAFFEINE_QUESTION], discovery_intense=True))
+
+    assert plain.linked_candidate_sources == []
+    assert [link.ref for link in discovery.linked_candidate_sources] == [
+        "https://example.org/coffee-data",
+        "https://doi.org/10.1000/xyz123",
+    ]
+
+
+# --- synthesizer -------------------------------------------------------------------------------
+
+
+def fact(
+    fact_id: int, statement: str, *, question: str | None, verified: bool = True, source: int = 1
+) -> SynthesisFact:
+    return SynthesisFact(
+        id=fact_id,
+        statement=statement,
+        quote=statement,
+        source_id=source,
+        verified=verified,
+        confidence=0.8,
+        question=question,
+    )
+
+
+CAFFEINE_FACTS = [
+    fact(12, CAFFEINE_ANSWER, question=CAFFEINE_QUESTION, source=1),
+    fact(15, CAFFEINE_ANSWER, question=CAFFEINE_QUESTION, source=2),
+    fact(20, "Espresso has 63 mg of caffeine per shot.", question=CAFFEINE_QUESTION, verified=False),
+    fact(21, "Caffeine is broken down in the liver by the enzyme CYP1A2.", question=None),
+    fact(22, "Coffee was first roasted in Yemen.", question="When was coffee first roasted?", verified=False),
+]
+SYNTHESIS_QUESTIONS = [
+    CAFFEINE_QUESTION,
+    "How is caffeine broken down in the body?",
+    "When was coffee first roasted?",
+]
+
+
+async def test_the_synthesizer_cites_only_verified_facts_and_lists_uncovered_questions_as_gaps(
+    model: ExtractiveModel,
+) -> None:
+    payload = SynthesisPayload(
+        title="Caffeine", questions=SYNTHESIS_QUESTIONS, input_handoffs=[], facts=CAFFEINE_FACTS
+    )
+
+    output = await ask(model, SynthesisOutput, payload)
+
+    cited = {int(found) for found in CITATION.findall(output.report)}
+    assert cited == {12, 15, 21}
+    assert "Espresso" not in output.report
+    assert f"{CAFFEINE_ANSWER} [F12][F15]" in output.report  # near-duplicates: one line citing both
+    assert all(set(finding.fact_ids) <= {12, 15, 21} for finding in output.key_findings)
+    assert output.gaps == ["Not established by the verified facts: When was coffee first roasted?"]
+    assert output.suggested_followups == ["When was coffee first roasted?"]
+    assert output.contradictions == []
+    assert "does not detect contradictions" in output.confidence.reasoning
+
+
+async def test_the_synthesizer_files_a_fact_without_a_question_under_the_nearest_question(
+    model: ExtractiveModel,
+) -> None:
+    payload = SynthesisPayload(
+        title="Caffeine", questions=SYNTHESIS_QUESTIONS, input_handoffs=[], facts=CAFFEINE_FACTS
+    )
+
+    output = await ask(model, SynthesisOutput, payload)
+
+    section = output.report.split("## How is caffeine broken down in the body?")[1].split("##")[0]
+    assert "[F21]" in section
+
+
+async def test_child_reports_are_carried_by_their_cited_lines_without_unverified_citations(
+    model: ExtractiveModel,
+) -> None:
+    child = ChildReport(
+        title="Tea",
+        report="# Tea\n\n## Caffeine in tea\n- Tea has 47 mg of caffeine a cup. [F12][F99]\n"
+        "- Green tea may help. [F20, unverified]\n\n_Extractive synthesis._",
+        confidence="medium",
+        gaps=["Is tea healthy?"],
+    )
+    payload = SynthesisPayload(
+        title="Drinks", questions=[], input_handoffs=[], facts=CAFFEINE_FACTS[:3], child_reports=[child]
+    )
+
+    output = await ask(model, SynthesisOutput, payload)
+
+    assert "- Tea has 47 mg of caffeine a cup. [F12]\n" in output.report
+    assert "[F99]" not in output.report
+    assert "unverified" not in output.report.split("### Tea")[1].split("_Extractive")[0]
+    assert "Tea: Is tea healthy?" in output.gaps
+
+
+# --- planner -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "items"),
+    [
+        ("PostgreSQL vs MySQL for write-heavy workloads", ["PostgreSQL", "MySQL"]),
+        ("Compare solar and wind power in terms of land use", ["solar", "wind power"]),
+        ("What is the difference between TCP and UDP?", ["TCP", "UDP"]),
+        ("Tea or coffee: which has more caffeine?", ["Tea", "coffee"]),
+        ("Who is older, Annie Morton or Terry Richardson?", ["Annie Morton", "Terry Richardson"]),
+        ("Were Scott Derrickson and Ed Wood of the same nationality?", ["Scott Derrickson", "Ed Wood"]),
+    ],
+)
+async def test_a_comparison_becomes_one_leaf_per_compared_item(
+    model: ExtractiveModel, query: str, items: list[str]
+) -> None:
+    output = await ask(model, PlannerOutput, PlannerInput(query=query))
+
+    assert output.root.kind == "executor"
+    assert output.root.title == query
+    assert [leaf.title for leaf in output.root.children] == items
+    for leaf, item in zip(output.root.children, items, strict=True):
+        assert leaf.kind == "leaf"
+        assert leaf.questions == [query]
+        assert 1 <= len(leaf.search_queries) <= 3
+        assert leaf.search_queries[0].startswith(item)
+    assert check_feasible(output.root) == []
+
+
+@pytest.mark.parametrize(
+    ("query", "questions"),
+    [
+        ("What is CRISPR? How does it edit genes?", ["What is CRISPR?", "How does it edit genes?"]),
+        (
+            "What causes inflation; and how do central banks respond?",
+            ["What causes inflation?", "How do central banks respond?"],
+        ),
+        (
+            "What is a transformer model, and how does attention work?",
+            ["What is a transformer model?", "How does attention work?"],
+        ),
+    ],
+)
+async def test_a_conjunction_of_questions_becomes_one_leaf_per_question(
+    model: ExtractiveModel, query: str, questions: list[str]
+) -> None:
+    output = await ask(model, PlannerOutput, PlannerInput(query=query))
+
+    assert [leaf.questions for leaf in output.root.children] == [[question] for question in questions]
+    assert all(leaf.kind == "leaf" and leaf.id == "" for leaf in output.root.children)
+    assert check_feasible(output.root) == []
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What are the causes and effects of ocean acidification?",
+        "Who was the writer of These Boots Are Made for Walkin' and who died in 2007?",
+        "Why is the sky blue?",
+    ],
+)
+async def test_a_plain_query_stays_one_leaf_asking_the_query(model: ExtractiveModel, query: str) -> None:
+    output = await ask(model, PlannerOutput, PlannerInput(query=query))
+
+    assert [(leaf.kind, leaf.questions) for leaf in output.root.children] == [("leaf", [query])]
+    assert 1 <= len(output.root.children[0].search_queries) <= 3
+
+
+async def test_a_sound_suggested_plan_is_adopted_with_ids_cleared(model: ExtractiveModel) -> None:
+    suggested = PlannerOutput(
+        root=PlanNode(
+            id="n1",
+            kind="executor",
+            title="Heat pumps",
+            children=[
+                PlanNode(id="n2", kind="leaf", title="Cost", questions=["What does a heat pump cost?"])
+            ],
+        )
+    )
+
+    output = await ask(model, PlannerOutput, PlannerInput(query="heat pumps", suggested_plan=suggested))
+
+    assert (
+        output.root.model_dump()
+        == suggested.root.model_copy(
+            update={"id": "", "children": [suggested.root.children[0].model_copy(update={"id": ""})]}
+        ).model_dump()
+    )
+
+
+async def test_an_infeasible_suggested_plan_is_replaced(model: ExtractiveModel) -> None:
+    leaf = PlanNode(kind="leaf", title="deep", questions=["What is deep?"])
+    for level in range(4):
+        leaf = PlanNode(kind="executor", title=f"level {level}", children=[leaf])
+
+    output = await ask(
+        model, PlannerOutput, PlannerInput(query="What is deep?", suggested_plan=PlannerOutput(root=leaf))
+    )
+
+    assert check_feasible(leaf) != []
+    assert check_feasible(output.root) == []
+    assert [child.questions for child in output.root.children] == [["What is deep?"]]
+
+
+# --- scout -------------------------------------------------------------------------------------
+
+
+def candidate(
+    index: int,
+    ref: str,
+    title: str,
+    snippet: str,
+    score: float,
+    *,
+    origin: Literal["web", "corpus"] = "web",
+    published: str | None = None,
+) -> ScoutCandidate:
+    return ScoutCandidate(
+        index=index, ref=ref, title=title, snippet=snippet, score=score, origin=origin, published=published
+    )
+
+
+SCOUT = ScoutInput(
+    topic="caffeine content of coffee",
+    queries=["caffeine coffee mg"],
+    candidates=[
+        candidate(
+            0,
+            "https://www.fda.gov/consumers/caffeine",
+            "How Much Caffeine is Too Much? | FDA",
+            "400 milligrams of caffeine a day is safe for most adults; a cup of coffee has about 95 mg",
+            0.9,
+            published="2024-03-01",
+        ),
+        candidate(
+            1,
+            "https://en.wikipedia.org/wiki/Caffeine",
+            "Caffeine - Wikipedia",
+            "Caffeine is a stimulant",
+            0.8,
+        ),
+        candidate(2, "https://fda.gov/consumers/caffeine/", "How Much Caffeine is Too Much?", "copy", 0.7),
+        candidate(3, "https://example.com/cats", "Best cat toys 2023", "Our favourite toys for cats", 0.2),
+        candidate(
+            4, "notes/coffee.md", "Coffee notes", "caffeine in espresso and drip coffee", 7.5, origin="corpus"
+        ),
+    ],
+)
+
+
+async def test_the_scout_ranks_tags_and_excludes_duplicates_and_off_topic_pages(
+    model: ExtractiveModel,
+) -> None:
+    output = await ask(model, ScoutOutput, SCOUT)
+
+    by_index = {ranked.index: ranked for ranked in output.ranked}
+    included = [ranked for ranked in output.ranked if ranked.include]
+    assert {ranked.index for ranked in included} == {0, 1, 4}
+    assert output.ranked[: len(included)] == included
+    assert [ranked.score for ranked in included] == sorted(
+        (ranked.score for ranked in included), reverse=True
+    )
+    assert "duplicate of #0" in by_index[2].rationale
+    assert not by_index[3].include and "off-topic" in by_index[3].rationale
+    assert {"authoritative", "recent"} <= set(by_index[0].tags)
+    assert "primary" in by_index[4].tags
+    assert {"broad", "secondary"} <= set(by_index[1].tags)
+    assert "search 0.90" in by_index[0].rationale
+    assert all(0 <= ranked.score <= 1 for ranked in output.ranked)
+
+
+# --- the backend as a whole --------------------------------------------------------------------
+
+EVERY_ROLE: list[tuple[type[BaseModel], BaseModel]] = [
+    (PlannerOutput, PlannerInput(query="Compare solar and wind power in terms of land use")),
+    (
+        ExtractorOutput,
+        extraction([CAFFEINE_QUESTION, "Does coffee lower mortality?"], discovery_intense=True),
+    ),
+    (
+        SynthesisOutput,
+        SynthesisPayload(title="C", questions=SYNTHESIS_QUESTIONS, input_handoffs=[], facts=CAFFEINE_FACTS),
+    ),
+    (ScoutOutput, SCOUT),
+]
+
+
+@pytest.mark.parametrize(
+    ("output_type", "payload"), EVERY_ROLE, ids=lambda value: getattr(value, "__name__", "")
+)
+async def test_the_same_input_gives_the_same_output(
+    model: ExtractiveModel, output_type: type[BaseModel], payload: BaseModel
+) -> None:
+    first = await ask(model, output_type, payload)
+    again = await ask(ExtractiveModel(model.embedder, today=model.today), output_type, payload)
+
+    assert again.model_dump() == first.model_dump()
+
+
+async def test_usage_says_no_model_ran_and_nothing_was_spent() -> None:
+    request = ModelRequest(
+        role="planner",
+        system="",
+        prompt="",
+        output_type=PlannerOutput,
+        payload=PlannerInput(query="Why is the sky blue?"),
+    )
+
+    generation = await ExtractiveModel().generate(request)
+
+    assert ExtractiveModel.name == "extractive"
+    assert (generation.usage.model, generation.usage.tokens_in, generation.usage.tokens_out) == (
+        "extractive",
+        0,
+        0,
+    )
+    assert (generation.usage.cost_usd, generation.usage.calls) == (0.0, 1)
+
+
+async def test_an_output_it_cannot_build_or_a_missing_payload_is_a_clear_model_error() -> None:
+    class Poem(BaseModel):
+        text: str
+
+    with pytest.raises(ModelError, match="cannot produce 'Poem'"):
+        await ExtractiveModel().generate(ModelRequest(role="poet", system="", prompt="", output_type=Poem))
+    with pytest.raises(ModelError, match="needs a PlannerInput payload"):
+        await ExtractiveModel().generate(
+            ModelRequest(role="planner", system="", prompt="plan this", output_type=PlannerOutput)
+        )
