@@ -50,3 +50,39 @@ async def test_the_stdio_server_lists_five_tools_with_output_schemas_in_under_5_
         missing = await client.call_tool("report_results", {"id": "run_000000000000"})
         assert missing.is_error
         assert "No run with id" in missing.content[0].text
+
+
+async def test_a_full_run_over_stdio_keeps_every_compact_result_under_1000_bytes(script: Path) -> None:
+    import json
+
+    text = (
+        "The Great Barrier Reef is the largest coral reef system in the world. "
+        "It is located in the Coral Sea off the coast of Queensland, Australia. "
+        "The reef is composed of over 2,900 individual reefs and 900 islands."
+    )
+    plan_tree = {
+        "root": {
+            "kind": "executor",
+            "title": "reef",
+            "children": [
+                {"kind": "leaf", "title": "reef", "questions": ["Where is the reef?"], "sources": [text]}
+            ],
+        }
+    }
+    async with Client(
+        server_params(Settings().home, RESEARCH_MCP_MODEL="extractive"), mode="legacy"
+    ) as client:
+        plan = await client.call_tool(
+            "plan_research", {"query": "Where is the reef?", "suggested_plan": plan_tree}
+        )
+        run = await client.call_tool(
+            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        )
+        report = await client.call_tool(
+            "report_results", {"id": run.structured_content["id"], "max_tokens": 300}
+        )
+    for result in (plan, run):
+        assert len(json.dumps(result.structured_content, separators=(",", ":")).encode()) <= 1000
+    assert run.structured_content["status"] == "done"
+    assert "Queensland" in report.structured_content["text"]
+    assert report.structured_content["page_tokens"] <= 300
