@@ -1,0 +1,82 @@
+"""The store: named migrations on a fresh database, durable handoffs, one writer at a time."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from sqlite_utils import Database
+
+from research_mcp.storage.migrations import MIGRATIONS, apply_migrations
+from research_mcp.storage.store import Store
+
+
+def test_migrations_on_a_fresh_database_create_the_tables_with_their_columns() -> None:
+    db = Database(memory=True)
+    applied = apply_migrations(db)
+    assert applied == [name for name, _ in MIGRATIONS]
+    assert db["handoffs"].columns_dict == {
+        "id": str,
+        "run_id": str,
+        "node_id": str,
+        "role": str,
+        "status": str,
+        "input": str,
+        "output": str,
+        "summary": str,
+        "backend": str,
+        "model": str,
+        "tokens_in": int,
+        "tokens_out": int,
+        "cost_usd": float,
+        "started_at": str,
+        "finished_at": str,
+        "attempt": int,
+        "iteration": int,
+        "error": str,
+    }
+    for table in ("runs", "plans", "nodes", "sources", "facts", "events", "model_calls"):
+        assert db[table].exists(), table
+    assert [row["name"] for row in db["_migrations"].rows] == applied
+
+
+def test_applying_migrations_again_changes_nothing() -> None:
+    db = Database(memory=True)
+    apply_migrations(db)
+    schema = db.schema
+    assert apply_migrations(db) == []
+    assert db.schema == schema
+
+
+def test_the_store_uses_wal_and_a_busy_timeout(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.db")
+    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.db.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+
+
+def test_a_handoff_is_committed_before_its_id_is_returned(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.db")
+    handoff_id = store.start_handoff(role="extractor", input={"q": 1}, backend="scripted")
+    store.finish_handoff(handoff_id, status="done", output={"facts": []}, summary=["none"])
+    other = sqlite3.connect(tmp_path / "r.db")  # another connection sees it: it is committed
+    assert other.execute("SELECT status FROM handoffs WHERE id = ?", (handoff_id,)).fetchone() == ("done",)
+
+
+def test_a_failed_write_rolls_back_and_loses_nothing_else(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.db")
+    source = store.add_source(ref="text:a", kind="text", title="a", text="alpha beta", content_hash="h1")
+    try:
+        with store.write() as conn:
+            conn.execute("INSERT INTO events (run_id, kind, message, at) VALUES ('r', 'k', 'm', 't')")
+            raise RuntimeError("boom")
+    except RuntimeError:
+        pass
+    assert store.db.execute("SELECT COUNT(*) FROM events").fetchone()[0] == 0
+    assert store.get_source(source.id).text == "alpha beta"
+
+
+def test_two_stores_on_one_file_write_without_locking_errors(tmp_path: Path) -> None:
+    first, second = Store(tmp_path / "r.db"), Store(tmp_path / "r.db")
+    for index in range(50):
+        (first if index % 2 else second).add_event("run", "tick", str(index))
+    assert len(first.events_for_run("run")) == 50
