@@ -1,0 +1,67 @@
+"""The user's own documents through the tools: the scout finds them, extractors read them by id."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from research_mcp.server.app import create_server
+
+NOTES = {
+    "kelp forests.md": "# Kelp forests\n\nKelp forests grow in cold, nutrient-rich coastal waters. "
+    "Giant kelp can grow up to 60 centimetres in a single day. Sea otters protect kelp by eating urchins.\n",
+    "coral reefs.txt": "Coral reefs cover less than one percent of the ocean floor. "
+    "They support about a quarter of all marine species.\n",
+    "deserts.html": "<html><head><title>Deserts</title></head><body><p>Deserts receive less than "
+    "250 millimetres of rain a year.</p></body></html>",
+}
+
+
+@pytest.fixture
+def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for name, text in NOTES.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
+    return folder
+
+
+async def test_a_no_key_user_researches_their_own_notes_and_gets_a_cited_report(corpus: Path) -> None:
+    async with Client(create_server(), mode="legacy") as client:
+        scouted = await client.call_tool("scout_sources", {"topic": "how fast does giant kelp grow"})
+        assert "Kelp forests" in scouted.structured_content["summary"][1]
+        ranked = await client.call_tool(
+            "report_results", {"id": scouted.structured_content["id"], "view": "sources"}
+        )
+        assert ranked.structured_content["text"].splitlines()[0].split("<")[1].startswith("corpus:")
+
+        plan = await client.call_tool("plan_research", {"query": "How fast does giant kelp grow?"})
+        run = await client.call_tool(
+            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        )
+        assert run.structured_content["status"] == "done"
+        report = await client.call_tool(
+            "report_results", {"id": run.structured_content["id"], "view": "report"}
+        )
+        sources = await client.call_tool(
+            "report_results", {"id": run.structured_content["id"], "view": "sources"}
+        )
+    assert "60 centimetres in a single day. [F" in report.structured_content["text"]
+    assert "Kelp forests <corpus:" in sources.structured_content["text"]
+
+
+async def test_extract_source_reads_a_corpus_document_by_id(corpus: Path) -> None:
+    async with Client(create_server()) as client:
+        result = await client.call_tool(
+            "extract_source",
+            {"source": "corpus:1", "questions": ["What share of the ocean floor do reefs cover?"]},
+        )
+        facts = await client.call_tool(
+            "report_results", {"id": result.structured_content["id"], "view": "facts"}
+        )
+    assert not result.is_error, result.content
+    text = facts.structured_content["text"]
+    assert "[verified]" in text
