@@ -98,12 +98,25 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
         for line in cited[:2]:
             findings.append(Finding(statement=_clip(line.lead.statement, 1000), fact_ids=line.verified_ids))
 
-    if payload.child_reports:
-        sections.append("## From the parts of this research")
-        for child in payload.child_reports:
-            sections.append(f"### {child.title} (confidence {child.confidence})")
-            sections.append("\n".join(_key_lines(child.report, verified)) or "_No cited findings._")
-            gaps.extend(_clip(f"{child.title}: {gap}", 500) for gap in child.gaps)
+    # Child reports add only what the lines above do not already cite: no finding is said twice.
+    shown = {
+        fact_id
+        for question_lines in lines.values()
+        for line in question_lines
+        for fact_id in line.verified_ids
+    }
+    parts = []
+    for child in payload.child_reports:
+        gaps.extend(_clip(f"{child.title}: {gap}", 500) for gap in child.gaps)
+        new_lines = [
+            line
+            for line in _key_lines(child.report, verified)
+            if not {int(i) for i in CITATION.findall(line)} <= shown
+        ]
+        if new_lines:
+            parts += [f"### {child.title} (confidence {child.confidence})", "\n".join(new_lines)]
+    if parts:
+        sections += ["## From the parts of this research", *parts]
 
     unverified = len(facts) - len(verified)
     merged = sum(len(line.facts) - 1 for question_lines in lines.values() for line in question_lines)
