@@ -8,12 +8,16 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import click
 
 from research_mcp.config import Settings
+
+if TYPE_CHECKING:
+    from research_mcp.storage.knowledge import KnowledgeIndex
+    from research_mcp.storage.store import Store
 
 __all__ = ["main"]
 
@@ -85,15 +89,16 @@ def doctor() -> None:
 @click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
 def index(folder: Path) -> None:
     """Index a folder of documents (md, txt, html, pdf) into the local corpus; only changed files again."""
-    from research_mcp.server.app import open_corpus
+    from research_mcp.server.app import open_corpus, open_knowledge_index
     from research_mcp.storage.store import Store
 
     settings = _settings()
     roots = [*settings.corpus, folder.resolve()]
     settings = settings.model_copy(update={"corpus": roots})
     store = Store(settings.database_path)
+    knowledge_index = open_knowledge_index(settings)
     try:
-        corpus = open_corpus(settings, store)
+        corpus = open_corpus(settings, store, knowledge_index)
         report = corpus.index(folder.resolve())
         click.echo(
             f"{folder}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
@@ -103,7 +108,43 @@ def index(folder: Path) -> None:
             click.echo(f"skipped: {error}", err=True)
         click.echo(f"add it to RESEARCH_MCP_CORPUS so the server searches it: {folder.resolve()}")
     finally:
+        knowledge_index.close()
         store.close()
+
+
+@main.command()
+def reindex() -> None:
+    """Rebuild the knowledge index (fact and corpus chunk vectors) from the SQLite store."""
+    from research_mcp.server.app import open_knowledge_index
+    from research_mcp.storage.knowledge_base import KnowledgeBase
+    from research_mcp.storage.store import Store
+
+    settings = _settings()
+    store = Store(settings.database_path)
+    knowledge_index = open_knowledge_index(settings)
+    try:
+        if not knowledge_index.available:
+            raise click.ClickException(
+                "the knowledge index cannot be opened (see the warning above): stop the research-mcp "
+                "server using this data folder, or start the Qdrant server, and run reindex again."
+            )
+        facts = KnowledgeBase(store, knowledge_index).reindex_facts()
+        chunks = _reindex_chunks(store, knowledge_index)
+        click.echo(
+            f"knowledge index rebuilt from {settings.database_path}: {facts} facts, {chunks} corpus chunks"
+        )
+    finally:
+        knowledge_index.close()
+        store.close()
+
+
+def _reindex_chunks(store: Store, knowledge_index: KnowledgeIndex) -> int:
+    """Re-embed every corpus chunk from SQLite (the corpus module owns how a chunk is embedded)."""
+    from research_mcp.sources.corpus import Corpus
+
+    corpus = Corpus(store, [], index=knowledge_index)
+    corpus.rebuild_vectors()
+    return knowledge_index.count("chunks")
 
 
 @main.command()

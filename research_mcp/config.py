@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -49,6 +50,9 @@ class Settings(BaseSettings):
     qdrant_url: str | None = Field(default=None, validation_alias="QDRANT_URL")
     qdrant_api_key: SecretStr | None = Field(default=None, validation_alias="QDRANT_API_KEY")
 
+    # Web pages older than this are read again, and facts from them are not reused until they are.
+    web_max_age_days: float = Field(default=7.0, gt=0, validation_alias="RESEARCH_MCP_WEB_MAX_AGE_DAYS")
+
     concurrency: int = Field(default=4, ge=1, le=64, validation_alias="RESEARCH_MCP_CONCURRENCY")
     wait_seconds: float = Field(
         default=45.0, gt=0, le=55, validation_alias=AliasChoices("RESEARCH_MCP_WAIT_SECONDS")
@@ -88,6 +92,10 @@ class Settings(BaseSettings):
     @property
     def qdrant_path(self) -> Path:
         return self.home / "qdrant"
+
+    @property
+    def web_max_age(self) -> timedelta:
+        return timedelta(days=self.web_max_age_days)
 
     def model_for(self, role: str) -> str:
         """The Anthropic model a role uses."""

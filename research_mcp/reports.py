@@ -14,6 +14,7 @@ from typing import Any
 
 from research_mcp.contracts import (
     Confidence,
+    Fact,
     ReportPage,
     ResearchMetadata,
     ResearchResult,
@@ -48,11 +49,13 @@ def assemble_result(store: Store, run_id: str) -> ResearchResult:
             f"run {run_id} has no report yet (status {run['status']}); wait with execute_plan."
         )
     facts = store.get_facts(output.get("cited", []) or output.get("fact_ids", []))
-    source_ids: list[int] = []
+    citations = store.citations([fact.id for fact in facts])
+    # Each source, with how many of the facts it supports (as their source or corroborating them).
+    counts: dict[int, int] = {}
     for fact in facts:
-        if fact.source_id not in source_ids:
-            source_ids.append(fact.source_id)
-    counts = {sid: sum(1 for fact in facts if fact.source_id == sid) for sid in source_ids}
+        for sid in dict.fromkeys([fact.source_id, *(c["source_id"] for c in citations[fact.id])]):
+            counts[sid] = counts.get(sid, 0) + 1
+    source_ids = list(counts)
     top = max(counts.values(), default=1)
     sources = []
     for sid in source_ids:
@@ -177,10 +180,8 @@ def _run_view(store: Store, run_id: str, view: View) -> list[str]:
     if view == "facts":
         output = _result_handoff(store, run) or {}
         facts = store.get_facts(output.get("fact_ids", []))
-        return [
-            f'F{f.id} [{"verified" if f.verified else "UNVERIFIED"}] S{f.source_id} {f.statement} | "{f.quote}"'
-            for f in facts
-        ]
+        citations = store.citations([f.id for f in facts])
+        return [_fact_line(f, citations[f.id]) for f in facts]
     if view == "confidence":
         return [f"{result.confidence.level}: {result.confidence.reasoning}"]
     if view == "gaps":
@@ -188,6 +189,19 @@ def _run_view(store: Store, run_id: str, view: View) -> list[str]:
     if view == "followups":
         return result.suggested_followups or ["no follow-ups suggested"]
     raise InvalidInput(f"unknown view {view!r}")
+
+
+def _fact_line(fact: Fact, citations: list[dict[str, Any]], *, source: bool = True) -> str:
+    """One fact: id, status, corroboration, source, statement, quote, and the other sources' quotes."""
+    status = "verified" if fact.verified else "UNVERIFIED"
+    if fact.corroborations > 1:
+        status += f", corroborated by {fact.corroborations} sources"
+    line = f"F{fact.id} [{status}]" + (f" S{fact.source_id}" if source else "")
+    line += f' {fact.statement} | "{fact.quote}"'
+    others = [c for c in citations if c["source_id"] != fact.source_id]
+    if others:
+        line += " | also " + "; ".join(f'S{c["source_id"]}: "{c["quote"]}"' for c in others)
+    return line
 
 
 def _handoff_view(store: Store, handoff_id: str, view: View) -> list[str]:
@@ -199,10 +213,8 @@ def _handoff_view(store: Store, handoff_id: str, view: View) -> list[str]:
         return [*handoff.summary, f"role {handoff.role}, status {handoff.status}, backend {handoff.backend}"]
     if view == "facts":
         facts = store.facts_for_handoffs([handoff_id]) or store.get_facts(output.get("fact_ids", []))
-        return [
-            f'F{f.id} [{"verified" if f.verified else "UNVERIFIED"}] {f.statement} | "{f.quote}"'
-            for f in facts
-        ] or ["no facts"]
+        citations = store.citations([f.id for f in facts])
+        return [_fact_line(f, citations[f.id], source=False) for f in facts] or ["no facts"]
     if view == "sources":
         if handoff.role == "scout":
             return [

@@ -25,6 +25,7 @@ from research_mcp.roles.planner import plan_research
 from research_mcp.roles.scout import scout
 from research_mcp.runs import FINISHED, Progress, RunManager
 from research_mcp.sources.library import SourceLibrary
+from research_mcp.storage.knowledge_base import KnowledgeBase
 from research_mcp.storage.store import Store
 
 __all__ = ["MAX_COMPACT_BYTES", "ResearchService", "fit_compact"]
@@ -63,6 +64,7 @@ class ResearchService:
     sources: SourceLibrary
     runs: RunManager
     choose_model: Callable[[Any], tuple[ModelBackend, str]]
+    knowledge: KnowledgeBase | None = None
 
     def deps(self, model: ModelBackend, budget: Budget | None = None) -> RoleDeps:
         return RoleDeps(
@@ -72,6 +74,7 @@ class ResearchService:
             settings=self.settings,
             limiter=anyio.CapacityLimiter(self.settings.concurrency),
             budget=BudgetTracker.from_limits(budget.model_dump() if budget else None),
+            knowledge=self.knowledge,
         )
 
     def _price(self, model: ModelBackend) -> tuple[float, float]:
@@ -93,11 +96,15 @@ class ResearchService:
             except ValueError as error:
                 raise InvalidInput(f"suggested_plan is not a valid plan tree: {error}") from None
         model, _ = self.choose_model(ctx)
+        known = 0
+        if self.knowledge is not None:
+            known = await anyio.to_thread.run_sync(self.knowledge.count_known, query)
         record = await plan_research(
             self.deps(model),
             query,
             suggested=suggested,
             budget=budget,
+            known_facts=known,
             price=self._price(model),
         )
         est = record.estimate
@@ -119,6 +126,8 @@ class ResearchService:
                 f"estimate: {est['model_calls']} model calls, ~{est['tokens_in'] + est['tokens_out']} tokens, "
                 f"${est['cost_usd']}, ~{est['wall_s']} s",
             ]
+            if known:
+                summary.append(f"{known} known facts already bear on this query; leaves reuse them")
             next_calls = [
                 f"execute_plan(plan_id='{record.plan_id}')",
                 f"report_results(id='{record.plan_id}', view='tree')",
@@ -131,6 +140,7 @@ class ResearchService:
                 summary=summary,
                 metrics={
                     "nodes": len(record.root.walk()) if record.root else 0,
+                    "known_facts": known,
                     "est_calls": est["model_calls"],
                     "est_tokens": est["tokens_in"] + est["tokens_out"],
                     "est_cost_usd": est["cost_usd"],

@@ -3,6 +3,8 @@ handoff (opened, the model asked, the handoff committed with its summary, usage 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,7 +13,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from research_mcp.errors import BudgetExhausted, ResearchError
 from research_mcp.llm.base import ModelBackend, ModelRequest, Usage
@@ -19,9 +21,10 @@ from research_mcp.llm.base import ModelBackend, ModelRequest, Usage
 if TYPE_CHECKING:
     from research_mcp.config import Settings
     from research_mcp.sources.library import SourceLibrary
+    from research_mcp.storage.knowledge_base import CachedOutput, KnowledgeBase
     from research_mcp.storage.store import Store
 
-__all__ = ["BudgetTracker", "RoleDeps", "RoleResult", "load_prompt", "perform"]
+__all__ = ["BudgetTracker", "RoleDeps", "RoleResult", "cache_key", "load_prompt", "perform"]
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 
@@ -91,6 +94,8 @@ class RoleDeps:
     settings: Settings
     limiter: anyio.CapacityLimiter
     budget: BudgetTracker = field(default_factory=BudgetTracker)
+    # Facts merged and found again across runs, and role outputs reused; None: neither.
+    knowledge: KnowledgeBase | None = None
 
 
 @dataclass
@@ -98,6 +103,38 @@ class RoleResult(Generic[OutputT]):
     handoff_id: str
     output: OutputT
     usage: Usage
+
+
+def cache_key(deps: RoleDeps, role: str, inputs: dict[str, Any]) -> str:
+    """What a role's output depends on: its inputs, its prompt (version and text), backend and model."""
+    model_for = getattr(deps.model, "model_for", None)
+    model = model_for(role) if callable(model_for) else getattr(deps.model, "model", "")
+    material = {
+        "role": role,
+        "prompt_version": PROMPT_VERSION,
+        "prompt": hashlib.sha256(load_prompt(role).encode()).hexdigest(),
+        "backend": deps.model.name,
+        "model": str(model),
+        "inputs": inputs,
+    }
+    encoded = json.dumps(material, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(encoded.encode()).hexdigest()
+
+
+def _reusable(
+    deps: RoleDeps, key: str | None, output_type: type[OutputT]
+) -> tuple[CachedOutput, OutputT] | None:
+    """The cached output under `key`, if the knowledge base holds one that still validates."""
+    if key is None or deps.knowledge is None:
+        return None
+    cached = deps.knowledge.cached_output(key)
+    if cached is None:
+        return None
+    fields = {name: cached.output[name] for name in output_type.model_fields if name in cached.output}
+    try:
+        return cached, output_type.model_validate(fields)
+    except ValidationError:
+        return None
 
 
 async def perform(
@@ -114,6 +151,8 @@ async def perform(
     node_id: str | None = None,
     iteration: int = 0,
     max_tokens: int = 4096,
+    reuse_key: str | None = None,
+    on_reuse: Callable[[str, dict[str, Any]], None] | None = None,
 ) -> RoleResult[OutputT]:
     """Run one role invocation as a handoff.
 
@@ -121,6 +160,10 @@ async def perform(
     budget, then `finish(handoff_id, output)` may do the role's checking (storing facts, checking
     citations) and return extra fields kept with the output; the handoff is committed as done with
     its summary before this returns. A failure is committed as failed, with its error, and re-raised.
+
+    With a `reuse_key` (see `cache_key`) and a knowledge base, a done handoff of the same key is
+    reused instead of asking the model: the new handoff is committed with its output marked
+    `cached: true`, after `on_reuse(handoff_id, output)` (re-linking facts) has run.
     """
     store = deps.store
     handoff_id = store.start_handoff(
@@ -131,6 +174,9 @@ async def perform(
         node_id=node_id,
         iteration=iteration,
     )
+    reusable = _reusable(deps, reuse_key, output_type)
+    if reusable is not None:
+        return _reuse(deps, handoff_id, *reusable, on_reuse)
     request = ModelRequest(
         role=role,
         system=load_prompt(role),
@@ -170,6 +216,8 @@ async def perform(
             tokens_out=usage.tokens_out,
             cost_usd=usage.cost_usd,
         )
+        if reuse_key is not None and deps.knowledge is not None:
+            deps.knowledge.remember_output(reuse_key, role, handoff_id)
     except ResearchError as error:
         store.finish_handoff(
             handoff_id, status="failed", output=None, summary=[str(error)[:200]], error=str(error)
@@ -180,3 +228,26 @@ async def perform(
             store.finish_handoff(handoff_id, status="cancelled", output=None, summary=["cancelled"])
         raise
     return RoleResult(handoff_id=handoff_id, output=generation.output, usage=usage)
+
+
+def _reuse(
+    deps: RoleDeps,
+    handoff_id: str,
+    cached: CachedOutput,
+    output: OutputT,
+    on_reuse: Callable[[str, dict[str, Any]], None] | None,
+) -> RoleResult[OutputT]:
+    """Commit `handoff_id` as done with a cached output: no model call, no tokens."""
+    stored = {**cached.output, "cached": True, "cached_from": cached.handoff_id}
+    try:
+        if on_reuse is not None:
+            on_reuse(handoff_id, stored)
+        deps.store.finish_handoff(
+            handoff_id, status="done", output=stored, summary=cached.summary, model=cached.model
+        )
+    except ResearchError as error:
+        deps.store.finish_handoff(
+            handoff_id, status="failed", output=None, summary=[str(error)[:200]], error=str(error)
+        )
+        raise
+    return RoleResult(handoff_id=handoff_id, output=output, usage=Usage(model=cached.model))

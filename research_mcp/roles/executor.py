@@ -19,6 +19,7 @@ from research_mcp.errors import ModelError, NotConfigured, SourceError
 from research_mcp.roles.base import RoleDeps
 from research_mcp.roles.extractor import extract
 from research_mcp.roles.phases import run_phases
+from research_mcp.roles.prior import prior_findings
 from research_mcp.roles.scout import scout
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.sources.library import canonical_url, classify_ref
@@ -212,6 +213,7 @@ async def _run_leaf(rc: RunContext, node: PlanNode, key: str, discovered: list[s
     refs = await choose_sources(rc, node, discovered, skip=set())
     if not refs:
         rc.deps.store.add_event(rc.run_id, "no_sources", f"no sources found for {node.title!r}", node_id=key)
+    prior = await prior_findings(rc, node, key, questions)
     extractions = await extract_sources(rc, node, key, refs, questions=questions)
     result = await synthesize(
         rc.deps,
@@ -220,5 +222,6 @@ async def _run_leaf(rc: RunContext, node: PlanNode, key: str, discovered: list[s
         input_handoffs=extractions,
         run_id=rc.run_id,
         node_id=key,
+        prior_facts=prior,
     )
     return result.handoff_id

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import anyio
+
 from research_mcp.contracts import (
     ExtractorInput,
     ExtractorOutput,
@@ -12,7 +14,7 @@ from research_mcp.contracts import (
     ExtractorTaskSpec,
     Source,
 )
-from research_mcp.roles.base import RoleDeps, RoleResult, perform
+from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
 from research_mcp.roles.citations import locate_quote
 from research_mcp.roles.framing import frame
 from research_mcp.storage.store import NewFact
@@ -89,6 +91,8 @@ async def extract(
     truncated = len(source.text) > MAX_SOURCE_CHARS
     payload = ExtractorPayload(**extractor_input.model_dump(), source_text=source.text[:MAX_SOURCE_CHARS])
 
+    recorded: list[int] = []
+
     def finish(handoff_id: str, output: ExtractorOutput) -> dict[str, Any]:
         new_facts = []
         for fact in output.facts:
@@ -109,6 +113,7 @@ async def extract(
                 )
             )
         fact_ids = deps.store.add_facts(run_id, handoff_id, new_facts)
+        recorded.extend(fact_ids)
         triggers = insight_triggers(output, source.text, task_spec)
         if not triggers:
             output.follow_up_questions.clear()
@@ -126,7 +131,23 @@ async def extract(
             "linked_candidate_sources": [item.model_dump() for item in output.linked_candidate_sources],
         }
 
-    return await perform(
+    def reuse(handoff_id: str, output: dict[str, Any]) -> None:
+        if deps.knowledge is not None:
+            deps.knowledge.relink(handoff_id, output.get("fact_ids", []))
+
+    # The same text asked the same way by the same model and prompt: the earlier answer is reused.
+    reuse_key = cache_key(
+        deps,
+        "extractor",
+        {
+            "content_hash": source.content_hash,
+            "questions": asked,
+            "task_spec": task_spec.model_dump(mode="json") if task_spec is not None else None,
+            "context": context,
+            "max_source_chars": MAX_SOURCE_CHARS,
+        },
+    )
+    result = await perform(
         deps,
         role="extractor",
         input=extractor_input,
@@ -135,7 +156,13 @@ async def extract(
         prompt=_prompt(payload, truncated),
         summarize=_summary,
         finish=finish,
+        reuse_key=reuse_key,
+        on_reuse=reuse,
         run_id=run_id,
         node_id=node_id,
         iteration=iteration,
     )
+    if deps.knowledge is not None and recorded:
+        # After the commit: near-duplicates of known facts merged, the others indexed (it embeds).
+        await anyio.to_thread.run_sync(deps.knowledge.merge_or_index, recorded)
+    return result

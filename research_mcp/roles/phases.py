@@ -20,14 +20,22 @@ __all__ = ["criteria_status", "run_phases"]
 _LEVELS = {"low": 0, "medium": 1, "high": 2}
 
 
-def criteria_status(phase: Phase, output: dict[str, Any], source_of: dict[int, int]) -> dict[str, bool]:
+def corroboration(fact_ids: list[int], sources: dict[int, tuple[int, int]]) -> int:
+    """Sources agreeing on a finding: its facts' distinct sources, or a merged fact's corroborations."""
+    known = [sources[f] for f in fact_ids if f in sources]
+    return max(len({source for source, _ in known}), max((count for _, count in known), default=0))
+
+
+def criteria_status(
+    phase: Phase, output: dict[str, Any], source_of: dict[int, tuple[int, int]]
+) -> dict[str, bool]:
     """Each criterion of the phase, met or not, judged from a synthesis handoff's output."""
     criteria = phase.criteria
     status: dict[str, bool] = {}
     if criteria.min_corroboration is not None:
         findings = output.get("key_findings", [])
         status["corroboration"] = bool(findings) and all(
-            len({source_of[f] for f in finding["fact_ids"] if f in source_of}) >= criteria.min_corroboration
+            corroboration(finding["fact_ids"], source_of) >= criteria.min_corroboration
             for finding in findings
         )
     report = output.get("report", "").lower()
@@ -53,7 +61,9 @@ async def run_phases(
         tokens_at_start = rc.deps.budget.tokens
         for iteration in range(1, phase.max_iterations + 1):
             output = store.get_handoff(handoff_id).output or {}
-            source_of = {fact.id: fact.source_id for fact in store.get_facts(output.get("fact_ids", []))}
+            source_of = {
+                f.id: (f.source_id, f.corroborations) for f in store.get_facts(output.get("fact_ids", []))
+            }
             before = criteria_status(phase, output, source_of)
             unmet = [name for name, met in before.items() if not met]
             if not unmet:
@@ -116,7 +126,8 @@ async def run_phases(
             handoff_id = result.handoff_id
             after_output = store.get_handoff(handoff_id).output or {}
             source_of = {
-                fact.id: fact.source_id for fact in store.get_facts(after_output.get("fact_ids", []))
+                f.id: (f.source_id, f.corroborations)
+                for f in store.get_facts(after_output.get("fact_ids", []))
             }
             after = criteria_status(phase, after_output, source_of)
             store.add_event(

@@ -7,8 +7,8 @@ from typing import Any
 
 from research_mcp.contracts import Budget, PlannerInput, PlannerOutput, PlanNode
 from research_mcp.errors import InvalidInput
-from research_mcp.roles.base import RoleDeps, perform
 from research_mcp.feasibility import assign_ids, check_feasible
+from research_mcp.roles.base import RoleDeps, perform
 from research_mcp.storage.store import new_id
 
 __all__ = ["PlanRecord", "estimate_plan", "plan_research"]

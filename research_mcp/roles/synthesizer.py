@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from research_mcp.contracts import (
@@ -12,7 +13,7 @@ from research_mcp.contracts import (
     SynthesisOutput,
     SynthesisPayload,
 )
-from research_mcp.roles.base import RoleDeps, RoleResult, perform
+from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
 from research_mcp.roles.citations import check_report_citations
 from research_mcp.roles.framing import frame
 
@@ -22,7 +23,8 @@ MAX_FACTS = 150
 
 
 def gather_inputs(deps: RoleDeps, handoff_ids: list[str]) -> tuple[list[Fact], list[ChildReport]]:
-    """Facts in scope (extractors' facts, and the scope of lower syntheses) and the lower reports."""
+    """Facts in scope (extractors' facts, and the scope of lower syntheses) and the lower reports.
+    A fact merged into a near-duplicate from another source is given as the canonical fact."""
     store = deps.store
     extractor_ids: list[str] = []
     scoped: list[int] = []
@@ -33,6 +35,7 @@ def gather_inputs(deps: RoleDeps, handoff_ids: list[str]) -> tuple[list[Fact], l
             continue
         if handoff.role == "extractor":
             extractor_ids.append(handoff_id)
+            scoped.extend(handoff.output.get("fact_ids", []))  # a reused extraction's facts are linked
         elif handoff.role == "synthesizer":
             scoped.extend(handoff.output.get("fact_ids", []))
             reports.append(
@@ -43,18 +46,19 @@ def gather_inputs(deps: RoleDeps, handoff_ids: list[str]) -> tuple[list[Fact], l
                     gaps=handoff.output.get("gaps", []),
                 )
             )
-    facts = {fact.id: fact for fact in store.facts_for_handoffs(extractor_ids)}
-    facts.update({fact.id: fact for fact in store.get_facts(scoped)})
+    found = [fact.id for fact in store.facts_for_handoffs(extractor_ids)]
+    facts = {fact.id: fact for fact in store.canonical_facts([*found, *scoped])}
     return [facts[key] for key in sorted(facts)], reports
 
 
-def _prompt(payload: SynthesisPayload) -> str:
+def _prompt(payload: SynthesisPayload, prior: Collection[int] = ()) -> str:
     lines = [f"Node: {payload.title}", "Questions:"]
     lines += [f"- {question}" for question in payload.questions] or ["- (see the node title)"]
     fact_lines = []
     for fact in payload.facts:
         status = "verified" if fact.verified else "UNVERIFIED"
         extra = f", corroborated by {fact.corroborations}" if fact.corroborations > 1 else ""
+        extra += ", from earlier research" if fact.id in prior else ""
         fact_lines.append(
             f'[F{fact.id}] (S{fact.source_id}, {status}{extra}) {fact.statement} | quote: "{fact.quote}"'
         )
@@ -85,9 +89,14 @@ async def synthesize(
     node_id: str | None = None,
     iteration: int = 0,
     discovery: bool = False,
+    prior_facts: Sequence[int] = (),
 ) -> RoleResult[SynthesisOutput]:
+    """`prior_facts`: known facts from earlier research (prior findings), citable like the others."""
     facts, reports = gather_inputs(deps, input_handoffs)
-    facts = sorted(facts, key=lambda f: (not f.verified, -f.corroborations, -f.confidence))[:MAX_FACTS]
+    # Prior findings the inputs do not already hold (a leaf re-reading a source finds its own again).
+    found = {fact.id for fact in facts}
+    facts += [fact for fact in deps.store.canonical_facts(prior_facts) if fact.id not in found]
+    facts = sorted(facts, key=lambda f: (not f.verified, -f.corroborations, -f.confidence, f.id))[:MAX_FACTS]
     synthesis_input = SynthesisInput(
         title=title, questions=questions, input_handoffs=input_handoffs, discovery=discovery
     )
@@ -98,6 +107,7 @@ async def synthesize(
     )
     allowed = {fact.id for fact in facts}
     verified = {fact.id for fact in facts if fact.verified}
+    prior = sorted(allowed - found)
 
     def finish(handoff_id: str, output: SynthesisOutput) -> dict[str, Any]:
         check = check_report_citations(output.report, allowed, verified)
@@ -110,6 +120,7 @@ async def synthesize(
             "fact_ids": sorted(allowed),
             "cited": check.cited,
             "citations": {"made": check.made, "verified": check.verified, "dropped": check.dropped},
+            "prior_fact_ids": prior,
         }
 
     return await perform(
@@ -118,9 +129,15 @@ async def synthesize(
         input=synthesis_input,
         payload=payload,
         output_type=SynthesisOutput,
-        prompt=_prompt(payload),
+        prompt=_prompt(payload, prior),
         summarize=_summary,
         finish=finish,
+        # The same facts and reports, given the same way: the earlier synthesis is reused.
+        reuse_key=cache_key(
+            deps,
+            "synthesizer",
+            {"payload": payload.model_dump(mode="json", exclude={"input_handoffs"}), "prior": prior},
+        ),
         run_id=run_id,
         node_id=node_id,
         iteration=iteration,

@@ -21,6 +21,9 @@ from research_mcp.service import ResearchService
 from research_mcp.sources.fetch import SafeFetcher
 from research_mcp.sources.library import SourceLibrary
 from research_mcp.sources.search import WebSearch
+from research_mcp.storage.embeddings import default_embedder
+from research_mcp.storage.knowledge import KnowledgeIndex
+from research_mcp.storage.knowledge_base import KnowledgeBase
 from research_mcp.storage.store import Store
 
 __all__ = ["create_server"]
@@ -33,22 +36,24 @@ INSTRUCTIONS = (
 )
 
 
-def open_corpus(settings: Settings, store: Store) -> Any:
+def open_knowledge_index(settings: Settings) -> KnowledgeIndex:
+    """The process's one knowledge index: a Qdrant server at QDRANT_URL, else embedded under the data
+    folder. Never raises for an unavailable Qdrant (the index is then a no-op, with one warning)."""
+    return KnowledgeIndex.open(
+        path=settings.qdrant_path,
+        url=settings.qdrant_url,
+        api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None,
+        embedder=default_embedder(),
+    )
+
+
+def open_corpus(settings: Settings, store: Store, index: KnowledgeIndex) -> Any:
     """The local corpus over RESEARCH_MCP_CORPUS (indexed incrementally at start), or None."""
     if not settings.corpus:
         return None
     from research_mcp.sources.corpus import Corpus
-    from research_mcp.storage.embeddings import default_embedder
-    from research_mcp.storage.knowledge import KnowledgeIndex
 
-    embedder = default_embedder()
-    index = KnowledgeIndex.open(
-        path=settings.qdrant_path,
-        url=settings.qdrant_url,
-        api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None,
-        embedder=embedder,
-    )
-    return Corpus(store, settings.corpus, embedder=embedder, index=index)
+    return Corpus(store, settings.corpus, index=index)
 
 
 def create_server(settings: Settings | None = None, *, model: ModelBackend | None = None) -> MCPServer[Any]:
@@ -59,11 +64,14 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
         config = settings or Settings()
         store = Store(config.database_path)
         async with AsyncExitStack() as stack:
+            index = await anyio.to_thread.run_sync(open_knowledge_index, config)
+            stack.callback(index.close)  # after the runs below have stopped
+            knowledge = KnowledgeBase(store, index, web_max_age=config.web_max_age)
             fetcher = SafeFetcher(allow=config.fetch_allow)
             stack.push_async_callback(fetcher.aclose)
             web = WebSearch.from_settings(config)
             stack.push_async_callback(web.aclose)
-            corpus = open_corpus(config, store)
+            corpus = open_corpus(config, store, index)
             if corpus is not None:
                 report = await anyio.to_thread.run_sync(corpus.index)
                 logger.info(
@@ -71,7 +79,9 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
                     corpus.document_count(),
                     report.added + report.updated,
                 )
-            library = SourceLibrary(store, fetcher=fetcher, web=web, corpus=corpus)
+            library = SourceLibrary(
+                store, fetcher=fetcher, web=web, corpus=corpus, web_max_age=config.web_max_age
+            )
 
             anthropic = None
             if (
@@ -91,12 +101,14 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
                 return choice.backend, choice.reason
 
             async with anyio.create_task_group() as group:
+                group.start_soon(anyio.to_thread.run_sync, knowledge.warm_up)
                 service = ResearchService(
                     settings=config,
                     store=store,
                     sources=library,
                     runs=RunManager(store, group),
                     choose_model=choose_model,
+                    knowledge=knowledge,
                 )
                 try:
                     yield service

@@ -451,7 +451,6 @@ class Corpus:
             )
             last = rows[-1]["id"]
 
-    _rebuild_vectors = rebuild_vectors  # the name `research-mcp reindex` first used
 
     # --- reading -------------------------------------------------------------------------------
 

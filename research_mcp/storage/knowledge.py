@@ -112,14 +112,28 @@ class KnowledgeIndex:
     def available(self) -> bool:
         return self._client is not None
 
+    @property
+    def embedder(self) -> Embedder:
+        return self._embedder
+
     def add(self, collection: Collection, items: Sequence[tuple[int, str, dict[str, Any]]]) -> None:
         """Embed each ``(id, text, payload)`` and upsert it; an existing id is replaced."""
         if not self.available or not items:
             return
         vectors = self._embedder.embed([text for _, text, _ in items])
+        self.add_vectors(
+            collection, [(i, vector, payload) for (i, _, payload), vector in zip(items, vectors, strict=True)]
+        )
+
+    def add_vectors(
+        self, collection: Collection, items: Sequence[tuple[int, np.ndarray, dict[str, Any]]]
+    ) -> None:
+        """As :meth:`add`, for ``(id, vector, payload)`` already embedded by this index's embedder."""
+        if not self.available or not items:
+            return
         points = [
-            models.PointStruct(id=point_id, vector=vector.tolist(), payload=payload)
-            for (point_id, _, payload), vector in zip(items, vectors, strict=True)
+            models.PointStruct(id=point_id, vector=vector.astype(np.float32).tolist(), payload=payload)
+            for point_id, vector, payload in items
         ]
 
         def upsert(client: QdrantClient) -> None:

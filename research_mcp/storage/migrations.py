@@ -184,9 +184,50 @@ def m002_corpus(db: Database) -> None:
     )
 
 
+def m003_knowledge(db: Database) -> None:
+    """The knowledge base: merged facts, every citation of a fact, and reusable role outputs.
+
+    A fact merged into a near-duplicate keeps its row (its id stays citable) and points at the
+    canonical fact by ``canonical_id``; its citation moves to the canonical fact. A citation is one
+    handoff finding the fact at one place in one source, so a fact re-found by a cached extraction
+    gets a citation row for the new handoff too. Existing facts get their own citation here.
+    """
+    db.table("facts").add_column("canonical_id", int)
+    db.table("fact_citations").create(
+        {
+            "id": int,
+            "fact_id": int,  # the canonical fact
+            "source_id": int,
+            "quote": str,
+            "start": int,
+            "end": int,
+            "handoff_id": str,  # the extraction that found it
+            "created_at": str,
+        },
+        pk="id",
+        foreign_keys=[("fact_id", "facts", "id"), ("source_id", "sources", "id")],
+    )
+    db.table("fact_citations").create_index(["fact_id"])
+    db.table("fact_citations").create_index(["handoff_id"])
+    db.conn.execute(
+        "INSERT INTO fact_citations (fact_id, source_id, quote, start, end, handoff_id, created_at)"
+        " SELECT id, source_id, quote, start, end, handoff_id, created_at FROM facts ORDER BY id"
+    )
+    db.table("output_cache").create(
+        {
+            "key": str,  # sha256 of the role's inputs, prompt and model (roles.base.cache_key)
+            "role": str,
+            "handoff_id": str,  # the handoff whose output is reused
+            "created_at": str,
+        },
+        pk="key",
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", m001_initial),
     ("002_corpus", m002_corpus),
+    ("003_knowledge", m003_knowledge),
 ]
 
 

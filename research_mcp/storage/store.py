@@ -281,9 +281,11 @@ class Store:
     ) -> Source:
         """Store a source's text; the same ref with the same content is stored once."""
         with self.write() as conn:
+            # Read again with the same content: the stored copy is as fresh as this read.
             conn.execute(
-                "INSERT OR IGNORE INTO sources (ref, kind, title, content_hash, text, fetched_at, metadata)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO sources (ref, kind, title, content_hash, text, fetched_at, metadata)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (ref, content_hash) DO UPDATE SET fetched_at = excluded.fetched_at",
                 (ref, kind, title, content_hash, text, now(), _json(metadata or {})),
             )
         row = self._one("SELECT id FROM sources WHERE ref = ? AND content_hash = ?", (ref, content_hash))
@@ -303,6 +305,7 @@ class Store:
         return None if row is None else self.get_source(row["id"])
 
     def add_facts(self, run_id: str | None, handoff_id: str, facts: list[NewFact]) -> list[int]:
+        """Store facts found by one handoff, each with its citation (its quote in its source)."""
         ids = []
         with self.write() as conn:
             for fact in facts:
@@ -324,6 +327,19 @@ class Store:
                     ),
                 )
                 ids.append(int(cursor.lastrowid or 0))
+                conn.execute(
+                    "INSERT INTO fact_citations (fact_id, source_id, quote, start, end, handoff_id, created_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        ids[-1],
+                        fact["source_id"],
+                        fact["quote"],
+                        fact.get("start"),
+                        fact.get("end"),
+                        handoff_id,
+                        now(),
+                    ),
+                )
         return ids
 
     def facts_for_handoffs(self, handoff_ids: Sequence[str]) -> list[Fact]:
@@ -339,6 +355,35 @@ class Store:
         marks = ", ".join("?" for _ in fact_ids)
         rows = self._all(f"SELECT * FROM facts WHERE id IN ({marks}) ORDER BY id", list(fact_ids))
         return [self._fact(row) for row in rows]
+
+    def canonical_facts(self, fact_ids: Sequence[int]) -> list[Fact]:
+        """The facts these ids stand for: a fact merged into a near-duplicate is read as the canonical one."""
+        if not fact_ids:
+            return []
+        marks = ", ".join("?" for _ in fact_ids)
+        rows = self._all(
+            f"SELECT * FROM facts WHERE id IN (SELECT COALESCE(canonical_id, id) FROM facts WHERE id IN ({marks}))"
+            " ORDER BY id",
+            list(fact_ids),
+        )
+        return [self._fact(row) for row in rows]
+
+    def citations(self, fact_ids: Sequence[int]) -> dict[int, list[dict[str, Any]]]:
+        """Each fact's distinct citations (source_id, quote, start, end), first found first."""
+        found: dict[int, list[dict[str, Any]]] = {fact_id: [] for fact_id in fact_ids}
+        if not fact_ids:
+            return found
+        marks = ", ".join("?" for _ in fact_ids)
+        rows = self._all(
+            f"SELECT fact_id, source_id, quote, start, end, MIN(id) AS first FROM fact_citations"
+            f" WHERE fact_id IN ({marks}) GROUP BY fact_id, source_id, quote, start, end ORDER BY first",
+            list(fact_ids),
+        )
+        for row in rows:
+            found[row.pop("fact_id")].append(
+                {key: row[key] for key in ("source_id", "quote", "start", "end")}
+            )
+        return found
 
     @staticmethod
     def _fact(row: dict[str, Any]) -> Fact:
@@ -387,5 +432,10 @@ class Store:
             conn.execute(f"INSERT INTO model_calls ({columns}) VALUES ({marks})", list(row.values()))
 
     def count_facts(self, run_id: str) -> int:
-        row = self._one("SELECT COUNT(*) AS n FROM facts WHERE run_id = ?", (run_id,))
+        """Distinct facts the run's handoffs found, near-duplicates merged, reused ones included."""
+        row = self._one(
+            "SELECT COUNT(DISTINCT c.fact_id) AS n FROM fact_citations c JOIN handoffs h ON h.id = c.handoff_id"
+            " WHERE h.run_id = ?",
+            (run_id,),
+        )
         return int(row["n"]) if row else 0

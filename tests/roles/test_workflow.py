@@ -279,3 +279,21 @@ async def test_two_plans_executed_together_end_in_one_synthesis() -> None:
     assert len(model.calls_for("synthesizer")) == 2 + 2 + 1
     final_inputs = result.input["input_handoffs"]
     assert {s.get_handoff(h).node_id.split("/")[1] for h in final_inputs} == {"n"}
+
+
+async def test_a_corroboration_criterion_is_met_by_facts_merged_across_sources() -> None:
+    shared = (
+        "The Hoover Dam was completed in 1936 on the Colorado River. "
+        "The dam generates about 4 billion kilowatt hours of electricity each year. "
+        "The reservoir behind the dam is called Lake Mead."
+    )
+    phase = {"name": "agreement", "criteria": {"min_corroboration": 2}, "max_iterations": 2}
+    plan = plan_of(
+        leaf("dam report one", shared + " Report one."),
+        leaf("dam report two", shared + " Report two, a different page."),
+        phases=[phase],
+    )
+    async with Client(create_server(model=ScriptedModel(team_script))) as client:
+        run = await run_plan(client, plan)
+    events = store().events_for_run(run["id"])
+    assert [e["kind"] for e in events if e["kind"].startswith("phase")] == ["phase_met"]

@@ -1,0 +1,54 @@
+"""Prior findings: what earlier research already established about a leaf's questions.
+
+Before a leaf extracts, the knowledge base is asked for known, verified, fresh facts close to its
+questions; they reach the leaf's synthesizer with their original citations, citable like the facts
+the leaf finds itself. Facts found for questions another leaf of the same run asks are left to
+that leaf (they reach the parent synthesis through it), so running the same plan again gives each
+leaf the same inputs as before, and its synthesis can be reused.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import anyio
+
+from research_mcp.contracts import PlannerOutput, PlanNode
+
+if TYPE_CHECKING:
+    from research_mcp.roles.executor import RunContext
+
+__all__ = ["prior_findings"]
+
+
+def _asked(node: PlanNode, questions: list[str]) -> set[str]:
+    return set(questions) | {question for spec in node.task_specs for question in spec.questions}
+
+
+async def prior_findings(rc: RunContext, node: PlanNode, key: str, questions: list[str]) -> list[int]:
+    """Ids of known facts bearing on the leaf's questions, best first (none without a knowledge base)."""
+    from research_mcp.roles.executor import leaf_questions
+
+    knowledge = rc.deps.knowledge
+    if knowledge is None or not knowledge.available:
+        return []
+    store = rc.deps.store
+    own = _asked(node, questions)
+    others: set[str] = set()
+    for plan_id in store.get_run(rc.run_id)["plan_ids"]:
+        root = PlannerOutput.model_validate(store.get_plan(plan_id)["tree"]).root
+        for leaf in root.walk():
+            if leaf.kind == "leaf" and (plan_id, leaf.id) != (rc.plan_id, node.id):
+                others |= _asked(leaf, leaf_questions(leaf))
+    facts = await anyio.to_thread.run_sync(
+        lambda: knowledge.prior_findings(questions, own=own, others=others - own)
+    )
+    if facts:
+        store.add_event(
+            rc.run_id,
+            "prior_findings",
+            f"{len(facts)} known facts bear on {node.title!r} (prior findings)",
+            node_id=key,
+            data={"fact_ids": [fact.id for fact in facts]},
+        )
+    return [fact.id for fact in facts]

@@ -1,0 +1,333 @@
+"""The knowledge base: what research learned once, kept for every later run.
+
+SQLite (the :class:`Store`) holds every fact and every citation; the :class:`KnowledgeIndex` holds
+the vectors of the verified canonical facts and can be rebuilt from SQLite (:meth:`reindex_facts`).
+This module joins the two for what the roles need:
+
+- **recording** an extraction's facts: stored (and committed) first, then each verified fact is
+  compared with the known ones; a near-duplicate of a known fact from another source is merged into
+  it (its row stays, pointing at the canonical fact; its citation moves there; the canonical fact's
+  ``corroborations`` becomes the number of distinct sources citing it); the others are indexed.
+  An index failure is logged and never loses a fact.
+- **prior findings**: known, verified, fresh facts close in meaning to a leaf's questions.
+- **reuse**: a role's output kept under a key of everything that shapes it (``roles.base.cache_key``).
+
+Thresholds are cosine similarities of all-MiniLM-L6-v2 vectors; ``python -m bench.knowledge``
+prints the probes behind them:
+
+- ``DEDUP_THRESHOLD = 0.95``. Close rewordings of one claim score 0.98-0.99; looser paraphrases
+  score 0.89-0.94, the same band as distinct claims on one subject ("tallest in the world / in
+  Europe until 1930": 0.935; "offshore ... 40 percent / onshore ... 30 percent": 0.90). A false
+  merge hides a distinct claim and cites a source for what it does not say; a missed merge only
+  leaves a duplicate line. So the threshold sits above that band, and two guards catch what
+  embeddings blur even above it: different numbers ("1889" / "1890": 0.955) and a negation on one
+  side ("is safe" / "is not safe": 0.91) never merge.
+- ``PRIOR_MIN_SCORE = 0.55``. A question against a fact answering it scores 0.58-0.73 in the
+  probes; against facts that do not answer it, at most ~0.5.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sqlite3
+import threading
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from research_mcp.contracts import Fact
+from research_mcp.errors import ResearchError
+from research_mcp.storage.knowledge import KnowledgeIndex
+from research_mcp.storage.store import NewFact, Store, now
+
+__all__ = [
+    "DEDUP_THRESHOLD",
+    "PRIOR_MIN_SCORE",
+    "CachedOutput",
+    "KnowledgeBase",
+    "same_claim",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Cosine at or above which a new fact from another source is the same claim as a known one.
+DEDUP_THRESHOLD = 0.95
+#: Cosine at or above which a known fact bears on a question (prior findings, known_facts).
+PRIOR_MIN_SCORE = 0.55
+#: Prior findings given to one leaf's synthesizer, best first.
+PRIOR_LIMIT = 20
+#: Known facts counted for plan_research.
+KNOWN_LIMIT = 200
+#: Nearest known facts checked as merge targets for a new fact.
+MERGE_CANDIDATES = 5
+REINDEX_BATCH = 512
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_NEGATION = re.compile(r"\b(?:not|no|never|none|neither|nor|without|cannot)\b|n't\b", re.IGNORECASE)
+# What an index or embedder failure can raise, beside the Qdrant errors the index absorbs itself.
+_INDEX_FAILURES = (ResearchError, OSError, RuntimeError, ValueError, sqlite3.Error)
+
+
+def same_claim(a: str, b: str) -> bool:
+    """What embeddings blur: two statements claim the same only with the same numbers and negation."""
+
+    def numbers(text: str) -> list[str]:
+        return sorted(number.replace(",", "") for number in _NUMBER.findall(text))
+
+    def negated(text: str) -> bool:
+        return len(_NEGATION.findall(text)) % 2 == 1
+
+    return numbers(a) == numbers(b) and negated(a) == negated(b)
+
+
+@dataclass(frozen=True)
+class CachedOutput:
+    """A finished handoff's output, reusable for the same inputs."""
+
+    handoff_id: str
+    output: dict[str, Any]
+    summary: list[str]
+    model: str
+
+
+class KnowledgeBase:
+    """Facts recorded, merged, found again and reused; the index may be missing or unavailable."""
+
+    def __init__(
+        self, store: Store, index: KnowledgeIndex | None, *, web_max_age: timedelta = timedelta(days=7)
+    ) -> None:
+        self.store = store
+        self.index = index
+        self.web_max_age = web_max_age
+        self._merging = threading.Lock()  # one fact at a time is compared with the known ones
+
+    @property
+    def available(self) -> bool:
+        return self.index is not None and self.index.available
+
+    def warm_up(self) -> None:
+        """Load the embedding model now (blocking, ~0.3 s), so the first fact does not wait for it."""
+        if self.available:
+            assert self.index is not None
+            try:
+                self.index.embedder.embed(["warm up"])
+            except _INDEX_FAILURES:
+                logger.exception("the embedding model could not be loaded; facts are kept but not indexed")
+
+    # --- recording facts -----------------------------------------------------------------------
+
+    def record_facts(self, run_id: str | None, handoff_id: str, facts: list[NewFact]) -> list[int]:
+        """Store one handoff's facts (committed before anything else), then merge or index them."""
+        ids = self.store.add_facts(run_id, handoff_id, facts)
+        self.merge_or_index(ids)
+        return ids
+
+    def merge_or_index(self, fact_ids: Sequence[int]) -> None:
+        """For each stored verified fact: merge it into a known one it duplicates, or index it.
+
+        Blocking (it embeds); thread-safe. A failure is logged: the facts stay in SQLite, unmerged,
+        and `research-mcp reindex` indexes them later.
+        """
+        if not self.available or not fact_ids:
+            return
+        try:
+            with self._merging:
+                self._merge_or_index(fact_ids)
+        except _INDEX_FAILURES:
+            logger.exception(
+                "facts %s are stored but not indexed; `research-mcp reindex` catches up", fact_ids
+            )
+
+    def _merge_or_index(self, fact_ids: Sequence[int]) -> None:
+        assert self.index is not None
+        rows = self._rows(fact_ids)
+        if not rows:
+            return
+        vectors = self.index.embedder.embed([row["statement"] for row in rows])
+        unique = []
+        for row, vector in zip(rows, vectors, strict=True):
+            target = self._duplicate_of(row, vector)
+            if target is None:
+                unique.append((row["id"], vector, _payload(row)))
+            else:
+                self._merge(row["id"], target)
+        self.index.add_vectors("facts", unique)
+
+    def _duplicate_of(self, row: dict[str, Any], vector: Any) -> int | None:
+        """The canonical verified fact from another source that states the same claim, if any."""
+        assert self.index is not None
+        hits = self.index.search_vector("facts", vector, limit=MERGE_CANDIDATES, min_score=DEDUP_THRESHOLD)
+        known = {candidate["id"]: candidate for candidate in self._rows([hit.id for hit in hits])}
+        for hit in hits:
+            candidate = known.get(hit.id)
+            if (
+                candidate is not None
+                and candidate["ref"] != row["ref"]
+                and same_claim(candidate["statement"], row["statement"])
+            ):
+                return int(candidate["id"])
+        return None
+
+    def _merge(self, fact_id: int, canonical_id: int) -> None:
+        with self.store.write() as conn:
+            conn.execute("UPDATE facts SET canonical_id = ? WHERE id = ?", (canonical_id, fact_id))
+            conn.execute("UPDATE fact_citations SET fact_id = ? WHERE fact_id = ?", (canonical_id, fact_id))
+            conn.execute(
+                "UPDATE facts SET corroborations = (SELECT COUNT(DISTINCT s.ref) FROM fact_citations c"
+                " JOIN sources s ON s.id = c.source_id WHERE c.fact_id = ?) WHERE id = ?",
+                (canonical_id, canonical_id),
+            )
+
+    def relink(self, handoff_id: str, fact_ids: Sequence[int]) -> None:
+        """A reused extraction found these facts again: each gets a citation from the new handoff."""
+        if not fact_ids:
+            return
+        marks = ", ".join("?" for _ in fact_ids)
+        with self.store.write() as conn:
+            conn.execute(
+                "INSERT INTO fact_citations (fact_id, source_id, quote, start, end, handoff_id, created_at)"
+                f" SELECT COALESCE(canonical_id, id), source_id, quote, start, end, ?, ? FROM facts"
+                f" WHERE id IN ({marks}) ORDER BY id",
+                [handoff_id, now(), *fact_ids],
+            )
+
+    def _rows(self, fact_ids: Sequence[int]) -> list[dict[str, Any]]:
+        """Verified canonical facts with what the index and the freshness rule need, in id order."""
+        if not fact_ids:
+            return []
+        marks = ", ".join("?" for _ in fact_ids)
+        return self.store._all(
+            "SELECT f.id, f.statement, f.run_id, f.source_id, f.question, s.ref, s.kind, s.fetched_at"
+            f" FROM facts f JOIN sources s ON s.id = f.source_id WHERE f.id IN ({marks}) AND f.verified = 1"
+            " AND f.canonical_id IS NULL ORDER BY f.id",
+            list(fact_ids),
+        )
+
+    # --- prior findings ------------------------------------------------------------------------
+
+    def prior_findings(
+        self,
+        questions: Sequence[str],
+        *,
+        own: Collection[str] = (),
+        others: Collection[str] = (),
+        limit: int = PRIOR_LIMIT,
+    ) -> list[Fact]:
+        """Known verified fresh facts bearing on these questions, best first.
+
+        A fact found only by extractions asking ``others`` (questions other leaves of the same run
+        ask) and none of ``own`` is left out: it reaches the parent synthesis through those leaves.
+        """
+        scores = self._scores(questions, limit=limit * 3)
+        usable = self._fresh(scores)
+        if others:
+            asked = self._asked_by(usable)
+            usable = [
+                fid
+                for fid in usable
+                if not (asked.get(fid, set()) & set(others)) or asked.get(fid, set()) & set(own)
+            ]
+        best = sorted(usable, key=lambda fid: (-scores[fid], fid))[:limit]
+        facts = {fact.id: fact for fact in self.store.get_facts(best)}
+        return [facts[fid] for fid in best if fid in facts]
+
+    def count_known(self, text: str) -> int:
+        """How many known verified fresh facts bear on this text (0 without the index)."""
+        return len(self._fresh(self._scores([text], limit=KNOWN_LIMIT)))
+
+    def _scores(self, texts: Sequence[str], *, limit: int) -> dict[int, float]:
+        texts = [text for text in texts if text.strip()]
+        if not self.available or not texts:
+            return {}
+        assert self.index is not None
+        best: dict[int, float] = {}
+        try:
+            vectors = self.index.embedder.embed(texts)
+        except _INDEX_FAILURES:
+            logger.exception("known facts could not be looked up; going on without them")
+            return {}
+        for vector in vectors:
+            for hit in self.index.search_vector("facts", vector, limit=limit, min_score=PRIOR_MIN_SCORE):
+                best[hit.id] = max(best.get(hit.id, -1.0), hit.score)
+        return best
+
+    def _fresh(self, fact_ids: Collection[int]) -> list[int]:
+        """Those still canonical and verified whose source is not a web page read too long ago."""
+        cutoff = datetime.now(UTC) - self.web_max_age
+        return [
+            row["id"]
+            for row in self._rows(sorted(fact_ids))
+            if row["kind"] != "web" or datetime.fromisoformat(row["fetched_at"]) >= cutoff
+        ]
+
+    def _asked_by(self, fact_ids: Sequence[int]) -> dict[int, set[str]]:
+        """The questions of the extractions that found each fact."""
+        if not fact_ids:
+            return {}
+        marks = ", ".join("?" for _ in fact_ids)
+        rows = self.store._all(
+            "SELECT c.fact_id, h.input FROM fact_citations c JOIN handoffs h ON h.id = c.handoff_id"
+            f" WHERE c.fact_id IN ({marks})",
+            list(fact_ids),
+        )
+        asked: dict[int, set[str]] = {}
+        for row in rows:
+            questions = json.loads(row["input"] or "{}").get("questions", [])
+            asked.setdefault(row["fact_id"], set()).update(questions)
+        return asked
+
+    # --- reuse ---------------------------------------------------------------------------------
+
+    def cached_output(self, key: str) -> CachedOutput | None:
+        row = self.store._one(
+            "SELECT h.id, h.output, h.summary, h.model FROM output_cache c JOIN handoffs h ON h.id = c.handoff_id"
+            " WHERE c.key = ? AND h.status = 'done'",
+            (key,),
+        )
+        if row is None or row["output"] is None:
+            return None
+        return CachedOutput(row["id"], json.loads(row["output"]), json.loads(row["summary"]), row["model"])
+
+    def remember_output(self, key: str, role: str, handoff_id: str) -> None:
+        with self.store.write() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO output_cache (key, role, handoff_id, created_at) VALUES (?, ?, ?, ?)",
+                (key, role, handoff_id, now()),
+            )
+
+    # --- rebuilding the index ------------------------------------------------------------------
+
+    def reindex_facts(self) -> int:
+        """Drop the facts collection and index every verified canonical fact again from SQLite."""
+        if not self.available:
+            return 0
+        assert self.index is not None
+        self.index.reset("facts")
+        last, indexed = 0, 0
+        while True:
+            ids = [
+                row["id"]
+                for row in self.store._all(
+                    "SELECT id FROM facts WHERE id > ? AND verified = 1 AND canonical_id IS NULL"
+                    " ORDER BY id LIMIT ?",
+                    (last, REINDEX_BATCH),
+                )
+            ]
+            if not ids:
+                return indexed
+            rows = self._rows(ids)
+            self.index.add("facts", [(row["id"], row["statement"], _payload(row)) for row in rows])
+            indexed += len(rows)
+            last = ids[-1]
+
+
+def _payload(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "run_id": row["run_id"],
+        "source_id": row["source_id"],
+        "question": row["question"],
+        "source_kind": row["kind"],
+    }

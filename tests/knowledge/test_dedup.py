@@ -1,0 +1,147 @@
+"""Near-duplicate facts from different sources merge into one canonical fact; other facts stay apart."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from research_mcp.storage.embeddings import default_embedder
+from research_mcp.storage.knowledge import KnowledgeIndex
+from research_mcp.storage.knowledge_base import DEDUP_THRESHOLD, KnowledgeBase, same_claim
+from research_mcp.storage.store import Store
+from tests.knowledge.kb import record, source
+
+COMPLETED = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris."
+FINISHED = "The Eiffel Tower was finished in 1889 for the Paris World's Fair."
+WORLD = "It was the tallest man-made structure in the world until 1930."
+EUROPE = "It was the tallest man-made structure in Europe until 1930."
+
+
+def cosine(a: str, b: str) -> float:
+    vectors = default_embedder().embed([a, b])
+    return float(vectors[0] @ vectors[1])
+
+
+@pytest.fixture(params=["memory", "disk"])
+def knowledge(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KnowledgeBase]:
+    store = Store(tmp_path / "research.db")
+    if request.param == "memory":
+        index = KnowledgeIndex.open(location=":memory:", embedder=default_embedder())
+    else:
+        index = KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder())
+    with index:
+        yield KnowledgeBase(store, index)
+    store.close()
+
+
+def test_two_near_duplicate_facts_from_different_sources_merge_with_both_citations(
+    knowledge: KnowledgeBase,
+) -> None:
+    assert cosine(COMPLETED, FINISHED) >= DEDUP_THRESHOLD
+    store = knowledge.store
+    guide = source(store, "guide", f"Paris guide. {COMPLETED} More text.")
+    history = source(store, "history", f"A history. {FINISHED} Later years.")
+
+    first = record(knowledge, guide, COMPLETED)
+    second = record(knowledge, history, FINISHED)
+
+    # Both rows stay (their ids remain citable); the second reads as the first, corroborated.
+    assert [fact.id for fact in store.canonical_facts([first, second])] == [first]
+    [canonical] = store.canonical_facts([second])
+    assert (canonical.statement, canonical.source_id, canonical.corroborations) == (COMPLETED, guide.id, 2)
+    at_guide, at_history = guide.text.index(COMPLETED), history.text.index(FINISHED)
+    assert store.citations([first])[first] == [
+        {"source_id": guide.id, "quote": COMPLETED, "start": at_guide, "end": at_guide + len(COMPLETED)},
+        {"source_id": history.id, "quote": FINISHED, "start": at_history, "end": at_history + len(FINISHED)},
+    ]
+    assert knowledge.index is not None and knowledge.index.count("facts") == 1
+
+
+def test_a_fact_just_below_the_threshold_stays_separate(knowledge: KnowledgeBase) -> None:
+    similarity = cosine(WORLD, EUROPE)
+    assert DEDUP_THRESHOLD - 0.03 <= similarity < DEDUP_THRESHOLD  # a distinct claim, close in wording
+    store = knowledge.store
+
+    world = record(knowledge, source(store, "a", f"Tower facts. {WORLD}"), WORLD)
+    europe = record(knowledge, source(store, "b", f"Other facts. {EUROPE}"), EUROPE)
+
+    assert [fact.id for fact in store.canonical_facts([world, europe])] == [world, europe]
+    assert [fact.corroborations for fact in store.get_facts([world, europe])] == [1, 1]
+
+
+def test_near_duplicates_with_different_numbers_stay_separate(knowledge: KnowledgeBase) -> None:
+    later = COMPLETED.replace("1889", "1890")
+    assert cosine(COMPLETED, later) >= DEDUP_THRESHOLD  # what the number guard is for
+    store = knowledge.store
+
+    first = record(knowledge, source(store, "a", COMPLETED), COMPLETED)
+    second = record(knowledge, source(store, "b", later), later)
+
+    assert [fact.id for fact in store.canonical_facts([first, second])] == [first, second]
+
+
+def test_the_same_claim_twice_from_one_source_is_not_a_corroboration(knowledge: KnowledgeBase) -> None:
+    store = knowledge.store
+    page = source(store, "page", f"{COMPLETED} {FINISHED}")
+
+    first = record(knowledge, page, COMPLETED)
+    second = record(knowledge, page, FINISHED)
+
+    assert [fact.id for fact in store.canonical_facts([first, second])] == [first, second]
+
+
+def test_a_third_source_raises_the_count_and_a_repeat_does_not(knowledge: KnowledgeBase) -> None:
+    store = knowledge.store
+    first = record(knowledge, source(store, "a", COMPLETED), COMPLETED)
+    other = source(store, "b", FINISHED)
+    record(knowledge, other, FINISHED)
+    record(knowledge, other, FINISHED)  # the same source found again
+    record(knowledge, source(store, "c", COMPLETED + " Indeed."), COMPLETED)
+
+    assert store.get_facts([first])[0].corroborations == 3
+    assert len(store.citations([first])[first]) == 3  # distinct citations; the repeat is the same one
+
+
+def test_an_unverified_fact_is_neither_merged_nor_indexed(knowledge: KnowledgeBase) -> None:
+    store = knowledge.store
+    first = record(knowledge, source(store, "a", COMPLETED), COMPLETED)
+    unverified = record(knowledge, source(store, "b", "unrelated text here"), FINISHED, verified=False)
+
+    assert [fact.id for fact in store.canonical_facts([unverified])] == [unverified]
+    assert store.get_facts([first])[0].corroborations == 1
+    assert knowledge.index is not None and knowledge.index.count("facts") == 1
+
+
+def test_without_an_index_facts_are_stored_and_nothing_merges(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    store = Store(tmp_path / "research.db")
+    with KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder()) as holder:
+        holder.add("facts", [(999, "holds the folder", {})])
+        locked_out = KnowledgeBase(
+            store, KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder())
+        )
+        first = record(locked_out, source(store, "a", COMPLETED), COMPLETED)
+        second = record(locked_out, source(store, "b", FINISHED), FINISHED)
+    assert [fact.id for fact in store.canonical_facts([first, second])] == [first, second]
+    assert not locked_out.available
+    store.close()
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("Built in 1889.", "Completed in 1889.", True),
+        ("Built in 1889.", "Built in 1890.", False),
+        ("Costs 1,000 euros.", "Costs 1000 euros.", True),
+        ("The drug is safe for children.", "The drug is not safe for children.", False),
+        ("It isn't safe.", "It is not safe.", True),
+        ("It was never used.", "It was used.", False),
+    ],
+)
+def test_same_claim_needs_the_same_numbers_and_negation(a: str, b: str, same: bool) -> None:
+    assert same_claim(a, b) is same

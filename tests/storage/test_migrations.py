@@ -1,0 +1,100 @@
+"""Named migrations: applied once each, in order; 003_knowledge keeps every fact's citation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlite_utils import Database
+
+from research_mcp.storage.migrations import MIGRATIONS, apply_migrations
+from research_mcp.storage.store import NewFact, Store
+
+
+def test_migrations_apply_once_in_order() -> None:
+    db = Database(memory=True)
+
+    assert apply_migrations(db) == [name for name, _ in MIGRATIONS]
+    assert apply_migrations(db) == []
+
+
+def test_003_knowledge_adds_citations_merges_and_the_output_cache() -> None:
+    db = Database(memory=True)
+    apply_migrations(db)
+
+    assert db.table("fact_citations").columns_dict == {
+        "id": int,
+        "fact_id": int,
+        "source_id": int,
+        "quote": str,
+        "start": int,
+        "end": int,
+        "handoff_id": str,
+        "created_at": str,
+    }
+    assert db.table("output_cache").columns_dict == {
+        "key": str,
+        "role": str,
+        "handoff_id": str,
+        "created_at": str,
+    }
+    assert db.table("facts").columns_dict["canonical_id"] is int
+
+
+def test_003_knowledge_gives_facts_stored_before_it_their_own_citation(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    old = Database(path)
+    apply_migrations(old, MIGRATIONS[:2])
+    old.conn.execute(
+        "INSERT INTO sources (id, ref, kind, title, content_hash, text, fetched_at, metadata)"
+        " VALUES (1, 'text:a', 'text', 'a', 'h', 'It rained.', '2025-01-01T00:00:00+00:00', '{}')"
+    )
+    old.conn.execute(
+        "INSERT INTO facts (id, run_id, handoff_id, source_id, statement, quote, start, end, question,"
+        " confidence, verified, corroborations, created_at)"
+        " VALUES (7, 'run_1', 'h_1', 1, 'It rained', 'It rained.', 0, 10, NULL, 0.9, 1, 1, 'then')"
+    )
+    old.conn.commit()
+    old.conn.close()
+
+    store = Store(path)
+
+    assert store.citations([7]) == {7: [{"source_id": 1, "quote": "It rained.", "start": 0, "end": 10}]}
+    store.close()
+
+
+def test_every_stored_fact_is_cited_by_the_handoff_that_found_it() -> None:
+    store = Store(":memory:")
+    page = store.add_source(ref="text:a", kind="text", title="a", text="It rained all day.", content_hash="h")
+    run_id = store.create_run(["plan_1"], "scripted", None)
+    handoff_id = store.start_handoff(role="extractor", input={}, backend="scripted", run_id=run_id)
+
+    [fact_id] = store.add_facts(
+        run_id,
+        handoff_id,
+        [
+            NewFact(
+                source_id=page.id,
+                statement="It rained",
+                quote="It rained",
+                start=0,
+                end=9,
+                confidence=1,
+                verified=True,
+            )
+        ],
+    )
+
+    assert store.citations([fact_id]) == {
+        fact_id: [{"source_id": page.id, "quote": "It rained", "start": 0, "end": 9}]
+    }
+    assert store.count_facts(run_id) == 1
+
+
+def test_reading_a_source_again_with_the_same_content_refreshes_its_fetch_time() -> None:
+    store = Store(":memory:")
+    first = store.add_source(ref="https://a.example/", kind="web", title="a", text="same", content_hash="h")
+
+    again = store.add_source(ref="https://a.example/", kind="web", title="a", text="same", content_hash="h")
+
+    assert again.id == first.id
+    assert again.fetched_at > first.fetched_at
