@@ -451,7 +451,6 @@ class Corpus:
             )
             last = rows[-1]["id"]
 
-
     # --- reading -------------------------------------------------------------------------------
 
     def document_count(self) -> int:
