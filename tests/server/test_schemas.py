@@ -1,0 +1,25 @@
+from research_mcp.contracts import Budget, ExtractorTaskSpec
+from research_mcp.server.schemas import compact_schema
+
+
+def test_a_compacted_schema_keeps_fields_and_constraints_without_titles_or_null_unions() -> None:
+    schema = compact_schema(ExtractorTaskSpec.model_json_schema())
+    assert "$defs" not in str(schema) and "'title'" not in str(schema)
+    assert schema["required"] == ["questions"]
+    assert schema["properties"]["priority"] == {
+        "default": 3,
+        "description": "1 highest.",
+        "maximum": 5,
+        "minimum": 1,
+        "type": "integer",
+    }
+    assert schema["properties"]["budget"]["properties"]["max_tokens"] == {"minimum": 1, "type": "integer"}
+    assert schema["properties"]["budget"]["additionalProperties"] is False
+
+
+def test_a_property_named_title_is_kept() -> None:
+    from research_mcp.contracts import PlanNode
+
+    schema = compact_schema(PlanNode.model_json_schema())
+    assert "title" in schema["properties"]
+    assert compact_schema(Budget.model_json_schema())["type"] == "object"
