@@ -9,6 +9,8 @@ from research_mcp.contracts import Budget, PlannerInput, PlannerOutput, PlanNode
 from research_mcp.errors import InvalidInput
 from research_mcp.feasibility import assign_ids, check_feasible
 from research_mcp.roles.base import RoleDeps, perform
+from research_mcp.roles.extractor import MAX_SOURCE_CHARS
+from research_mcp.sources.library import classify_ref
 from research_mcp.storage.store import new_id
 
 __all__ = ["PlanRecord", "estimate_plan", "plan_research"]
@@ -23,6 +25,7 @@ TOKENS = {
     "synthesizer": (3_000, 1_200),
     "scout": (2_000, 600),
 }
+EXTRACTOR_PROMPT_TOKENS = 700  # the extractor's system prompt, questions and framing
 SECONDS_PER_CALL = {"anthropic": 12.0, "sampling": 15.0, "extractive": 0.3}
 
 
@@ -36,12 +39,19 @@ class PlanRecord:
     handoff_id: str
 
 
+def _source_tokens(ref: str | None) -> int:
+    """Input tokens of one extraction: a given text is counted (chars / 4), anything else is typical."""
+    if ref is None or classify_ref(ref) != "text":
+        return TOKENS["extractor"][0]
+    return min(len(ref), MAX_SOURCE_CHARS) // 4 + EXTRACTOR_PROMPT_TOKENS
+
+
 def estimate_plan(
     root: PlanNode, *, backend: str, price: tuple[float, float], concurrency: int
 ) -> dict[str, Any]:
     """Model calls, tokens, cost and wall time the plan should take before anything runs."""
     calls: dict[str, int] = {"extractor": 0, "synthesizer": 0, "scout": 0}
-    critical = 0
+    extractor_in = [0]
 
     def visit(node: PlanNode) -> int:
         """Calls on the longest chain through this node."""
@@ -51,13 +61,17 @@ def estimate_plan(
         if node.kind == "discovery":
             calls["scout"] += 1
             return 1
-        sources = len(node.sources) or SOURCES_PER_LEAF
-        calls["extractor"] += sources * max(1, len(node.task_specs) or 1)
+        refs: list[str | None] = list(node.sources) or [None] * SOURCES_PER_LEAF
+        specs = max(1, len(node.task_specs))
+        calls["extractor"] += len(refs) * specs
+        extractor_in[0] += specs * sum(_source_tokens(ref) for ref in refs)
         calls["synthesizer"] += 1
         return 2
 
     critical = visit(root)
-    tokens_in = sum(TOKENS[role][0] * count for role, count in calls.items())
+    tokens_in = extractor_in[0] + sum(
+        TOKENS[role][0] * count for role, count in calls.items() if role != "extractor"
+    )
     tokens_out = sum(TOKENS[role][1] * count for role, count in calls.items())
     total_calls = sum(calls.values())
     per_call = SECONDS_PER_CALL.get(backend, 10.0)
