@@ -44,9 +44,12 @@ async def test_the_stdio_server_lists_five_tools_with_output_schemas_in_under_5_
         assert names == ["execute_plan", "extract_source", "plan_research", "report_results", "scout_sources"]
         assert all(tool.output_schema is not None for tool in tools)
         size = sum(
-            len(json.dumps(t.model_dump(mode="json", by_alias=True, exclude_none=True))) for t in tools
+            len(
+                json.dumps(t.model_dump(mode="json", by_alias=True, exclude_none=True), separators=(",", ":"))
+            )
+            for t in tools
         )
-        assert size < 6000
+        assert size < 5000
         missing = await client.call_tool("report_results", {"id": "run_000000000000"})
         assert missing.is_error
         assert "No run with id" in missing.content[0].text
