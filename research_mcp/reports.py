@@ -81,9 +81,7 @@ def assemble_result(store: Store, run_id: str) -> ResearchResult:
     )
     metadata = ResearchMetadata(
         searches=searches,
-        sources_read=len(
-            {h.input.get("source_id") for h in store.handoffs_for_run(run_id, role="extractor")}
-        ),
+        sources_read=store.sources_read(run_id),
         llm_calls=usage["llm_calls"],
         tokens_in=usage["tokens_in"],
         tokens_out=usage["tokens_out"],

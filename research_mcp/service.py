@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -65,6 +65,11 @@ class ResearchService:
     runs: RunManager
     choose_model: Callable[[Any], tuple[ModelBackend, str]]
     knowledge: KnowledgeBase | None = None
+    # One limit on model calls for the whole server, shared by every run and tool call.
+    limiter: anyio.CapacityLimiter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.limiter = anyio.CapacityLimiter(self.settings.concurrency)
 
     def deps(self, model: ModelBackend, budget: Budget | None = None) -> RoleDeps:
         return RoleDeps(
@@ -72,7 +77,7 @@ class ResearchService:
             model=model,
             sources=self.sources,
             settings=self.settings,
-            limiter=anyio.CapacityLimiter(self.settings.concurrency),
+            limiter=self.limiter,
             budget=BudgetTracker.from_limits(budget.model_dump() if budget else None),
             knowledge=self.knowledge,
         )
@@ -196,9 +201,7 @@ class ResearchService:
         metrics: dict[str, Any] = {
             "nodes_done": done,
             "nodes_total": total,
-            "sources": len(
-                {h.input.get("source_id") for h in self.store.handoffs_for_run(run_id, role="extractor")}
-            ),
+            "sources": self.store.sources_read(run_id),
             "facts": self.store.count_facts(run_id),
             "tokens": usage["tokens_in"] + usage["tokens_out"],
             "cost_usd": round(usage["cost_usd"], 4),

@@ -7,7 +7,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["CitationCheck", "check_report_citations", "locate_quote", "normalize"]
+__all__ = ["CitationCheck", "QuoteLocator", "check_report_citations", "locate_quote", "normalize"]
 
 _TRANSLATE = str.maketrans(
     {
@@ -54,16 +54,33 @@ def _normalized_with_offsets(text: str) -> tuple[str, list[int]]:
     return "".join(chars), offsets
 
 
+class QuoteLocator:
+    """Finds quotes in one source text: verbatim first, then after normalisation (computed once)."""
+
+    def __init__(self, source_text: str) -> None:
+        self.text = source_text
+        self._normalized: tuple[str, list[int]] | None = None
+
+    def find(self, quote: str) -> tuple[int, int] | None:
+        """Character span of `quote` in the text, or None when it is not there."""
+        exact = quote.strip()
+        if len(exact) >= 3 and (at := self.text.find(exact)) >= 0:
+            return at, at + len(exact)
+        needle = normalize(quote).strip(" .\"'")
+        if len(needle) < 3:
+            return None
+        if self._normalized is None:
+            self._normalized = _normalized_with_offsets(self.text)
+        haystack, offsets = self._normalized
+        at = haystack.find(needle)
+        if at < 0:
+            return None
+        return offsets[at], offsets[at + len(needle) - 1] + 1
+
+
 def locate_quote(quote: str, source_text: str) -> tuple[int, int] | None:
     """Character span of `quote` in `source_text` after normalisation, or None when it is not there."""
-    needle = normalize(quote).strip(" .\"'")
-    if len(needle) < 3:
-        return None
-    haystack, offsets = _normalized_with_offsets(source_text)
-    at = haystack.find(needle)
-    if at < 0:
-        return None
-    return offsets[at], offsets[at + len(needle) - 1] + 1
+    return QuoteLocator(source_text).find(quote)
 
 
 @dataclass

@@ -15,7 +15,7 @@ from research_mcp.contracts import (
     Source,
 )
 from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
-from research_mcp.roles.citations import locate_quote
+from research_mcp.roles.citations import QuoteLocator
 from research_mcp.roles.framing import frame
 from research_mcp.storage.store import NewFact
 
@@ -95,8 +95,9 @@ async def extract(
 
     def finish(handoff_id: str, output: ExtractorOutput) -> dict[str, Any]:
         new_facts = []
+        locator = QuoteLocator(source.text)
         for fact in output.facts:
-            span = locate_quote(fact.quote, source.text)
+            span = locator.find(fact.quote)
             question = None
             if fact.question_index is not None and fact.question_index < len(asked):
                 question = asked[fact.question_index]

@@ -1,42 +1,19 @@
 """The user's own documents: folders indexed into SQLite full-text search and vectors, searched hybrid.
 
 Files: ``.md``, ``.markdown``, ``.txt``, ``.html``, ``.htm`` and ``.pdf`` (anything else, and hidden
-files and folders, are skipped). A document's title is its first Markdown heading (or front-matter
-``title:``), its HTML ``<title>`` or its PDF metadata title, else the file name without extension.
+files and folders, are skipped). How a file becomes a title and a text, and how the text is cut into
+chunks: ``documents.py``.
 
 Indexing is incremental. A file whose size and modification time match what is stored is not
 read; one that differs is read and hashed (sha256), and only when the hash changed is it chunked
-again and its chunks embedded again. Files gone from disk are removed. Chunks are ~800-1,200
-characters cut on paragraph, then sentence, then word boundaries, each with its offsets into the
-document text, so quotes can be located.
+again and its chunks embedded again. Files gone from disk are removed.
 
 Path safety: every path is resolved (symlinks followed, ``..`` collapsed) and must then lie inside
 a configured folder, tested with ``Path.is_relative_to`` on resolved paths (a string prefix test
 would let ``/data/corpus-secret`` pass for ``/data/corpus``). The indexer walks without following
 symlinked folders and skips, reporting it, any symlink that points outside the corpus folders.
 
-Ranking: up to three rankings of documents, fused by reciprocal rank fusion (RRF),
-``score = sum 1 / (60 + rank)`` (Cormack, Clarke and Büttcher, SIGIR 2009):
-
-1. BM25 over the FTS5 index of chunk text and document title (title weighted 2). The MATCH
-   expression is the query's word tokens, stopwords dropped, each quoted and OR-ed, so no user
-   punctuation can be read as FTS5 syntax.
-2. Cosine similarity of MiniLM vectors in the knowledge index's ``chunks`` collection (each
-   chunk embedded with its document's title in front, the context a chunk cut from the middle
-   of a document lacks).
-3. Title links: the documents whose title (less a trailing "(...)" disambiguator) the query
-   names, then those named in the best passages of the top 3 documents of the fusion of 1 and 2.
-   It follows references the way a reader does: a passage that answers part of a question often
-   names the document that answers the rest (multi-hop questions; notes that refer to other
-   notes by title). It needs no model call and no labelled data.
-
-Chunk rankings become document rankings by each document's best chunk. RRF rather than a weighted
-sum of scores because the scores live on unrelated scales: bm25 is unbounded and shifts with query
-length and corpus statistics, cosine similarity is bunched in a narrow band that depends on the
-model, and title links have no score at all; a weighted sum needs per-query normalisation and
-weights fitted to labelled data, which a user's corpus does not have. RRF uses ranks only, has one
-constant whose published default is robust, and rewards documents that several signals place high.
-Without a vector index, rankings 1 and 3 are fused. `bench/retrieval.py` measures each part.
+Ranking: BM25, vectors and title links fused by reciprocal rank fusion; see ``ranking.py``.
 """
 
 from __future__ import annotations
@@ -44,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -52,7 +28,18 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
 from research_mcp.errors import InvalidInput, NotConfigured, NotFound, SourceError
-from research_mcp.sources.text import extract_text
+from research_mcp.sources.documents import CHUNK_MAX_CHARS as CHUNK_MAX_CHARS
+from research_mcp.sources.documents import CHUNK_MIN_CHARS as CHUNK_MIN_CHARS
+from research_mcp.sources.documents import chunk_spans, embedding_text, read_document
+from research_mcp.sources.ranking import (
+    WORD,
+    Fusion,
+    TitleIndex,
+    best_per_document,
+    fts_query,
+    query_words,
+    snippet,
+)
 
 if TYPE_CHECKING:
     from research_mcp.storage.embeddings import Embedder
@@ -67,10 +54,6 @@ SearchMode = Literal["hybrid", "lexical", "dense"]
 
 SUFFIXES = frozenset({".md", ".markdown", ".txt", ".html", ".htm", ".pdf"})
 MAX_FILE_BYTES = 50 * 1024 * 1024
-CHUNK_MIN_CHARS = 800
-CHUNK_MAX_CHARS = 1200
-#: The RRF constant of Cormack et al. (2009); it damps the weight of the very top ranks.
-RRF_K = 60
 #: bm25() column weights (text, title): a query word in the title says what the whole document is
 #: about, so it counts as much as two in the body, the usual BM25F-style title boost.
 BM25_WEIGHTS = (1.0, 2.0)
@@ -79,31 +62,7 @@ POOL_FACTOR = 5
 MIN_POOL = 50
 #: The first-pass documents whose matched passages are searched for other documents' titles.
 LINK_SEEDS = 3
-#: Titles of more words than this are not names and are not looked for in texts.
-MAX_NAME_WORDS = 12
 EMBED_BATCH = 256
-SNIPPET_CHARS = 300
-TITLE_CHARS = 300
-
-# A common English stopword list (after NLTK's), question words included.
-_STOPWORD_LIST = """a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further had
-    has have having he her here hers herself him himself his how i if in into is it its itself just
-    me more most my myself no nor not now of off on once only or other our ours ourselves out over
-    own same she should so some such than that the their theirs them themselves then there these
-    they this those through to too under until up very was we were what when where which while who
-    whom why will with would you your yours yourself yourselves"""
-STOPWORDS = frozenset(_STOPWORD_LIST.split())
-
-_WORD = re.compile(r"[^\W_]+")
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
-_SENTENCE_END = re.compile(r"[.!?…][\"'”’)\]]*\s+")
-_ATX_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
-_SETEXT_HEADING = re.compile(r"^ {0,3}(\S.*?)[ \t]*\n {0,3}=+[ \t]*$", re.MULTILINE)
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*\n", re.DOTALL)
-_FRONT_MATTER_TITLE = re.compile(r"^title:[ \t]*[\"']?(.+?)[\"']?[ \t]*$", re.MULTILINE)
-_DISAMBIGUATOR = re.compile(r"\s*\([^()]*\)\s*$")
-_HTML_TITLE = re.compile(rb"<title[^>]*>\s*[^<\s]", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -176,7 +135,7 @@ class Corpus:
 
             index = KnowledgeIndex.open(location=":memory:", embedder=embedder)
         self._index = index
-        self._titles: tuple[tuple[Any, ...], _TitleIndex] | None = None
+        self._titles: tuple[tuple[Any, ...], TitleIndex] | None = None
 
     @property
     def dense_available(self) -> bool:
@@ -298,7 +257,7 @@ class Corpus:
                 tally.unchanged += 1
                 continue
             try:
-                document = _read_document(data, file.suffix.lower(), rel)
+                document = read_document(data, file.suffix.lower(), rel)
             except SourceError as err:
                 self._fail(tally, row, f"{rel}: {err}")
                 continue
@@ -400,7 +359,7 @@ class Corpus:
                     (doc_id, ordinal, title, text[start:end], start, end),
                 )
                 chunks.append(
-                    (int(cursor.lastrowid or 0), _embedding_text(title, text[start:end]), {"doc_id": doc_id})
+                    (int(cursor.lastrowid or 0), embedding_text(title, text[start:end]), {"doc_id": doc_id})
                 )
         if old_chunks and self._index is not None:
             self._index.delete("chunks", old_chunks)
@@ -447,7 +406,7 @@ class Corpus:
                 return
             self._index.add(
                 "chunks",
-                [(r["id"], _embedding_text(r["title"], r["text"]), {"doc_id": r["doc_id"]}) for r in rows],
+                [(r["id"], embedding_text(r["title"], r["text"]), {"doc_id": r["doc_id"]}) for r in rows],
             )
             last = rows[-1]["id"]
 
@@ -487,7 +446,7 @@ class Corpus:
         """
         if limit < 1:
             raise InvalidInput(f"limit must be at least 1, not {limit!r}.")
-        if not self.roots or not _WORD.search(query):
+        if not self.roots or not WORD.search(query):
             return []
         pool = max(limit * POOL_FACTOR, MIN_POOL)
         rankings: list[list[tuple[int, int | None]]] = []
@@ -495,24 +454,24 @@ class Corpus:
             rankings.append(list(self._lexical(query, pool)))
         if mode in ("hybrid", "dense"):
             rankings.append(list(self._dense(query, pool)))
-        fused = _Fusion(rankings)
+        fused = Fusion(rankings)
         if mode == "hybrid" and follow_links:
             linked = self._linked(query, [(d, fused.chunk[d]) for d in fused.order[:LINK_SEEDS]])
             if linked:
-                fused = _Fusion([*rankings, linked])
+                fused = Fusion([*rankings, linked])
         order = fused.order[:limit]
         if not order:
             return []
         docs = self._in_scope(order)
         texts = self._chunk_texts(order, fused.chunk)
-        words = _query_words(query)
+        words = query_words(query)
         return [
             CorpusHit(
                 doc_id=doc_id,
                 ref=f"corpus:{doc_id}",
                 path=docs[doc_id]["path"],
                 title=docs[doc_id]["title"],
-                snippet=_snippet(texts.get(doc_id, ""), words),
+                snippet=snippet(texts.get(doc_id, ""), words),
                 score=fused.score[doc_id],
             )
             for doc_id in order
@@ -560,7 +519,7 @@ class Corpus:
             named += [d for d in titles.named_in(passages.get(doc_id, ""), ignore_case=False) if d != doc_id]
         return [(doc_id, None) for doc_id in dict.fromkeys(named)]
 
-    def _title_index(self) -> _TitleIndex:
+    def _title_index(self) -> TitleIndex:
         """The titles of the configured folders' documents, rebuilt when the documents change."""
         marks = ", ".join("?" for _ in self.roots)
         roots = [str(r) for r in self.roots]
@@ -572,7 +531,7 @@ class Corpus:
         key = tuple(state.values()) if state else ()
         if self._titles is None or self._titles[0] != key:
             rows = self._store._all(f"SELECT id, title FROM corpus_documents WHERE root IN ({marks})", roots)
-            self._titles = (key, _TitleIndex((r["id"], r["title"]) for r in rows))
+            self._titles = (key, TitleIndex((r["id"], r["title"]) for r in rows))
         return self._titles[1]
 
     def _dense(self, query: str, pool: int) -> list[tuple[int, int]]:
@@ -584,7 +543,7 @@ class Corpus:
         except NotConfigured as err:
             self._drop_vectors(err)
             return []
-        ranking = _best_per_document((int(h.payload["doc_id"]), h.id) for h in hits if "doc_id" in h.payload)
+        ranking = best_per_document((int(h.payload["doc_id"]), h.id) for h in hits if "doc_id" in h.payload)
         in_scope = self._in_scope([doc_id for doc_id, _ in ranking])
         return [(doc_id, chunk_id) for doc_id, chunk_id in ranking if doc_id in in_scope]
 
@@ -598,217 +557,3 @@ class Corpus:
             f"SELECT id, root, path, title FROM corpus_documents WHERE id IN ({marks})", list(doc_ids)
         )
         return {r["id"]: r for r in rows if r["root"] in roots}
-
-
-# --- documents, chunks and queries -------------------------------------------------------------
-
-
-def _read_document(data: bytes, suffix: str, rel: str) -> tuple[str, str] | None:
-    """``(title, text)`` of a file's bytes, None for an empty file; SourceError when unreadable."""
-    stem = PurePosixPath(rel).stem
-    if not data.strip():
-        return None
-    if suffix in (".html", ".htm", ".pdf"):
-        header = "application/pdf" if suffix == ".pdf" else "text/html"
-        _, title, text = extract_text(data, header, rel)
-        # extract_text falls back to the first line (or the name given) when a document has no
-        # title of its own; ours falls back to the file name instead.
-        declared = bool(_HTML_TITLE.search(data[:65536])) if suffix != ".pdf" else title != _first_line(text)
-        return (title if declared and title != rel else stem), text
-    if b"\x00" in data[:8192]:
-        raise SourceError("holds binary data, not text; skipped")
-    text = data.decode("utf-8-sig", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
-    if not text.strip():
-        return None
-    title = _markdown_title(text) if suffix in (".md", ".markdown") else ""
-    return title or stem, text
-
-
-def _markdown_title(text: str) -> str:
-    front = _FRONT_MATTER.match(text)
-    if front:
-        declared = _FRONT_MATTER_TITLE.search(front.group(1))
-        if declared:
-            return _collapse(declared.group(1))
-        text = text[front.end() :]
-    headings = [m for m in (_ATX_HEADING.search(text), _SETEXT_HEADING.search(text)) if m]
-    if not headings:
-        return ""
-    return _collapse(min(headings, key=lambda m: m.start()).group(1))
-
-
-def _collapse(text: str) -> str:
-    return " ".join(text.split())[:TITLE_CHARS]
-
-
-def _first_line(text: str) -> str:
-    return next((_collapse(line) for line in text.split("\n") if line.strip()), "")
-
-
-def _embedding_text(title: str, chunk: str) -> str:
-    # The title gives a chunk cut from the middle of a document the context it lacks.
-    return f"{title}\n\n{chunk}"
-
-
-def chunk_spans(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` offsets of chunks of ``text``: paragraphs packed to 800-1,200 characters.
-
-    A chunk is closed once it reaches the minimum, or when the next piece would push it past the
-    maximum. Paragraphs longer than the maximum are cut at sentence ends, sentences longer than it
-    at spaces, and unbroken runs at the maximum itself.
-    """
-    pieces: list[tuple[int, int]] = []
-    for start, end in _split(text, _PARAGRAPH_BREAK, 0, len(text), keep_separator=False):
-        if end - start <= CHUNK_MAX_CHARS:
-            pieces.append((start, end))
-            continue
-        for s_start, s_end in _split(text, _SENTENCE_END, start, end, keep_separator=True):
-            pieces.extend(_cut_at_spaces(text, s_start, s_end))
-    chunks: list[tuple[int, int]] = []
-    for start, end in pieces:
-        if (
-            chunks
-            and (chunks[-1][1] - chunks[-1][0]) < CHUNK_MIN_CHARS
-            and end - chunks[-1][0] <= CHUNK_MAX_CHARS
-        ):
-            chunks[-1] = (chunks[-1][0], end)
-        else:
-            chunks.append((start, end))
-    return chunks
-
-
-def _split(
-    text: str, separator: re.Pattern[str], start: int, end: int, *, keep_separator: bool
-) -> Iterator[tuple[int, int]]:
-    """The non-blank stretches of ``text[start:end]`` cut at ``separator``, trimmed.
-
-    With ``keep_separator`` a stretch keeps the separator that ends it (a sentence its full stop).
-    """
-    position = start
-    for match in separator.finditer(text, start, end):
-        yield from _trimmed(text, position, match.end() if keep_separator else match.start())
-        position = match.end()
-    yield from _trimmed(text, position, end)
-
-
-def _trimmed(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    if end > start:
-        yield start, end
-
-
-def _cut_at_spaces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
-    while end - start > CHUNK_MAX_CHARS:
-        cut = text.rfind(" ", start + 1, start + CHUNK_MAX_CHARS)
-        cut = cut if cut > start else start + CHUNK_MAX_CHARS
-        yield from _trimmed(text, start, cut)
-        start = cut
-    yield from _trimmed(text, start, end)
-
-
-def _query_words(query: str) -> list[str]:
-    """The query's distinct word tokens, lower-cased, stopwords dropped (kept if nothing else is left)."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
-    content = [w for w in words if w not in STOPWORDS]
-    return (content or words)[:64]
-
-
-def fts_query(query: str) -> str | None:
-    """An FTS5 MATCH expression: the query's words, each quoted, OR-ed; None when there are none.
-
-    Tokens are letters and digits only, so the quotes can hold nothing FTS5 would parse.
-    """
-    words = _query_words(query)
-    return " OR ".join(f'"{word}"' for word in words) if words else None
-
-
-class _Fusion:
-    """Reciprocal rank fusion of document rankings ``[(doc_id, chunk_id or None)]``."""
-
-    def __init__(self, rankings: Sequence[Sequence[tuple[int, int | None]]]) -> None:
-        self.score: dict[int, float] = {}
-        self.chunk: dict[int, int | None] = {}  # the chunk of the document's best-ranked passage
-        top: dict[int, int] = {}
-        for ranking in rankings:
-            for rank, (doc_id, chunk_id) in enumerate(ranking, start=1):
-                self.score[doc_id] = self.score.get(doc_id, 0.0) + 1.0 / (RRF_K + rank)
-                if chunk_id is not None and (self.chunk.get(doc_id) is None or rank < top[doc_id]):
-                    self.chunk[doc_id] = chunk_id
-                self.chunk.setdefault(doc_id, None)
-                top[doc_id] = min(top.get(doc_id, rank), rank)
-        self.order = sorted(self.score, key=lambda d: (-self.score[d], top[d], d))
-
-
-class _TitleIndex:
-    """Document titles as word sequences, to find the documents a text names.
-
-    A title's trailing parenthetical ("Ed Wood (film)") is a disambiguator, not part of the name.
-    Titles of stopwords only, or under three characters, name nothing. Where names overlap the
-    longest wins ("Esma Sultan Mansion", not "Esma Sultan"); a name shared by several documents
-    lists the one titled exactly so first.
-    """
-
-    def __init__(self, titles: Iterator[tuple[int, str]]) -> None:
-        self._exact: dict[tuple[str, ...], list[int]] = {}
-        self._folded: dict[tuple[str, ...], list[int]] = {}
-        self._longest = 0
-        entries = []
-        for doc_id, title in titles:
-            name = _DISAMBIGUATOR.sub("", title).strip()
-            words = tuple(_WORD.findall(name))
-            folded = tuple(w.lower() for w in words)
-            if not words or len(words) > MAX_NAME_WORDS or len("".join(words)) < 3:
-                continue
-            if all(w in STOPWORDS for w in folded):
-                continue
-            entries.append((name != title, doc_id, words, folded))
-            self._longest = max(self._longest, len(words))
-        for _, doc_id, words, folded in sorted(entries):
-            self._exact.setdefault(words, []).append(doc_id)
-            self._folded.setdefault(folded, []).append(doc_id)
-
-    def named_in(self, text: str, *, ignore_case: bool) -> list[int]:
-        """Documents whose names occur in ``text``, in order of first mention."""
-        words = [w.lower() for w in _WORD.findall(text)] if ignore_case else _WORD.findall(text)
-        table = self._folded if ignore_case else self._exact
-        found: list[int] = []
-        i = 0
-        while i < len(words):
-            for n in range(min(self._longest, len(words) - i), 0, -1):
-                docs = table.get(tuple(words[i : i + n]))
-                if docs:
-                    found.extend(docs)
-                    i += n
-                    break
-            else:
-                i += 1
-        return list(dict.fromkeys(found))
-
-
-def _best_per_document(chunks: Iterator[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Reduce a ranked list of ``(doc_id, chunk_id)`` to each document's first (best) chunk."""
-    seen: dict[int, int] = {}
-    for doc_id, chunk_id in chunks:
-        seen.setdefault(doc_id, chunk_id)
-    return list(seen.items())
-
-
-def _snippet(text: str, words: Sequence[str]) -> str:
-    """About SNIPPET_CHARS of ``text`` around the first query word it contains."""
-    flat = " ".join(text.split())
-    if len(flat) <= SNIPPET_CHARS:
-        return flat
-    lowered = flat.lower()
-    found = [i for i in (lowered.find(w) for w in words) if i >= 0]
-    start = max(0, min(found) - SNIPPET_CHARS // 3) if found else 0
-    if start:
-        space = flat.find(" ", start)
-        start = space + 1 if 0 <= space < start + 40 else start
-    end = min(len(flat), start + SNIPPET_CHARS)
-    if end < len(flat):
-        space = flat.rfind(" ", start, end)
-        end = space if space > start + SNIPPET_CHARS // 2 else end
-    return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")

@@ -134,19 +134,22 @@ class KnowledgeBase:
         if not self.available or not fact_ids:
             return
         try:
+            rows = self._rows(fact_ids)
+            if not rows:
+                return
+            assert self.index is not None
+            # Embedding is the slow part and needs no lock; searching and merging do, so that two
+            # extractions stating one claim at once cannot both index it as new.
+            vectors = self.index.embedder.embed([row["statement"] for row in rows])
             with self._merging:
-                self._merge_or_index(fact_ids)
+                self._merge_or_index(rows, vectors)
         except _INDEX_FAILURES:
             logger.exception(
                 "facts %s are stored but not indexed; `research-mcp reindex` catches up", fact_ids
             )
 
-    def _merge_or_index(self, fact_ids: Sequence[int]) -> None:
+    def _merge_or_index(self, rows: list[dict[str, Any]], vectors: Any) -> None:
         assert self.index is not None
-        rows = self._rows(fact_ids)
-        if not rows:
-            return
-        vectors = self.index.embedder.embed([row["statement"] for row in rows])
         unique = []
         for row, vector in zip(rows, vectors, strict=True):
             target = self._duplicate_of(row, vector)

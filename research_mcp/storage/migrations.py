@@ -224,10 +224,17 @@ def m003_knowledge(db: Database) -> None:
     )
 
 
+def m004_indexes(db: Database) -> None:
+    """Run totals join model calls to handoffs; without an index every poll scanned all calls ever made."""
+    db["model_calls"].create_index(["handoff_id"], if_not_exists=True)
+    db["facts"].create_index(["run_id"], if_not_exists=True)
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", m001_initial),
     ("002_corpus", m002_corpus),
     ("003_knowledge", m003_knowledge),
+    ("004_indexes", m004_indexes),
 ]
 
 

@@ -241,16 +241,29 @@ class Store:
         row = self._one("SELECT * FROM handoffs WHERE id = ?", (handoff_id,))
         if row is None:
             raise NotFound("handoff", handoff_id)
+        return self._handoff(row)
+
+    @staticmethod
+    def _handoff(row: dict[str, Any]) -> Handoff:
         for key in ("input", "output", "summary"):
             row[key] = _load(row[key])
         return Handoff.model_validate(row)
 
     def handoffs_for_run(self, run_id: str, role: str | None = None) -> list[Handoff]:
         sql = (
-            "SELECT id FROM handoffs WHERE run_id = ?" + (" AND role = ?" if role else "") + " ORDER BY rowid"
+            "SELECT * FROM handoffs WHERE run_id = ?" + (" AND role = ?" if role else "") + " ORDER BY rowid"
         )
         params = (run_id, role) if role else (run_id,)
-        return [self.get_handoff(row["id"]) for row in self._all(sql, params)]
+        return [self._handoff(row) for row in self._all(sql, params)]
+
+    def sources_read(self, run_id: str) -> int:
+        """Distinct sources the run's extractors read."""
+        row = self._one(
+            "SELECT COUNT(DISTINCT json_extract(input, '$.source_id')) AS n FROM handoffs"
+            " WHERE run_id = ? AND role = 'extractor'",
+            (run_id,),
+        )
+        return int(row["n"]) if row else 0
 
     def run_usage(self, run_id: str) -> dict[str, Any]:
         row = self._one(

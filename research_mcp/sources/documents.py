@@ -1,0 +1,137 @@
+"""A corpus file's bytes read into a title and a text, and that text cut into chunks.
+
+A document's title is its first Markdown heading (or front-matter ``title:``), its HTML ``<title>``
+or its PDF metadata title, else the file name without extension.
+
+Chunks are ~800-1,200 characters cut on paragraph, then sentence, then word boundaries, each with
+its offsets into the document text, so quotes can be located.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import PurePosixPath
+
+from research_mcp.errors import SourceError
+from research_mcp.sources.text import extract_text
+
+__all__ = ["CHUNK_MAX_CHARS", "CHUNK_MIN_CHARS", "chunk_spans", "embedding_text", "read_document"]
+
+CHUNK_MIN_CHARS = 800
+CHUNK_MAX_CHARS = 1200
+TITLE_CHARS = 300
+
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
+_SENTENCE_END = re.compile(r"[.!?…][\"'”’)\]]*\s+")
+_ATX_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
+_SETEXT_HEADING = re.compile(r"^ {0,3}(\S.*?)[ \t]*\n {0,3}=+[ \t]*$", re.MULTILINE)
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*\n", re.DOTALL)
+_FRONT_MATTER_TITLE = re.compile(r"^title:[ \t]*[\"']?(.+?)[\"']?[ \t]*$", re.MULTILINE)
+_HTML_TITLE = re.compile(rb"<title[^>]*>\s*[^<\s]", re.IGNORECASE)
+
+
+def read_document(data: bytes, suffix: str, rel: str) -> tuple[str, str] | None:
+    """``(title, text)`` of a file's bytes, None for an empty file; SourceError when unreadable."""
+    stem = PurePosixPath(rel).stem
+    if not data.strip():
+        return None
+    if suffix in (".html", ".htm", ".pdf"):
+        header = "application/pdf" if suffix == ".pdf" else "text/html"
+        _, title, text = extract_text(data, header, rel)
+        # extract_text falls back to the first line (or the name given) when a document has no
+        # title of its own; ours falls back to the file name instead.
+        declared = bool(_HTML_TITLE.search(data[:65536])) if suffix != ".pdf" else title != _first_line(text)
+        return (title if declared and title != rel else stem), text
+    if b"\x00" in data[:8192]:
+        raise SourceError("holds binary data, not text; skipped")
+    text = data.decode("utf-8-sig", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    if not text.strip():
+        return None
+    title = _markdown_title(text) if suffix in (".md", ".markdown") else ""
+    return title or stem, text
+
+
+def _markdown_title(text: str) -> str:
+    front = _FRONT_MATTER.match(text)
+    if front:
+        declared = _FRONT_MATTER_TITLE.search(front.group(1))
+        if declared:
+            return _collapse(declared.group(1))
+        text = text[front.end() :]
+    headings = [m for m in (_ATX_HEADING.search(text), _SETEXT_HEADING.search(text)) if m]
+    if not headings:
+        return ""
+    return _collapse(min(headings, key=lambda m: m.start()).group(1))
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())[:TITLE_CHARS]
+
+
+def _first_line(text: str) -> str:
+    return next((_collapse(line) for line in text.split("\n") if line.strip()), "")
+
+
+def embedding_text(title: str, chunk: str) -> str:
+    # The title gives a chunk cut from the middle of a document the context it lacks.
+    return f"{title}\n\n{chunk}"
+
+
+def chunk_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` offsets of chunks of ``text``: paragraphs packed to 800-1,200 characters.
+
+    A chunk is closed once it reaches the minimum, or when the next piece would push it past the
+    maximum. Paragraphs longer than the maximum are cut at sentence ends, sentences longer than it
+    at spaces, and unbroken runs at the maximum itself.
+    """
+    pieces: list[tuple[int, int]] = []
+    for start, end in _split(text, _PARAGRAPH_BREAK, 0, len(text), keep_separator=False):
+        if end - start <= CHUNK_MAX_CHARS:
+            pieces.append((start, end))
+            continue
+        for s_start, s_end in _split(text, _SENTENCE_END, start, end, keep_separator=True):
+            pieces.extend(_cut_at_spaces(text, s_start, s_end))
+    chunks: list[tuple[int, int]] = []
+    for start, end in pieces:
+        if (
+            chunks
+            and (chunks[-1][1] - chunks[-1][0]) < CHUNK_MIN_CHARS
+            and end - chunks[-1][0] <= CHUNK_MAX_CHARS
+        ):
+            chunks[-1] = (chunks[-1][0], end)
+        else:
+            chunks.append((start, end))
+    return chunks
+
+
+def _split(
+    text: str, separator: re.Pattern[str], start: int, end: int, *, keep_separator: bool
+) -> Iterator[tuple[int, int]]:
+    """The non-blank stretches of ``text[start:end]`` cut at ``separator``, trimmed.
+
+    With ``keep_separator`` a stretch keeps the separator that ends it (a sentence its full stop).
+    """
+    position = start
+    for match in separator.finditer(text, start, end):
+        yield from _trimmed(text, position, match.end() if keep_separator else match.start())
+        position = match.end()
+    yield from _trimmed(text, position, end)
+
+
+def _trimmed(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if end > start:
+        yield start, end
+
+
+def _cut_at_spaces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    while end - start > CHUNK_MAX_CHARS:
+        cut = text.rfind(" ", start + 1, start + CHUNK_MAX_CHARS)
+        cut = cut if cut > start else start + CHUNK_MAX_CHARS
+        yield from _trimmed(text, start, cut)
+        start = cut
+    yield from _trimmed(text, start, end)
