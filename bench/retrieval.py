@@ -24,7 +24,7 @@ Figures, averaged over the questions:
 
 Nothing in the ranking was fitted to these questions: the RRF constant (60) is the published
 default, the chunk sizes, the BM25 title weight (2) and the stopword list are fixed on general
-grounds documented in ``research_mcp/sources/corpus.py``.
+grounds documented in ``research_mcp/sources/ranking.py``.
 """
 
 from __future__ import annotations
