@@ -77,6 +77,11 @@ class CompactReturn(BaseModel):
     next: list[str] = Field(default_factory=list)
     backend: str
 
+    def render(self) -> str:
+        """The short text rendering sent beside the structured content, for hosts that show only text."""
+        text = "\n".join([f"{self.kind} {self.id}: {self.status} ({self.backend})", *self.summary])
+        return text + ("\nnext: " + " | ".join(self.next) if self.next else "")
+
 
 # --- plans -------------------------------------------------------------------------------------
 

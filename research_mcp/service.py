@@ -28,11 +28,13 @@ from research_mcp.sources.library import SourceLibrary
 from research_mcp.storage.knowledge_base import KnowledgeBase
 from research_mcp.storage.store import Store
 
-__all__ = ["MAX_COMPACT_BYTES", "ResearchService", "fit_compact"]
+__all__ = ["MAX_COMPACT_BYTES", "ResearchService", "fit_compact", "result_bytes"]
 
 logger = logging.getLogger(__name__)
 
 MAX_COMPACT_BYTES = 1000
+# {"content":[{"type":"text","text":…}],"structuredContent":…,"isError":false} around the two parts.
+RESULT_ENVELOPE_BYTES = 90
 LINE_CHARS = 160
 
 
@@ -41,10 +43,15 @@ def _line(text: str) -> str:
     return text if len(text) <= LINE_CHARS else text[: LINE_CHARS - 1] + "…"
 
 
+def result_bytes(result: CompactReturn) -> int:
+    """Bytes a host receives for this result: the structured JSON, its text rendering, the envelope."""
+    return len(result.model_dump_json().encode()) + len(result.render().encode()) + RESULT_ENVELOPE_BYTES
+
+
 def fit_compact(result: CompactReturn) -> CompactReturn:
-    """Shorten summary lines and drop suggestions until the JSON is at most MAX_COMPACT_BYTES."""
+    """Shorten summary lines and drop suggestions until the whole result is at most MAX_COMPACT_BYTES."""
     result.summary = [_line(line) for line in result.summary[:3]]
-    while len(result.model_dump_json().encode()) > MAX_COMPACT_BYTES:
+    while result_bytes(result) > MAX_COMPACT_BYTES:
         longest = max(range(len(result.summary)), key=lambda i: len(result.summary[i]), default=None)
         if result.next and len(result.next) > 1:
             result.next.pop()
@@ -52,6 +59,8 @@ def fit_compact(result: CompactReturn) -> CompactReturn:
             result.summary[longest] = result.summary[longest][: len(result.summary[longest]) * 2 // 3] + "…"
         elif result.metrics:
             result.metrics.popitem()
+        elif result.next and len(result.next[0]) > 40:
+            result.next[0] = result.next[0][: len(result.next[0]) * 2 // 3] + "…"
         else:
             break
     return result

@@ -44,11 +44,8 @@ def _service(ctx: Context[Any, Any]) -> ResearchService:
 
 
 def compact(result: CompactReturn) -> CallToolResult:
-    text = "\n".join([f"{result.kind} {result.id}: {result.status} ({result.backend})", *result.summary])
-    if result.next:
-        text += "\nnext: " + " | ".join(result.next)
     return CallToolResult(
-        content=[TextContent(type="text", text=text)], structured_content=result.model_dump()
+        content=[TextContent(type="text", text=result.render())], structured_content=result.model_dump()
     )
 
 

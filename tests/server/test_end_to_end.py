@@ -20,7 +20,8 @@ SOURCE_TEXT = (
 
 
 def compact_size(result: Any) -> int:
-    return len(json.dumps(result.structured_content, separators=(",", ":")).encode())
+    """Bytes of the whole tool result as it travels: content, structured content, error flag."""
+    return len(result.model_dump_json(by_alias=True, exclude_none=True).encode())
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

@@ -85,7 +85,7 @@ async def test_a_full_run_over_stdio_keeps_every_compact_result_under_1000_bytes
             "report_results", {"id": run.structured_content["id"], "max_tokens": 300}
         )
     for result in (plan, run):
-        assert len(json.dumps(result.structured_content, separators=(",", ":")).encode()) <= 1000
+        assert len(result.model_dump_json(by_alias=True, exclude_none=True).encode()) <= 1000
     assert run.structured_content["status"] == "done"
     assert "Queensland" in report.structured_content["text"]
     assert report.structured_content["page_tokens"] <= 300

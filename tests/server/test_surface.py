@@ -17,7 +17,7 @@ from research_mcp.config import Settings
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.roles.framing import frame
 from research_mcp.server.app import create_server
-from research_mcp.service import fit_compact
+from research_mcp.service import fit_compact, result_bytes
 from research_mcp.storage.store import Store
 
 TEXT = "Penguins live almost exclusively in the Southern Hemisphere. Emperor penguins breed in winter."
@@ -95,7 +95,7 @@ def test_a_compact_return_is_cut_to_1000_bytes_whatever_its_summary() -> None:
         next=["call()" * 50] * 5,
         backend="scripted",
     )
-    assert len(fit_compact(huge).model_dump_json().encode()) <= 1000
+    assert result_bytes(fit_compact(huge)) <= 1000
 
 
 def test_a_source_cannot_close_its_frame_and_speak_as_the_prompt() -> None:
