@@ -56,7 +56,6 @@ async def test_the_stdio_server_lists_five_tools_with_output_schemas_in_under_5_
 
 
 async def test_a_full_run_over_stdio_keeps_every_compact_result_under_1000_bytes(script: Path) -> None:
-    import json
 
     text = (
         "The Great Barrier Reef is the largest coral reef system in the world. "
