@@ -17,32 +17,13 @@ response closes its connection, so closing the fake never waits on an idle keep-
 from __future__ import annotations
 
 import itertools
-import json
-import threading
-from collections import deque
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
+
+from tests.fake_http import RecordedRequest, ScriptedJSONServer, ScriptedResponse
 
 __all__ = ["FakeMessagesAPI", "RecordedRequest", "ScriptedResponse", "message_usage"]
 
 MESSAGES_PATH = "/v1/messages"
-
-
-@dataclass(frozen=True)
-class ScriptedResponse:
-    status: int = 200
-    body: Any = None  # sent as JSON; a dict with "type": "message" gets the model and ids filled in
-    headers: dict[str, str] = field(default_factory=dict)
-    stall: bool = False
-
-
-@dataclass(frozen=True)
-class RecordedRequest:
-    method: str
-    path: str
-    headers: dict[str, str]  # names lower-cased
-    json: Any
 
 
 def message_usage(
@@ -64,27 +45,16 @@ def _error_body(error_type: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": error_type, "message": message}, "request_id": "req_fake"}
 
 
-UNSCRIPTED = ScriptedResponse(
-    500,
-    _error_body("api_error", "fake_anthropic: no response scripted for this request"),
-    {"x-should-retry": "false"},
-)
+class FakeMessagesAPI(ScriptedJSONServer):
+    unscripted = ScriptedResponse(
+        500,
+        _error_body("api_error", "fake_anthropic: no response scripted for this request"),
+        {"x-should-retry": "false"},
+    )
 
-
-class FakeMessagesAPI:
     def __init__(self) -> None:
-        self.requests: list[RecordedRequest] = []
-        self._script: deque[ScriptedResponse] = deque()
-        self._lock = threading.Lock()
-        self._released = threading.Event()
+        super().__init__()
         self._ids = itertools.count(1)
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.fake = self
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05})
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_port}"
 
     @property
     def bodies(self) -> list[Any]:
@@ -92,10 +62,6 @@ class FakeMessagesAPI:
         return [request.json for request in self.requests if request.path == MESSAGES_PATH]
 
     # --- scripting ---------------------------------------------------------------------------
-
-    def reply(self, status: int = 200, body: Any = None, *, headers: dict[str, str] | None = None) -> None:
-        with self._lock:
-            self._script.append(ScriptedResponse(status, body, dict(headers or {})))
 
     def reply_message(
         self,
@@ -149,34 +115,15 @@ class FakeMessagesAPI:
             status, _error_body(error_type, message), headers={"request-id": "req_fake", **(headers or {})}
         )
 
-    def stall(self) -> None:
-        """Accept the next request and never answer it (until the fake closes)."""
-        with self._lock:
-            self._script.append(ScriptedResponse(stall=True))
+    # --- hooks -------------------------------------------------------------------------------
 
-    # --- lifecycle ---------------------------------------------------------------------------
+    def answer(self, request: RecordedRequest) -> ScriptedResponse:
+        """Messages requests take the script; any other path is a 404."""
+        if request.path != MESSAGES_PATH:
+            return ScriptedResponse(404, _error_body("not_found_error", f"fake_anthropic: no {request.path}"))
+        return super().answer(request)
 
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._released.set()  # let stalled handlers finish, so closing can join them
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
-
-    def _take(self, request: RecordedRequest) -> ScriptedResponse:
-        with self._lock:
-            self.requests.append(request)
-            if request.path != MESSAGES_PATH:
-                return ScriptedResponse(
-                    404, _error_body("not_found_error", f"fake_anthropic: no {request.path}")
-                )
-            response = self._script.popleft() if self._script else UNSCRIPTED
-            return self._completed(response, request.json)
-
-    def _completed(self, response: ScriptedResponse, request_body: Any) -> ScriptedResponse:
+    def complete(self, response: ScriptedResponse, request_body: Any) -> ScriptedResponse:
         """A Message body with the requested model and fresh ids filled in."""
         body = response.body
         if not (isinstance(body, dict) and body.get("type") == "message"):
@@ -189,47 +136,3 @@ class FakeMessagesAPI:
         ]
         body = {"id": f"msg_fake_{number}", "model": model, **body, "content": content}
         return ScriptedResponse(response.status, body, response.headers)
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = False  # server_close() joins the handler threads
-    fake: FakeMessagesAPI
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self) -> None:
-        self._answer()
-
-    def do_GET(self) -> None:
-        self._answer()
-
-    def _answer(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = raw.decode("utf-8", "replace")
-        headers = {name.lower(): value for name, value in self.headers.items()}
-        response = self.server.fake._take(RecordedRequest(self.command, self.path, headers, body))
-        self.close_connection = True
-        if response.stall:
-            self.server.fake._released.wait()
-            return
-        payload = json.dumps(response.body if response.body is not None else {}).encode()
-        try:
-            self.send_response(response.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.send_header("Connection", "close")
-            for name, value in response.headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(payload)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (a timeout test); nothing to answer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: the test reads `FakeMessagesAPI.requests` instead."""

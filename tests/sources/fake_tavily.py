@@ -14,111 +14,12 @@ connection, so closing the fake never waits on an idle keep-alive connection.
 
 from __future__ import annotations
 
-import json
-import threading
-from collections import deque
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from tests.fake_http import RecordedRequest, ScriptedJSONServer, ScriptedResponse
 
 __all__ = ["FakeTavily", "RecordedRequest", "ScriptedResponse"]
 
 
-@dataclass(frozen=True)
-class ScriptedResponse:
-    status: int = 200
-    body: Any = None  # sent as JSON
-    headers: dict[str, str] = field(default_factory=dict)
-    stall: bool = False
-
-
-@dataclass(frozen=True)
-class RecordedRequest:
-    method: str
-    path: str
-    headers: dict[str, str]  # names lower-cased
-    json: Any
-
-
-UNSCRIPTED = ScriptedResponse(
-    500, {"detail": {"error": "fake_tavily: no response scripted for this request"}}
-)
-
-
-class FakeTavily:
-    def __init__(self) -> None:
-        self.requests: list[RecordedRequest] = []
-        self._script: deque[ScriptedResponse] = deque()
-        self._lock = threading.Lock()
-        self._released = threading.Event()
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.fake = self
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05})
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_port}"
-
-    def reply(self, status: int = 200, body: Any = None, *, headers: dict[str, str] | None = None) -> None:
-        with self._lock:
-            self._script.append(ScriptedResponse(status, body, dict(headers or {})))
-
-    def stall(self) -> None:
-        with self._lock:
-            self._script.append(ScriptedResponse(stall=True))
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._released.set()  # let stalled handlers finish, so closing can join them
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
-
-    def _take(self, request: RecordedRequest) -> ScriptedResponse:
-        with self._lock:
-            self.requests.append(request)
-            return self._script.popleft() if self._script else UNSCRIPTED
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = False  # server_close() joins the handler threads
-    fake: FakeTavily
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self) -> None:
-        self._answer()
-
-    def do_GET(self) -> None:
-        self._answer()
-
-    def _answer(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = raw.decode("utf-8", "replace")
-        headers = {name.lower(): value for name, value in self.headers.items()}
-        response = self.server.fake._take(RecordedRequest(self.command, self.path, headers, body))
-        self.close_connection = True
-        if response.stall:
-            self.server.fake._released.wait()
-            return
-        payload = json.dumps(response.body if response.body is not None else {}).encode()
-        self.send_response(response.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.send_header("Connection", "close")
-        for name, value in response.headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: the test reads `FakeTavily.requests` instead."""
+class FakeTavily(ScriptedJSONServer):
+    unscripted = ScriptedResponse(
+        500, {"detail": {"error": "fake_tavily: no response scripted for this request"}}
+    )

@@ -26,6 +26,8 @@ from research_mcp.storage.embeddings import Embedder, MiniLMEmbedder, default_em
 from research_mcp.storage.knowledge import KnowledgeIndex
 from research_mcp.storage.store import Store
 
+from .pdf import minimal_pdf
+
 TIDES_MD = """---
 tags: [coast]
 ---
@@ -39,33 +41,6 @@ GLACIERS_HTML = """<!doctype html><html><head><title>Glacier retreat</title></he
 <p>Alpine glaciers have lost a large share of their ice mass since the nineteenth century.</p>
 <p>Meltwater from retreating glaciers feeds rivers during dry summers.</p></article></body></html>"""
 CPP_MD = "# C++\n\nC++ is a general-purpose programming language created by Bjarne Stroustrup.\n"
-
-
-def minimal_pdf(line: str, title: str) -> bytes:
-    """A one-page PDF showing ``line`` in Helvetica, with ``title`` in its metadata."""
-    content = f"BT /F1 18 Tf 72 720 Td ({line}) Tj ET".encode()
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
-        b" /Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        f"<< /Title ({title}) >>".encode(),
-    ]
-    pdf = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(pdf))
-        pdf += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(pdf)
-    pdf += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    pdf += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    pdf += b"trailer\n<< /Size %d /Root 1 0 R /Info 6 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(pdf)
 
 
 class CountingEmbedder:
