@@ -38,6 +38,7 @@ class RunContext:
     plan_id: str
     on_node_done: Callable[[], None] = lambda: None
     failures: list[str] = field(default_factory=list)
+    asked_by_leaf: dict[tuple[str, str], set[str]] | None = None  # see roles/prior.py
 
 
 def node_key(plan_id: str, node_id: str) -> str:

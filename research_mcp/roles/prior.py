@@ -25,21 +25,32 @@ def _asked(node: PlanNode, questions: list[str]) -> set[str]:
     return set(questions) | {question for spec in node.task_specs for question in spec.questions}
 
 
-async def prior_findings(rc: RunContext, node: PlanNode, key: str, questions: list[str]) -> list[int]:
-    """Ids of known facts bearing on the leaf's questions, best first (none without a knowledge base)."""
+def asked_by_leaf(rc: RunContext) -> dict[tuple[str, str], set[str]]:
+    """The questions of every leaf of the run's plans, read from the store once per run context."""
     from research_mcp.roles.executor import leaf_questions
 
+    if rc.asked_by_leaf is None:
+        store = rc.deps.store
+        rc.asked_by_leaf = {}
+        for plan_id in store.get_run(rc.run_id)["plan_ids"]:
+            root = PlannerOutput.model_validate(store.get_plan(plan_id)["tree"]).root
+            for leaf in root.walk():
+                if leaf.kind == "leaf":
+                    rc.asked_by_leaf[(plan_id, leaf.id)] = _asked(leaf, leaf_questions(leaf))
+    return rc.asked_by_leaf
+
+
+async def prior_findings(rc: RunContext, node: PlanNode, key: str, questions: list[str]) -> list[int]:
+    """Ids of known facts bearing on the leaf's questions, best first (none without a knowledge base)."""
     knowledge = rc.deps.knowledge
     if knowledge is None or not knowledge.available:
         return []
     store = rc.deps.store
     own = _asked(node, questions)
     others: set[str] = set()
-    for plan_id in store.get_run(rc.run_id)["plan_ids"]:
-        root = PlannerOutput.model_validate(store.get_plan(plan_id)["tree"]).root
-        for leaf in root.walk():
-            if leaf.kind == "leaf" and (plan_id, leaf.id) != (rc.plan_id, node.id):
-                others |= _asked(leaf, leaf_questions(leaf))
+    for (plan_id, leaf_id), asked in asked_by_leaf(rc).items():
+        if (plan_id, leaf_id) != (rc.plan_id, node.id):
+            others |= asked
     facts = await anyio.to_thread.run_sync(
         lambda: knowledge.prior_findings(questions, own=own, others=others - own)
     )
