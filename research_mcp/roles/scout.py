@@ -15,9 +15,11 @@ MAX_CANDIDATES = 30
 
 
 def _queries(topic: str, extra: list[str]) -> list[str]:
-    queries = [topic, *extra]
-    seen: set[str] = set()
-    return [q for q in queries if q.strip() and not (q.lower() in seen or seen.add(q.lower()))][:4]
+    unique: list[str] = []
+    for query in (topic, *extra):
+        if query.strip() and query.lower() not in {q.lower() for q in unique}:
+            unique.append(query)
+    return unique[:4]
 
 
 def _prompt(scout_input: ScoutInput) -> str:

@@ -57,8 +57,8 @@ def page(result: ReportPage) -> CallToolResult:
 
 
 # Only the hints that differ from the protocol's defaults (readOnly false, destructive true, openWorld true).
-WRITES = ToolAnnotations(destructiveHint=False)
-READS = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+WRITES = ToolAnnotations(destructive_hint=False)
+READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
 def _tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:

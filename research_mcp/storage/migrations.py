@@ -13,7 +13,7 @@ Migration = Callable[[Database], None]
 
 
 def m001_initial(db: Database) -> None:
-    db["plans"].create(
+    db.table("plans").create(
         {
             "id": str,
             "query": str,
@@ -28,7 +28,7 @@ def m001_initial(db: Database) -> None:
         },
         pk="id",
     )
-    db["runs"].create(
+    db.table("runs").create(
         {
             "id": str,
             "plan_ids": str,  # JSON list
@@ -44,7 +44,7 @@ def m001_initial(db: Database) -> None:
         },
         pk="id",
     )
-    db["nodes"].create(
+    db.table("nodes").create(
         {
             "run_id": str,
             "node_id": str,
@@ -61,7 +61,7 @@ def m001_initial(db: Database) -> None:
         pk=("run_id", "node_id"),
         foreign_keys=[("run_id", "runs", "id")],
     )
-    db["handoffs"].create(
+    db.table("handoffs").create(
         {
             "id": str,
             "run_id": str,
@@ -84,8 +84,8 @@ def m001_initial(db: Database) -> None:
         },
         pk="id",
     )
-    db["handoffs"].create_index(["run_id", "node_id"])
-    db["sources"].create(
+    db.table("handoffs").create_index(["run_id", "node_id"])
+    db.table("sources").create(
         {
             "id": int,
             "ref": str,
@@ -98,8 +98,8 @@ def m001_initial(db: Database) -> None:
         },
         pk="id",
     )
-    db["sources"].create_index(["ref", "content_hash"], unique=True)
-    db["facts"].create(
+    db.table("sources").create_index(["ref", "content_hash"], unique=True)
+    db.table("facts").create(
         {
             "id": int,
             "run_id": str,
@@ -118,13 +118,13 @@ def m001_initial(db: Database) -> None:
         pk="id",
         foreign_keys=[("source_id", "sources", "id")],
     )
-    db["facts"].create_index(["handoff_id"])
-    db["events"].create(
+    db.table("facts").create_index(["handoff_id"])
+    db.table("events").create(
         {"id": int, "run_id": str, "node_id": str, "kind": str, "message": str, "data": str, "at": str},
         pk="id",
     )
-    db["events"].create_index(["run_id"])
-    db["model_calls"].create(
+    db.table("events").create_index(["run_id"])
+    db.table("model_calls").create(
         {
             "id": int,
             "handoff_id": str,
@@ -226,8 +226,8 @@ def m003_knowledge(db: Database) -> None:
 
 def m004_indexes(db: Database) -> None:
     """Run totals join model calls to handoffs; without an index every poll scanned all calls ever made."""
-    db["model_calls"].create_index(["handoff_id"], if_not_exists=True)
-    db["facts"].create_index(["run_id"], if_not_exists=True)
+    db.table("model_calls").create_index(["handoff_id"], if_not_exists=True)
+    db.table("facts").create_index(["run_id"], if_not_exists=True)
 
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -240,9 +240,9 @@ MIGRATIONS: list[tuple[str, Migration]] = [
 
 def apply_migrations(db: Database, migrations: list[tuple[str, Migration]] = MIGRATIONS) -> list[str]:
     """Apply the migrations not yet recorded; return the names applied now."""
-    if not db["_migrations"].exists():
-        db["_migrations"].create({"name": str, "applied_at": str}, pk="name")
-    done = {row["name"] for row in db["_migrations"].rows}
+    if not db.table("_migrations").exists():
+        db.table("_migrations").create({"name": str, "applied_at": str}, pk="name")
+    done = {row["name"] for row in db.table("_migrations").rows}
     applied = []
     for name, migrate in migrations:
         if name in done:
