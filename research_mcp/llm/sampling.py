@@ -14,6 +14,7 @@ import re
 import warnings
 from typing import Any
 
+import anyio
 import mcp.types as types
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
@@ -51,9 +52,10 @@ class SamplingModel:
 
     name = "sampling"
 
-    def __init__(self, session: Any, *, max_tokens: int = 4096) -> None:
+    def __init__(self, session: Any, *, max_tokens: int = 4096, timeout: float = 300.0) -> None:
         self.session = session
         self.max_tokens = max_tokens
+        self.timeout = timeout
 
     async def generate(self, request: ModelRequest[OutputT]) -> Generation[OutputT]:
         schema = json.dumps(request.output_type.model_json_schema(), separators=(",", ":"))
@@ -68,7 +70,7 @@ class SamplingModel:
                     types.SamplingMessage(role="user", content=types.TextContent(type="text", text=feedback))
                 )
             try:
-                with warnings.catch_warnings():
+                with warnings.catch_warnings(), anyio.fail_after(self.timeout):
                     # Sampling is deprecated in the 2026-07-28 protocol, but it is what handshake-era hosts offer.
                     warnings.simplefilter("ignore", MCPDeprecationWarning)
                     result = await self.session.create_message(
@@ -76,6 +78,11 @@ class SamplingModel:
                         max_tokens=min(request.max_tokens, self.max_tokens),
                         system_prompt=system,
                     )
+            except TimeoutError:
+                raise ModelError(
+                    f"The host's model did not answer the {request.role} within {self.timeout:.0f} s "
+                    "(a host may wait for the user to approve each sampling request)."
+                ) from None
             except MCPError as error:
                 raise ModelError(
                     f"The host's model could not be sampled: {error}. "

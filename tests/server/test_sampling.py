@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import mcp.types as types
+import pytest
 from mcp import Client
 
 from research_mcp.config import Settings
@@ -89,3 +90,21 @@ async def test_a_sampling_host_serves_a_whole_run_and_a_malformed_answer_is_repa
     assert "JSON schema" in (extractor_turns[0].system_prompt or "")
     calls = Store(Settings().database_path).db.execute("SELECT SUM(calls) FROM model_calls").fetchone()[0]
     assert calls == len(host.requests)
+
+
+async def test_a_host_that_never_answers_a_sampling_request_fails_the_call_instead_of_hanging() -> None:
+    import anyio
+
+    from research_mcp.contracts import ExtractorOutput
+    from research_mcp.errors import ModelError
+    from research_mcp.llm.base import ModelRequest
+    from research_mcp.llm.sampling import SamplingModel
+
+    class SilentSession:
+        async def create_message(self, *args: Any, **kwargs: Any) -> Any:
+            await anyio.sleep_forever()
+
+    model = SamplingModel(SilentSession(), timeout=0.2)
+    request = ModelRequest(role="extractor", system="s", prompt="p", output_type=ExtractorOutput)
+    with pytest.raises(ModelError, match="did not answer the extractor within"):
+        await model.generate(request)
