@@ -72,3 +72,47 @@ async def test_a_max_tokens_stop_is_a_clear_tool_error_recorded_in_the_handoff(f
     (row,) = store.db.query("SELECT status, error FROM handoffs WHERE role = 'extractor'")
     assert row["status"] == "failed"
     assert row["error"] and row["error"] in result.content[0].text
+
+
+async def test_a_whole_run_is_served_by_the_anthropic_backend_through_the_real_sdk(
+    fake: FakeMessagesAPI,
+) -> None:
+    leaf = {"kind": "leaf", "title": "bridge", "questions": ["When did the bridge open?"], "sources": [TEXT]}
+    fake.reply_tool_use(
+        {"root": {"kind": "executor", "title": "bridge", "children": [leaf]}, "rationale": "one leaf"}
+    )
+    fake.reply_tool_use(
+        {
+            "facts": [
+                {
+                    "statement": "It opened in 1932.",
+                    "quote": "The bridge opened in 1932.",
+                    "question_index": 0,
+                }
+            ],
+            "answers": [{"question": "When did the bridge open?", "answer": "1932", "fact_indexes": [0]}],
+            "confidence": {"level": "high", "reasoning": "stated"},
+        }
+    )
+    for _ in range(2):  # the leaf's synthesis, then the root's
+        fake.reply_tool_use(
+            {
+                "report": "The bridge opened in 1932 [F1].",
+                "confidence": {"level": "high", "reasoning": "direct"},
+            }
+        )
+    async with Client(create_server(), mode="legacy") as client:
+        plan = await client.call_tool("plan_research", {"query": "When did the bridge open?"})
+        run = await client.call_tool(
+            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 20}
+        )
+        report = await client.call_tool(
+            "report_results", {"id": run.structured_content["id"], "view": "report"}
+        )
+    assert run.structured_content["status"] == "done", run.content
+    assert run.structured_content["backend"] == "anthropic"
+    assert run.structured_content["metrics"]["citations_verified"] == 1
+    assert run.structured_content["metrics"]["cost_usd"] > 0
+    assert "The bridge opened in 1932 [F1]." in report.structured_content["text"]
+    tools = [body["tools"][0]["input_schema"].get("title") for body in fake.bodies]
+    assert tools == ["PlannerOutput", "ExtractorOutput", "SynthesisOutput", "SynthesisOutput"]
