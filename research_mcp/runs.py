@@ -86,11 +86,14 @@ class RunManager:
         self.live[run_id] = live
         self.task_group.start_soon(self._run, live, deps)
 
-    def cancel(self, run_id: str) -> bool:
+    async def cancel(self, run_id: str, *, wait: float = 5.0) -> bool:
+        """Cancel a live run and wait (at most `wait` s) until it has recorded itself as cancelled."""
         live = self.live.get(run_id)
         if live is None:
             return False
         live.scope.cancel()
+        with anyio.move_on_after(wait):
+            await live.done.wait()
         return True
 
     async def wait(self, run_id: str, seconds: float, progress: Progress | None = None) -> dict[str, Any]:

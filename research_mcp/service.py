@@ -180,6 +180,8 @@ class ResearchService:
     ) -> CompactReturn:
         if run_id is None and not plan_ids:
             raise InvalidInput("give plan_id (or plan_ids) to start a run, or run_id to wait on one.")
+        if cancel and run_id is None:
+            raise InvalidInput("cancel needs the run_id of the run to stop.")
         if not 0 <= wait_seconds <= 55:
             raise InvalidInput("wait_seconds must be between 0 and 55 (hosts cut tool calls at about 60 s).")
         if run_id is None:
@@ -190,17 +192,12 @@ class ResearchService:
         else:
             run = self.store.get_run(run_id)
             if cancel:
-                self.runs.cancel(run_id)
-            elif run["status"] not in FINISHED and run_id not in self.runs.live:
+                await self.runs.cancel(run_id)
+                return self.run_handle(self.store.get_run(run_id))
+            if run["status"] not in FINISHED and run_id not in self.runs.live:
                 model, _ = self.choose_model(ctx)
                 self.runs.resume(run_id, self.deps(model))
-        run = await self.runs.wait(run_id, 0 if cancel else wait_seconds, progress)
-        if cancel:
-            with anyio.move_on_after(5):
-                while run_id in self.runs.live:
-                    await anyio.sleep(0.05)
-            run = self.store.get_run(run_id)
-        return self.run_handle(run)
+        return self.run_handle(await self.runs.wait(run_id, wait_seconds, progress))
 
     def run_handle(self, run: dict[str, Any]) -> CompactReturn:
         run_id = run["id"]
