@@ -6,6 +6,7 @@ The server wires tools to these methods and nothing else. Every method returns a
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,8 +34,9 @@ __all__ = ["MAX_COMPACT_BYTES", "ResearchService", "fit_compact", "result_bytes"
 logger = logging.getLogger(__name__)
 
 MAX_COMPACT_BYTES = 1000
-# {"content":[{"type":"text","text":…}],"structuredContent":…,"isError":false} around the two parts.
-RESULT_ENVELOPE_BYTES = 90
+# What the SDK puts around the two parts: {"_meta":{"io.modelcontextprotocol/serverInfo":{...}},
+# "content":[{"type":"text","text":…}],"structuredContent":…,"isError":false,"resultType":"complete"}.
+RESULT_ENVELOPE_BYTES = 200
 LINE_CHARS = 160
 
 
@@ -44,8 +46,13 @@ def _line(text: str) -> str:
 
 
 def result_bytes(result: CompactReturn) -> int:
-    """Bytes a host receives for this result: the structured JSON, its text rendering, the envelope."""
-    return len(result.model_dump_json().encode()) + len(result.render().encode()) + RESULT_ENVELOPE_BYTES
+    """Bytes a host receives for this result: the structured JSON, its text rendering, the envelope.
+
+    Both parts are measured as JSON with non-ASCII escaped (the larger of the encodings a client may
+    see): an ellipsis costs six bytes, a line break two.
+    """
+    structured = json.dumps(result.model_dump(mode="json"), separators=(",", ":"))
+    return len(structured) + len(json.dumps(result.render())) + RESULT_ENVELOPE_BYTES
 
 
 def fit_compact(result: CompactReturn) -> CompactReturn:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -19,8 +20,29 @@ SOURCE_TEXT = (
 
 
 def compact_size(result: Any) -> int:
-    """Bytes of the whole tool result as it travels: content, structured content, error flag."""
-    return len(result.model_dump_json(by_alias=True, exclude_none=True).encode())
+    """Bytes of the whole tool result as it travels (meta, content, structured content, flags), non-ASCII escaped."""
+    return len(
+        json.dumps(result.model_dump(mode="json", by_alias=True, exclude_none=True), separators=(",", ":"))
+    )
+
+
+async def test_a_plan_with_long_titles_still_returns_at_most_1000_bytes_in_all() -> None:
+    long_plan = {
+        "root": {
+            "kind": "executor",
+            "title": "x" * 190,
+            "children": [
+                {"kind": "leaf", "title": "y…" * 90, "questions": ["é?" * 200], "sources": [SOURCE_TEXT]}
+            ],
+        }
+    }
+    async with Client(create_server(model=ScriptedModel(team_script))) as client:
+        plan = await client.call_tool("plan_research", {"query": "q " * 200, "suggested_plan": long_plan})
+        run = await client.call_tool(
+            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 10}
+        )
+    assert compact_size(plan) <= 1000
+    assert compact_size(run) <= 1000
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
