@@ -18,6 +18,7 @@ import anyio
 from mcp import Client
 
 from research_mcp.llm.scripted import ScriptedModel, team_script
+from research_mcp.roles.planner import DEFAULT_SECONDS_PER_CALL
 from research_mcp.server.app import create_server
 
 LATENCY = 0.2
@@ -62,7 +63,7 @@ async def measure(leaves: int, sources: int) -> None:
         f"  {leaves} leaves x {sources} sources: calls est {metrics['est_calls']} / actual {calls}; "
         f"tokens est {metrics['est_tokens']} / actual {used['tokens']} "
         f"(ratio {used['tokens'] / metrics['est_tokens']:.2f}); wall est {metrics['est_wall_s']} s "
-        f"(at {LATENCY * 1000:.0f} ms a call: {metrics['est_wall_s'] / 12.0 * LATENCY:.1f} s) / actual {wall:.1f} s"
+        f"(at {LATENCY * 1000:.0f} ms a call: {metrics['est_wall_s'] / DEFAULT_SECONDS_PER_CALL * LATENCY:.1f} s) / actual {wall:.1f} s"
     )
 
 

@@ -27,6 +27,7 @@ TOKENS = {
 }
 EXTRACTOR_PROMPT_TOKENS = 700  # the extractor's system prompt, questions and framing
 SECONDS_PER_CALL = {"anthropic": 12.0, "sampling": 15.0, "extractive": 0.3}
+DEFAULT_SECONDS_PER_CALL = 10.0
 
 
 @dataclass
@@ -74,7 +75,7 @@ def estimate_plan(
     )
     tokens_out = sum(TOKENS[role][1] * count for role, count in calls.items())
     total_calls = sum(calls.values())
-    per_call = SECONDS_PER_CALL.get(backend, 10.0)
+    per_call = SECONDS_PER_CALL.get(backend, DEFAULT_SECONDS_PER_CALL)
     wall = per_call * max(critical, total_calls / concurrency)
     cost = (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
     return {
