@@ -76,9 +76,10 @@ def assemble_result(store: Store, run_id: str) -> ResearchResult:
         from datetime import datetime
 
         elapsed = (datetime.fromisoformat(finished) - datetime.fromisoformat(started)).total_seconds()
+    # The scouts' searches, and the searches leaves ran themselves (one "search" event each).
     searches = sum(
         h.output.get("searches", 0) for h in store.handoffs_for_run(run_id, role="scout") if h.output
-    )
+    ) + len(store.events_for_run(run_id, "search"))
     metadata = ResearchMetadata(
         searches=searches,
         sources_read=store.sources_read(run_id),

@@ -156,7 +156,11 @@ async def choose_sources(
     queries = list(node.search_queries) or leaf_questions(node)[:2]
     refs: list[str] = []
     for query in queries:
-        for candidate in await rc.deps.sources.search(query, limit=limit + len(skip)):
+        found = await rc.deps.sources.search(query, limit=limit + len(skip))
+        rc.deps.store.add_event(
+            rc.run_id, "search", f"{query!r}: {len(found)} candidates", data={"query": query}
+        )
+        for candidate in found:
             if ref_key(candidate.ref) not in skip and candidate.ref not in refs:
                 refs.append(candidate.ref)
     return refs[:limit]

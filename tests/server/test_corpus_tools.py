@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,8 @@ async def test_a_no_key_user_researches_their_own_notes_and_gets_a_cited_report(
             "report_results", {"id": run.structured_content["id"], "view": "sources"}
         )
     assert "60 centimetres in a single day. [F" in report.structured_content["text"]
+    metadata = json.loads(report.structured_content["text"].split("metadata: ", 1)[1])
+    assert metadata["searches"] >= 1 and metadata["sources_read"] >= 1  # the leaf searched the corpus
     assert "Kelp forests <corpus:" in sources.structured_content["text"]
 
 
