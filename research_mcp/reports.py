@@ -24,10 +24,12 @@ from research_mcp.contracts import (
 from research_mcp.errors import InvalidInput, NotFound
 from research_mcp.storage.store import Store
 
-__all__ = ["approx_tokens", "assemble_result", "page_of", "report_markdown", "view_items"]
+__all__ = ["approx_tokens", "assemble_result", "check_max_tokens", "page_of", "report_markdown", "view_items"]
 
 CHARS_PER_TOKEN = 3
 MIN_MAX_TOKENS = 200
+# Hosts cut or refuse tool results over about 25,000 tokens; a page stays well under that.
+MAX_MAX_TOKENS = 20_000
 
 
 def approx_tokens(text: str) -> int:
@@ -239,10 +241,17 @@ def _handoff_view(store: Store, handoff_id: str, view: View) -> list[str]:
     raise InvalidInput(f"view {view!r} is not available for a {handoff.role} handoff.")
 
 
+def check_max_tokens(max_tokens: int) -> None:
+    if not MIN_MAX_TOKENS <= max_tokens <= MAX_MAX_TOKENS:
+        raise InvalidInput(
+            f"max_tokens must be between {MIN_MAX_TOKENS} and {MAX_MAX_TOKENS} "
+            "(hosts refuse larger results); follow the cursor for more."
+        )
+
+
 def page_of(ident: str, view: View, items: list[str], cursor: str | None, max_tokens: int) -> ReportPage:
     """The page starting at `cursor`, as large as fits in `max_tokens` (whole JSON result)."""
-    if max_tokens < MIN_MAX_TOKENS:
-        raise InvalidInput(f"max_tokens must be at least {MIN_MAX_TOKENS}.")
+    check_max_tokens(max_tokens)
     item, offset = 0, 0
     if cursor:
         try:

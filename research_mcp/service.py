@@ -19,7 +19,7 @@ from research_mcp.contracts import Budget, CompactReturn, ExtractorTaskSpec, Pla
 from research_mcp.errors import InvalidInput
 from research_mcp.llm.base import ModelBackend
 from research_mcp.llm.pricing import FALLBACK_PRICE, price_for
-from research_mcp.reports import MIN_MAX_TOKENS, page_of, view_items
+from research_mcp.reports import check_max_tokens, page_of, view_items
 from research_mcp.roles.base import BudgetTracker, RoleDeps
 from research_mcp.roles.extractor import extract
 from research_mcp.roles.planner import plan_research
@@ -308,6 +308,5 @@ class ResearchService:
     # --- report_results ------------------------------------------------------------------------
 
     def report(self, ident: str, view: View, cursor: str | None, max_tokens: int) -> ReportPage:
-        if max_tokens < MIN_MAX_TOKENS:
-            raise InvalidInput(f"max_tokens must be at least {MIN_MAX_TOKENS}.")
+        check_max_tokens(max_tokens)
         return page_of(ident, view, view_items(self.store, ident.strip(), view), cursor, max_tokens)

@@ -29,5 +29,5 @@ def test_a_cursor_not_from_this_server_is_refused_with_what_to_do() -> None:
 
 
 def test_too_small_a_max_tokens_is_refused() -> None:
-    with pytest.raises(InvalidInput, match="at least 200"):
+    with pytest.raises(InvalidInput, match="between 200 and 20000"):
         page_of("run_x", "report", ["a"], None, 10)

@@ -40,7 +40,8 @@ TEXT = "Penguins live almost exclusively in the Southern Hemisphere. Emperor pen
         ("extract_source", {"source": "ftp://example.org/x", "questions": ["why?"]}, "neither a URL"),
         ("scout_sources", {"topic": "penguins", "limit": 99}, "limit must be between 1 and 20"),
         ("report_results", {"id": "run_nothere"}, "No run with id"),
-        ("report_results", {"id": "run_x", "max_tokens": 5}, "at least 200"),
+        ("report_results", {"id": "run_x", "max_tokens": 5}, "between 200 and 20000"),
+        ("report_results", {"id": "run_x", "max_tokens": 90_000}, "between 200 and 20000"),
     ],
 )
 async def test_bad_input_gets_an_error_that_says_what_to_fix(
