@@ -88,3 +88,20 @@ async def test_a_full_run_over_stdio_keeps_every_compact_result_under_1000_bytes
     assert run.structured_content["status"] == "done"
     assert "Queensland" in report.structured_content["text"]
     assert report.structured_content["page_tokens"] <= 300
+
+
+async def test_a_claude_desktop_like_host_over_stdio_gets_a_run_served_by_its_own_model(script: Path) -> None:
+    from tests.server.test_sampling import HostModel
+
+    host = HostModel()
+    async with Client(server_params(Settings().home), mode="legacy", sampling_callback=host) as client:
+        plan = await client.call_tool("plan_research", {"query": "When was Hubble launched?"})
+        run = await client.call_tool(
+            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        )
+        report = await client.call_tool(
+            "report_results", {"id": run.structured_content["id"], "view": "report"}
+        )
+    assert run.structured_content["backend"] == "sampling"
+    assert run.structured_content["status"] == "done", run.content
+    assert "Hubble was launched in 1990 [F" in report.structured_content["text"]
