@@ -23,7 +23,12 @@ __all__ = ["main"]
 
 logger = logging.getLogger("research_mcp")
 
-CONNECT_HINT = "connect it with: claude mcp add research-mcp -- research-mcp serve"
+
+def connect_hint() -> str:
+    """How to add this very server to Claude Code: the absolute path of the running script."""
+    script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else Path("research-mcp")
+    command = str(script) if script.name == "research-mcp" and script.exists() else "research-mcp"
+    return f"connect it with: claude mcp add research-mcp -- {command} serve"
 
 
 def _settings() -> Settings:
@@ -61,7 +66,7 @@ def serve() -> None:
 
     settings = _settings()
     logger.info(
-        "research-mcp: store %s; model %s; %s", settings.database_path, backend_line(settings), CONNECT_HINT
+        "research-mcp: store %s; model %s; %s", settings.database_path, backend_line(settings), connect_hint()
     )
     create_server(settings).run("stdio")
 
@@ -80,7 +85,7 @@ def doctor() -> None:
         f"corpus:       {corpus}",
         f"knowledge:    qdrant {qdrant}",
         f"concurrency:  {settings.concurrency} model calls at once",
-        CONNECT_HINT,
+        connect_hint(),
     ]
     click.echo("\n".join(lines))
 

@@ -133,4 +133,4 @@ def test_serve_writes_only_protocol_to_stdout_and_logs_where_its_store_is(tmp_pa
     assert lines and all(json.loads(line)["jsonrpc"] == "2.0" for line in lines)
     assert json.loads(lines[0])["result"]["serverInfo"]["name"] == "research-mcp"
     assert f"store {tmp_path / 'home' / 'research.db'}" in done.stderr
-    assert "claude mcp add research-mcp" in done.stderr
+    assert f"claude mcp add research-mcp -- {script} serve" in done.stderr
