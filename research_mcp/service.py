@@ -15,7 +15,15 @@ from typing import Any
 import anyio
 
 from research_mcp.config import Settings
-from research_mcp.contracts import Budget, CompactReturn, ExtractorTaskSpec, PlannerOutput, ReportPage, View
+from research_mcp.contracts import (
+    Budget,
+    CompactReturn,
+    ExtractorTaskSpec,
+    PlannerOutput,
+    PlanNode,
+    ReportPage,
+    View,
+)
 from research_mcp.errors import InvalidInput
 from research_mcp.llm.base import ModelBackend
 from research_mcp.llm.pricing import FALLBACK_PRICE, price_for
@@ -34,6 +42,10 @@ __all__ = ["MAX_COMPACT_BYTES", "ResearchService", "fit_compact", "result_bytes"
 logger = logging.getLogger(__name__)
 
 MAX_COMPACT_BYTES = 1000
+NO_SOURCES = (
+    "no sources to search: set RESEARCH_MCP_CORPUS (your documents) or TAVILY_API_KEY (web), "
+    "or give leaf sources (URLs or text)"
+)
 # What the SDK puts around the two parts: {"_meta":{"io.modelcontextprotocol/serverInfo":{...}},
 # "content":[{"type":"text","text":…}],"structuredContent":…,"isError":false,"resultType":"complete"}.
 RESULT_ENVELOPE_BYTES = 200
@@ -105,6 +117,11 @@ class ResearchService:
         price = price_for(self.settings.anthropic_model) or FALLBACK_PRICE
         return (price.input_per_mtok, price.output_per_mtok)
 
+    def _searches_nothing(self, root: PlanNode) -> bool:
+        """A leaf must search, and there is neither web search nor a corpus to search."""
+        searching = any(not node.children and not node.sources for node in root.walk())
+        return searching and not self.sources.web_configured and self.sources.corpus is None
+
     # --- plan_research -------------------------------------------------------------------------
 
     async def plan(
@@ -149,6 +166,8 @@ class ResearchService:
             ]
             if known:
                 summary.append(f"{known} known facts already bear on this query; leaves reuse them")
+            elif self._searches_nothing(record.root):
+                summary.append(NO_SOURCES)
             next_calls = [
                 f"execute_plan(plan_id='{record.plan_id}')",
                 f"report_results(id='{record.plan_id}', view='tree')",
@@ -229,6 +248,8 @@ class ResearchService:
                 *result.summary[:2],
                 f"{done}/{total} nodes; confidence {output['confidence']['level']}",
             ]
+            if metrics["sources"] == 0:
+                summary[1] = NO_SOURCES
             next_calls = [f"report_results(id='{run_id}')", f"report_results(id='{run_id}', view='sources')"]
         elif status in ("failed", "cancelled"):
             summary = [

@@ -70,3 +70,16 @@ async def test_the_extractive_backend_gives_the_same_report_for_the_same_input()
     # Fact ids differ between runs (they are rows of one store); the text around them is the same.
     strip = lambda text: re.sub(r"\[F\d+\]", "[F]", text.split("metadata:")[0])  # noqa: E731
     assert strip(first) == strip(second.structured_content["text"])
+
+
+async def test_with_nothing_to_search_the_plan_and_the_run_say_how_to_give_sources() -> None:
+    async with Client(create_server()) as client:
+        plan = await client.call_tool("plan_research", {"query": "What is the capital of Australia?"})
+        run = await client.call_tool(
+            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        )
+    for result in (plan, run):
+        assert any(
+            "RESEARCH_MCP_CORPUS" in line and "TAVILY_API_KEY" in line
+            for line in result.structured_content["summary"]
+        )
