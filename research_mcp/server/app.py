@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 from mcp.server import MCPServer
 
+from research_mcp import __version__
 from research_mcp.config import Settings
 from research_mcp.llm.base import ModelBackend
 from research_mcp.llm.select import choose_backend
@@ -117,7 +118,7 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
         store.close()
 
     server: MCPServer[Any] = MCPServer(
-        "research-mcp", instructions=INSTRUCTIONS, lifespan=lifespan, version="0.1.0", tools=build_tools()
+        "research-mcp", instructions=INSTRUCTIONS, lifespan=lifespan, version=__version__, tools=build_tools()
     )
     register_resources(server)
     register_prompts(server)
