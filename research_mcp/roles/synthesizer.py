@@ -26,18 +26,15 @@ def gather_inputs(deps: RoleDeps, handoff_ids: list[str]) -> tuple[list[Fact], l
     """Facts in scope (extractors' facts, and the scope of lower syntheses) and the lower reports.
     A fact merged into a near-duplicate from another source is given as the canonical fact."""
     store = deps.store
-    extractor_ids: list[str] = []
     scoped: list[int] = []
     reports: list[ChildReport] = []
     for handoff_id in handoff_ids:
         handoff = store.get_handoff(handoff_id)
         if handoff.status != "done" or handoff.output is None:
             continue
-        if handoff.role == "extractor":
-            extractor_ids.append(handoff_id)
-            scoped.extend(handoff.output.get("fact_ids", []))  # a reused extraction's facts are linked
-        elif handoff.role == "synthesizer":
-            scoped.extend(handoff.output.get("fact_ids", []))
+        # An extraction lists the facts it recorded (or, reused, re-linked); a synthesis its scope.
+        scoped.extend(handoff.output.get("fact_ids", []))
+        if handoff.role == "synthesizer":
             reports.append(
                 ChildReport(
                     title=handoff.input.get("title", ""),
@@ -46,8 +43,7 @@ def gather_inputs(deps: RoleDeps, handoff_ids: list[str]) -> tuple[list[Fact], l
                     gaps=handoff.output.get("gaps", []),
                 )
             )
-    found = [fact.id for fact in store.facts_for_handoffs(extractor_ids)]
-    facts = {fact.id: fact for fact in store.canonical_facts([*found, *scoped])}
+    facts = {fact.id: fact for fact in store.canonical_facts(scoped)}
     return [facts[key] for key in sorted(facts)], reports
 
 
