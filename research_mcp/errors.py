@@ -8,6 +8,11 @@
      +-- SourceError              a source could not be read (refused address, too large, bad type)
      +-- BudgetExhausted          a run or node spent its token, cost, time or source budget
      +-- PlanInfeasible           a plan breaks the feasibility rules, with the reasons
+     +-- StoreError               the data folder's database could not be read or written
+          +-- StoreFull           the disk holding the data folder is full
+          +-- StoreReadOnly       the data folder (or its database) cannot be written
+          +-- StoreBusy           another process held the database past the busy timeout
+          +-- StoreIOError        the disk failed, or the database file is damaged
 
 The server turns every ResearchError into an `isError` tool result with its message.
 Anything else is a bug and is logged with its traceback.
@@ -24,6 +29,11 @@ __all__ = [
     "PlanInfeasible",
     "ResearchError",
     "SourceError",
+    "StoreBusy",
+    "StoreError",
+    "StoreFull",
+    "StoreIOError",
+    "StoreReadOnly",
 ]
 
 
@@ -73,3 +83,30 @@ class PlanInfeasible(ResearchError):
     def __init__(self, reasons: list[str]) -> None:
         super().__init__("Plan is infeasible: " + "; ".join(reasons))
         self.reasons = reasons
+
+
+class StoreError(ResearchError):
+    """The store (the SQLite file in the data folder) failed; the message names the folder and the fix.
+
+    Nothing is half-written: the failed write was rolled back, and every earlier commit is intact.
+    """
+
+    def __init__(self, message: str, folder: str) -> None:
+        super().__init__(message)
+        self.folder = folder
+
+
+class StoreFull(StoreError):
+    """The disk holding the data folder is full."""
+
+
+class StoreReadOnly(StoreError):
+    """The data folder or its database cannot be written."""
+
+
+class StoreBusy(StoreError):
+    """Another process kept the database locked past the busy timeout."""
+
+
+class StoreIOError(StoreError):
+    """A disk I/O error, or a damaged database file."""

@@ -3,7 +3,9 @@
 A run lives in the server's task group, not in the tool call that started it, so it outlives the
 host's ~60 s tool timeout; `execute_plan` waits on it for at most `wait_seconds`. Everything a run
 does is in the store, so a run whose process died resumes when it is executed again: finished
-nodes are read back, never re-run.
+nodes are read back, never re-run, and what the dead process left half-done is tidied first
+(`Store.recover_run`). A run has one owner process at a time (`Store.claim_run`): another process on
+the same data folder waits on it through the store instead of running it a second time.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from research_mcp.contracts import PlannerOutput
+from research_mcp.contracts import PlannerOutput, PlanNode
 from research_mcp.errors import BudgetExhausted, InvalidInput, ResearchError
 from research_mcp.roles.base import BudgetTracker, RoleDeps
-from research_mcp.roles.executor import RunContext, execute_node, plan_nodes
+from research_mcp.roles.executor import RunContext, execute_node, node_key, plan_nodes
 from research_mcp.roles.synthesizer import synthesize
-from research_mcp.storage.store import Store, now
+from research_mcp.storage.store import Store, now, process_owner
 
 __all__ = ["FINISHED", "RunManager"]
 
@@ -29,6 +31,7 @@ logger = logging.getLogger(__name__)
 
 FINISHED = frozenset({"done", "budget_exhausted"})
 PROGRESS_EVERY_S = 5.0
+POLL_OTHER_PROCESS_S = 0.5  # how often a run owned by another process is read back while waiting on it
 
 Progress = Callable[[int, int, str], Awaitable[None]]
 
@@ -52,6 +55,7 @@ class RunManager:
         self.store = store
         self.task_group = task_group
         self.live: dict[str, LiveRun] = {}
+        self.owner = process_owner()
 
     def check_plans(self, plan_ids: list[str]) -> list[dict[str, Any]]:
         plans = [self.store.get_plan(plan_id) for plan_id in plan_ids]
@@ -81,6 +85,10 @@ class RunManager:
         run = self.store.get_run(run_id)
         if run_id in self.live or run["status"] in FINISHED:
             return
+        other = self.store.claim_run(run_id, self.owner)
+        if other is not None:
+            logger.info("run %s is being executed by process %s; waiting on it", run_id, other)
+            return
         deps.budget = BudgetTracker.from_limits(run["budget"], spent=self.store.run_usage(run_id))
         live = LiveRun(run_id)
         self.live[run_id] = live
@@ -99,16 +107,26 @@ class RunManager:
     async def wait(self, run_id: str, seconds: float, progress: Progress | None = None) -> dict[str, Any]:
         """Wait at most `seconds` for the run to finish, reporting progress at each node and every 5 s."""
         live = self.live.get(run_id)
-        if live is not None:
-            with anyio.move_on_after(seconds):
-                while not live.done.is_set():
-                    changed = live.changed
-                    with anyio.move_on_after(PROGRESS_EVERY_S):
-                        await changed.wait()
-                    if progress is not None and not live.done.is_set():
-                        done, total = self.node_counts(run_id)
-                        await progress(done, total, f"{done}/{total} nodes done")
+        if live is None:
+            return await self._wait_elsewhere(run_id, seconds)
+        with anyio.move_on_after(seconds):
+            while not live.done.is_set():
+                changed = live.changed
+                with anyio.move_on_after(PROGRESS_EVERY_S):
+                    await changed.wait()
+                if progress is not None and not live.done.is_set():
+                    done, total = self.node_counts(run_id)
+                    await progress(done, total, f"{done}/{total} nodes done")
         return self.store.get_run(run_id)
+
+    async def _wait_elsewhere(self, run_id: str, seconds: float) -> dict[str, Any]:
+        """A run this process does not execute: read it back until it leaves 'running' or time is up."""
+        run = self.store.get_run(run_id)
+        with anyio.move_on_after(seconds):
+            while run["status"] == "running" and run.get("owner") and run["owner"] != self.owner:
+                await anyio.sleep(POLL_OTHER_PROCESS_S)
+                run = self.store.get_run(run_id)
+        return run
 
     def node_counts(self, run_id: str) -> tuple[int, int]:
         nodes = self.store.nodes_for_run(run_id)
@@ -147,16 +165,27 @@ class RunManager:
                 )
         finally:
             self.live.pop(run_id, None)
+            with anyio.CancelScope(shield=True):
+                try:
+                    store.release_run(run_id, self.owner)
+                except ResearchError:
+                    logger.exception("run %s: could not release it", run_id)
             live.done.set()
             live.notify()
 
     async def _execute(self, run_id: str, plan_ids: list[str], deps: RoleDeps, live: LiveRun) -> str:
         plans = self.check_plans(plan_ids)
         roots = []
+        finishing: dict[str, str] = {"final": "synthesizer"} if len(plans) > 1 else {}
         for plan in plans:
             root = PlannerOutput.model_validate(plan["tree"]).root
             self.store.ensure_nodes(run_id, plan_nodes(plan["id"], root))
             roots.append((plan, root))
+            finishing.update(final_roles(plan["id"], root))
+        recovered = self.store.recover_run(run_id, finishing)
+        if any(recovered.values()):
+            logger.info("run %s resumed after an interruption: %s", run_id, recovered)
+            self.store.add_event(run_id, "recovered", "resumed after an interruption", data=recovered)
         if len(roots) > 1:
             self.store.ensure_nodes(
                 run_id,
@@ -197,6 +226,21 @@ class RunManager:
         self.store.finish_node(run_id, "final", "done", result.handoff_id)
         live.notify()
         return result.handoff_id
+
+
+def final_roles(plan_id: str, root: PlanNode) -> dict[str, str]:
+    """Node ids whose work ends in one handoff of a known role: once that handoff is done, so is the node.
+
+    Leaves and executors end in their synthesis, discovery leaves in their scout's curation. An
+    executor with phases may synthesize several times, so it is left out (it is run again).
+    """
+    roles = {}
+    for node in root.walk():
+        if node.kind == "discovery":
+            roles[node_key(plan_id, node.id)] = "scout"
+        elif not node.phases:
+            roles[node_key(plan_id, node.id)] = "synthesizer"
+    return roles
 
 
 def first_error(error: BaseException) -> BaseException:

@@ -7,8 +7,12 @@
         service.reply(429, headers={"Retry-After": "0"})
         service.reply(200, {"results": [...]})
         service.stall()                      # accept the next request and never answer it
+        service.reset()                      # close the connection without answering
+        service.drip()                       # send headers, then a byte now and then, never finishing
+        service.reply_raw(200, b"<html>")    # these bytes as the body, not JSON
         ... client(base_url=service.url) ...
         service.requests                     # what it received, in order (JSON bodies parsed)
+        service.max_in_flight                # most requests it was answering at once
 
 Each request takes the next scripted response, sent as JSON; a subclass can route requests
 (`answer`) and fill in scripted bodies (`complete`). A request beyond the script gets the class's
@@ -20,6 +24,7 @@ connection; closing releases stalled requests and joins every handler thread.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -28,6 +33,8 @@ from typing import Any, ClassVar, Self
 
 __all__ = ["RecordedRequest", "ScriptedJSONServer", "ScriptedResponse"]
 
+DRIP_INTERVAL = 0.05
+
 
 @dataclass(frozen=True)
 class ScriptedResponse:
@@ -35,6 +42,11 @@ class ScriptedResponse:
     body: Any = None  # sent as JSON; None is sent as {}
     headers: dict[str, str] = field(default_factory=dict)
     stall: bool = False
+    reset: bool = False  # close the connection without sending anything
+    drip: bool = False  # send the headers, then a byte every DRIP_INTERVAL s until the fake closes
+    raw: bytes | None = None  # sent as the body instead of JSON
+    content_type: str = "application/json"
+    delay: float = 0.0  # seconds to wait before answering (outside the lock: requests overlap)
 
 
 @dataclass(frozen=True)
@@ -57,6 +69,8 @@ class ScriptedJSONServer:
         self._script: deque[ScriptedResponse] = deque()
         self._lock = threading.Lock()
         self._released = threading.Event()
+        self.in_flight = 0  # requests received and not yet answered
+        self.max_in_flight = 0  # the most at once since the server started
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.fake = self
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05})
@@ -75,6 +89,36 @@ class ScriptedJSONServer:
         """Accept the next request and never answer it (until the fake closes)."""
         with self._lock:
             self._script.append(ScriptedResponse(stall=True))
+
+    def reset(self) -> None:
+        """Accept the next request and close its connection without a response."""
+        with self._lock:
+            self._script.append(ScriptedResponse(reset=True))
+
+    def drip(self, status: int = 200) -> None:
+        """Answer the next request's headers, then its body a byte at a time, never finishing."""
+        with self._lock:
+            self._script.append(ScriptedResponse(status, drip=True))
+
+    def reply_raw(
+        self,
+        status: int,
+        raw: bytes,
+        *,
+        content_type: str = "application/json",
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """These bytes as the body (not JSON-encoded), e.g. an HTML error page or a cut-off answer."""
+        with self._lock:
+            self._script.append(
+                ScriptedResponse(status, headers=dict(headers or {}), raw=raw, content_type=content_type)
+            )
+
+    @property
+    def pending(self) -> int:
+        """Scripted responses not yet taken."""
+        with self._lock:
+            return len(self._script)
 
     # --- hooks -------------------------------------------------------------------------------
 
@@ -102,7 +146,13 @@ class ScriptedJSONServer:
     def _take(self, request: RecordedRequest) -> ScriptedResponse:
         with self._lock:
             self.requests.append(request)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
             return self.answer(request)
+
+    def _answered(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
 
 
 class _Server(ThreadingHTTPServer):
@@ -127,20 +177,43 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw.decode("utf-8", "replace")
         headers = {name.lower(): value for name, value in self.headers.items()}
-        response = self.server.fake._take(RecordedRequest(self.command, self.path, headers, body))
+        fake = self.server.fake
+        response = fake._take(RecordedRequest(self.command, self.path, headers, body))
         self.close_connection = True
+        try:
+            self._send(response)
+        finally:
+            fake._answered()
+
+    def _send(self, response: ScriptedResponse) -> None:
         if response.stall:
             self.server.fake._released.wait()
             return
-        payload = json.dumps(response.body if response.body is not None else {}).encode()
+        if response.delay:
+            self.server.fake._released.wait(response.delay)
+        if response.reset:
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if response.raw is not None:
+            payload = response.raw
+        else:
+            payload = json.dumps(response.body if response.body is not None else {}).encode()
         try:
             self.send_response(response.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
+            self.send_header("Content-Type", response.content_type)
+            if not response.drip:
+                self.send_header("Content-Length", str(len(payload)))
             self.send_header("Connection", "close")
             for name, value in response.headers.items():
                 self.send_header(name, value)
             self.end_headers()
+            if response.drip:
+                self.wfile.write(b'{"type": "message", ')
+                self.wfile.flush()
+                while not self.server.fake._released.wait(DRIP_INTERVAL):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                return
             self.wfile.write(payload)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test); nothing to answer

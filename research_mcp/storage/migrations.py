@@ -230,11 +230,17 @@ def m004_indexes(db: Database) -> None:
     db.table("facts").create_index(["run_id"], if_not_exists=True)
 
 
+def m005_run_owner(db: Database) -> None:
+    """The process executing a run ("host:pid"), so that a second process on the same folder never runs it too."""
+    db.table("runs").add_column("owner", str)
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", m001_initial),
     ("002_corpus", m002_corpus),
     ("003_knowledge", m003_knowledge),
     ("004_indexes", m004_indexes),
+    ("005_run_owner", m005_run_owner),
 ]
 
 

@@ -2,13 +2,22 @@
 
 One connection per process, WAL mode, a busy timeout, and every write in a `BEGIN IMMEDIATE`
 transaction so that a second process on the same file waits instead of failing. A write returns
-only after its COMMIT: a handoff id handed to anyone is already durable.
+only after its COMMIT: a handoff id handed to anyone is already durable; a write that fails (disk
+full, read-only folder, I/O error, lock held past the busy timeout) is rolled back whole and raised
+as a `StoreError` that names the data folder and what to do.
+
+A folder that cannot be written is opened read-only: earlier results can still be read, and every
+write says why it cannot be made. A run belongs to the one process that executes it (`claim_run`):
+a second process on the same folder waits on it instead of running it twice, and takes it over only
+once the owner has died.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import socket
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -20,12 +29,85 @@ from typing import Any
 from sqlite_utils import Database
 
 from research_mcp.contracts import Fact, Handoff, Source
-from research_mcp.errors import NotFound
+from research_mcp.errors import (
+    NotFound,
+    StoreBusy,
+    StoreError,
+    StoreFull,
+    StoreIOError,
+    StoreReadOnly,
+)
 from research_mcp.storage.migrations import apply_migrations
 
-__all__ = ["NewFact", "Store", "new_id", "now"]
+__all__ = ["INTERRUPTED", "NewFact", "Store", "new_id", "now", "process_owner", "store_error"]
 
 BUSY_TIMEOUT_MS = 10_000
+INTERRUPTED = "interrupted: the server stopped before this finished; the run did it again when resumed"
+
+# SQLite's primary result codes (sqlite3.Error.sqlite_errorcode & 0xFF).
+_PERM, _BUSY, _LOCKED, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 3, 5, 6, 8, 10, 11, 13, 14, 26
+
+
+def process_owner() -> str:
+    """This process, as a run's owner: host and pid."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def owner_alive(owner: str) -> bool:
+    """Whether the process named by `owner` still runs (an owner on another host is taken as alive)."""
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def store_error(error: sqlite3.Error, path: Path | str) -> StoreError | None:
+    """The user-facing error for an SQLite failure of the store at `path`; None for a plain bug."""
+    folder = str(Path(path).parent) if str(path) != ":memory:" else ":memory:"
+    code = getattr(error, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    text = str(error).lower()
+    if primary == _FULL or "database or disk is full" in text:
+        return StoreFull(
+            f"The disk holding the data folder {folder} is full, so research-mcp could not save its work "
+            "(the write was rolled back; earlier results are intact). Free some disk space, or set "
+            "RESEARCH_MCP_HOME to a folder on a disk with room, then try again.",
+            folder,
+        )
+    if primary in (_READONLY, _PERM) or "readonly" in text or "read-only" in text:
+        return StoreReadOnly(
+            f"The data folder {folder} is read-only, so research-mcp cannot save research there (earlier "
+            "results can still be read). Make the folder and research.db writable (check permissions, and "
+            "that its disk is not mounted read-only), or set RESEARCH_MCP_HOME to a writable folder.",
+            folder,
+        )
+    if primary in (_BUSY, _LOCKED) or "database is locked" in text:
+        return StoreBusy(
+            f"The database in {folder} stayed locked by another process for more than "
+            f"{BUSY_TIMEOUT_MS // 1000} s. Try again; if it persists, stop the other programs using "
+            "that folder (another research-mcp with the same RESEARCH_MCP_HOME, or a tool holding research.db open).",
+            folder,
+        )
+    if primary == _CANTOPEN or "unable to open database" in text:
+        return StoreReadOnly(
+            f"research-mcp cannot open or create its database in the data folder {folder}. Check that the "
+            "folder exists and is writable, or set RESEARCH_MCP_HOME to a writable folder.",
+            folder,
+        )
+    if primary in (_IOERR, _CORRUPT, _NOTADB) or "disk i/o error" in text or "malformed" in text:
+        return StoreIOError(
+            f"Reading or writing the database in {folder} failed ({error}): the disk may be failing or "
+            "research.db is damaged. Check the disk; run `sqlite3 research.db 'PRAGMA integrity_check'` in "
+            "that folder, or move research.db away (keeping a copy) and start again.",
+            folder,
+        )
+    return None
 
 
 def now() -> str:
@@ -52,39 +134,101 @@ class Store:
     """Runs, plan nodes, handoffs, sources, facts, events and model calls."""
 
     def __init__(self, path: Path | str) -> None:
-        if str(path) != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(
-            str(path), isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
-        )
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
         self.path = path
-        self.db = Database(conn)
+        self.read_only = False
         self._lock = threading.RLock()
-        with self._lock:
+        try:
+            if str(path) != ":memory:":
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            conn = self._connect(str(path))
+        except (OSError, sqlite3.Error) as error:
+            mapped = self._mapped(error)
+            if not isinstance(mapped, StoreReadOnly) or not Path(path).exists():
+                raise mapped from error
+            conn = self._connect_read_only(Path(path))
+        self.db = Database(conn)
+        with self._lock, self._errors():
             apply_migrations(self.db)
+
+    @staticmethod
+    def _connect(path: str) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            # A write in a read-only folder fails here, at start, rather than in the middle of a run.
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            conn.close()
+            raise
+        return conn
+
+    def _connect_read_only(self, path: Path) -> sqlite3.Connection:
+        """The database of a folder that cannot be written, opened for reading (immutable if need be)."""
+        self.read_only = True
+        for options in ("mode=ro", "mode=ro&immutable=1"):
+            conn = sqlite3.connect(
+                f"file:{path}?{options}", uri=True, isolation_level=None, check_same_thread=False
+            )
+            try:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                return conn
+            except sqlite3.Error:
+                conn.close()
+        raise self._mapped(sqlite3.OperationalError("attempt to write a readonly database"))
+
+    def _mapped(self, error: BaseException) -> StoreError:
+        if isinstance(error, sqlite3.Error):
+            mapped = store_error(error, self.path)
+            if mapped is not None:
+                return mapped
+        if isinstance(error, OSError):
+            readonly = isinstance(error, PermissionError) or error.errno in (30, 13)  # EROFS, EACCES
+            fake = sqlite3.OperationalError("readonly" if readonly else "disk I/O error")
+            if error.errno == 28:  # ENOSPC
+                fake = sqlite3.OperationalError("database or disk is full")
+            mapped = store_error(fake, self.path)
+            assert mapped is not None
+            return mapped
+        raise error
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """SQLite failures that a user can act on become StoreErrors; anything else is a bug, raised as is."""
+        try:
+            yield
+        except sqlite3.Error as error:
+            mapped = store_error(error, self.path)
+            if mapped is None:
+                raise
+            raise mapped from error
 
     def close(self) -> None:
         self.db.conn.close()
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction: BEGIN IMMEDIATE ... COMMIT, rolled back on any error."""
-        with self._lock:
+        """One write transaction: BEGIN IMMEDIATE ... COMMIT, rolled back whole on any error (COMMIT's too)."""
+        if self.read_only:
+            raise self._mapped(sqlite3.OperationalError("attempt to write a readonly database"))
+        with self._lock, self._errors():
             conn = self.db.conn
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
+                conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
 
     def _one(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
-        with self._lock:
+        with self._lock, self._errors():
             cursor = self.db.conn.execute(sql, params)
             row = cursor.fetchone()
             if row is None:
@@ -92,7 +236,7 @@ class Store:
             return dict(zip([c[0] for c in cursor.description], row, strict=True))
 
     def _all(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        with self._lock:
+        with self._lock, self._errors():
             cursor = self.db.conn.execute(sql, params)
             names = [c[0] for c in cursor.description]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
@@ -152,6 +296,62 @@ class Store:
         assignments = ", ".join(f"{key} = ?" for key in fields)
         with self.write() as conn:
             conn.execute(f"UPDATE runs SET {assignments} WHERE id = ?", [*fields.values(), run_id])
+
+    def claim_run(self, run_id: str, owner: str) -> str | None:
+        """Make `owner` the run's one executor, unless another live process owns it; the other owner if so."""
+        with self.write() as conn:
+            row = conn.execute("SELECT owner FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise NotFound("run", run_id)
+            current = row[0]
+            if current and current != owner and owner_alive(current):
+                return str(current)
+            conn.execute("UPDATE runs SET owner = ? WHERE id = ?", (owner, run_id))
+        return None
+
+    def release_run(self, run_id: str, owner: str) -> None:
+        with self.write() as conn:
+            conn.execute("UPDATE runs SET owner = NULL WHERE id = ? AND owner = ?", (run_id, owner))
+
+    def recover_run(self, run_id: str, finished: dict[str, str]) -> dict[str, int]:
+        """Tidy what a process that died mid-run left behind, in one transaction, before the run resumes.
+
+        A node whose final handoff was committed but not yet recorded on the node (the process died
+        between the two writes) is marked done with it, so it is not run again; `finished` maps such
+        node ids to the role of their final handoff (synthesizer or scout). Handoffs left 'running'
+        are closed as failed (interrupted): their work is done again. Nodes left 'running' go back
+        to 'pending'. Done handoffs and done nodes are never touched.
+        """
+        with self.write() as conn:
+            completed = 0
+            rows = conn.execute(
+                "SELECT node_id FROM nodes WHERE run_id = ? AND status != 'done'", (run_id,)
+            ).fetchall()
+            for (node_id,) in rows:
+                role = finished.get(node_id)
+                if role is None:
+                    continue
+                latest = conn.execute(
+                    "SELECT id, role, status, iteration FROM handoffs WHERE run_id = ? AND node_id = ?"
+                    " ORDER BY rowid DESC LIMIT 1",
+                    (run_id, node_id),
+                ).fetchone()
+                if latest and latest[1] == role and latest[2] == "done" and not latest[3]:
+                    conn.execute(
+                        "UPDATE nodes SET status = 'done', handoff_id = ?, finished_at = ?"
+                        " WHERE run_id = ? AND node_id = ?",
+                        (latest[0], now(), run_id, node_id),
+                    )
+                    completed += 1
+            handoffs = conn.execute(
+                "UPDATE handoffs SET status = 'failed', error = ?, summary = ?, finished_at = ?"
+                " WHERE run_id = ? AND status = 'running'",
+                (INTERRUPTED, _json([INTERRUPTED[:200]]), now(), run_id),
+            ).rowcount
+            nodes = conn.execute(
+                "UPDATE nodes SET status = 'pending' WHERE run_id = ? AND status = 'running'", (run_id,)
+            ).rowcount
+        return {"nodes_completed": completed, "handoffs_interrupted": handoffs, "nodes_reset": nodes}
 
     def ensure_nodes(self, run_id: str, nodes: list[dict[str, Any]]) -> None:
         """Register the run's nodes as pending; nodes already known keep their state."""

@@ -1,0 +1,82 @@
+"""kill -9 of the real `research-mcp serve` over stdio at many points of a run, resumed each time.
+
+Chains of kills (tests/reliability/killharness.py): each chain starts one run of a 9-node plan
+(2 branches × 3 leaves × 2 given sources; the Anthropic backend through the real SDK against a
+loopback fake Messages API that answers each role after DELAY seconds), kills the server at each
+point in turn (half by elapsed time, half when the store holds N finished handoffs, at once or a
+few ms later), checks `PRAGMA integrity_check`, restarts it and resumes with execute_plan(run_id=...),
+then finishes the run and compares its report with an uninterrupted run's.
+
+Run alone: .venv/bin/python -m bench.kill9 [--chains 5] [--points 6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from tests.reliability.killharness import kill_chain, kill_points, uninterrupted_report
+
+RUN_SECONDS = 2.0
+HANDOFFS = 21
+
+
+def run(chains: int, points: int) -> None:
+    started = time.perf_counter()
+    totals: Counter[str] = Counter()
+    integrity: Counter[str] = Counter()
+    unequal = 0
+    with tempfile.TemporaryDirectory(prefix="research-mcp-kill9-") as tmp:
+        clean = uninterrupted_report(Path(tmp) / "clean")
+        for chain in range(chains):
+            report = kill_chain(
+                Path(tmp) / f"chain{chain}",
+                kill_points(points, seed=1000 + chain, run_seconds=RUN_SECONDS, handoffs=HANDOFFS),
+            )
+            for name in (
+                "kills",
+                "acknowledged",
+                "lost",
+                "nodes_repeated",
+                "requests_repeated",
+                "resume_failures",
+                "stale_running",
+                "requests",
+            ):
+                totals[name] += getattr(report, name)
+            integrity.update(report.integrity)
+            unequal += report.final_status != "done" or report.report != clean
+            print(
+                f"chain {chain}: {report.kills} kills ({', '.join(report.points)}); final {report.final_status}; "
+                f"acknowledged {report.acknowledged}, lost {report.lost}; nodes repeated {report.nodes_repeated}; "
+                f"requests repeated {report.requests_repeated}; model requests {report.requests} (22 uninterrupted)"
+                + (f"; errors {report.errors}" if report.errors else ""),
+                flush=True,
+            )
+    print(
+        f"kill points tried: {totals['kills']} over {chains} runs\n"
+        f"acknowledged handoffs lost: {totals['lost']} of {totals['acknowledged']}\n"
+        f"finished nodes run again (store): {totals['nodes_repeated']}\n"
+        f"model requests for finished work (fake): {totals['requests_repeated']}; "
+        f"requests in all {totals['requests']} vs {22 * chains} uninterrupted (the rest were in flight at a kill)\n"
+        f"runs that failed to resume: {totals['resume_failures']}\n"
+        f"handoffs or nodes left 'running' after the run: {totals['stale_running']}\n"
+        f"integrity_check: {dict(integrity)}\n"
+        f"final report differs from the uninterrupted run's: {unequal} of {chains}\n"
+        f"[{time.perf_counter() - started:.0f} s]"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--chains", type=int, default=5)
+    parser.add_argument("--points", type=int, default=6)
+    args = parser.parse_args()
+    run(args.chains, args.points)
+
+
+if __name__ == "__main__":
+    main()
