@@ -105,6 +105,8 @@ SOURCE_SENTENCE = re.compile(r"(?:Record|The|Visitors) [^.\n]*\d{4}[^.\n]*\.")
 class TeamMessagesAPI(FakeMessagesAPI):
     """Answers each role from its request, after `delay` seconds; counts requests per node (`by_key`).
 
+    The planner adopts the suggested plan given in its prompt, else answers `plan`.
+
     Keys: "planner", "extract:<branch>:<K-marker>" (one source of one leaf), "synth:<node title>".
     """
 
@@ -127,7 +129,8 @@ class TeamMessagesAPI(FakeMessagesAPI):
         if not isinstance(prompt, str):
             prompt = json.dumps(prompt)
         if title == "PlannerOutput":
-            key, tool_input = "planner", self.plan
+            suggested = re.search(r"Suggested plan \(JSON\):\n(\{.*\})\s*$", prompt, re.MULTILINE)
+            key, tool_input = "planner", json.loads(suggested.group(1)) if suggested else self.plan
         elif title == "ExtractorOutput":
             key, tool_input = self._extract(prompt)
         elif title == "SynthesisOutput":
@@ -197,6 +200,7 @@ class StdioServer:
         self._ids = iter(range(1, 1 << 30))
         self._pending: dict[int, queue.Queue[dict[str, Any]]] = {}
         self._lock = threading.Lock()
+        self._writing = threading.Lock()  # calls may come from several threads at once
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -217,8 +221,9 @@ class StdioServer:
 
     def _send(self, message: dict[str, Any]) -> None:
         assert self.process.stdin is not None
-        self.process.stdin.write((json.dumps(message) + "\n").encode())
-        self.process.stdin.flush()
+        with self._writing:
+            self.process.stdin.write((json.dumps(message) + "\n").encode())
+            self.process.stdin.flush()
 
     def request(self, method: str, params: dict[str, Any], *, timeout: float = 60.0) -> dict[str, Any]:
         ident = next(self._ids)
