@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean browser
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,13 +15,26 @@ $(STAMP): pyproject.toml constraints.txt
 run: $(STAMP)
 	$(BIN)/research-mcp serve
 
-test: lint
+test: lint browser
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check research_mcp tests bench
 	$(BIN)/ruff format --check research_mcp tests bench
 	$(BIN)/mypy research_mcp
+
+# Best effort: Debian's chromium for the test that renders an exported HTML report; never fails the build.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 || \
+	    { apt-get update -qq >/dev/null 2>&1 && \
+	      apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1; }; \
+	  fi; \
+	  command -v chromium >/dev/null 2>&1 || \
+	    echo "chromium is not installed and cannot be: the browser test of exported HTML will be skipped"; \
+	}
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

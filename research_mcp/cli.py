@@ -5,6 +5,7 @@ Everything but `serve` is for people at a terminal; `serve` speaks MCP on stdio 
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import anyio
 import click
 
 from research_mcp.config import Settings
+from research_mcp.errors import ResearchError
 
 if TYPE_CHECKING:
     from research_mcp.storage.knowledge import KnowledgeIndex
@@ -22,6 +24,9 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 logger = logging.getLogger("research_mcp")
+
+VIEWS = ["summary", "report", "sources", "facts", "confidence", "gaps", "followups", "tree", "handoff"]
+INTERRUPTED = 130  # the shell's code for a process stopped by SIGINT
 
 
 def connect_hint() -> str:
@@ -48,7 +53,18 @@ def backend_line(settings: Settings) -> str:
     return f"{settings.model} (RESEARCH_MCP_MODEL={settings.model})"
 
 
-@click.group()
+class _Commands(click.Group):
+    """The command group; Ctrl-C anywhere exits 130, as a shell expects of an interrupted program."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            ctx.exit(INTERRUPTED)
+
+
+@click.group(cls=_Commands)
 @click.option("-v", "--verbose", is_flag=True, help="Log debug detail to stderr.")
 def main(verbose: bool) -> None:
     """research-mcp: a research team as MCP tools."""
@@ -152,91 +168,201 @@ def _reindex_chunks(store: Store, knowledge_index: KnowledgeIndex) -> int:
     return knowledge_index.count("chunks")
 
 
-@main.command()
-def runs() -> None:
-    """List research runs, newest first."""
+def _open_store() -> Store:
     from research_mcp.storage.store import Store
 
-    store = Store(_settings().database_path)
-    for row in store.db.query(
-        "SELECT id, status, backend, created_at, plan_ids FROM runs ORDER BY created_at DESC"
-    ):
-        click.echo(
-            f"{row['id']}  {row['status']:<16} {row['backend']:<10} {row['created_at'][:19]}  {row['plan_ids']}"
+    return Store(_settings().database_path)
+
+
+def _user_error(error: ResearchError) -> click.ClickException:
+    """A research error as one line on stderr (exit 1) that says what to do."""
+    from research_mcp.errors import NotFound
+
+    if isinstance(error, NotFound):
+        return click.ClickException(
+            f"no {error.kind} with id {error.ident!r}; list the runs and their ids with: research-mcp runs"
         )
-    store.close()
+    return click.ClickException(" ".join(str(error).split()))
+
+
+def _needs_report(store: Store, run_id: str) -> None:
+    """A run without a report yet: say why, and how to get one."""
+    from research_mcp.runs import FINISHED
+
+    run = store.get_run(run_id)
+    if run["status"] not in FINISHED or not run["result_handoff_id"]:
+        reason = f": {run['error']}" if run["error"] else ""
+        raise click.ClickException(
+            f"run {run_id} is {run['status']}{reason} and has no report yet; "
+            f"finish it with: research-mcp run --resume {run_id}"
+        )
+
+
+@main.command()
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="How many runs.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (one list) instead of a table.")
+def runs(limit: int, as_json: bool) -> None:
+    """List recent research runs, newest first."""
+    from research_mcp.progress import print_runs
+    from research_mcp.runstate import recent_runs
+
+    store = _open_store()
+    try:
+        rows = recent_runs(store, limit)
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps([row.as_dict() for row in rows], ensure_ascii=False, indent=2))
+    elif not rows:
+        click.echo('no runs yet; start one with: research-mcp run "your question"', err=True)
+    else:
+        print_runs(rows, sys.stdout, rich=sys.stdout.isatty())
 
 
 @main.command()
 @click.argument("ident")
-@click.option(
-    "--view", default="summary", help="summary, report, sources, facts, confidence, gaps, followups, tree"
-)
+@click.option("--view", default="summary", show_default=True, type=click.Choice(VIEWS), help="What to show.")
 def show(ident: str, view: str) -> None:
-    """Show a view of a run, plan or handoff."""
-    from research_mcp.errors import ResearchError
+    """Show one view of a run, plan or handoff."""
     from research_mcp.reports import view_items
-    from research_mcp.storage.store import Store
 
-    store = Store(_settings().database_path)
+    store = _open_store()
     try:
+        if ident.startswith("run_") and view not in ("summary", "tree", "handoff"):
+            _needs_report(store, ident)
         click.echo("\n".join(view_items(store, ident, view)))  # type: ignore[arg-type]
     except ResearchError as error:
-        raise click.ClickException(str(error)) from None
+        raise _user_error(error) from None
     finally:
         store.close()
 
 
 @main.command()
 @click.argument("run_id")
-def export(run_id: str) -> None:
-    """Print a run's report as Markdown."""
-    from research_mcp.errors import ResearchError
-    from research_mcp.reports import report_markdown
-    from research_mcp.storage.store import Store
+@click.option(
+    "--format",
+    "fmt",
+    default="md",
+    show_default=True,
+    type=click.Choice(["md", "html", "json"]),
+    help="md: the report; json: everything; html: one self-contained page.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Write here, not to stdout.",
+)
+def export(run_id: str, fmt: str, output: Path | None) -> None:
+    """Export a finished run as Markdown, JSON or a self-contained HTML page."""
+    from research_mcp.exports import export_run
 
-    store = Store(_settings().database_path)
+    store = _open_store()
     try:
-        click.echo(report_markdown(store, run_id))
+        _needs_report(store, run_id)
+        text = export_run(store, run_id, fmt)
     except ResearchError as error:
-        raise click.ClickException(str(error)) from None
+        raise _user_error(error) from None
     finally:
         store.close()
+    if output is None:
+        click.echo(text)
+        return
+    try:
+        output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    except OSError as error:
+        raise click.ClickException(
+            f"cannot write {output}: {error.strerror}; choose another -o path"
+        ) from None
+    click.echo(f"wrote {output}", err=True)
 
 
 @main.command()
-@click.argument("query")
-@click.option("--wait", default=600.0, help="Seconds to wait for the run.")
-def run(query: str, wait: float) -> None:
-    """Plan and execute one research query here, and print its report."""
-    from mcp import Client
+@click.argument("query", required=False)
+@click.option(
+    "--resume", "resume", metavar="RUN_ID", help="Resume this cancelled or failed run; done nodes are kept."
+)
+@click.option(
+    "--corpus",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A folder of documents to search too (repeatable).",
+)
+@click.option("--max-tokens", type=click.IntRange(min=1), help="Budget: model tokens in and out.")
+@click.option("--max-cost", type=click.FloatRange(min=0, min_open=True), help="Budget: USD.")
+@click.option(
+    "--max-seconds", type=click.FloatRange(min=0, min_open=True), help="Budget: wall-clock seconds."
+)
+@click.option("--max-sources", type=click.IntRange(min=1), help="Budget: sources read.")
+@click.option(
+    "--model",
+    type=click.Choice(["auto", "anthropic", "sampling", "extractive"]),
+    help="Model backend (default: RESEARCH_MCP_MODEL, else auto).",
+)
+def run(
+    query: str | None,
+    resume: str | None,
+    corpus: tuple[Path, ...],
+    max_tokens: int | None,
+    max_cost: float | None,
+    max_seconds: float | None,
+    max_sources: int | None,
+    model: str | None,
+) -> None:
+    """Plan and execute one research query with live progress on stderr; print the report on stdout.
 
-    from research_mcp.server.app import create_server
+    Ctrl-C cancels the run (exit 130); resume it with --resume RUN_ID.
+    """
+    from research_mcp.driver import Interrupted, RunFailed, RunRequest, drive
+    from research_mcp.progress import LiveProgress
 
-    async def go() -> str:
-        async with Client(create_server(_settings())) as client:
-            plan = await client.call_tool("plan_research", {"query": query})
-            if plan.is_error or plan.structured_content is None:
-                raise click.ClickException(_text(plan))
-            click.echo(_text(plan), err=True)
-            result = await client.call_tool(
-                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 50}
+    budget = {
+        key: value
+        for key, value in {
+            "max_tokens": max_tokens,
+            "max_cost_usd": max_cost,
+            "max_seconds": max_seconds,
+            "max_sources": max_sources,
+        }.items()
+        if value is not None
+    }
+    if (query is None) == (resume is None):
+        raise click.UsageError('give a question, or --resume RUN_ID (not both): research-mcp run "question"')
+    if resume is not None and budget:
+        raise click.UsageError("a resumed run keeps the budget it started with; drop the --max-* options")
+    settings = _settings()
+    updates: dict[str, Any] = {"corpus": [*settings.corpus, *(path.resolve() for path in corpus)]}
+    if model is not None:
+        updates["model"] = model
+    settings = settings.model_copy(update=updates)
+    request = RunRequest(query=query, resume=resume, budget=budget or None)
+    try:
+        with LiveProgress(settings.database_path) as progress:
+            handle = anyio.run(drive, settings, request, progress)
+    except Interrupted as stop:
+        if stop.run_id is None:
+            click.echo("interrupted before the run started; nothing to resume.", err=True)
+        else:
+            click.echo(
+                f"interrupted: run {stop.run_id} {stop.status or 'cancelled'}. "
+                f"Resume it with: research-mcp run --resume {stop.run_id}",
+                err=True,
             )
-            with anyio.move_on_after(wait):
-                while not result.is_error and result.structured_content["status"] in ("pending", "running"):
-                    click.echo(_text(result), err=True)
-                    run_id = result.structured_content["id"]
-                    result = await client.call_tool("execute_plan", {"run_id": run_id, "wait_seconds": 50})
-            if result.is_error:
-                raise click.ClickException(_text(result))
-            page = await client.call_tool(
-                "report_results",
-                {"id": result.structured_content["id"], "view": "report", "max_tokens": 20000},
-            )
-            return _text(page)
+        sys.exit(INTERRUPTED)
+    except RunFailed as failure:
+        raise click.ClickException(" ".join(str(failure).split())) from None
+    run_id = handle["id"]
+    if handle["status"] not in ("done", "budget_exhausted"):
+        summary = " ".join(handle["summary"][:1])
+        raise click.ClickException(
+            f"run {run_id} {handle['status']} ({summary}); fix the cause, then: research-mcp run --resume {run_id}"
+        )
+    if handle["status"] == "budget_exhausted":
+        click.echo(f"run {run_id}: the budget ran out; the report below is partial.", err=True)
+    from research_mcp.exports import export_run
 
-    click.echo(anyio.run(go))
-
-
-def _text(result: Any) -> str:
-    return "\n".join(getattr(block, "text", "") for block in result.content)
+    store = _open_store()
+    try:
+        click.echo(export_run(store, run_id, "md"))
+    finally:
+        store.close()

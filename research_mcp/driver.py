@@ -1,0 +1,148 @@
+"""`research-mcp run`: one research run driven from the terminal through the server's own tools.
+
+An in-memory MCP client calls plan_research, then execute_plan until the run has finished, while
+`LiveProgress` shows the run from the store. Ctrl-C cancels the run through execute_plan's cancel
+path (the run records itself as cancelled; every store write is a whole transaction) and
+`Interrupted` carries its id, so that `research-mcp run --resume RUN_ID` can finish it: nodes already
+done are read back, not run again.
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from mcp import Client
+
+from research_mcp.config import Settings
+from research_mcp.progress import LiveProgress
+
+__all__ = ["Interrupted", "RunFailed", "RunRequest", "drive"]
+
+WAIT_S = 30.0  # each execute_plan call waits this long (the tool allows at most 55 s)
+
+
+class RunFailed(Exception):
+    """The run could not be planned, started or finished; the message says what to do."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C: the run (if one had started) was cancelled and can be resumed."""
+
+    def __init__(self, run_id: str | None, status: str | None) -> None:
+        super().__init__(run_id)
+        self.run_id = run_id
+        self.status = status
+
+
+@dataclass
+class RunRequest:
+    query: str | None = None
+    resume: str | None = None
+    budget: dict[str, Any] | None = None
+
+
+@dataclass
+class _State:
+    phase: str = "planning"  # planning | starting | running
+    run_id: str | None = None
+    interrupted: bool = False
+    main: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+
+
+def _text(result: Any) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content).strip()
+
+
+def _handle(result: Any, doing: str) -> dict[str, Any]:
+    if result.is_error or result.structured_content is None:
+        raise RunFailed(f"{doing} failed: {_text(result)}")
+    return dict(result.structured_content)
+
+
+async def drive(settings: Settings, request: RunRequest, progress: LiveProgress) -> dict[str, Any]:
+    """Plan (or resume) and execute one run; its final handle (status done, budget_exhausted...)."""
+    from research_mcp.server.app import create_server
+
+    state = _State()
+    async with Client(create_server(settings)) as client, anyio.create_task_group() as group:
+        with anyio.open_signal_receiver(signal.SIGINT) as signals:
+            group.start_soon(_on_interrupt, signals, client, state, progress)
+            handle: dict[str, Any] = {}
+            with state.main:
+                handle = await _run(client, request, state, progress, group)
+            group.cancel_scope.cancel()
+    if state.interrupted:
+        raise Interrupted(state.run_id, handle.get("status"))
+    return handle
+
+
+async def _run(
+    client: Client, request: RunRequest, state: _State, progress: LiveProgress, group: Any
+) -> dict[str, Any]:
+    if request.resume is not None:
+        title = request.resume
+        state.phase = "starting"
+        handle = _handle(
+            await client.call_tool("execute_plan", {"run_id": request.resume, "wait_seconds": 0}),
+            f"resuming {request.resume}",
+        )
+    else:
+        assert request.query is not None
+        title = request.query
+        progress.note(f"planning: {request.query}")
+        arguments: dict[str, Any] = {"query": request.query}
+        if request.budget:
+            arguments["budget"] = request.budget
+        plan = _handle(await client.call_tool("plan_research", arguments), "planning")
+        if plan["status"] != "feasible":
+            raise RunFailed(" ".join(plan["summary"]))
+        progress.note(f"plan {plan['id']} ({plan['backend']}): " + " · ".join(plan["summary"][:2]))
+        state.phase = "starting"
+        start = {
+            "plan_id": plan["id"],
+            "wait_seconds": 0,
+            **({"budget": request.budget} if request.budget else {}),
+        }
+        handle = _handle(await client.call_tool("execute_plan", start), "starting the run")
+    state.run_id, state.phase = handle["id"], "running"
+    if state.interrupted:  # Ctrl-C while the run was being started: cancel it now that its id is known
+        return await _cancel(client, state.run_id)
+    watcher = anyio.CancelScope()
+
+    async def follow() -> None:
+        with watcher:
+            await progress.follow(handle["id"], title)
+
+    group.start_soon(follow)
+    try:
+        while handle["status"] in ("pending", "running") and not state.interrupted:
+            handle = _handle(
+                await client.call_tool("execute_plan", {"run_id": handle["id"], "wait_seconds": WAIT_S}),
+                f"waiting on {handle['id']}",
+            )
+    finally:
+        watcher.cancel()
+    return handle
+
+
+async def _cancel(client: Client, run_id: str) -> dict[str, Any]:
+    result = await client.call_tool("execute_plan", {"run_id": run_id, "cancel": True})
+    return _handle(result, f"cancelling {run_id}")
+
+
+async def _on_interrupt(signals: Any, client: Client, state: _State, progress: LiveProgress) -> None:
+    async for _ in signals:
+        if state.interrupted:
+            progress.note("still cancelling; press Ctrl-C again after it has stopped")
+            continue
+        state.interrupted = True
+        if state.phase == "planning":
+            progress.note("interrupted while planning: stopping")
+            state.main.cancel()
+        elif state.phase == "running" and state.run_id is not None:
+            progress.note(f"interrupted: cancelling run {state.run_id}")
+            await _cancel(client, state.run_id)
+        # "starting": the main flow cancels the run as soon as execute_plan has returned its id

@@ -1,0 +1,171 @@
+"""run, runs, show and export through the installed script, against one real run over a corpus of notes."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.cli.conftest import HOSTILE_TITLE, NOTES, QUESTION, FinishedRun, cli
+
+ANSI = re.compile(r"\x1b\[")
+
+
+def test_run_prints_the_report_alone_on_stdout_so_it_can_be_redirected(harbour: FinishedRun) -> None:
+    report = harbour.stdout
+    assert report.startswith(f"# {QUESTION}\n")
+    assert re.search(r"\[F\d+\]", report)
+    assert "## Sources" in report
+    assert "citations verified" in report
+    for chatter in ("planning", "running", "research-mcp:", "INFO"):
+        assert chatter not in report
+
+
+def test_run_progress_off_a_terminal_is_plain_lines_naming_each_node_and_the_totals(
+    harbour: FinishedRun,
+) -> None:
+    progress = harbour.stderr
+    assert not ANSI.search(progress)
+    assert f"planning: {QUESTION}" in progress
+    assert re.search(r"\] done +executor n: ", progress)
+    assert re.search(r"\] done +leaf n\.1: ", progress)
+    final = progress.strip().splitlines()[-1]
+    totals = re.search(r"done: 2/2 nodes, 3 sources read, facts (\d+)/(\d+) verified, 0 tokens, \$0\.0000, ", final)
+    assert totals and totals.group(1) == totals.group(2) != "0"
+
+
+def test_runs_lists_the_run_newest_first_as_a_plain_table(harbour: FinishedRun) -> None:
+    listed = cli("runs", env=harbour.env)
+    assert listed.returncode == 0, listed.stderr
+    header, row = listed.stdout.splitlines()
+    assert header.split() == ["id", "status", "query", "backend", "nodes", "cost", "tokens", "elapsed", "created"]
+    cells = re.split(r"\s{2,}", row)
+    assert cells[:7] == [harbour.run_id, "done", QUESTION, "extractive", "2/2", "$0.0000", "0"]
+    assert header.index("query") == row.index(QUESTION)  # aligned columns
+    assert not ANSI.search(listed.stdout)
+
+
+def test_runs_json_gives_each_run_with_its_counts(harbour: FinishedRun) -> None:
+    listed = cli("runs", "--json", "--limit", "5", env=harbour.env)
+    (run,) = json.loads(listed.stdout)
+    assert {key: run[key] for key in ("id", "status", "query", "backend", "nodes_done", "nodes_total")} == {
+        "id": harbour.run_id,
+        "status": "done",
+        "query": QUESTION,
+        "backend": "extractive",
+        "nodes_done": 2,
+        "nodes_total": 2,
+    }
+    assert run["tokens"] == 0 and run["cost_usd"] == 0 and run["elapsed_s"] > 0
+
+
+def test_show_sources_lists_the_corpus_notes(harbour: FinishedRun) -> None:
+    shown = cli("show", harbour.run_id, "--view", "sources", env=harbour.env)
+    assert shown.returncode == 0, shown.stderr
+    titles = [text.splitlines()[0].removeprefix("# ") for text in NOTES.values()]
+    for title in titles:
+        assert title in shown.stdout
+
+
+@pytest.mark.parametrize(
+    ("view", "expected"),
+    [
+        ("summary", "confidence:"),
+        ("report", "metadata:"),
+        ("facts", "[verified]"),
+        ("confidence", "medium"),
+        ("gaps", "no gaps recorded"),
+        ("followups", ""),
+        ("tree", "n.1 leaf"),
+    ],
+)
+def test_show_gives_every_view_of_a_finished_run(harbour: FinishedRun, view: str, expected: str) -> None:
+    shown = cli("show", harbour.run_id, "--view", view, env=harbour.env)
+    assert shown.returncode == 0, shown.stderr
+    assert expected in shown.stdout and shown.stdout.strip()
+
+
+def test_show_refuses_an_unknown_view_as_a_usage_error(harbour: FinishedRun) -> None:
+    shown = cli("show", harbour.run_id, "--view", "everything", env=harbour.env)
+    assert shown.returncode == 2
+    assert "'everything' is not one of" in shown.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("show", "run_000000000000"), ("export", "run_000000000000", "--format", "html"), ("show", "nonsense")],
+)
+def test_an_unknown_id_exits_1_with_one_line_saying_what_to_do(harbour: FinishedRun, args: tuple[str, ...]) -> None:
+    result = cli(*args, env=harbour.env)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("Error: no ") and f"{args[1]!r}" in line
+    assert line.endswith("list the runs and their ids with: research-mcp runs")
+
+
+def test_export_md_is_the_report_that_run_printed(harbour: FinishedRun) -> None:
+    exported = cli("export", harbour.run_id, "--format", "md", env=harbour.env)
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stdout == harbour.stdout
+
+
+def test_export_json_holds_findings_facts_with_checked_quotes_sources_and_the_plan_tree(
+    harbour: FinishedRun,
+) -> None:
+    exported = cli("export", harbour.run_id, "--format", "json", env=harbour.env)
+    assert exported.returncode == 0, exported.stderr
+    document = json.loads(exported.stdout)
+    assert set(document) == {
+        "run",
+        "findings",
+        "sources",
+        "confidence",
+        "gaps",
+        "metadata",
+        "suggested_followups",
+        "facts",
+        "plan",
+    }
+    assert document["run"]["query"] == QUESTION and document["run"]["status"] == "done"
+    facts = {fact["id"]: fact for fact in document["facts"]}
+    cited = set(re.findall(r"\[(F\d+)\]", document["findings"]))
+    assert cited and cited <= set(facts)
+    sources = {source["id"]: source for source in document["sources"]}
+    corpus = " ".join(NOTES.values())
+    for fact in facts.values():
+        assert fact["verified"] is True
+        assert fact["quote"] in corpus
+        assert fact["source_id"] in sources
+    assert {source["title"] for source in sources.values()} >= {"Harbour bridge", "Harbour tunnel", HOSTILE_TITLE}
+    assert all(source["location"].startswith(str(harbour.corpus)) for source in sources.values())
+    (plan,) = document["plan"]
+    assert plan["root"]["state"] == "done" and plan["root"]["children"][0]["state"] == "done"
+    assert document["metadata"]["citations_verified"] == len(cited)
+
+
+def test_export_html_to_a_file_escapes_untrusted_titles(harbour: FinishedRun, tmp_path: object) -> None:
+    from pathlib import Path
+
+    target = Path(str(tmp_path)) / "report.html"
+    exported = cli("export", harbour.run_id, "--format", "html", "-o", str(target), env=harbour.env)
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stdout == ""
+    page = target.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; Ferry timetable" in page
+    assert "<script" not in page.lower()
+
+
+def test_run_needs_a_question_or_a_run_to_resume(harbour: FinishedRun) -> None:
+    neither = cli("run", env=harbour.env)
+    both = cli("run", QUESTION, "--resume", harbour.run_id, env=harbour.env)
+    assert neither.returncode == both.returncode == 2
+    assert "give a question, or --resume RUN_ID" in neither.stderr
+
+
+def test_resuming_a_finished_run_prints_its_report_again(harbour: FinishedRun) -> None:
+    again = cli("run", "--resume", harbour.run_id, env=harbour.env)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == harbour.stdout
