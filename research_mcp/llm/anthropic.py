@@ -5,7 +5,10 @@ schema, and forces it with `tool_choice`; the tool input is validated with the s
 invalid answer is sent back as an erroring `tool_result` carrying the validation errors, at most
 `MAX_REPAIRS` times (see `base.generate_with_repair`). The role's stable system prompt is marked
 for prompt caching. Transient failures (429, 5xx, 529, timeouts, dropped connections) are retried
-by the SDK; what is left is raised as `ModelError` saying what to do.
+by the SDK; what is left is raised as `ModelError` saying what to do. Every call, the SDK's retries and
+their waits included, runs under one wall-clock deadline (`call_deadline`): the SDK's own timeout
+bounds each socket read, not a response dripped a byte at a time, and it waits out any
+`retry-after` the API sends, however long.
 
 Nothing here touches the network until `generate` is called, and the backend is only built when an
 API key is configured (`AnthropicModel.from_settings` raises `NotConfigured` otherwise).
@@ -19,6 +22,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anthropic
+import anyio
 from anthropic.types import (
     Message,
     MessageParam,
@@ -38,10 +42,18 @@ from research_mcp.llm.pricing import cost_usd, pricing_note
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = ["DEFAULT_MAX_OUTPUT_TOKENS", "DEFAULT_TIMEOUT_SECONDS", "SUBMIT_TOOL", "AnthropicModel"]
+__all__ = [
+    "DEFAULT_MAX_OUTPUT_TOKENS",
+    "DEFAULT_TIMEOUT_SECONDS",
+    "MAX_RETRY_WAIT_SECONDS",
+    "SUBMIT_TOOL",
+    "AnthropicModel",
+]
 
 SUBMIT_TOOL = "submit"
 DEFAULT_TIMEOUT_SECONDS = 300.0
+# What the default deadline allows for each wait between the SDK's retries (a retry-after header).
+MAX_RETRY_WAIT_SECONDS = 60.0
 DEFAULT_MAX_OUTPUT_TOKENS = 16_000
 
 _NO_TOOL_CALL = (
@@ -54,9 +66,11 @@ class AnthropicModel:
     """Role outputs from Claude through the Messages API, with forced tool use and validation repair.
 
     `model_for(role)` names the model each role uses. A request's `max_tokens` is clipped to
-    `max_output_tokens`, a ceiling on what any one call may spend. `http_client` is an
-    `httpx2.AsyncClient` for the SDK (proxies, custom transports); the client honours
-    ANTHROPIC_BASE_URL when `base_url` is None.
+    `max_output_tokens`, a ceiling on what any one call may spend. `timeout` bounds each HTTP
+    request (seconds per connect, read or write) and `call_deadline` one call in all, retries and
+    their waits included (default: `timeout` plus `MAX_RETRY_WAIT_SECONDS` per attempt).
+    `http_client` is an `httpx2.AsyncClient` for the SDK (proxies, custom transports); the client
+    honours ANTHROPIC_BASE_URL when `base_url` is None.
     """
 
     name = "anthropic"
@@ -70,8 +84,11 @@ class AnthropicModel:
         max_retries: int = 2,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+        call_deadline: float | None = None,
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
+        if max_retries < 0 or timeout <= 0 or (call_deadline is not None and call_deadline <= 0):
+            raise ValueError("max_retries must be >= 0, timeout and call_deadline > 0")
         self.client = anthropic.AsyncAnthropic(
             api_key=api_key,
             base_url=base_url,
@@ -83,12 +100,18 @@ class AnthropicModel:
         self.max_retries = max_retries
         self.timeout = timeout
         self.max_output_tokens = max_output_tokens
+        self.call_deadline = (
+            call_deadline
+            if call_deadline is not None
+            else (timeout + MAX_RETRY_WAIT_SECONDS) * (max_retries + 1)
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings, **options: Any) -> AnthropicModel:
         """The backend as configured, or `NotConfigured` when no API key is set.
 
-        `options` go to the constructor (`max_retries`, `timeout`, `max_output_tokens`, `http_client`).
+        `options` go to the constructor (`max_retries`, `timeout`, `call_deadline`, `max_output_tokens`,
+        `http_client`).
         """
         key = settings.anthropic_api_key.get_secret_value().strip() if settings.anthropic_api_key else ""
         if not key:
@@ -132,16 +155,25 @@ class AnthropicModel:
             if feedback is not None and previous is not None:
                 messages.extend(_repair_turns(previous, feedback))
             try:
-                reply = await self.client.messages.create(
-                    model=model,
-                    max_tokens=max_tokens,
-                    system=system or anthropic.omit,
-                    messages=list(messages),
-                    tools=[tool],
-                    tool_choice=tool_choice,
-                )
+                with anyio.fail_after(self.call_deadline):
+                    reply = await self.client.messages.create(
+                        model=model,
+                        max_tokens=max_tokens,
+                        system=system or anthropic.omit,
+                        messages=list(messages),
+                        tools=[tool],
+                        tool_choice=tool_choice,
+                    )
+            except TimeoutError:
+                raise ModelError(
+                    f"The Anthropic API did not finish answering within {self.call_deadline:g} s "
+                    f"(retries and their waits included; up to {self.max_retries} retries). It may be "
+                    "overloaded, asking to wait longer than that, or sending its answer very slowly. "
+                    "Try again later."
+                ) from None
             except anthropic.APIError as error:
                 raise self._model_error(error, model) from error
+            _check_shape(reply, self.client.base_url)
             previous = reply
             _raise_on_stop(reply, request, model, max_tokens)
             submitted = _submitted(reply)
@@ -166,13 +198,17 @@ class AnthropicModel:
                 "Try again, or narrow the request so the answer is shorter."
             )
         if isinstance(error, anthropic.APIConnectionError):
+            cause = error.__cause__
+            why = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
             return ModelError(
-                f"Could not connect to the Anthropic API at {self.client.base_url} {retried}. "
+                f"The connection to the Anthropic API at {self.client.base_url} failed{why} {retried}. "
                 "Check the network, and ANTHROPIC_BASE_URL if it is set."
             )
         if not isinstance(error, anthropic.APIStatusError):
             return ModelError(f"The Anthropic SDK failed: {error.message}")
         status = error.status_code
+        if error.response.headers.get("x-should-retry") == "false":
+            retried = "(the API said not to retry it)"
         detail = f"{status}: {error.api_message or error.message}"
         if error.request_id:
             detail += f"; request id {error.request_id}"
@@ -197,6 +233,15 @@ class AnthropicModel:
             return ModelError(
                 f"Anthropic refused the call for billing reasons ({detail}). "
                 "Check the account's credits and spend limits in the Anthropic Console."
+            )
+        if (
+            isinstance(error, anthropic.RateLimitError)
+            and error.response.headers.get("x-should-retry") == "false"
+        ):
+            return ModelError(
+                f"Anthropic refused the call with a limit that waiting will not lift ({detail}; "
+                "the API said not to retry it), such as the organisation's spend limit. Check the "
+                "limits and credits in the Anthropic Console."
             )
         if isinstance(error, anthropic.RateLimitError):
             return ModelError(
@@ -229,6 +274,23 @@ def _submit_tool(output_type: type[BaseModel]) -> ToolParam:
         "description": f"Submit your answer. {what}",
         "input_schema": output_type.model_json_schema(),
     }
+
+
+def _check_shape(reply: object, base_url: object) -> None:
+    """A 200 answer that is not a Message (an HTML page, `{}`, a proxy's reply) fails clearly here.
+
+    The SDK does not validate a successful body: text that is not JSON comes back as a `str`, and
+    JSON of another shape as a Message whose fields are None.
+    """
+    if isinstance(reply, Message) and isinstance(reply.content, list) and reply.usage is not None:
+        return
+    seen = reply if isinstance(reply, str) else "JSON without a message's content and usage"
+    seen = " ".join(str(seen).split())[:120]
+    raise ModelError(
+        f"The Anthropic API at {base_url} answered with something that is not a Messages API "
+        f"response ({seen!r}). Check ANTHROPIC_BASE_URL if it is set (a proxy or a wrong address "
+        "answers like this), or try again later."
+    )
 
 
 def _submitted(reply: Message) -> ToolUseBlock | None:

@@ -227,6 +227,10 @@ async def perform(
         with anyio.CancelScope(shield=True):
             store.finish_handoff(handoff_id, status="cancelled", output=None, summary=["cancelled"])
         raise
+    except Exception as error:  # a bug below: the handoff must still not be left running
+        message = f"internal error in the {role} ({type(error).__name__}: {error}); please report it."
+        store.finish_handoff(handoff_id, status="failed", output=None, summary=[message[:200]], error=message)
+        raise
     return RoleResult(handoff_id=handoff_id, output=generation.output, usage=usage)
 
 
