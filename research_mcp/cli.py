@@ -76,11 +76,32 @@ def main(verbose: bool) -> None:
 
 
 @main.command()
-def serve() -> None:
-    """Serve the MCP tools on stdio (what a host runs)."""
+@click.option(
+    "--http",
+    "http_address",
+    metavar="[HOST:]PORT",
+    help="Serve over streamable HTTP at http://HOST:PORT/mcp instead of stdio; PORT alone means "
+    "127.0.0.1:PORT. Any address but loopback needs RESEARCH_MCP_HTTP_TOKEN.",
+)
+def serve(http_address: str | None) -> None:
+    """Serve the MCP tools on stdio (what a host runs), or over HTTP with --http."""
     from research_mcp.server.app import create_server
 
     settings = _settings()
+    if http_address is not None:
+        from research_mcp.server.http import parse_bind, refusal, serve_http
+
+        try:
+            bind = parse_bind(http_address)
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="'--http'") from None
+        problem = refusal(settings, bind)
+        if problem is not None:
+            click.echo(f"Error: {problem}", err=True)
+            sys.exit(2)
+        logger.info("research-mcp: store %s; model %s", settings.database_path, backend_line(settings))
+        serve_http(settings, bind)
+        return
     logger.info(
         "research-mcp: store %s; model %s; %s", settings.database_path, backend_line(settings), connect_hint()
     )
@@ -330,6 +351,8 @@ def run(
         raise click.UsageError('give a question, or --resume RUN_ID (not both): research-mcp run "question"')
     if resume is not None and budget:
         raise click.UsageError("a resumed run keeps the budget it started with; drop the --max-* options")
+    if not click.get_current_context().find_root().params.get("verbose"):
+        logging.getLogger().setLevel(logging.WARNING)  # the progress view says what the info log would
     settings = _settings()
     updates: dict[str, Any] = {"corpus": [*settings.corpus, *(path.resolve() for path in corpus)]}
     if model is not None:

@@ -83,7 +83,6 @@ async def _run(
     client: Client, request: RunRequest, state: _State, progress: LiveProgress, group: Any
 ) -> dict[str, Any]:
     if request.resume is not None:
-        title = request.resume
         state.phase = "starting"
         handle = _handle(
             await client.call_tool("execute_plan", {"run_id": request.resume, "wait_seconds": 0}),
@@ -91,7 +90,6 @@ async def _run(
         )
     else:
         assert request.query is not None
-        title = request.query
         progress.note(f"planning: {request.query}")
         arguments: dict[str, Any] = {"query": request.query}
         if request.budget:
@@ -114,7 +112,7 @@ async def _run(
 
     async def follow() -> None:
         with watcher:
-            await progress.follow(handle["id"], title)
+            await progress.follow(handle["id"])
 
     group.start_soon(follow)
     try:

@@ -59,7 +59,6 @@ class LiveProgress:
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty() if live is None else live
         self.console = Console(file=self.stream, highlight=False) if self.live else None
-        self.title = ""
         self.run_id: str | None = None
         self._display: Live | None = None
         self._seen: dict[str, str] = {}
@@ -93,9 +92,9 @@ class LiveProgress:
         else:
             print(f"research-mcp: {text}", file=self.stream, flush=True)
 
-    async def follow(self, run_id: str, title: str) -> None:
+    async def follow(self, run_id: str) -> None:
         """Show the run until cancelled (the driver cancels this task when the run has finished)."""
-        self.run_id, self.title = run_id, title
+        self.run_id = run_id
         store = Store(self.store_path)
         try:
             while True:
@@ -119,7 +118,8 @@ class LiveProgress:
     # --- rendering -------------------------------------------------------------------------------
 
     def _renderable(self, run: dict[str, Any], trees: Sequence[PlanTree], totals: RunTotals) -> Group:
-        header = Text.assemble(("research ", "bold"), (self.title, "bold"), f"  {run['id']} ", _status(run))
+        query = " + ".join(tree.query for tree in trees if tree.plan_id != "final")
+        header = Text.assemble(("research: ", "bold"), (query, "bold"), f"  {run['id']} ", _status(run))
         parts: list[Any] = [header]
         for tree in trees:
             view = Tree(Text(f"plan {tree.plan_id}", style="dim"), guide_style="dim")

@@ -33,7 +33,8 @@ NOTES = {
 
 def cli_env(home: Path, **extra: str) -> dict[str, str]:
     env = {name: value for name, value in os.environ.items() if name not in SCRUBBED}
-    env.update(RESEARCH_MCP_HOME=str(home), RESEARCH_MCP_MODEL="extractive", HF_HUB_OFFLINE="1", **extra)
+    env.update({"RESEARCH_MCP_HOME": str(home), "RESEARCH_MCP_MODEL": "extractive", "HF_HUB_OFFLINE": "1"})
+    env.update(extra)
     return env
 
 

@@ -31,7 +31,9 @@ def test_run_progress_off_a_terminal_is_plain_lines_naming_each_node_and_the_tot
     assert re.search(r"\] done +executor n: ", progress)
     assert re.search(r"\] done +leaf n\.1: ", progress)
     final = progress.strip().splitlines()[-1]
-    totals = re.search(r"done: 2/2 nodes, 3 sources read, facts (\d+)/(\d+) verified, 0 tokens, \$0\.0000, ", final)
+    totals = re.search(
+        r"done: 2/2 nodes, 3 sources read, facts (\d+)/(\d+) verified, 0 tokens, \$0\.0000, ", final
+    )
     assert totals and totals.group(1) == totals.group(2) != "0"
 
 
@@ -39,7 +41,17 @@ def test_runs_lists_the_run_newest_first_as_a_plain_table(harbour: FinishedRun) 
     listed = cli("runs", env=harbour.env)
     assert listed.returncode == 0, listed.stderr
     header, row = listed.stdout.splitlines()
-    assert header.split() == ["id", "status", "query", "backend", "nodes", "cost", "tokens", "elapsed", "created"]
+    assert header.split() == [
+        "id",
+        "status",
+        "query",
+        "backend",
+        "nodes",
+        "cost",
+        "tokens",
+        "elapsed",
+        "created",
+    ]
     cells = re.split(r"\s{2,}", row)
     assert cells[:7] == [harbour.run_id, "done", QUESTION, "extractive", "2/2", "$0.0000", "0"]
     assert header.index("query") == row.index(QUESTION)  # aligned columns
@@ -96,7 +108,9 @@ def test_show_refuses_an_unknown_view_as_a_usage_error(harbour: FinishedRun) -> 
     "args",
     [("show", "run_000000000000"), ("export", "run_000000000000", "--format", "html"), ("show", "nonsense")],
 )
-def test_an_unknown_id_exits_1_with_one_line_saying_what_to_do(harbour: FinishedRun, args: tuple[str, ...]) -> None:
+def test_an_unknown_id_exits_1_with_one_line_saying_what_to_do(
+    harbour: FinishedRun, args: tuple[str, ...]
+) -> None:
     result = cli(*args, env=harbour.env)
     assert result.returncode == 1
     assert result.stdout == ""
@@ -138,7 +152,11 @@ def test_export_json_holds_findings_facts_with_checked_quotes_sources_and_the_pl
         assert fact["verified"] is True
         assert fact["quote"] in corpus
         assert fact["source_id"] in sources
-    assert {source["title"] for source in sources.values()} >= {"Harbour bridge", "Harbour tunnel", HOSTILE_TITLE}
+    assert {source["title"] for source in sources.values()} >= {
+        "Harbour bridge",
+        "Harbour tunnel",
+        HOSTILE_TITLE,
+    }
     assert all(source["location"].startswith(str(harbour.corpus)) for source in sources.values())
     (plan,) = document["plan"]
     assert plan["root"]["state"] == "done" and plan["root"]["children"][0]["state"] == "done"

@@ -1,0 +1,197 @@
+"""Ctrl-C during `research-mcp run`: the run is cancelled cleanly (exit 130) and `run --resume` finishes it.
+
+The model is the Anthropic backend through the real SDK, against the loopback fake of the Messages
+API. Requests are answered by what they are (which role, which leaf), not by order of arrival, since
+the two leaves run in parallel: leaf alpha finishes, leaf beta's extraction stalls, and SIGINT comes
+while it hangs.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.conftest import SCRIPT, cli, cli_env
+from tests.fake_http import RecordedRequest, ScriptedResponse
+from tests.llm.fake_anthropic import FakeMessagesAPI
+
+ALPHA = "Note ALPHA: the harbour bridge opened in 1932. It carries eight lanes of traffic."
+BETA = "Note BETA: the harbour tunnel opened in 1992. It carries four lanes of traffic."
+PLAN = {
+    "root": {
+        "kind": "executor",
+        "title": "harbour crossings",
+        "children": [
+            {
+                "kind": "leaf",
+                "title": "alpha leaf",
+                "questions": ["When did the bridge open?"],
+                "sources": [ALPHA],
+            },
+            {
+                "kind": "leaf",
+                "title": "beta leaf",
+                "questions": ["When did the tunnel open?"],
+                "sources": [BETA],
+            },
+        ],
+    },
+    "rationale": "one leaf per crossing",
+}
+
+
+def extraction(quote: str) -> dict[str, Any]:
+    return {
+        "facts": [{"statement": quote, "quote": quote, "question_index": 0}],
+        "answers": [{"question": "When?", "answer": quote, "fact_indexes": [0]}],
+        "confidence": {"level": "high", "reasoning": "stated"},
+    }
+
+
+SYNTHESIS = {
+    "report": "The crossings are described in the notes.",
+    "confidence": {"level": "high", "reasoning": "direct"},
+}
+
+
+class RoutedMessagesAPI(FakeMessagesAPI):
+    """Each scripted response waits for a request whose JSON body contains all of its needles."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.routes: list[tuple[tuple[str, ...], ScriptedResponse]] = []
+
+    def route(self, needles: tuple[str, ...], *, tool_input: Any = None, stall: bool = False) -> None:
+        with self._lock:
+            if stall:
+                response = ScriptedResponse(stall=True)
+            else:
+                block = {"type": "tool_use", "name": "submit", "input": tool_input}
+                body = {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [block],
+                    "stop_reason": "tool_use",
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 100, "output_tokens": 50},
+                }
+                response = ScriptedResponse(200, body)
+            self.routes.append((needles, response))
+
+    def answer(self, request: RecordedRequest) -> ScriptedResponse:
+        text = json.dumps(request.json)
+        for index, (needles, response) in enumerate(self.routes):
+            if all(needle in text for needle in needles):
+                del self.routes[index]
+                return self.complete(response, request.json)
+        return self.complete(self.unscripted, request.json)
+
+    def count(self, *needles: str, since: int = 0) -> int:
+        with self._lock:
+            bodies = [json.dumps(r.json) for r in self.requests[since:]]
+        return sum(all(needle in body for needle in needles) for body in bodies)
+
+
+@pytest.fixture
+def api() -> Iterator[RoutedMessagesAPI]:
+    with RoutedMessagesAPI() as fake:
+        yield fake
+
+
+def wait_for(condition: Any, what: str, timeout: float = 60) -> None:
+    """Poll another process's progress (through the fake and the store) until `condition()` holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def node_states(database: Path) -> dict[str, str]:
+    if not database.exists():
+        return {}
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as conn:
+        try:
+            return dict(conn.execute("SELECT title, status FROM nodes").fetchall())
+        except sqlite3.OperationalError:  # not created yet
+            return {}
+
+
+def run_status(database: Path, run_id: str) -> str:
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as conn:
+        (status,) = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return str(status)
+
+
+def test_ctrl_c_cancels_the_run_exits_130_and_run_resume_finishes_it_without_redoing_done_nodes(
+    api: RoutedMessagesAPI, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    database = home / "research.db"
+    env = cli_env(
+        home, RESEARCH_MCP_MODEL="anthropic", ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=api.url
+    )
+    api.route(("PlannerOutput",), tool_input=PLAN)
+    api.route(("ExtractorOutput", "ALPHA"), tool_input=extraction("the harbour bridge opened in 1932."))
+    api.route(("ExtractorOutput", "BETA"), stall=True)
+    api.route(("SynthesisOutput", "alpha leaf"), tool_input=SYNTHESIS)
+
+    process = subprocess.Popen(
+        [str(SCRIPT), "run", "How do people cross the harbour?"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: node_states(database).get("alpha leaf") == "done", "leaf alpha to finish")
+        wait_for(lambda: api.count("ExtractorOutput", "BETA") == 1, "leaf beta's extraction to hang")
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+    assert process.returncode == 130, stderr
+    assert stdout == ""
+    last = stderr.strip().splitlines()[-1]
+    assert (
+        last.startswith("interrupted: run run_") and "Resume it with: research-mcp run --resume run_" in last
+    )
+    run_id = last.rsplit(" ", 1)[-1]
+    assert run_status(database, run_id) == "cancelled"
+    assert node_states(database) == {
+        "harbour crossings": "cancelled",
+        "alpha leaf": "done",
+        "beta leaf": "cancelled",
+    }
+    show = cli("show", run_id, "--view", "report", env=env)
+    assert show.returncode == 1
+    assert show.stderr.strip() == (
+        f"Error: run {run_id} is cancelled: cancelled by the host and has no report yet; "
+        f"finish it with: research-mcp run --resume {run_id}"
+    )
+
+    before = len(api.requests)
+    api.route(("ExtractorOutput", "BETA"), tool_input=extraction("the harbour tunnel opened in 1992."))
+    api.route(("SynthesisOutput", "beta leaf"), tool_input=SYNTHESIS)
+    api.route(("SynthesisOutput", "harbour crossings"), tool_input=SYNTHESIS)
+    resumed = cli("run", "--resume", run_id, env=env)
+
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.startswith("The crossings are described in the notes.")
+    assert run_status(database, run_id) == "done"
+    assert api.count("PlannerOutput", since=before) == 0
+    assert api.count("ExtractorOutput", "ALPHA", since=before) == 0  # the finished leaf is not run again
+    assert api.count("ExtractorOutput", "BETA", since=before) == 1
+    assert "cached" in resumed.stderr  # the progress shows the leaf read back, not run
