@@ -53,6 +53,13 @@ class Settings(BaseSettings):
     # Web pages older than this are read again, and facts from them are not reused until they are.
     web_max_age_days: float = Field(default=7.0, gt=0, validation_alias="RESEARCH_MCP_WEB_MAX_AGE_DAYS")
 
+    # `serve --http`: the bearer token every request must carry (required beyond loopback), and extra
+    # Host header names to accept, e.g. the public name a reverse proxy forwards.
+    http_token: SecretStr | None = Field(default=None, validation_alias="RESEARCH_MCP_HTTP_TOKEN")
+    http_allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, validation_alias="RESEARCH_MCP_HTTP_ALLOWED_HOSTS"
+    )
+
     concurrency: int = Field(default=4, ge=1, le=64, validation_alias="RESEARCH_MCP_CONCURRENCY")
     wait_seconds: float = Field(
         default=45.0, gt=0, le=55, validation_alias=AliasChoices("RESEARCH_MCP_WAIT_SECONDS")
@@ -67,6 +74,18 @@ class Settings(BaseSettings):
             if bad:
                 raise ValueError("RESEARCH_MCP_ROLE_MODELS takes role=model pairs separated by commas")
             return {role.strip(): model.strip() for role, model in pairs}
+        return value
+
+    @field_validator("http_token", mode="before")
+    @classmethod
+    def _empty_token_is_none(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("http_allowed_hosts", mode="before")
+    @classmethod
+    def _parse_allowed_hosts(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip().lower() for part in value.split(",") if part.strip()]
         return value
 
     @field_validator("corpus", mode="before")
