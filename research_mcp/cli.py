@@ -336,6 +336,7 @@ def run(
     """
     from research_mcp.driver import Interrupted, RunFailed, RunRequest, drive
     from research_mcp.progress import LiveProgress
+    from research_mcp.storage.store import Store
 
     budget = {
         key: value
@@ -358,6 +359,19 @@ def run(
     if model is not None:
         updates["model"] = model
     settings = settings.model_copy(update=updates)
+    if settings.model == "sampling":
+        raise click.ClickException(
+            "the sampling backend borrows an MCP host's model, and a terminal has none; "
+            "use --model anthropic (with ANTHROPIC_API_KEY) or --model extractive"
+        )
+    if resume is not None:
+        store = Store(settings.database_path)
+        try:
+            store.get_run(resume)
+        except ResearchError as error:
+            raise _user_error(error) from None
+        finally:
+            store.close()
     request = RunRequest(query=query, resume=resume, budget=budget or None)
     try:
         with LiveProgress(settings.database_path) as progress:

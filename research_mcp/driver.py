@@ -9,6 +9,7 @@ done are read back, not run again.
 
 from __future__ import annotations
 
+import re
 import signal
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,7 +59,8 @@ def _text(result: Any) -> str:
 
 def _handle(result: Any, doing: str) -> dict[str, Any]:
     if result.is_error or result.structured_content is None:
-        raise RunFailed(f"{doing} failed: {_text(result)}")
+        message = re.sub(r"^Error executing tool \w+: ", "", _text(result))
+        raise RunFailed(f"{doing} failed: {message}")
     return dict(result.structured_content)
 
 
@@ -67,13 +69,20 @@ async def drive(settings: Settings, request: RunRequest, progress: LiveProgress)
     from research_mcp.server.app import create_server
 
     state = _State()
+    handle: dict[str, Any] = {}
+    failure: RunFailed | None = None
     async with Client(create_server(settings)) as client, anyio.create_task_group() as group:
         with anyio.open_signal_receiver(signal.SIGINT) as signals:
             group.start_soon(_on_interrupt, signals, client, state, progress)
-            handle: dict[str, Any] = {}
-            with state.main:
-                handle = await _run(client, request, state, progress, group)
-            group.cancel_scope.cancel()
+            try:
+                with state.main:
+                    handle = await _run(client, request, state, progress, group)
+            except RunFailed as error:  # raised once the server has shut down, not wrapped in its task groups
+                failure = error
+            finally:
+                group.cancel_scope.cancel()
+    if failure is not None and not state.interrupted:
+        raise failure
     if state.interrupted:
         raise Interrupted(state.run_id, handle.get("status"))
     return handle
@@ -134,7 +143,7 @@ async def _cancel(client: Client, run_id: str) -> dict[str, Any]:
 async def _on_interrupt(signals: Any, client: Client, state: _State, progress: LiveProgress) -> None:
     async for _ in signals:
         if state.interrupted:
-            progress.note("still cancelling; press Ctrl-C again after it has stopped")
+            progress.note("still cancelling the run; it takes a few seconds at most")
             continue
         state.interrupted = True
         if state.phase == "planning":
@@ -142,5 +151,9 @@ async def _on_interrupt(signals: Any, client: Client, state: _State, progress: L
             state.main.cancel()
         elif state.phase == "running" and state.run_id is not None:
             progress.note(f"interrupted: cancelling run {state.run_id}")
-            await _cancel(client, state.run_id)
+            try:
+                await _cancel(client, state.run_id)
+            except RunFailed as error:
+                progress.note(str(error))
+                state.main.cancel()
         # "starting": the main flow cancels the run as soon as execute_plan has returned its id

@@ -104,9 +104,17 @@ def test_show_refuses_an_unknown_view_as_a_usage_error(harbour: FinishedRun) -> 
     assert "'everything' is not one of" in shown.stderr
 
 
+UNKNOWN = "run_000000000000"
+
+
 @pytest.mark.parametrize(
     "args",
-    [("show", "run_000000000000"), ("export", "run_000000000000", "--format", "html"), ("show", "nonsense")],
+    [
+        ("show", UNKNOWN),
+        ("show", "nonsense"),
+        ("export", UNKNOWN, "--format", "html"),
+        ("run", "--resume", UNKNOWN),
+    ],
 )
 def test_an_unknown_id_exits_1_with_one_line_saying_what_to_do(
     harbour: FinishedRun, args: tuple[str, ...]
@@ -115,7 +123,8 @@ def test_an_unknown_id_exits_1_with_one_line_saying_what_to_do(
     assert result.returncode == 1
     assert result.stdout == ""
     (line,) = result.stderr.splitlines()
-    assert line.startswith("Error: no ") and f"{args[1]!r}" in line
+    ident = "nonsense" if "nonsense" in args else UNKNOWN
+    assert line.startswith("Error: no ") and f"with id {ident!r};" in line
     assert line.endswith("list the runs and their ids with: research-mcp runs")
 
 
