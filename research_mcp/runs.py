@@ -56,6 +56,8 @@ class RunManager:
         self.task_group = task_group
         self.live: dict[str, LiveRun] = {}
         self.owner = process_owner()
+        # Runs that stopped on a store failure (disk full, read-only) that could not be recorded either.
+        self.unrecorded: dict[str, str] = {}
 
     def check_plans(self, plan_ids: list[str]) -> list[dict[str, Any]]:
         plans = [self.store.get_plan(plan_id) for plan_id in plan_ids]
@@ -85,6 +87,7 @@ class RunManager:
         run = self.store.get_run(run_id)
         if run_id in self.live or run["status"] in FINISHED:
             return
+        self.unrecorded.pop(run_id, None)
         other = self.store.claim_run(run_id, self.owner)
         if other is not None:
             logger.info("run %s is being executed by process %s; waiting on it", run_id, other)
@@ -108,7 +111,7 @@ class RunManager:
         """Wait at most `seconds` for the run to finish, reporting progress at each node and every 5 s."""
         live = self.live.get(run_id)
         if live is None:
-            return await self._wait_elsewhere(run_id, seconds)
+            return self._as_known(await self._wait_elsewhere(run_id, seconds))
         with anyio.move_on_after(seconds):
             while not live.done.is_set():
                 changed = live.changed
@@ -117,7 +120,14 @@ class RunManager:
                 if progress is not None and not live.done.is_set():
                     done, total = self.node_counts(run_id)
                     await progress(done, total, f"{done}/{total} nodes done")
-        return self.store.get_run(run_id)
+        return self._as_known(self.store.get_run(run_id))
+
+    def _as_known(self, run: dict[str, Any]) -> dict[str, Any]:
+        """The run as the store has it, unless it stopped on a failure the store could not record."""
+        error = self.unrecorded.get(run["id"])
+        if error is None or run["id"] in self.live:
+            return run
+        return {**run, "status": "failed", "error": error}
 
     async def _wait_elsewhere(self, run_id: str, seconds: float) -> dict[str, Any]:
         """A run this process does not execute: read it back until it leaves 'running' or time is up."""
@@ -135,34 +145,22 @@ class RunManager:
     async def _run(self, live: LiveRun, deps: RoleDeps) -> None:
         store = self.store
         run_id = live.run_id
-        run = store.get_run(run_id)
-        store.update_run(
-            run_id, status="running", started_at=now(), attempt=(run["attempt"] or 0) + 1, error=None
-        )
         try:
+            run = store.get_run(run_id)
+            store.update_run(
+                run_id, status="running", started_at=now(), attempt=(run["attempt"] or 0) + 1, error=None
+            )
             with live.scope:
                 result_id = await self._execute(run_id, run["plan_ids"], deps, live)
                 store.update_run(run_id, status="done", finished_at=now(), result_handoff_id=result_id)
             if live.scope.cancelled_caught:
                 store.update_run(run_id, status="cancelled", finished_at=now(), error="cancelled by the host")
         except Exception as raised:  # top-level boundary of a background task: record, never crash the server
-            error = first_error(raised)
-            if isinstance(error, BudgetExhausted):
-                partial = partial_report(store, run_id, str(error), deps.model.name)
-                store.update_run(
-                    run_id,
-                    status="budget_exhausted",
-                    finished_at=now(),
-                    error=str(error),
-                    result_handoff_id=partial,
-                )
-            elif isinstance(error, ResearchError):
-                store.update_run(run_id, status="failed", finished_at=now(), error=str(error))
-            else:
-                logger.exception("run %s failed", run_id)
-                store.update_run(
-                    run_id, status="failed", finished_at=now(), error=f"internal error: {error!r}"
-                )
+            try:
+                self._record_failure(run_id, first_error(raised), deps)
+            except ResearchError as unrecorded:  # the store itself fails (disk full, read-only)
+                logger.error("run %s stopped and could not be recorded: %s", run_id, unrecorded)
+                self.unrecorded[run_id] = str(unrecorded)
         finally:
             self.live.pop(run_id, None)
             with anyio.CancelScope(shield=True):
@@ -172,6 +170,23 @@ class RunManager:
                     logger.exception("run %s: could not release it", run_id)
             live.done.set()
             live.notify()
+
+    def _record_failure(self, run_id: str, error: BaseException, deps: RoleDeps) -> None:
+        store = self.store
+        if isinstance(error, BudgetExhausted):
+            partial = partial_report(store, run_id, str(error), deps.model.name)
+            store.update_run(
+                run_id,
+                status="budget_exhausted",
+                finished_at=now(),
+                error=str(error),
+                result_handoff_id=partial,
+            )
+        elif isinstance(error, ResearchError):
+            store.update_run(run_id, status="failed", finished_at=now(), error=str(error))
+        else:
+            logger.exception("run %s failed", run_id, exc_info=error)
+            store.update_run(run_id, status="failed", finished_at=now(), error=f"internal error: {error!r}")
 
     async def _execute(self, run_id: str, plan_ids: list[str], deps: RoleDeps, live: LiveRun) -> str:
         plans = self.check_plans(plan_ids)

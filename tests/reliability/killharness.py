@@ -238,6 +238,14 @@ class StdioServer:
                 self._pending.pop(ident, None)
 
     def initialize(self, *, timeout: float = 60.0) -> None:
+        """The MCP handshake; a server that exits or refuses it is closed before this raises."""
+        try:
+            self._initialize(timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    def _initialize(self, timeout: float) -> None:
         reply = self.request(
             "initialize",
             {

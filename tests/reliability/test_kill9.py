@@ -48,10 +48,10 @@ def check(report: KillReport, clean: str) -> None:
     assert report.report == clean
 
 
-def test_a_run_killed_five_times_resumes_to_the_report_of_an_uninterrupted_run(
+def test_a_run_killed_four_times_resumes_to_the_report_of_an_uninterrupted_run(
     tmp_path: Path, clean_report: str
 ) -> None:
-    points = kill_points(5, seed=7, run_seconds=RUN_SECONDS, handoffs=HANDOFFS)
+    points = kill_points(4, seed=7, run_seconds=RUN_SECONDS, handoffs=HANDOFFS)
     check(kill_chain(tmp_path / "chain", points), clean_report)
 
 

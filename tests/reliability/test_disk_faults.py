@@ -1,0 +1,237 @@
+"""A data folder on a full disk, or read-only: clear isError results naming the folder, nothing half-written.
+
+The tests run as root, so file modes stop nothing: each server runs in a private mount namespace
+(`unshare -m`) where its data folder is a real read-only bind mount, or a small tmpfs filled to the
+last byte (a real ENOSPC, so SQLite's own SQLITE_FULL path). The harness reads the store through
+/proc/<pid>/root while the server lives, and the wrapper copies the folder out when it exits, so the
+file is checked (`PRAGMA integrity_check`, every earlier row present) after the fault.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.reliability.killharness import (
+    SCRIPT,
+    StdioServer,
+    TeamMessagesAPI,
+    integrity,
+    plan_tree,
+    read_only,
+    snapshot,
+    source_text,
+    text_of,
+)
+
+
+def _namespaces_work() -> str | None:
+    if shutil.which("unshare") is None:
+        return "unshare is not installed"
+    probe = subprocess.run(
+        ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /mnt && umount /mnt"],
+        capture_output=True,
+        text=True,
+    )
+    if probe.returncode != 0:
+        return f"cannot mount in a private mount namespace here (needs root): {probe.stderr.strip()}"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_namespaces_work() is not None, reason=str(_namespaces_work()))
+
+NO_QDRANT = "http://127.0.0.1:9"  # refused at once: the knowledge index is off, the store is what is tested
+
+
+@pytest.fixture
+def team() -> Iterator[TeamMessagesAPI]:
+    with TeamMessagesAPI(plan_tree(1, 3, 2), delay=0.2) as api:
+        yield api
+
+
+def env_for(home: Path, api: TeamMessagesAPI, **extra: str) -> dict[str, str]:
+    return {
+        "RESEARCH_MCP_HOME": str(home),
+        "RESEARCH_MCP_MODEL": "anthropic",
+        "ANTHROPIC_API_KEY": "test-key",
+        "ANTHROPIC_BASE_URL": api.url,
+        **extra,
+    }
+
+
+def counts(database: Path) -> dict[str, int]:
+    with read_only(database) as conn:
+        return {
+            table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("plans", "runs", "nodes", "handoffs", "sources", "facts", "events")
+        }
+
+
+def seed(home: Path, api: TeamMessagesAPI) -> dict[str, Any]:
+    """A finished run and an extraction, committed by a normal server."""
+    server = StdioServer(env_for(home, api), stderr=home.parent / "seed.stderr")
+    try:
+        server.initialize()
+        plan = server.call("plan_research", {"query": "records", "suggested_plan": plan_tree(1, 1, 1)})
+        run = server.call("execute_plan", {"plan_id": plan["structuredContent"]["id"], "wait_seconds": 30})
+        assert run["structuredContent"]["status"] == "done", text_of(run)
+        extraction = server.call("extract_source", {"source": source_text(3, 1, 1), "questions": ["When?"]})
+        assert not extraction.get("isError"), text_of(extraction)
+    finally:
+        server.close()
+    return {"run": run["structuredContent"]["id"], "extraction": extraction["structuredContent"]["id"]}
+
+
+def in_namespace(setup: str, home: Path, env: dict[str, str], log: Path) -> StdioServer:
+    """`research-mcp serve` in a private mount namespace after `setup`; the folder is copied to
+    <home>.after when it exits."""
+    after = home.parent / f"{home.name}.after"
+    after.mkdir()
+    script = f"{setup} && {SCRIPT} serve; rm -f {home}/filler; cp -a {home}/. {after}/"
+    server = StdioServer(env, stderr=log, argv=["unshare", "-m", "sh", "-c", script])
+    server.initialize()
+    return server
+
+
+def is_store_error(result: dict[str, Any], folder: Path, words: str) -> bool:
+    text = text_of(result)
+    return bool(result.get("isError")) and str(folder) in text and words in text
+
+
+def run_says_full(result: dict[str, Any], folder: Path) -> bool:
+    """A run handle (or an isError result) that says the disk holding `folder` is full."""
+    text = text_of(result)
+    failed = result.get("isError") or result.get("structuredContent", {}).get("status") == "failed"
+    return bool(failed) and str(folder) in text and "is full" in text
+
+
+def test_a_read_only_data_folder_still_reads_earlier_results_and_refuses_writes_naming_the_folder(
+    team: TeamMessagesAPI, research_home: Path
+) -> None:
+    research_home.mkdir(parents=True)
+    seeded = seed(research_home, team)
+    before = counts(research_home / "research.db")
+    setup = f"mount --bind {research_home} {research_home} && mount -o remount,ro,bind {research_home}"
+    server = in_namespace(
+        setup,
+        research_home,
+        env_for(research_home, team, QDRANT_URL=NO_QDRANT),
+        research_home.parent / "ro.log",
+    )
+    try:
+        report = server.call("report_results", {"id": seeded["run"], "view": "report"})
+        writes = {
+            "plan_research": server.call("plan_research", {"query": "records again"}),
+            "extract_source": server.call(
+                "extract_source", {"source": source_text(4, 1, 1), "questions": ["When?"]}
+            ),
+            "execute_plan": server.call("execute_plan", {"run_id": seeded["run"], "wait_seconds": 1}),
+        }
+    finally:
+        server.close()
+    after = research_home.parent / f"{research_home.name}.after" / "research.db"
+    refused = {name: is_store_error(result, research_home, "read-only") for name, result in writes.items()}
+    print(
+        f"\nread-only folder: report read {not report.get('isError')}; writes refused with the folder named "
+        f"{refused} (execute_plan of a finished run writes nothing); integrity {integrity(after)}; rows "
+        f"before {before}, after {counts(after)}"
+    )
+    assert not report.get("isError") and "Record" in text_of(report)
+    assert refused["plan_research"] and refused["extract_source"]
+    assert "make the folder and research.db writable" in text_of(writes["plan_research"]).lower()
+    assert writes["execute_plan"]["structuredContent"]["status"] == "done"
+    assert integrity(after) == "ok"
+    assert counts(after) == before
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="storage/knowledge.py: opening the local Qdrant folder on a read-only disk raises OSError "
+    "(_folder_in_use opens .lock for writing), so serve exits at start instead of degrading",
+)
+def test_serve_starts_on_a_read_only_data_folder_with_the_local_knowledge_index(
+    team: TeamMessagesAPI, research_home: Path
+) -> None:
+    (research_home / "qdrant").mkdir(parents=True)
+    setup = f"mount --bind {research_home} {research_home} && mount -o remount,ro,bind {research_home}"
+    server = in_namespace(setup, research_home, env_for(research_home, team), research_home.parent / "ro.log")
+    try:
+        report = server.call("report_results", {"id": "run_000000000000"})
+    finally:
+        server.close()
+    assert "No run with id" in text_of(report)
+
+
+def test_a_full_disk_mid_run_is_a_clear_error_and_the_run_resumes_once_space_is_freed(
+    team: TeamMessagesAPI, research_home: Path
+) -> None:
+    research_home.mkdir(parents=True)
+    seeded = seed(research_home, team)
+    before = counts(research_home / "research.db")
+    stash, signals = research_home.parent / "seeded", research_home.parent / "signals"
+    shutil.copytree(research_home, stash)
+    signals.mkdir()
+    # Inside the namespace a watcher fills the tmpfs when told (a file outside it appears), then frees it.
+    watcher = (
+        f"(while [ ! -e {signals}/fill ]; do sleep 0.02; done; dd if=/dev/zero of={research_home}/filler bs=64k;"
+        f" touch {signals}/filled; while [ ! -e {signals}/free ]; do sleep 0.02; done;"
+        f" rm -f {research_home}/filler; touch {signals}/freed) </dev/null >/dev/null 2>&1 &"
+    )
+    setup = f"mount -t tmpfs -o size=48m tmpfs {research_home} && cp -a {stash}/. {research_home}/ && {watcher} true"
+    server = in_namespace(
+        setup, research_home, env_for(research_home, team), research_home.parent / "full.log"
+    )
+
+    def signal(name: str, done: str) -> None:
+        (signals / name).touch()
+        deadline = time.monotonic() + 30
+        while not (signals / done).exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    try:
+        plan = server.call("plan_research", {"query": "records", "suggested_plan": plan_tree(1, 3, 2)})
+        run_id = server.call("execute_plan", {"plan_id": plan["structuredContent"]["id"], "wait_seconds": 0})[
+            "structuredContent"
+        ]["id"]
+        done_before = 0
+        while done_before < 2:  # two leaves finished, the rest under way
+            handle = server.call("execute_plan", {"run_id": run_id, "wait_seconds": 0.2})
+            done_before = handle["structuredContent"]["metrics"]["nodes_done"]
+        signal("fill", "filled")
+        for _ in range(30):  # the run stops at its first write that finds the disk full
+            stopped = server.call("execute_plan", {"run_id": run_id, "wait_seconds": 1})
+            if stopped.get("isError") or stopped["structuredContent"]["status"] != "running":
+                break
+        retried = server.call("execute_plan", {"run_id": run_id, "wait_seconds": 5})
+        extraction = server.call("extract_source", {"source": source_text(4, 1, 1), "questions": ["When?"]})
+        report = server.call("report_results", {"id": seeded["run"], "view": "report"})
+        signal("free", "freed")
+        resumed = server.call("execute_plan", {"run_id": run_id, "wait_seconds": 30})
+    finally:
+        server.close()
+    after = research_home.parent / f"{research_home.name}.after" / "research.db"
+    final = snapshot(after, run_id)
+    print(
+        f"\nfull disk mid-run ({done_before} nodes done when it filled): the run "
+        f"{stopped.get('structuredContent', {}).get('status')} saying so {run_says_full(stopped, research_home)}, "
+        f"resumed on a full disk {retried.get('structuredContent', {}).get('status')} saying so "
+        f"{run_says_full(retried, research_home)}; extract_source refused "
+        f"{is_store_error(extraction, research_home, 'is full')}, earlier report read {not report.get('isError')}; "
+        f"after freeing space the run is {resumed.get('structuredContent', {}).get('status')} with "
+        f"{len(final.nodes)} nodes done; integrity {integrity(after)}; rows before {before}, after {counts(after)}"
+    )
+    assert run_says_full(stopped, research_home), text_of(stopped)
+    assert run_says_full(retried, research_home), text_of(retried)
+    assert is_store_error(extraction, research_home, "is full"), text_of(extraction)
+    assert "free some disk space" in text_of(extraction).lower()
+    assert not report.get("isError")
+    assert resumed["structuredContent"]["status"] == "done", text_of(resumed)
+    assert integrity(after) == "ok"
+    assert all(counts(after)[table] >= n for table, n in before.items())
+    assert len(final.nodes) == 5
