@@ -28,6 +28,7 @@ def run(chains: int, points: int) -> None:
     started = time.perf_counter()
     totals: Counter[str] = Counter()
     integrity: Counter[str] = Counter()
+    recovered: Counter[str] = Counter()
     unequal = 0
     with tempfile.TemporaryDirectory(prefix="research-mcp-kill9-") as tmp:
         clean = uninterrupted_report(Path(tmp) / "clean")
@@ -48,6 +49,7 @@ def run(chains: int, points: int) -> None:
             ):
                 totals[name] += getattr(report, name)
             integrity.update(report.integrity)
+            recovered.update(report.recovered)
             unequal += report.final_status != "done" or report.report != clean
             print(
                 f"chain {chain}: {report.kills} kills ({', '.join(report.points)}); final {report.final_status}; "
@@ -64,6 +66,9 @@ def run(chains: int, points: int) -> None:
         f"requests in all {totals['requests']} vs {22 * chains} uninterrupted (the rest were in flight at a kill)\n"
         f"runs that failed to resume: {totals['resume_failures']}\n"
         f"handoffs or nodes left 'running' after the run: {totals['stale_running']}\n"
+        f"tidied on resume: {recovered.get('handoffs_interrupted', 0)} handoffs left running by the kill closed as "
+        f"interrupted, {recovered.get('nodes_reset', 0)} running nodes reset, {recovered.get('nodes_completed', 0)} "
+        "nodes marked done from their committed final handoff\n"
         f"integrity_check: {dict(integrity)}\n"
         f"final report differs from the uninterrupted run's: {unequal} of {chains}\n"
         f"[{time.perf_counter() - started:.0f} s]"

@@ -414,6 +414,7 @@ class KillReport:
     report: str = ""  # the final report, fact ids normalised
     requests: int = 0  # model requests in all
     stale_running: int = 0  # handoffs or nodes still 'running' once the run is done
+    recovered: Counter[str] = field(default_factory=Counter)  # what resumes tidied (Store.recover_run)
     errors: list[str] = field(default_factory=list)
 
 
@@ -554,6 +555,10 @@ def kill_chain(
             ).fetchone()[0]
             for table in ("handoffs", "nodes")
         )
+        for (data,) in conn.execute(
+            "SELECT data FROM events WHERE run_id = ? AND kind = 'recovered'", (run_id,)
+        ).fetchall():
+            report.recovered.update(json.loads(data))
     report.acknowledged = len(acknowledged)
     report.lost = sum(1 for hid, digest in acknowledged.items() if final.handoffs.get(hid) != digest)
     for node, (handoff_id, started) in finished_nodes.items():
