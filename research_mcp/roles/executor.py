@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from research_mcp.contracts import ExtractorTaskSpec, PlanNode, Source
-from research_mcp.errors import ModelError, NotConfigured, SourceError
+from research_mcp.errors import BudgetExhausted, ModelError, NotConfigured, ResearchError, SourceError
 from research_mcp.roles.base import RoleDeps
 from research_mcp.roles.extractor import extract
 from research_mcp.roles.phases import run_phases
@@ -37,7 +37,8 @@ class RunContext:
     run_id: str
     plan_id: str
     on_node_done: Callable[[], None] = lambda: None
-    failures: list[str] = field(default_factory=list)
+    # What each node (by key) could not research, and why: sources not read, searches and parts failed.
+    failures: dict[str, list[str]] = field(default_factory=dict)
     asked_by_leaf: dict[tuple[str, str], set[str]] | None = None  # see roles/prior.py
 
 
@@ -108,11 +109,16 @@ async def _run_executor(rc: RunContext, node: PlanNode, key: str) -> str:
     discovery = [child for child in node.children if child.kind == "discovery"]
     others = [child for child in node.children if child.kind != "discovery"]
     discovered: list[str] = []
-    scout_handoffs = await _run_children(rc, discovery, [])
+    scout_handoffs = await _run_children(rc, key, discovery, [])
     for handoff_id in scout_handoffs:
         output = rc.deps.store.get_handoff(handoff_id).output or {}
         discovered.extend(item["ref"] for item in output.get("sources", []))
-    child_handoffs = scout_handoffs + await _run_children(rc, others, discovered)
+    child_handoffs = scout_handoffs + await _run_children(rc, key, others, discovered)
+    if node.children and not child_handoffs:
+        raise ModelError(
+            f"Every part of {node.title!r} failed, so there is nothing to synthesize: "
+            + "; ".join(rc.failures.get(key, []))
+        )
     questions = (
         [q for child in others for q in leaf_questions(child)] if not node.questions else node.questions
     )
@@ -123,17 +129,31 @@ async def _run_executor(rc: RunContext, node: PlanNode, key: str) -> str:
         input_handoffs=child_handoffs,
         run_id=rc.run_id,
         node_id=key,
+        failures=rc.failures.get(key, []),
     )
     if node.phases:
         return await run_phases(rc, node, key, child_handoffs, result)
     return result.handoff_id
 
 
-async def _run_children(rc: RunContext, children: list[PlanNode], discovered: list[str]) -> list[str]:
+async def _run_children(
+    rc: RunContext, key: str, children: list[PlanNode], discovered: list[str]
+) -> list[str]:
+    """The children's result handoffs, in order. A child that fails (its model calls, its sources) is
+    named in `rc.failures[key]` and left out, so its siblings finish; a budget stop still stops all."""
     results: dict[int, str] = {}
 
     async def run(index: int, child: PlanNode) -> None:
-        results[index] = await execute_node(rc, child, discovered=discovered)
+        try:
+            results[index] = await execute_node(rc, child, discovered=discovered)
+        except BudgetExhausted:
+            raise
+        except ResearchError as error:
+            failure = f"Not researched: {child.kind} {child.title!r} failed: {error}"
+            child_key = node_key(rc.plan_id, child.id)
+            # What the child had found missing before it failed is named too, after it.
+            rc.failures.setdefault(key, []).extend([failure, *rc.failures.get(child_key, [])])
+            rc.deps.store.add_event(rc.run_id, "node_failed", failure, node_id=child_key)
 
     async with anyio.create_task_group() as group:
         for index, child in enumerate(children):
@@ -155,11 +175,16 @@ async def choose_sources(
         return [ref for ref in discovered if ref_key(ref) not in skip][:limit]
     queries = list(node.search_queries) or leaf_questions(node)[:2]
     refs: list[str] = []
+    key = node_key(rc.plan_id, node.id)
     for query in queries:
-        found = await rc.deps.sources.search(query, limit=limit + len(skip))
+        failed: list[str] = []
+        found = await rc.deps.sources.search(query, limit=limit + len(skip), failures=failed)
         rc.deps.store.add_event(
             rc.run_id, "search", f"{query!r}: {len(found)} candidates", data={"query": query}
         )
+        for failure in failed:
+            rc.failures.setdefault(key, []).append(failure)
+            rc.deps.store.add_event(rc.run_id, "search_failed", failure, node_id=key)
         for candidate in found:
             if ref_key(candidate.ref) not in skip and candidate.ref not in refs:
                 refs.append(candidate.ref)
@@ -194,7 +219,7 @@ async def extract_sources(
             )
             handoffs.append(result.handoff_id)
         except (SourceError, ModelError, NotConfigured) as error:
-            rc.failures.append(f"{ref}: {error}")
+            rc.failures.setdefault(key, []).append(f"Source not read: {ref}: {error}")
             rc.deps.store.add_event(rc.run_id, "source_failed", f"{ref}: {error}", node_id=key)
 
     async with anyio.create_task_group() as group:
@@ -228,5 +253,6 @@ async def _run_leaf(rc: RunContext, node: PlanNode, key: str, discovered: list[s
         run_id=rc.run_id,
         node_id=key,
         prior_facts=prior,
+        failures=rc.failures.get(key, []),
     )
     return result.handoff_id

@@ -82,7 +82,8 @@ async def run_phases(
             if phase.budget and phase.budget.max_tokens and spent >= phase.budget.max_tokens:
                 store.add_event(rc.run_id, "phase_budget", f"phase {phase.name!r} budget spent", node_id=key)
                 break
-            gaps = output.get("gaps", [])
+            # The model's gaps, not the failures code added to them: those are no search queries.
+            gaps = [gap for gap in output.get("gaps", []) if gap not in output.get("failures", [])]
             missing_themes = [name.split(":", 1)[1] for name in unmet if name.startswith("theme:")]
             added_sources: list[str] = []
             new_extractions: list[str] = []
@@ -117,6 +118,10 @@ async def run_phases(
                     run_id=rc.run_id,
                     node_id=key,
                     iteration=iteration,
+                    failures=[
+                        *rc.failures.get(key, []),
+                        *(f for leaf in leaves for f in rc.failures.get(node_key(rc.plan_id, leaf.id), [])),
+                    ],
                 )
             except BudgetExhausted:
                 store.add_event(

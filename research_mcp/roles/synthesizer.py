@@ -20,11 +20,16 @@ from research_mcp.roles.framing import frame
 __all__ = ["gather_inputs", "synthesize"]
 
 MAX_FACTS = 150
+NOT_COVERED = "## Not covered (failed)"
+MAX_FAILURE_CHARS = 400
 
 
-def gather_inputs(deps: RoleDeps, handoff_ids: list[str]) -> tuple[list[Fact], list[ChildReport]]:
+def gather_inputs(
+    deps: RoleDeps, handoff_ids: list[str], failures: list[str] | None = None
+) -> tuple[list[Fact], list[ChildReport]]:
     """Facts in scope (extractors' facts, and the scope of lower syntheses) and the lower reports.
-    A fact merged into a near-duplicate from another source is given as the canonical fact."""
+    A fact merged into a near-duplicate from another source is given as the canonical fact.
+    `failures`, when given, receives what the lower syntheses could not research."""
     store = deps.store
     scoped: list[int] = []
     reports: list[ChildReport] = []
@@ -34,6 +39,8 @@ def gather_inputs(deps: RoleDeps, handoff_ids: list[str]) -> tuple[list[Fact], l
             continue
         # An extraction lists the facts it recorded (or, reused, re-linked); a synthesis its scope.
         scoped.extend(handoff.output.get("fact_ids", []))
+        if failures is not None:
+            failures.extend(handoff.output.get("failures", []))
         if handoff.role == "synthesizer":
             reports.append(
                 ChildReport(
@@ -64,15 +71,26 @@ def _prompt(payload: SynthesisPayload, prior: Collection[int] = ()) -> str:
     return "\n".join(lines)
 
 
-def _summary(output: SynthesisOutput) -> list[str]:
-    lines = [line.strip("-*# ").strip() for line in output.report.splitlines()]
+def _summary(output: SynthesisOutput, failed: int = 0) -> list[str]:
+    body = output.report.split(NOT_COVERED, 1)[0]
+    lines = [line.strip("-*# ").strip() for line in body.splitlines()]
     prose = [
         line
-        for line, raw in zip(lines, output.report.splitlines(), strict=True)
+        for line, raw in zip(lines, body.splitlines(), strict=True)
         if line and not raw.lstrip().startswith("#")
     ]
     first = prose[0] if prose else (lines[0] if lines else "")
-    return [first[:200], f"confidence {output.confidence.level}; {len(output.gaps)} gaps"]
+    second = f"confidence {output.confidence.level}; {len(output.gaps)} gaps"
+    if failed:
+        second += f"; {failed} failed parts or sources, named in the gaps"
+    return [first[:200], second]
+
+
+def _with_failures(report: str, failures: list[str]) -> str:
+    """The report, followed by what could not be researched and why (written by code, not the model)."""
+    if not failures:
+        return report
+    return f"{report.rstrip()}\n\n{NOT_COVERED}\n\n" + "\n".join(f"- {failure}" for failure in failures)
 
 
 async def synthesize(
@@ -86,9 +104,16 @@ async def synthesize(
     iteration: int = 0,
     discovery: bool = False,
     prior_facts: Sequence[int] = (),
+    failures: Sequence[str] = (),
 ) -> RoleResult[SynthesisOutput]:
-    """`prior_facts`: known facts from earlier research (prior findings), citable like the others."""
-    facts, reports = gather_inputs(deps, input_handoffs)
+    """`prior_facts`: known facts from earlier research (prior findings), citable like the others.
+
+    `failures` names what this node could not research (a source not read, a search or a part that
+    failed) and why; with those the lower syntheses carry, they are kept in the output, added to its
+    gaps and listed under the report, so a failure is never silently left out."""
+    inherited: list[str] = []
+    facts, reports = gather_inputs(deps, input_handoffs, inherited)
+    failed = list(dict.fromkeys(failure[:MAX_FAILURE_CHARS] for failure in [*inherited, *failures]))
     # Prior findings the inputs do not already hold (a leaf re-reading a source finds its own again).
     found = {fact.id for fact in facts}
     facts += [fact for fact in deps.store.canonical_facts(prior_facts) if fact.id not in found]
@@ -107,11 +132,14 @@ async def synthesize(
 
     def finish(handoff_id: str, output: SynthesisOutput) -> dict[str, Any]:
         check = check_report_citations(output.report, allowed, verified)
-        output.report = check.report
+        output.report = _with_failures(check.report, failed)
+        output.gaps = [*output.gaps, *(failure for failure in failed if failure not in output.gaps)]
         for finding in output.key_findings:
             finding.fact_ids = [fact_id for fact_id in finding.fact_ids if fact_id in allowed]
         return {
-            "report": check.report,
+            "report": output.report,
+            "gaps": output.gaps,
+            "failures": failed,
             "key_findings": [finding.model_dump() for finding in output.key_findings],
             "fact_ids": sorted(allowed),
             "cited": check.cited,
@@ -126,13 +154,17 @@ async def synthesize(
         payload=payload,
         output_type=SynthesisOutput,
         prompt=_prompt(payload, prior),
-        summarize=_summary,
+        summarize=lambda output: _summary(output, len(failed)),
         finish=finish,
         # The same facts and reports, given the same way: the earlier synthesis is reused.
         reuse_key=cache_key(
             deps,
             "synthesizer",
-            {"payload": payload.model_dump(mode="json", exclude={"input_handoffs"}), "prior": prior},
+            {
+                "payload": payload.model_dump(mode="json", exclude={"input_handoffs"}),
+                "prior": prior,
+                "failures": failed,
+            },
         ),
         run_id=run_id,
         node_id=node_id,

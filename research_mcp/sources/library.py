@@ -136,8 +136,12 @@ class SourceLibrary:
             metadata={"final_url": document.url, "content_type": document.content_type},
         )
 
-    async def search(self, query: str, *, limit: int = 8) -> list[Candidate]:
-        """Candidates from the web (when configured) and the local corpus, de-duplicated by address."""
+    async def search(
+        self, query: str, *, limit: int = 8, failures: list[str] | None = None
+    ) -> list[Candidate]:
+        """Candidates from the web (when configured) and the local corpus, de-duplicated by address.
+
+        A failed web search does not stop the others; it is logged and, given `failures`, named there."""
         self.searches += 1
         found: list[Candidate] = []
         if self.corpus is not None:
@@ -163,6 +167,8 @@ class SourceLibrary:
                     )
             except SourceError as error:
                 logger.warning("web search failed, going on with other sources: %s", error)
+                if failures is not None:
+                    failures.append(f"Web search for {query!r} failed: {error}")
         seen: set[str] = set()
         unique = []
         for candidate in found:

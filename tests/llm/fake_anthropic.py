@@ -5,6 +5,7 @@
         api.reply_tool_use({"facts": [], ...}, usage=message_usage(input_tokens=900))
         api.reply_text("I can't help with that.", stop_reason="refusal")
         api.stall()                           # accept the next request and never answer it
+        api.route(lambda body: ...)           # answer by content: a ScriptedResponse, or None for the script
         ... AnthropicModel(api_key="test-key", base_url=api.url, ...) ...
         api.requests                          # what it received, in order (JSON bodies parsed)
 
@@ -17,11 +18,20 @@ response closes its connection, so closing the fake never waits on an idle keep-
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from typing import Any
 
 from tests.fake_http import RecordedRequest, ScriptedJSONServer, ScriptedResponse
 
-__all__ = ["FakeMessagesAPI", "RecordedRequest", "ScriptedResponse", "message_usage"]
+__all__ = [
+    "FakeMessagesAPI",
+    "RecordedRequest",
+    "ScriptedResponse",
+    "error_response",
+    "message_response",
+    "message_usage",
+    "tool_use_response",
+]
 
 MESSAGES_PATH = "/v1/messages"
 
@@ -45,6 +55,47 @@ def _error_body(error_type: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": error_type, "message": message}, "request_id": "req_fake"}
 
 
+def message_response(
+    content: list[dict[str, Any]],
+    *,
+    stop_reason: str,
+    usage: dict[str, int] | None = None,
+    stop_details: dict[str, Any] | None = None,
+) -> ScriptedResponse:
+    """A 200 Message with these content blocks (ids and the model are filled in when it is sent)."""
+    body = {
+        "type": "message",
+        "role": "assistant",
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "stop_details": stop_details,
+        "usage": usage or message_usage(),
+    }
+    return ScriptedResponse(200, body)
+
+
+def tool_use_response(
+    tool_input: Any,
+    *,
+    name: str = "submit",
+    stop_reason: str = "tool_use",
+    usage: dict[str, int] | None = None,
+) -> ScriptedResponse:
+    """The model calls tool `name` with `tool_input`."""
+    block = {"type": "tool_use", "name": name, "input": tool_input}
+    return message_response([block], stop_reason=stop_reason, usage=usage)
+
+
+def error_response(
+    status: int, error_type: str, message: str, *, headers: dict[str, str] | None = None
+) -> ScriptedResponse:
+    """An API error in the Messages API's shape, e.g. (529, "overloaded_error", "Overloaded")."""
+    return ScriptedResponse(
+        status, _error_body(error_type, message), {"request-id": "req_fake", **(headers or {})}
+    )
+
+
 class FakeMessagesAPI(ScriptedJSONServer):
     unscripted = ScriptedResponse(
         500,
@@ -55,6 +106,7 @@ class FakeMessagesAPI(ScriptedJSONServer):
     def __init__(self) -> None:
         super().__init__()
         self._ids = itertools.count(1)
+        self._router: Callable[[Any], ScriptedResponse | None] | None = None
 
     @property
     def bodies(self) -> list[Any]:
@@ -72,16 +124,8 @@ class FakeMessagesAPI(ScriptedJSONServer):
         stop_details: dict[str, Any] | None = None,
     ) -> None:
         """A 200 Message with these content blocks (tool_use blocks get an id when they lack one)."""
-        body = {
-            "type": "message",
-            "role": "assistant",
-            "content": content,
-            "stop_reason": stop_reason,
-            "stop_sequence": None,
-            "stop_details": stop_details,
-            "usage": usage or message_usage(),
-        }
-        self.reply(200, body)
+        response = message_response(content, stop_reason=stop_reason, usage=usage, stop_details=stop_details)
+        self.reply(response.status, response.body)
 
     def reply_tool_use(
         self,
@@ -111,9 +155,13 @@ class FakeMessagesAPI(ScriptedJSONServer):
         self, status: int, error_type: str, message: str, *, headers: dict[str, str] | None = None
     ) -> None:
         """An API error in the Messages API's shape, e.g. (529, "overloaded_error", "Overloaded")."""
-        self.reply(
-            status, _error_body(error_type, message), headers={"request-id": "req_fake", **(headers or {})}
-        )
+        response = error_response(status, error_type, message, headers=headers)
+        self.reply(response.status, response.body, headers=response.headers)
+
+    def route(self, router: Callable[[Any], ScriptedResponse | None]) -> None:
+        """Answer each Messages request with `router(json_body)` (called under the fake's lock, so
+        it may keep state); where it returns None, the script answers."""
+        self._router = router
 
     # --- hooks -------------------------------------------------------------------------------
 
@@ -121,6 +169,9 @@ class FakeMessagesAPI(ScriptedJSONServer):
         """Messages requests take the script; any other path is a 404."""
         if request.path != MESSAGES_PATH:
             return ScriptedResponse(404, _error_body("not_found_error", f"fake_anthropic: no {request.path}"))
+        routed = self._router(request.json) if self._router is not None else None
+        if routed is not None:
+            return self.complete(routed, request.json)
         return super().answer(request)
 
     def complete(self, response: ScriptedResponse, request_body: Any) -> ScriptedResponse:
