@@ -1,22 +1,110 @@
-"""Every snippet in the README is exercised: commands exist, host configs parse and start the server."""
+"""Every snippet in the README is exercised: commands exist, host configs parse and start the server,
+the HTTP snippets connect to a real `serve --http` with the token they carry."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import re
 import shlex
+import subprocess
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
+import anyio
+import httpx2
+import pytest
 from click.testing import CliRunner
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from pydantic import AliasChoices
 
 from research_mcp.cli import main
+from research_mcp.config import Settings
+from research_mcp.server.http import parse_bind, refusal
+from tests.server.test_http import free_port, start_server
 
-README = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 BLOCKS = re.findall(r"```(\w+)\n(.*?)```", README, re.S)
+PLACEHOLDER = "/path/to/research-mcp"  # the checkout, in every snippet
+SCRIPT = "/.venv/bin/research-mcp"
+TOOLS = ["execute_plan", "extract_source", "plan_research", "report_results", "scout_sources"]
+# Read by Settings but not used by anything yet (execute_plan's own default is 45 s): left undocumented.
+UNUSED_SETTINGS = {"RESEARCH_MCP_WAIT_SECONDS"}
+
+
+@pytest.fixture(autouse=True)
+def no_http_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("RESEARCH_MCP_HTTP_TOKEN", "RESEARCH_MCP_HTTP_ALLOWED_HOSTS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def section(title: str) -> str:
+    start = README.index(f"\n## {title}\n")
+    end = README.find("\n## ", start + 1)
+    return README[start : end if end != -1 else None]
+
+
+def blocks(text: str, lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", text, re.S)
+
+
+def labelled_json(text: str) -> dict[str, str]:
+    """Each JSON block of a section under the **Host.** label that precedes it."""
+    found: dict[str, str] = {}
+    for match in re.finditer(r"```json\n(.*?)```", text, re.S):
+        label = re.findall(r"\*\*([^*]+?)\.?\*\*", text[: match.start()])[-1]
+        key = label if label not in found else f"{label} .mcp.json"
+        found[key] = match.group(1)
+    return found
+
+
+HOST_CONFIGS = labelled_json(section("Connect a host"))
+
+
+def known_settings() -> set[str]:
+    names: set[str] = set()
+    for field in Settings.model_fields.values():
+        alias = field.validation_alias
+        if isinstance(alias, str):
+            names.add(alias)
+        elif isinstance(alias, AliasChoices):
+            names.update(choice for choice in alias.choices if isinstance(choice, str))
+    return names
+
+
+def real_command(command: str) -> Path:
+    """The snippet's command with the checkout's path put in, checked to exist."""
+    assert command.startswith(PLACEHOLDER) and command.endswith(SCRIPT), command
+    path = Path(command.replace(PLACEHOLDER, str(ROOT)))
+    assert os.access(path, os.X_OK), f"{path} is missing: run `make test` to create .venv"
+    return path
+
+
+def expand(value: str, replacements: dict[str, str]) -> str:
+    """Fill the host's own placeholders (${workspaceFolder}, ${input:id}, ${VAR}) as the host would."""
+    for placeholder, actual in replacements.items():
+        value = value.replace(placeholder, actual)
+    value = re.sub(r"\$\{input:([\w-]+)\}", r"test-\1", value)
+    value = re.sub(r"\$\{(\w+)\}", r"test-\1", value)
+    assert "${" not in value, value
+    return value
+
+
+def shell_lines(text: str, start: str) -> list[list[str]]:
+    return [
+        shlex.split(line.split(" #")[0])
+        for body in blocks(text, "sh")
+        for line in body.splitlines()
+        if line.startswith(start)
+    ]
 
 
 def test_the_readme_make_targets_exist_in_the_makefile() -> None:
-    makefile = (Path(__file__).parents[1] / "Makefile").read_text(encoding="utf-8")
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     targets = {line.split(":")[0] for line in makefile.splitlines() if re.match(r"^[a-z]+:", line)}
     commands = [
         line.split("#")[0].split() for lang, body in BLOCKS if lang == "sh" for line in body.splitlines()
@@ -38,15 +126,154 @@ def test_every_research_mcp_command_in_the_readme_is_a_real_command() -> None:
         assert words[1] in main.commands, words
 
 
-def test_the_host_config_snippets_run_the_serve_command() -> None:
-    configs = [json.loads(body) for lang, body in BLOCKS if lang == "json"]
-    assert len(configs) == 2
-    for config in configs:
-        (server,) = (config.get("mcpServers") or config["servers"]).values()
-        assert server["command"].endswith("/.venv/bin/research-mcp")
-        assert server["args"] == ["serve"]
-    claude_code = next(body for lang, body in BLOCKS if lang == "sh" and "claude mcp add" in body)
-    assert claude_code.split("--", 1)[1].split() == ["/path/to/research-mcp/.venv/bin/research-mcp", "serve"]
+def test_every_host_config_parses_and_runs_the_venv_script_with_serve() -> None:
+    assert set(HOST_CONFIGS) == {"Claude Desktop", "Claude Code", "VS Code", "Cursor"}
+    for label, body in HOST_CONFIGS.items():
+        config = json.loads(body)
+        servers = config.get("mcpServers") or config["servers"]
+        assert list(servers) == ["research-mcp"], label
+        server = servers["research-mcp"]
+        assert server.get("type", "stdio") == "stdio", label
+        assert server["command"].endswith(SCRIPT), label
+        assert server["args"][:1] == ["serve"], label
+        assert set(server.get("env", {})) <= known_settings(), label
+
+
+@pytest.mark.parametrize("label", sorted(HOST_CONFIGS))
+async def test_each_host_config_starts_the_server_and_lists_the_five_tools(
+    label: str, tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "reef.md").write_text("# Reef\n\nThe Great Barrier Reef lies in the Coral Sea.\n")
+    (tmp_path / "docs").mkdir()
+    server = json.loads(HOST_CONFIGS[label])
+    server = (server.get("mcpServers") or server["servers"])["research-mcp"]
+    replacements = {"/path/to/your/notes": str(notes), "${workspaceFolder}": str(tmp_path)}
+    env = {name: expand(value, replacements) for name, value in server.get("env", {}).items()}
+    params = StdioServerParameters(
+        command=str(real_command(server["command"])),
+        args=server["args"],
+        env={
+            **env,
+            "RESEARCH_MCP_HOME": str(tmp_path / "home"),
+            "PATH": os.environ.get("PATH", ""),
+            "HF_HUB_OFFLINE": "1",
+        },
+    )
+    with anyio.fail_after(60):
+        async with Client(params, mode="legacy") as client:
+            assert sorted(tool.name for tool in (await client.list_tools()).tools) == TOOLS
+
+
+def test_the_claude_code_lines_add_a_real_serve_invocation() -> None:
+    lines = shell_lines(section("Connect a host"), "claude mcp add")
+    assert len(lines) == 2
+    for words in lines:
+        split = words.index("--")
+        assert words[split - 1] == "research-mcp"  # the server's name, after every option
+        command, *args = words[split + 1 :]
+        real_command(command)
+        assert args == ["serve"]
+        main.commands["serve"].make_context("serve", args[1:])
+        settings = {value.split("=", 1)[0] for flag, value in itertools.pairwise(words) if flag == "--env"}
+        assert settings <= known_settings()
+
+
+def test_the_inspector_line_starts_the_real_command_with_known_settings() -> None:
+    (words,) = shell_lines(section("Connect a host"), "npx")
+    assert words[:2] == ["npx", "@modelcontextprotocol/inspector"]
+    rest = words[2:]
+    settings = set()
+    while rest[0] == "-e":
+        settings.add(rest[1].split("=", 1)[0])
+        rest = rest[2:]
+    command, *args = rest
+    real_command(command)
+    assert args == ["serve"]
+    assert settings and settings <= known_settings()
+
+
+def exported_settings() -> dict[str, str]:
+    """The `export` lines of the HTTP section, run by a shell as written: what the server is given."""
+    exports = [line for body in blocks(section("Remote use over HTTP"), "sh") for line in body.splitlines()]
+    script = "\n".join(line for line in exports if line.startswith("export "))
+    names = re.findall(r"^export (\w+)=", script, re.M)
+    shown = subprocess.run(
+        ["bash", "-c", script + "\n" + "".join(f'printf "%s\\n" "${name}"\n' for name in names)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    ).stdout.splitlines()
+    return dict(zip(names, shown, strict=True))
+
+
+def test_the_http_serve_lines_bind_loopback_alone_and_everywhere_only_with_the_exported_token() -> None:
+    lines = shell_lines(section("Remote use over HTTP"), "research-mcp serve")
+    binds = []
+    for words in lines:
+        context = main.commands["serve"].make_context("serve", words[2:])
+        binds.append(parse_bind(context.params["http_address"]))
+    loopback, everywhere = binds
+    assert loopback.loopback and refusal(Settings(), loopback) is None
+    assert not everywhere.loopback and refusal(Settings(), everywhere) is not None
+    exported = exported_settings()
+    assert len(exported["RESEARCH_MCP_HTTP_TOKEN"]) >= 32
+    settings: dict[str, Any] = dict(exported)
+    assert refusal(Settings(**settings), everywhere) is None
+
+
+def http_snippets(token: str) -> dict[str, tuple[str, dict[str, str]]]:
+    """The URL and headers each HTTP client snippet gives, with the token filled in."""
+    text = section("Remote use over HTTP")
+    (claude,) = shell_lines(text, "claude mcp add")
+    assert claude[claude.index("--transport") + 1] == "http"
+    header = claude[claude.index("--header") + 1].replace("$RESEARCH_MCP_HTTP_TOKEN", token)
+    name, _, value = header.partition(": ")
+    (vscode,) = (json.loads(body) for body in blocks(text, "json"))
+    server = vscode["servers"]["research-mcp"]
+    assert server["type"] == "http"
+    (prompt,) = vscode["inputs"]
+    headers = {key: v.replace(f"${{input:{prompt['id']}}}", token) for key, v in server["headers"].items()}
+    return {"Claude Code": (claude[-1], {name: value}), "VS Code": (server["url"], headers)}
+
+
+async def test_the_http_client_snippets_reach_the_server_the_http_section_starts(tmp_path: Path) -> None:
+    exported = exported_settings()
+    (_, everywhere) = shell_lines(section("Remote use over HTTP"), "research-mcp serve")
+    port = free_port()
+    address = everywhere[-1].replace(":8000", f":{port}")
+    server = start_server(address, tmp_path / "home", port, **exported)
+    try:
+        for label, (url, headers) in http_snippets(exported["RESEARCH_MCP_HTTP_TOKEN"]).items():
+            parts = urlsplit(url)
+            assert parts.path == "/mcp" and parts.port == 8000, label
+            local = urlunsplit(parts._replace(netloc=f"127.0.0.1:{port}"))
+            # Connect here, but name the host as the snippet does: the server must accept that name.
+            sent = {**headers, "Host": f"{parts.hostname}:{port}"}
+            with anyio.fail_after(60):
+                async with (
+                    httpx2.AsyncClient(headers=sent) as http,
+                    Client(streamable_http_client(local, http_client=http)) as client,
+                ):
+                    assert sorted(tool.name for tool in (await client.list_tools()).tools) == TOOLS, label
+    finally:
+        server.stop()
+    assert "research.example.org" in server.stderr  # the log says which Host names are accepted
+
+
+def test_the_configuration_table_lists_every_setting_the_server_reads() -> None:
+    table = set(
+        re.findall(r"`([A-Z][A-Z0-9_]+)`", section("Configuration").split("\n\n`research-mcp doctor`")[0])
+    )
+    assert table == known_settings() - UNUSED_SETTINGS
+    assert {"RESEARCH_MCP_HTTP_TOKEN", "RESEARCH_MCP_HTTP_ALLOWED_HOSTS"} <= table
+
+
+def test_your_data_links_the_store_format_doc() -> None:
+    links = re.findall(r"\]\(([^)]+)\)", section("Your data"))
+    assert "docs/STORE.md" in links and (ROOT / "docs" / "STORE.md").exists()
 
 
 def test_doctor_says_which_backend_is_chosen_and_why() -> None:
