@@ -23,6 +23,8 @@ _TRANSLATE = str.maketrans(
         "\u2212": "-",
         "\u00a0": " ",
         "\u00ad": "",
+        "\u2039": "<",  # framing defuses runs of angle brackets into these (roles/framing.py)
+        "\u203a": ">",
     }
 )
 _SPACE = re.compile(r"\s+")
