@@ -8,12 +8,14 @@ the answer. Keep their field descriptions short: they are sent with every call.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 __all__ = [
+    "BUDGET_CAPS",
     "Answer",
     "Budget",
     "ChildReport",
@@ -86,6 +88,15 @@ class CompactReturn(BaseModel):
 # --- plans -------------------------------------------------------------------------------------
 
 
+# The largest budget each field takes: finite, and small enough to store (SQLite integers are 64-bit).
+BUDGET_CAPS = {
+    "max_tokens": 100_000_000,
+    "max_cost_usd": 10_000,
+    "max_seconds": 604_800,
+    "max_sources": 10_000,
+}
+
+
 class Budget(_Strict):
     """Limits; unset means none."""
 
@@ -93,6 +104,15 @@ class Budget(_Strict):
     max_cost_usd: float | None = Field(default=None, gt=0)
     max_seconds: float | None = Field(default=None, gt=0)
     max_sources: int | None = Field(default=None, ge=1)
+
+    # Checked here rather than with `le=` so that the tool schemas, sent on every turn, stay small.
+    @field_validator("max_tokens", "max_cost_usd", "max_seconds", "max_sources")
+    @classmethod
+    def _finite_and_capped(cls, value: float | None, info: ValidationInfo) -> float | None:
+        cap = BUDGET_CAPS[str(info.field_name)]
+        if value is not None and not (math.isfinite(value) and value <= cap):
+            raise ValueError(f"give a finite number of at most {cap:,}")
+        return value
 
 
 class ExtractorTaskSpec(_Strict):

@@ -34,7 +34,15 @@ __all__ = [
     "StoreFull",
     "StoreIOError",
     "StoreReadOnly",
+    "shown",
 ]
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """A value quoted for a message: its repr (control characters and lone surrogates escaped), cut
+    to `limit` characters so that a huge input is never echoed back whole."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class ResearchError(Exception):
@@ -50,7 +58,7 @@ class NotFound(ResearchError):
 
     def __init__(self, kind: str, ident: str) -> None:
         super().__init__(
-            f"No {kind} with id {ident!r}. Ids come from earlier results "
+            f"No {kind} with id {shown(ident)}: give an id that an earlier result returned "
             f"(plan_research, execute_plan, extract_source, scout_sources)."
         )
         self.kind = kind

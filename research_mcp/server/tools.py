@@ -10,10 +10,11 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
-from research_mcp.contracts import Budget, CompactReturn, ExtractorTaskSpec, ReportPage, View
-from research_mcp.errors import ResearchError
+from research_mcp.contracts import Budget, CompactReturn, ExtractorTaskSpec, PlannerOutput, ReportPage, View
+from research_mcp.errors import InvalidInput, ResearchError, shown
+from research_mcp.server import inputs
 from research_mcp.server.schemas import compact_schema
 from research_mcp.service import ResearchService
 
@@ -61,8 +62,29 @@ WRITES = ToolAnnotations(destructive_hint=False)
 READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
+class CheckedTool(Tool):
+    """A tool that refuses unknown arguments, and whose argument errors name each argument, what is
+    wrong with it and what was given (the SDK's own message is pydantic's, several lines long)."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        known = list(self.parameters.get("properties", {}))
+        unknown = [key for key in arguments if key not in known]
+        if unknown:
+            raise ToolError(
+                f"Error executing tool {self.name}: unknown argument {shown(unknown[0])}; "
+                f"give only {', '.join(known)}."
+            )
+        try:
+            self.fn_metadata.validate_arguments(arguments)
+        except ValidationError as error:
+            raise ToolError(f"Error executing tool {self.name}: {inputs.describe(error)}") from error
+        except RecursionError:
+            raise ToolError(f"Error executing tool {self.name}: an argument is nested too deeply.") from None
+        return await super().run(arguments, context, convert_result=convert_result)
+
+
 def _tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
-    tool = Tool.from_function(fn, annotations=annotations)
+    tool = CheckedTool.from_function(fn, annotations=annotations)
     tool.parameters = compact_schema(tool.parameters)
     if tool.fn_metadata.output_schema is not None:
         output = compact_schema(tool.fn_metadata.output_schema)
@@ -81,6 +103,19 @@ async def plan_research(
     budget: Budget | None = None,
 ) -> Compact:
     """Plan research: a feasible plan tree and an estimate. Nothing runs yet."""
+    inputs.check_text("query", query, inputs.MAX_QUERY_CHARS)
+    if suggested_plan is not None:
+        inputs.check_json(
+            "suggested_plan",
+            suggested_plan,
+            max_depth=inputs.MAX_PLAN_DEPTH,
+            max_chars=inputs.MAX_PLAN_JSON_CHARS,
+        )
+        plan = inputs.parse(PlannerOutput, suggested_plan, "suggested_plan", "a valid plan tree")
+        if len(plan.root.walk()) > inputs.MAX_PLAN_NODES:
+            raise InvalidInput(
+                f"suggested_plan has {len(plan.root.walk())} nodes; give at most {inputs.MAX_PLAN_NODES}."
+            )
     return compact(await _service(ctx).plan(query, suggested_plan=suggested_plan, budget=budget, ctx=ctx))
 
 
@@ -96,6 +131,15 @@ async def execute_plan(
 ) -> Compact:
     """Start, resume, wait on or cancel a research run."""
     ids = list(plan_ids or []) + ([plan_id] if plan_id else [])
+    if len(ids) > inputs.MAX_PLAN_IDS:
+        raise InvalidInput(f"plan_ids has {len(ids)} plans; give at most {inputs.MAX_PLAN_IDS} for one run.")
+    as_run = {"run": "pass it as run_id to wait on, resume or cancel that run"}
+    ids = [
+        inputs.check_id("plan_ids" if plan_ids else "plan_id", one, ("plan",), wrong=as_run) for one in ids
+    ]
+    if run_id is not None:
+        as_plan = {"plan": "pass it as plan_id to start a run of that plan"}
+        run_id = inputs.check_id("run_id", run_id, ("run",), wrong=as_plan)
 
     async def progress(done: int, total: int, message: str) -> None:
         await ctx.report_progress(done, total, message)
@@ -122,7 +166,14 @@ async def extract_source(
     task_spec: Annotated[dict[str, Any] | None, Field(description="Optional extractor task spec.")] = None,
 ) -> Compact:
     """Extract facts with verbatim, checked quotes from one source."""
-    spec = ExtractorTaskSpec.model_validate(task_spec) if task_spec is not None else None
+    inputs.check_source(source)
+    inputs.check_list("questions", questions, inputs.MAX_QUESTIONS, inputs.MAX_QUESTION_CHARS)
+    spec = None
+    if task_spec is not None:
+        inputs.check_json(
+            "task_spec", task_spec, max_depth=inputs.MAX_SPEC_DEPTH, max_chars=inputs.MAX_SPEC_JSON_CHARS
+        )
+        spec = inputs.parse(ExtractorTaskSpec, task_spec, "task_spec", "a valid extractor task spec")
     return compact(await _service(ctx).extract(source, questions, task_spec=spec, ctx=ctx))
 
 
@@ -134,6 +185,8 @@ async def scout_sources(
     limit: int = 8,
 ) -> Compact:
     """Find, de-duplicate, rank and tag sources on a topic."""
+    inputs.check_text("topic", topic, inputs.MAX_QUERY_CHARS)
+    inputs.check_list("queries", list(queries or []), inputs.MAX_QUERIES, inputs.MAX_SEARCH_QUERY_CHARS)
     return compact(await _service(ctx).scout(topic, list(queries or []), limit, ctx=ctx))
 
 
@@ -146,7 +199,11 @@ async def report_results(
     max_tokens: int = 2000,
 ) -> Page:
     """Read a run, plan or handoff, one view and page at a time."""
-    return page(_service(ctx).report(id, view, cursor, max_tokens))
+    sources = "report_results reads runs, plans and handoffs; a run's sources are in its view='sources'"
+    ident = inputs.check_id(
+        "id", id, ("run", "plan", "handoff"), wrong=dict.fromkeys(("source", "corpus document"), sources)
+    )
+    return page(_service(ctx).report(ident, view, inputs.check_cursor(cursor), max_tokens))
 
 
 def build_tools() -> list[Tool]:
