@@ -215,16 +215,28 @@ class RunManager:
                 ],
             )
         results: dict[int, str] = {}
+        failures: list[str] = []  # with several plans, one that fails is named and the others go on
+        errors: list[ResearchError] = []
 
         async def run_plan(index: int, plan: dict[str, Any], root: Any) -> None:
             context = RunContext(deps=deps, run_id=run_id, plan_id=plan["id"], on_node_done=live.notify)
-            results[index] = await execute_node(context, root)
+            try:
+                results[index] = await execute_node(context, root)
+            except BudgetExhausted:
+                raise
+            except ResearchError as error:
+                if len(roots) == 1:
+                    raise
+                errors.append(error)
+                failures.append(f"Not researched: plan {plan['id']} ({plan['query']!r}) failed: {error}")
 
         async with anyio.create_task_group() as group:
             for index, (plan, root) in enumerate(roots):
                 group.start_soon(run_plan, index, plan, root)
         if len(roots) == 1:
             return results[0]
+        if not results:
+            raise errors[0]
         final = self.store.get_node(run_id, "final")
         if final is not None and final["status"] == "done":
             return str(final["handoff_id"])
@@ -237,6 +249,7 @@ class RunManager:
             input_handoffs=[results[index] for index in sorted(results)],
             run_id=run_id,
             node_id="final",
+            failures=failures,
         )
         self.store.finish_node(run_id, "final", "done", result.handoff_id)
         live.notify()

@@ -47,9 +47,10 @@ async def scout(
     node_id: str | None = None,
 ) -> RoleResult[ScoutOutput]:
     found: dict[str, Candidate] = {}
+    failures: list[str] = []  # searches that failed, named in the output for the syntheses above
     for query in _queries(topic, queries or []):
         deps.budget.check()
-        for candidate in await deps.sources.search(query, limit=limit):
+        for candidate in await deps.sources.search(query, limit=limit, failures=failures):
             found.setdefault(candidate.ref, candidate)
     candidates = [
         ScoutCandidate(
@@ -86,6 +87,7 @@ async def scout(
             "sources": ranked[:limit],
             "searches": len(scout_input.queries),
             "candidates": len(candidates),
+            "failures": failures,
         }
 
     return await perform(

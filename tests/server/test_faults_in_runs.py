@@ -17,6 +17,9 @@ import pytest
 from mcp import Client
 
 from research_mcp.config import Settings
+from research_mcp.contracts import ExtractorPayload, SynthesisPayload
+from research_mcp.errors import ModelError
+from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
@@ -282,4 +285,54 @@ async def test_hostile_pages_are_refused_and_named_while_the_readable_ones_are_r
         assert web.url(path) not in sources
         assert web.url(path) in report
     assert "10.20.30.40" not in " ".join(path for path, _ in web.requests)
+    assert_nothing_left_running(run["id"])
+
+
+async def test_a_discovery_leaf_whose_searches_fail_is_named_and_its_sibling_still_reports(
+    tavily: FakeTavily,
+) -> None:
+    # Nothing scripted: every search gets Tavily's HTTP 500.
+    plan = plan_of({"kind": "discovery", "title": "solar sources"}, leaf("solar", sources=[SOLAR]))
+
+    with anyio.fail_after(GUARD):
+        async with Client(create_server(model=ScriptedModel(team_script))) as client:
+            run = await run_to_the_end(client, plan)
+            gaps = await view(client, run["id"], "gaps")
+
+    assert run["status"] == "done", run
+    assert tavily.requests  # the scout did search
+    assert "Web search for " in gaps and "failed on its side (HTTP 500)" in gaps
+    assert run["metrics"]["citations_verified"] >= 1
+    assert_nothing_left_running(run["id"])
+
+
+async def test_of_several_plans_run_together_one_that_fails_is_named_in_the_final_report() -> None:
+    def failing_wind(request: ModelRequest[Any]) -> Any:
+        payload = request.payload
+        if isinstance(payload, ExtractorPayload) and WIND in payload.source_text:
+            raise ModelError("The wind model call failed for this test; try again later.")
+        if isinstance(payload, SynthesisPayload) and payload.title == "wind":
+            raise ModelError("The wind model call failed for this test; try again later.")
+        return team_script(request)
+
+    with anyio.fail_after(GUARD):
+        async with Client(create_server(model=ScriptedModel(failing_wind))) as client:
+            ids = []
+            for title, text in (("solar", SOLAR), ("wind", WIND)):
+                plan = await client.call_tool(
+                    "plan_research",
+                    {"query": f"{title} power", "suggested_plan": plan_of(leaf(title, sources=[text]))},
+                )
+                ids.append(plan.structured_content["id"])
+            run = (
+                await client.call_tool("execute_plan", {"plan_ids": ids, "wait_seconds": 30})
+            ).structured_content
+            report = await view(client, run["id"], "report")
+            gaps = await view(client, run["id"], "gaps")
+
+    assert run["status"] == "done", run
+    assert f"Not researched: plan {ids[1]} ('wind power') failed: Every part of 'energy' failed" in gaps
+    assert "Not researched: leaf 'wind' failed: The wind model call failed" in report
+    assert "Source not read" in report
+    assert run["metrics"]["citations_verified"] >= 1
     assert_nothing_left_running(run["id"])
