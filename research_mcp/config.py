@@ -46,6 +46,8 @@ class Settings(BaseSettings):
     fetch_allow: Annotated[frozenset[str], NoDecode] = Field(
         default_factory=frozenset, validation_alias="RESEARCH_MCP_FETCH_ALLOW"
     )
+    # Seconds a page fetch (redirects included) or one web-search request may take before it fails.
+    source_timeout: float = Field(default=20.0, gt=0, le=600, validation_alias="RESEARCH_MCP_SOURCE_TIMEOUT")
 
     qdrant_url: str | None = Field(default=None, validation_alias="QDRANT_URL")
     qdrant_api_key: SecretStr | None = Field(default=None, validation_alias="QDRANT_API_KEY")

@@ -68,7 +68,7 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
             index = await anyio.to_thread.run_sync(open_knowledge_index, config)
             stack.callback(index.close)  # after the runs below have stopped
             knowledge = KnowledgeBase(store, index, web_max_age=config.web_max_age)
-            fetcher = SafeFetcher(allow=config.fetch_allow)
+            fetcher = SafeFetcher(allow=config.fetch_allow, timeout=config.source_timeout)
             stack.push_async_callback(fetcher.aclose)
             web = WebSearch.from_settings(config)
             stack.push_async_callback(web.aclose)

@@ -97,7 +97,7 @@ class WebSearch:
     @classmethod
     def from_settings(cls, settings: Settings) -> WebSearch:
         key = settings.tavily_api_key.get_secret_value() if settings.tavily_api_key else None
-        return cls(key, settings.tavily_api_base_url)
+        return cls(key, settings.tavily_api_base_url, timeout=settings.source_timeout)
 
     @property
     def configured(self) -> bool:

@@ -174,6 +174,7 @@ TAVILY_FAULTS = {
         "rejected the API key",
     ),
     "500": ([("reply", (500, {"detail": {"error": "boom"}}), {})], 1, "failed on its side (HTTP 500)"),
+    "timeout": ([("stall", (0, b""), {})], 1, "did not answer within 1 s"),
     "malformed-json": ([("raw", (200, b'{"results": [ {"url": '), {})], 1, "something other than JSON"),
 }
 
@@ -183,6 +184,7 @@ def tavily(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTavily]:
     with FakeTavily() as fake:
         monkeypatch.setenv("TAVILY_API_KEY", "tvly-test")
         monkeypatch.setenv("TAVILY_API_BASE_URL", fake.url)
+        monkeypatch.setenv("RESEARCH_MCP_SOURCE_TIMEOUT", "1")
         yield fake
 
 
@@ -192,7 +194,9 @@ async def test_a_failed_web_search_is_named_and_the_run_goes_on_with_the_sources
 ) -> None:
     script, requests, says = TAVILY_FAULTS[fault]
     for kind, (status, body), headers in script:
-        if kind == "raw":
+        if kind == "stall":
+            tavily.stall()
+        elif kind == "raw":
             tavily.reply_raw(status, body)
         else:
             tavily.reply(status, body, headers=headers)
@@ -231,10 +235,20 @@ def huge(handler: Any) -> None:
     handler.wfile.write(b"<html><body>" + b"a" * 1000)
 
 
+def drip(handler: Any, server: LoopbackServer) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/html")
+    handler.end_headers()
+    while not server.stopping.wait(0.05):
+        handler.wfile.write(b"<p>.")
+        handler.wfile.flush()
+
+
 @pytest.fixture
 def web(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
     with LoopbackServer() as server:
         monkeypatch.setenv("RESEARCH_MCP_FETCH_ALLOW", f"127.0.0.1:{server.port}")
+        monkeypatch.setenv("RESEARCH_MCP_SOURCE_TIMEOUT", "1")
         compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
         bomb = b"".join(compressor.compress(bytes(1_000_000)) for _ in range(20)) + compressor.flush()
         server.serve("/good", GOOD_PAGE)
@@ -242,6 +256,7 @@ def web(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
         server.redirect("/to-metadata", "http://169.254.169.254/latest/meta-data/")
         server.serve("/bomb", bomb, "text/html", headers=[("Content-Encoding", "gzip")])
         server.respond("/huge", huge)
+        server.respond("/drip", lambda handler: drip(handler, server))
         server.serve("/logo.png", b"\x89PNG\r\n\x1a\n" + bytes(200), "image/png")
         server.serve("/empty", b"", "text/html")
         server.serve(
@@ -258,6 +273,7 @@ HOSTILE = {
     "/to-metadata": "metadata",
     "/bomb": "larger than",
     "/huge": "larger than",
+    "/drip": "took longer than 1 s",
     "/logo.png": "image/png",
     "/empty": "",
 }
