@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from research_mcp.contracts import ExtractorTaskSpec, PlannerOutput
 from research_mcp.errors import InvalidInput, shown
 
 __all__ = [
@@ -37,7 +38,12 @@ __all__ = [
     "check_id",
     "check_json",
     "check_list",
+    "check_plan_ids",
+    "check_report_id",
+    "check_run_id",
     "check_source",
+    "check_suggested_plan",
+    "check_task_spec",
     "check_text",
     "describe",
     "parse",
@@ -238,3 +244,43 @@ def parse(model: type[M], value: Any, field: str, what: str) -> M:
         raise InvalidInput(f"{field} is not {what}: {describe(error, field)}") from None
     except RecursionError:
         raise InvalidInput(f"{field} is nested too deeply; give a flatter object.") from None
+
+
+# --- one check per tool argument that needs more than its type -------------------------------------
+
+
+def check_suggested_plan(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    check_json("suggested_plan", value, max_depth=MAX_PLAN_DEPTH, max_chars=MAX_PLAN_JSON_CHARS)
+    nodes = len(parse(PlannerOutput, value, "suggested_plan", "a valid plan tree").root.walk())
+    if nodes > MAX_PLAN_NODES:
+        raise InvalidInput(f"suggested_plan has {nodes} nodes; give at most {MAX_PLAN_NODES}.")
+    return value
+
+
+def check_task_spec(value: dict[str, Any] | None) -> ExtractorTaskSpec | None:
+    if value is None:
+        return None
+    check_json("task_spec", value, max_depth=MAX_SPEC_DEPTH, max_chars=MAX_SPEC_JSON_CHARS)
+    return parse(ExtractorTaskSpec, value, "task_spec", "a valid extractor task spec")
+
+
+def check_plan_ids(plan_id: str | None, plan_ids: list[str] | None) -> list[str]:
+    """The plans to run, from plan_ids and plan_id (an empty plan_id counts as none)."""
+    given = [("plan_ids", one) for one in plan_ids or []] + ([("plan_id", plan_id)] if plan_id else [])
+    if len(given) > MAX_PLAN_IDS:
+        raise InvalidInput(f"plan_ids has {len(given)} plans; give at most {MAX_PLAN_IDS} for one run.")
+    as_run = {"run": "pass it as run_id to wait on, resume or cancel that run"}
+    return [check_id(field, one, ("plan",), wrong=as_run) for field, one in given]
+
+
+def check_run_id(value: str | None) -> str | None:
+    as_plan = {"plan": "pass it as plan_id to start a run of that plan"}
+    return None if value is None else check_id("run_id", value, ("run",), wrong=as_plan)
+
+
+def check_report_id(value: str) -> str:
+    elsewhere = "report_results reads runs, plans and handoffs; a run's sources are in its view='sources'"
+    wrong = {"source": elsewhere, "corpus document": elsewhere}
+    return check_id("id", value, ("run", "plan", "handoff"), wrong=wrong)

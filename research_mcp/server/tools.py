@@ -12,8 +12,8 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from research_mcp.contracts import Budget, CompactReturn, ExtractorTaskSpec, PlannerOutput, ReportPage, View
-from research_mcp.errors import InvalidInput, ResearchError, shown
+from research_mcp.contracts import Budget, CompactReturn, ReportPage, View
+from research_mcp.errors import ResearchError, shown
 from research_mcp.server import inputs
 from research_mcp.server.schemas import compact_schema
 from research_mcp.service import ResearchService
@@ -104,18 +104,7 @@ async def plan_research(
 ) -> Compact:
     """Plan research: a feasible plan tree and an estimate. Nothing runs yet."""
     inputs.check_text("query", query, inputs.MAX_QUERY_CHARS)
-    if suggested_plan is not None:
-        inputs.check_json(
-            "suggested_plan",
-            suggested_plan,
-            max_depth=inputs.MAX_PLAN_DEPTH,
-            max_chars=inputs.MAX_PLAN_JSON_CHARS,
-        )
-        plan = inputs.parse(PlannerOutput, suggested_plan, "suggested_plan", "a valid plan tree")
-        if len(plan.root.walk()) > inputs.MAX_PLAN_NODES:
-            raise InvalidInput(
-                f"suggested_plan has {len(plan.root.walk())} nodes; give at most {inputs.MAX_PLAN_NODES}."
-            )
+    inputs.check_suggested_plan(suggested_plan)
     return compact(await _service(ctx).plan(query, suggested_plan=suggested_plan, budget=budget, ctx=ctx))
 
 
@@ -130,16 +119,8 @@ async def execute_plan(
     budget: Budget | None = None,
 ) -> Compact:
     """Start, resume, wait on or cancel a research run."""
-    ids = list(plan_ids or []) + ([plan_id] if plan_id else [])
-    if len(ids) > inputs.MAX_PLAN_IDS:
-        raise InvalidInput(f"plan_ids has {len(ids)} plans; give at most {inputs.MAX_PLAN_IDS} for one run.")
-    as_run = {"run": "pass it as run_id to wait on, resume or cancel that run"}
-    ids = [
-        inputs.check_id("plan_ids" if plan_ids else "plan_id", one, ("plan",), wrong=as_run) for one in ids
-    ]
-    if run_id is not None:
-        as_plan = {"plan": "pass it as plan_id to start a run of that plan"}
-        run_id = inputs.check_id("run_id", run_id, ("run",), wrong=as_plan)
+    ids = inputs.check_plan_ids(plan_id, plan_ids)
+    run_id = inputs.check_run_id(run_id)
 
     async def progress(done: int, total: int, message: str) -> None:
         await ctx.report_progress(done, total, message)
@@ -168,12 +149,7 @@ async def extract_source(
     """Extract facts with verbatim, checked quotes from one source."""
     inputs.check_source(source)
     inputs.check_list("questions", questions, inputs.MAX_QUESTIONS, inputs.MAX_QUESTION_CHARS)
-    spec = None
-    if task_spec is not None:
-        inputs.check_json(
-            "task_spec", task_spec, max_depth=inputs.MAX_SPEC_DEPTH, max_chars=inputs.MAX_SPEC_JSON_CHARS
-        )
-        spec = inputs.parse(ExtractorTaskSpec, task_spec, "task_spec", "a valid extractor task spec")
+    spec = inputs.check_task_spec(task_spec)
     return compact(await _service(ctx).extract(source, questions, task_spec=spec, ctx=ctx))
 
 
@@ -199,10 +175,7 @@ async def report_results(
     max_tokens: int = 2000,
 ) -> Page:
     """Read a run, plan or handoff, one view and page at a time."""
-    sources = "report_results reads runs, plans and handoffs; a run's sources are in its view='sources'"
-    ident = inputs.check_id(
-        "id", id, ("run", "plan", "handoff"), wrong=dict.fromkeys(("source", "corpus document"), sources)
-    )
+    ident = inputs.check_report_id(id)
     return page(_service(ctx).report(ident, view, inputs.check_cursor(cursor), max_tokens))
 
 

@@ -44,8 +44,11 @@ from mcp import Client
 from mcp.types import CallToolResult, Tool
 
 from research_mcp.config import Settings
+from research_mcp.contracts import BUDGET_CAPS
 from research_mcp.llm.extractive import ExtractiveModel
 from research_mcp.llm.scripted import ScriptedModel, team_script
+from research_mcp.reports import MAX_MAX_TOKENS, MIN_MAX_TOKENS
+from research_mcp.server import inputs
 from research_mcp.server.app import create_server
 
 TOOLS = ("plan_research", "execute_plan", "extract_source", "scout_sources", "report_results")
@@ -634,3 +637,28 @@ async def test_over_a_json_wire_unparseable_lines_are_dropped_and_the_server_kee
     ]:
         result = answers[ident]["result"]
         assert result["isError"] and says in result["content"][0]["text"], result
+
+
+def test_the_readme_states_the_input_limits_the_server_enforces() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Input limits", 1)[1].split("\n## ", 1)[0]
+    enforced = [
+        inputs.MAX_QUERY_CHARS,
+        inputs.MAX_QUESTIONS,
+        inputs.MAX_QUESTION_CHARS,
+        inputs.MAX_QUERIES,
+        inputs.MAX_SEARCH_QUERY_CHARS,
+        inputs.MAX_URL_CHARS,
+        inputs.MAX_TEXT_SOURCE_CHARS,
+        inputs.MAX_ID_CHARS,
+        inputs.MAX_PLAN_IDS,
+        inputs.MAX_PLAN_NODES,
+        inputs.MAX_PLAN_DEPTH,
+        inputs.MAX_PLAN_JSON_CHARS,
+        inputs.MAX_SPEC_DEPTH,
+        inputs.MAX_SPEC_JSON_CHARS,
+        MIN_MAX_TOKENS,
+        MAX_MAX_TOKENS,
+        *BUDGET_CAPS.values(),
+    ]
+    assert [limit for limit in enforced if f"{limit:,}" not in section] == []
