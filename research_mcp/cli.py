@@ -335,6 +335,7 @@ def run(
     Ctrl-C cancels the run (exit 130); resume it with --resume RUN_ID.
     """
     from research_mcp.driver import Interrupted, RunFailed, RunRequest, drive
+    from research_mcp.exports import export_run
     from research_mcp.progress import LiveProgress
     from research_mcp.storage.store import Store
 
@@ -367,7 +368,11 @@ def run(
     if resume is not None:
         store = Store(settings.database_path)
         try:
-            store.get_run(resume)
+            finished = store.get_run(resume)["status"] in ("done", "budget_exhausted")
+            if finished:  # nothing to run: its report, without starting the server
+                click.echo(f"run {resume} had already finished", err=True)
+                click.echo(export_run(store, resume, "md"))
+                return
         except ResearchError as error:
             raise _user_error(error) from None
         finally:
@@ -396,8 +401,6 @@ def run(
         )
     if handle["status"] == "budget_exhausted":
         click.echo(f"run {run_id}: the budget ran out; the report below is partial.", err=True)
-    from research_mcp.exports import export_run
-
     store = _open_store()
     try:
         click.echo(export_run(store, run_id, "md"))
