@@ -110,7 +110,7 @@ def kind_of_id(value: str) -> str | None:
 def check_id(field: str, value: str, kinds: tuple[str, ...], *, wrong: dict[str, str] | None = None) -> str:
     """The id, if it is of one of `kinds`; `wrong` maps another kind to what to do with such an id."""
     value = value.strip()
-    expected = " or ".join(kinds)
+    expected = " or ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
     if len(value) <= MAX_ID_CHARS:
         check_text(field, value, MAX_ID_CHARS)
     else:
@@ -162,12 +162,15 @@ def check_source(value: str) -> str:
 
 
 def check_cursor(value: str | None) -> str | None:
-    if value is not None and not _CURSOR.fullmatch(value.strip()):
+    """The cursor of a page this server gave (`<item>:<offset>`); an empty one means the first page."""
+    if value is None or not value.strip():
+        return None
+    if not _CURSOR.fullmatch(value.strip()):
         raise InvalidInput(
             f"cursor {shown(value)} is not one this server gave; omit it to start over, "
             "or give the cursor of the last page."
         )
-    return value.strip() if value is not None else None
+    return value.strip()
 
 
 def check_json(field: str, value: Any, *, max_depth: int, max_chars: int) -> Any:
