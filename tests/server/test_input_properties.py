@@ -568,6 +568,29 @@ def test_a_broken_input_gets_an_error_that_names_the_field_and_what_to_give(
     assert probe.check(name, filled) == "is_error"
 
 
+@pytest.mark.parametrize(
+    "budget",
+    [
+        {"max_tokens": 1, "max_cost_usd": 5e-324, "max_seconds": 5e-324, "max_sources": 1},
+        {"max_tokens": 100_000_000, "max_cost_usd": 10_000, "max_seconds": 604_800, "max_sources": 10_000},
+    ],
+)
+def test_the_smallest_and_largest_budgets_accepted_end_a_run_with_a_report(
+    probe: InputProbe, budget: dict[str, Any]
+) -> None:
+    plan = probe.call(
+        "plan_research", {"query": "Where do penguins nest?", "suggested_plan": PLAN, "budget": budget}
+    )
+    assert not plan.is_error, plan.content
+    started = probe.call(
+        "execute_plan",
+        {"plan_id": plan.structured_content["id"], "wait_seconds": 0, "budget": budget},  # type: ignore[index]
+    )
+    run = probe.call("execute_plan", {"run_id": started.structured_content["id"], "wait_seconds": 25})  # type: ignore[index]
+    assert run.structured_content["status"] in ("done", "budget_exhausted"), run.content  # type: ignore[index]
+    assert probe.check("report_results", {"id": run.structured_content["id"]}) == "ok"  # type: ignore[index]
+
+
 # --- over a JSON wire ------------------------------------------------------------------------------
 
 SCRIPT = Path(sys.executable).with_name("research-mcp")
