@@ -182,6 +182,10 @@ def _text(content: str) -> Token:
     return token
 
 
+def _when(timestamp: str | None) -> str:
+    return (timestamp or "")[:16].replace("T", " ") + (" UTC" if timestamp else "")
+
+
 def _e(value: Any) -> str:
     return escape(str(value), quote=True)
 
@@ -250,7 +254,7 @@ def render_html(document: dict[str, Any]) -> str:
     )
     sections = [
         f'<header><p class="muted">research-mcp report · run {_e(run["id"])} · {_e(run["status"])} · '
-        f"{_e(run['backend'])} backend · {_e((run['finished_at'] or run['created_at'] or '')[:19])}</p>"
+        f"{_e(run['backend'])} backend · {_e(_when(run['finished_at'] or run['created_at']))}</p>"
         f"<h1>{_e(run['query'])}</h1></header>",
         f'<section id="report"><h2>Report</h2>{findings}</section>',
         f'<section id="confidence"><h2>Confidence</h2><p><strong class="level {_e(confidence["level"])}">'
@@ -258,7 +262,7 @@ def render_html(document: dict[str, Any]) -> str:
         f'<p class="muted">citations: {_e(meta["citations_verified"])}/{_e(meta["citations_made"])} verified, '
         f"{_e(meta['citations_dropped'])} dropped · {_e(meta['sources_read'])} sources read · "
         f"{_e(meta['llm_calls'])} model calls · {_e(meta['tokens_in'] + meta['tokens_out'])} tokens · "
-        f"${_e(meta['cost_usd'])} · {_e(meta['elapsed_s'])} s</p></section>",
+        f"${meta['cost_usd']:.4f} · {meta['elapsed_s']:.1f} s</p></section>",
         f'<section id="gaps"><h2>Gaps</h2><ul>{gaps}</ul></section>',
         (
             f'<section id="followups"><h2>Follow-up questions</h2><ul>{followups}</ul></section>'
