@@ -72,6 +72,10 @@ class NotConfigured(ResearchError):
 class ModelError(ResearchError):
     """A model backend could not produce a valid output."""
 
+    # What the failed calls still cost (an llm.base.Usage), when the backend knows: answers that
+    # did not validate, or were cut off or refused, are paid for all the same.
+    usage: object = None
+
 
 class SourceError(ResearchError):
     """A source could not be read."""

@@ -149,6 +149,7 @@ class AnthropicModel:
         }
         messages: list[MessageParam] = [{"role": "user", "content": request.prompt}]
         previous: Message | None = None
+        spent = Usage(model=model)  # every answer's usage, kept for a call that fails in the end
 
         async def attempt(feedback: str | None) -> tuple[Any, Usage]:
             nonlocal previous
@@ -175,11 +176,17 @@ class AnthropicModel:
                 raise self._model_error(error, model) from error
             _check_shape(reply, self.client.base_url)
             previous = reply
+            usage = _usage(model, reply)
+            spent.add(usage)
             _raise_on_stop(reply, request, model, max_tokens)
             submitted = _submitted(reply)
-            return (submitted.input if submitted else None), _usage(model, reply)
+            return (submitted.input if submitted else None), usage
 
-        generation = await generate_with_repair(request.output_type, attempt)
+        try:
+            generation = await generate_with_repair(request.output_type, attempt)
+        except ModelError as error:
+            error.usage = spent
+            raise
         if max_tokens < request.max_tokens:
             generation.notes.append(
                 f"max_tokens clipped from {request.max_tokens} to this backend's ceiling of {max_tokens}."

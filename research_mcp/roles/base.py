@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from research_mcp.errors import BudgetExhausted, ResearchError
+from research_mcp.errors import BudgetExhausted, ModelError, ResearchError
 from research_mcp.llm.base import ModelBackend, ModelRequest, Usage
 
 if TYPE_CHECKING:
@@ -219,8 +219,31 @@ async def perform(
         if reuse_key is not None and deps.knowledge is not None:
             deps.knowledge.remember_output(reuse_key, role, handoff_id)
     except ResearchError as error:
+        spent = error.usage if isinstance(error, ModelError) and isinstance(error.usage, Usage) else None
+        if spent is not None and spent.calls:  # answers that failed in the end still cost tokens
+            deps.budget.spend(spent)
+            store.record_model_call(
+                handoff_id,
+                role=role,
+                backend=deps.model.name,
+                model=spent.model,
+                tokens_in=spent.tokens_in,
+                tokens_out=spent.tokens_out,
+                cost_usd=spent.cost_usd,
+                calls=spent.calls,
+                latency_s=time.monotonic() - started,
+                status="failed",
+            )
         store.finish_handoff(
-            handoff_id, status="failed", output=None, summary=[str(error)[:200]], error=str(error)
+            handoff_id,
+            status="failed",
+            output=None,
+            summary=[str(error)[:200]],
+            error=str(error),
+            model=spent.model if spent is not None else "",
+            tokens_in=spent.tokens_in if spent is not None else 0,
+            tokens_out=spent.tokens_out if spent is not None else 0,
+            cost_usd=spent.cost_usd if spent is not None else 0.0,
         )
         raise
     except anyio.get_cancelled_exc_class():

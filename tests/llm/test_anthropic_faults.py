@@ -20,10 +20,13 @@ the API marks `x-should-retry: false`, and answers that no retry can fix, exactl
     200 with an HTML body                   1         failed: not a Messages API response
     200 with `{}`                           1         failed: not a Messages API response
     tool input that fails validation, twice 3         done after two repairs
-    tool input that never validates         3         failed: did not validate after 2 repairs
-    stop_reason max_tokens mid tool call    1         failed: cut off, raise max_tokens or narrow
-    stop_reason refusal                     1         failed: refused, quoting the model
+    tool input that never validates         3         failed: did not validate after 2 repairs (*)
+    stop_reason max_tokens mid tool call    1         failed: cut off, raise max_tokens or narrow (*)
+    stop_reason refusal                     1         failed: refused, quoting the model (*)
     401                                     1         failed: rejected the API key, ANTHROPIC_API_KEY
+
+Every failed handoff has status failed, the error as raised, no output and no facts; (*) answers
+that were paid for count in its tokens and cost, with a failed model call recorded.
 """
 
 from __future__ import annotations
@@ -80,6 +83,7 @@ class Fault:
     script: list[Callable[[FakeMessagesAPI], None]]
     requests: int
     says: tuple[str, ...] = ()  # empty: the call succeeds
+    paid: int = 0  # answers of a failed call that were paid for (they count in its tokens and cost)
 
 
 def rate_limited(**headers: str) -> Callable[[FakeMessagesAPI], None]:
@@ -120,17 +124,19 @@ FAULTS = {
     "200-empty-json": Fault([lambda api: api.reply(200, {})], 1, ("not a Messages API response",)),
     "invalid-twice-then-ok": Fault([lambda api: api.reply_tool_use(INVALID)] * 2 + [ok], 3),
     "invalid-persistent": Fault(
-        [lambda api: api.reply_tool_use(INVALID)] * 3, 3, ("did not validate after 2 repairs",)
+        [lambda api: api.reply_tool_use(INVALID)] * 3, 3, ("did not validate after 2 repairs",), paid=3
     ),
     "max-tokens": Fault(
         [lambda api: api.reply_tool_use({"facts": [{"statement": "The bri"}]}, stop_reason="max_tokens")],
         1,
         ("cut off at the", "Raise max_tokens"),
+        paid=1,
     ),
     "refusal": Fault(
         [lambda api: api.reply_text("I can't help with that.", stop_reason="refusal")],
         1,
         ("refused", "I can't help with that."),
+        paid=1,
     ),
     "401": Fault(
         [error(401, "authentication_error", "invalid x-api-key")],
@@ -191,7 +197,10 @@ async def test_each_model_fault_ends_in_an_answer_or_a_failed_handoff_that_says_
 
     assert len(api.requests) == fault.requests
     assert api.pending == 0  # every scripted answer was asked for: no fewer retries than scripted
-    [handoff] = store.db.query("SELECT id, status, output, error, summary FROM handoffs")
+    [handoff] = store.db.query(
+        "SELECT id, status, output, error, tokens_in, tokens_out, cost_usd FROM handoffs"
+    )
+    calls = list(store.db.query("SELECT status, calls, tokens_in FROM model_calls"))
     if not fault.says:
         assert handoff["status"] == "done"
         assert handoff["id"] == result.handoff_id
@@ -203,6 +212,12 @@ async def test_each_model_fault_ends_in_an_answer_or_a_failed_handoff_that_says_
     assert handoff["status"] == "failed"
     assert handoff["error"] == message
     assert handoff["output"] is None  # never half an output
+    # Answers paid for are counted, though the call failed; a call nothing answered cost nothing.
+    assert (handoff["tokens_in"], handoff["tokens_out"]) == (100 * fault.paid, 50 * fault.paid)
+    assert (handoff["cost_usd"] > 0) == bool(fault.paid)
+    assert calls == (
+        [{"status": "failed", "calls": fault.paid, "tokens_in": 100 * fault.paid}] if fault.paid else []
+    )
     assert store.facts_for_handoffs([handoff["id"]]) == []
 
 
