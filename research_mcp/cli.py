@@ -88,6 +88,7 @@ def serve(http_address: str | None) -> None:
     from research_mcp.server.app import create_server
 
     settings = _settings()
+    _check_store(settings)
     if http_address is not None:
         from research_mcp.server.http import parse_bind, refusal, serve_http
 
@@ -106,6 +107,18 @@ def serve(http_address: str | None) -> None:
         "research-mcp: store %s; model %s; %s", settings.database_path, backend_line(settings), connect_hint()
     )
     create_server(settings).run("stdio")
+
+
+def _check_store(settings: Settings) -> None:
+    """Open (and migrate) the store once before serving, so a folder that cannot hold it is one line
+    saying what to do rather than a traceback from inside the server."""
+    from research_mcp.errors import ResearchError
+    from research_mcp.storage.store import Store
+
+    try:
+        Store(settings.database_path).close()
+    except ResearchError as error:
+        raise click.ClickException(str(error)) from None
 
 
 @main.command()

@@ -82,13 +82,16 @@ class KnowledgeIndex:
     @classmethod
     def _open_local(cls, path: Path, embedder: Embedder) -> KnowledgeIndex:
         busy = f"the local Qdrant folder {str(path)!r} is in use by another process"
-        # Probe first: a QdrantClient that loses the lock race leaks its open lock file.
-        if _folder_in_use(path):
-            _warn_unavailable(busy)
-            return cls(None, embedder)
         try:
+            # Probe first: a QdrantClient that loses the lock race leaks its open lock file.
+            if _folder_in_use(path):
+                _warn_unavailable(busy)
+                return cls(None, embedder)
             # Our own lock serialises every call, so the client may move between worker threads.
             client = QdrantClient(path=str(path), force_disable_check_same_thread=True)
+        except OSError as err:  # a read-only or full disk, a folder we may not write
+            _warn_unavailable(f"the local Qdrant folder {str(path)!r} cannot be written ({_one_line(err)})")
+            return cls(None, embedder)
         except RuntimeError as err:
             if "already accessed by another instance" not in str(err):
                 raise

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from research_mcp.storage.store import Store
 from tests.reliability.killharness import (
     SCRIPT,
     StdioServer,
@@ -150,15 +151,11 @@ def test_a_read_only_data_folder_still_reads_earlier_results_and_refuses_writes_
     assert counts(after) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="storage/knowledge.py: opening the local Qdrant folder on a read-only disk raises OSError "
-    "(_folder_in_use opens .lock for writing), so serve exits at start instead of degrading",
-)
 def test_serve_starts_on_a_read_only_data_folder_with_the_local_knowledge_index(
     team: TeamMessagesAPI, research_home: Path
 ) -> None:
     (research_home / "qdrant").mkdir(parents=True)
+    Store(research_home / "research.db").close()
     setup = f"mount --bind {research_home} {research_home} && mount -o remount,ro,bind {research_home}"
     server = in_namespace(setup, research_home, env_for(research_home, team), research_home.parent / "ro.log")
     try:
@@ -166,6 +163,27 @@ def test_serve_starts_on_a_read_only_data_folder_with_the_local_knowledge_index(
     finally:
         server.close()
     assert "No run with id" in text_of(report)
+    assert "Knowledge index unavailable" in (research_home.parent / "ro.log").read_text()
+
+
+def test_serve_on_a_read_only_folder_without_a_store_exits_with_one_line_saying_what_to_do(
+    research_home: Path,
+) -> None:
+    research_home.mkdir(parents=True)
+    setup = f"mount --bind {research_home} {research_home} && mount -o remount,ro,bind {research_home}"
+    done = subprocess.run(
+        ["unshare", "-m", "sh", "-c", f"{setup} && {SCRIPT} serve"],
+        env={"PATH": "/usr/bin:/bin", "RESEARCH_MCP_HOME": str(research_home), "QDRANT_URL": NO_QDRANT},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""  # stdout is the protocol channel
+    assert "Traceback" not in done.stderr
+    (message,) = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
+    assert str(research_home) in message and "RESEARCH_MCP_HOME" in message
 
 
 def test_a_full_disk_mid_run_is_a_clear_error_and_the_run_resumes_once_space_is_freed(
