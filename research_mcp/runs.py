@@ -112,14 +112,20 @@ class RunManager:
         live = self.live.get(run_id)
         if live is None:
             return self._as_known(await self._wait_elsewhere(run_id, seconds))
+
+        async def report() -> None:
+            if progress is not None and not live.done.is_set():
+                done, total = self.node_counts(run_id)
+                if total:  # no nodes yet: the run is still laying out its plan
+                    await progress(done, total, f"{done}/{total} nodes done")
+
         with anyio.move_on_after(seconds):
+            await report()  # where the run stands, at once: the host sees it is alive
             while not live.done.is_set():
                 changed = live.changed
                 with anyio.move_on_after(PROGRESS_EVERY_S):
                     await changed.wait()
-                if progress is not None and not live.done.is_set():
-                    done, total = self.node_counts(run_id)
-                    await progress(done, total, f"{done}/{total} nodes done")
+                await report()
         return self._as_known(self.store.get_run(run_id))
 
     def _as_known(self, run: dict[str, Any]) -> dict[str, Any]:
