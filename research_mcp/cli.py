@@ -88,8 +88,7 @@ def serve(http_address: str | None) -> None:
     from research_mcp.server.app import create_server
 
     settings = _settings()
-    _check_store(settings)
-    if http_address is not None:
+    if http_address is not None:  # usage errors first, before the data folder is touched
         from research_mcp.server.http import parse_bind, refusal, serve_http
 
         try:
@@ -100,6 +99,8 @@ def serve(http_address: str | None) -> None:
         if problem is not None:
             click.echo(f"Error: {problem}", err=True)
             sys.exit(2)
+    _check_store(settings)
+    if http_address is not None:
         logger.info("research-mcp: store %s; model %s", settings.database_path, backend_line(settings))
         serve_http(settings, bind)
         return

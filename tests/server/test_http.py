@@ -259,6 +259,7 @@ def test_serving_beyond_loopback_without_a_token_exits_2_saying_how_to_set_one(t
     assert "without a token" in message
     assert "export RESEARCH_MCP_HTTP_TOKEN=" in message
     assert "Uvicorn" not in message
+    assert not (tmp_path / "home").exists()  # refused before the data folder is touched
 
 
 # Every spelling of an address beyond this machine, without a token, is refused.
