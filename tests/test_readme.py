@@ -32,8 +32,6 @@ BLOCKS = re.findall(r"```(\w+)\n(.*?)```", README, re.S)
 PLACEHOLDER = "/path/to/research-mcp"  # the checkout, in every snippet
 SCRIPT = "/.venv/bin/research-mcp"
 TOOLS = ["execute_plan", "extract_source", "plan_research", "report_results", "scout_sources"]
-# Read by Settings but not used by anything yet (execute_plan's own default is 45 s): left undocumented.
-UNUSED_SETTINGS = {"RESEARCH_MCP_WAIT_SECONDS"}
 
 
 @pytest.fixture(autouse=True)
@@ -267,7 +265,7 @@ def test_the_configuration_table_lists_every_setting_the_server_reads() -> None:
     table = set(
         re.findall(r"`([A-Z][A-Z0-9_]+)`", section("Configuration").split("\n\n`research-mcp doctor`")[0])
     )
-    assert table == known_settings() - UNUSED_SETTINGS
+    assert table == known_settings()
     assert {"RESEARCH_MCP_HTTP_TOKEN", "RESEARCH_MCP_HTTP_ALLOWED_HOSTS"} <= table
 
 

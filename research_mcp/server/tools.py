@@ -114,7 +114,9 @@ async def execute_plan(
     plan_id: str | None = None,
     plan_ids: Annotated[list[str] | None, Field(description="Several plans, one final answer.")] = None,
     run_id: Annotated[str | None, Field(description="Wait on, resume or cancel this run.")] = None,
-    wait_seconds: Annotated[float, Field(description="Return after this long; the run goes on.")] = 45,
+    wait_seconds: Annotated[
+        float | None, Field(description="Return after this long (default 45 s); the run goes on.")
+    ] = None,
     cancel: bool = False,
     budget: Budget | None = None,
 ) -> Compact:
@@ -130,7 +132,7 @@ async def execute_plan(
         await service.execute(
             plan_ids=ids,
             run_id=run_id,
-            wait_seconds=wait_seconds,
+            wait_seconds=service.settings.wait_seconds if wait_seconds is None else wait_seconds,
             cancel=cancel,
             budget=budget,
             progress=progress,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client
 
 from research_mcp.config import Settings
@@ -125,3 +126,26 @@ async def test_a_run_killed_between_nodes_resumes_without_running_a_finished_nod
     # The second process read only the unfinished leaf's source and synthesized the rest.
     read_again = [c.payload.source_text for c in second_model.calls_for("extractor")]
     assert read_again == [TEXTS[2]]
+
+
+async def test_without_wait_seconds_execute_plan_returns_after_research_mcp_wait_seconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RESEARCH_MCP_WAIT_SECONDS", "0.2")
+    release = anyio.Event()
+
+    async def script(request: ModelRequest[Any]) -> Any:
+        if isinstance(request.payload, ExtractorPayload):
+            await release.wait()  # the run cannot finish until the test lets it
+        return team_script(request)
+
+    async with Client(create_server(model=ScriptedModel(script))) as client:
+        plan_id = await plan(client)
+        with anyio.fail_after(30):
+            first = await client.call_tool("execute_plan", {"plan_id": plan_id})
+        assert first.structured_content["status"] == "running"
+        release.set()
+        later = await client.call_tool(
+            "execute_plan", {"run_id": first.structured_content["id"], "wait_seconds": 20}
+        )
+        assert later.structured_content["status"] == "done"
