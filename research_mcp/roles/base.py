@@ -186,12 +186,8 @@ async def perform(
         max_tokens=max_tokens,
     )
     started = time.monotonic()
-    try:
-        deps.budget.check()
-        async with deps.limiter:
-            generation = await deps.model.generate(request)
-        deps.budget.spend(generation.usage)
-        usage = generation.usage
+
+    def record_call(usage: Usage, status: str) -> None:
         store.record_model_call(
             handoff_id,
             role=role,
@@ -202,8 +198,16 @@ async def perform(
             cost_usd=usage.cost_usd,
             calls=usage.calls,
             latency_s=time.monotonic() - started,
-            status="ok",
+            status=status,
         )
+
+    try:
+        deps.budget.check()
+        async with deps.limiter:
+            generation = await deps.model.generate(request)
+        deps.budget.spend(generation.usage)
+        usage = generation.usage
+        record_call(usage, "ok")
         extra = finish(handoff_id, generation.output) if finish else {}
         output = {**generation.output.model_dump(mode="json"), **extra}
         store.finish_handoff(
@@ -222,18 +226,7 @@ async def perform(
         spent = error.usage if isinstance(error, ModelError) and isinstance(error.usage, Usage) else None
         if spent is not None and spent.calls:  # answers that failed in the end still cost tokens
             deps.budget.spend(spent)
-            store.record_model_call(
-                handoff_id,
-                role=role,
-                backend=deps.model.name,
-                model=spent.model,
-                tokens_in=spent.tokens_in,
-                tokens_out=spent.tokens_out,
-                cost_usd=spent.cost_usd,
-                calls=spent.calls,
-                latency_s=time.monotonic() - started,
-                status="failed",
-            )
+            record_call(spent, "failed")
         store.finish_handoff(
             handoff_id,
             status="failed",
