@@ -382,6 +382,7 @@ def run(
     if resume is not None:
         store = Store(settings.database_path)
         try:
+            # A partial run is not finished: resuming it retries the parts that failed.
             finished = store.get_run(resume)["status"] in ("done", "budget_exhausted")
             if finished:  # nothing to run: its report, without starting the server
                 click.echo(f"run {resume} had already finished", err=True)
@@ -408,13 +409,19 @@ def run(
     except RunFailed as failure:
         raise click.ClickException(" ".join(str(failure).split())) from None
     run_id = handle["id"]
-    if handle["status"] not in ("done", "budget_exhausted"):
+    if handle["status"] not in ("done", "partial", "budget_exhausted"):
         summary = " ".join(handle["summary"][:1])
         raise click.ClickException(
             f"run {run_id} {handle['status']} ({summary}); fix the cause, then: research-mcp run --resume {run_id}"
         )
     if handle["status"] == "budget_exhausted":
         click.echo(f"run {run_id}: the budget ran out; the report below is partial.", err=True)
+    if handle["status"] == "partial":
+        click.echo(
+            f"run {run_id}: some parts failed; the report below names them under 'Not covered (failed)'. "
+            f"Retry only them with: research-mcp run --resume {run_id}",
+            err=True,
+        )
     store = _open_store()
     try:
         click.echo(export_run(store, run_id, "md"))

@@ -55,7 +55,9 @@ ConfidenceLevel = Literal["high", "medium", "low"]
 NodeKind = Literal["executor", "leaf", "discovery"]
 RoleName = Literal["planner", "executor", "extractor", "synthesizer", "scout"]
 HandoffStatus = Literal["running", "done", "failed", "cancelled"]
-RunStatus = Literal["pending", "running", "done", "failed", "cancelled", "budget_exhausted"]
+# "partial": finished, but some parts failed; they are named in the gaps, and executing the run again
+# retries them alone.
+RunStatus = Literal["pending", "running", "done", "partial", "failed", "cancelled", "budget_exhausted"]
 View = Literal["summary", "report", "sources", "facts", "confidence", "gaps", "followups", "tree", "handoff"]
 
 ShortText = Annotated[str, Field(max_length=2000)]

@@ -154,7 +154,13 @@ class LiveProgress:
 
 
 def _status(run: dict[str, Any]) -> Text:
-    style = {"done": "green", "failed": "red", "cancelled": "magenta", "running": "yellow"}
+    style = {
+        "done": "green",
+        "partial": "dark_orange",
+        "failed": "red",
+        "cancelled": "magenta",
+        "running": "yellow",
+    }
     return Text(run["status"], style=style.get(run["status"], ""))
 
 
@@ -208,4 +214,6 @@ def print_runs(rows: Sequence[RunRow], stream: IO[str], *, rich: bool) -> None:
 
 
 def _row_style(status: str) -> str:
-    return {"failed": "red", "cancelled": "magenta", "running": "yellow"}.get(status, "")
+    return {"partial": "dark_orange", "failed": "red", "cancelled": "magenta", "running": "yellow"}.get(
+        status, ""
+    )

@@ -159,7 +159,7 @@ def _run_view(store: Store, run_id: str, view: View) -> list[str]:
             json.dumps(h.model_dump(mode="json", exclude={"input"}), indent=1)
             for h in store.handoffs_for_run(run_id)
         ]
-    if view == "summary" and run["status"] not in ("done", "budget_exhausted"):
+    if view == "summary" and run["status"] not in ("done", "partial", "budget_exhausted"):
         return [f"run {run_id} is {run['status']}" + (f": {run['error']}" if run["error"] else "")]
     result = assemble_result(store, run_id)
     if view == "summary":
@@ -170,6 +170,14 @@ def _run_view(store: Store, run_id: str, view: View) -> list[str]:
             f"confidence: {result.confidence.level} — {result.confidence.reasoning}",
             f"{len(result.sources)} sources; citations {meta.citations_verified}/{meta.citations_made} verified, "
             f"{meta.citations_dropped} dropped; {meta.llm_calls} model calls, ${meta.cost_usd:.4f} ({meta.backend})",
+            *(
+                [
+                    "partial: some parts failed (the gaps view names them and why); "
+                    f"execute_plan(run_id='{run_id}') retries only them"
+                ]
+                if run["status"] == "partial"
+                else []
+            ),
             "more: report_results views report, sources, facts, confidence, gaps, followups, tree",
         ]
     if view == "report":

@@ -4,7 +4,9 @@ A run lives in the server's task group, not in the tool call that started it, so
 host's ~60 s tool timeout; `execute_plan` waits on it for at most `wait_seconds`. Everything a run
 does is in the store, so a run whose process died resumes when it is executed again: finished
 nodes are read back, never re-run, and what the dead process left half-done is tidied first
-(`Store.recover_run`). A run has one owner process at a time (`Store.claim_run`): another process on
+(`Store.recover_run`). A run that finished with failed parts (a leaf, a source, a search, a plan) is
+`partial`: executing it again retries those parts alone (`Store.reopen_failed_nodes`), reusing every
+node that finished whole, and its ancestors synthesize again over the new inputs. A run has one owner process at a time (`Store.claim_run`): another process on
 the same data folder waits on it through the store instead of running it a second time.
 """
 
@@ -25,11 +27,12 @@ from research_mcp.roles.executor import RunContext, execute_node, node_key, plan
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.storage.store import Store, now, process_owner
 
-__all__ = ["FINISHED", "RunManager"]
+__all__ = ["FINISHED", "RETRYABLE", "RunManager"]
 
 logger = logging.getLogger(__name__)
 
-FINISHED = frozenset({"done", "budget_exhausted"})
+FINISHED = frozenset({"done", "partial", "budget_exhausted"})
+RETRYABLE = frozenset({"partial"})  # finished, but executing it again retries the parts that failed
 PROGRESS_EVERY_S = 5.0
 POLL_OTHER_PROCESS_S = 0.5  # how often a run owned by another process is read back while waiting on it
 
@@ -70,10 +73,14 @@ class RunManager:
         return plans
 
     def start(self, plan_ids: list[str], deps: RoleDeps, budget: dict[str, Any] | None = None) -> str:
-        """Start a run of these plans, or resume the last unfinished one; a finished run is returned as is."""
+        """Start a run of these plans, or resume the last unfinished one, or retry the failed parts of
+        a partial one; a run that finished whole is returned as is."""
         self.check_plans(plan_ids)
         existing = self.store.latest_run_for(plan_ids)
-        if existing is not None and (existing["status"] in FINISHED or existing["id"] in self.live):
+        if existing is not None and (
+            (existing["status"] in FINISHED and existing["status"] not in RETRYABLE)
+            or existing["id"] in self.live
+        ):
             return str(existing["id"])
         run_id = (
             existing["id"]
@@ -85,7 +92,7 @@ class RunManager:
 
     def resume(self, run_id: str, deps: RoleDeps) -> None:
         run = self.store.get_run(run_id)
-        if run_id in self.live or run["status"] in FINISHED:
+        if run_id in self.live or (run["status"] in FINISHED and run["status"] not in RETRYABLE):
             return
         self.unrecorded.pop(run_id, None)
         other = self.store.claim_run(run_id, self.owner)
@@ -158,7 +165,14 @@ class RunManager:
             )
             with live.scope:
                 result_id = await self._execute(run_id, run["plan_ids"], deps, live)
-                store.update_run(run_id, status="done", finished_at=now(), result_handoff_id=result_id)
+                # Failures reach the top synthesis from every node below it (see synthesizer.py).
+                failed = (store.get_handoff(result_id).output or {}).get("failures", [])
+                store.update_run(
+                    run_id,
+                    status="partial" if failed else "done",
+                    finished_at=now(),
+                    result_handoff_id=result_id,
+                )
             if live.scope.cancelled_caught:
                 store.update_run(run_id, status="cancelled", finished_at=now(), error="cancelled by the host")
         except Exception as raised:  # top-level boundary of a background task: record, never crash the server
@@ -207,6 +221,17 @@ class RunManager:
         if any(recovered.values()):
             logger.info("run %s resumed after an interruption: %s", run_id, recovered)
             self.store.add_event(run_id, "recovered", "resumed after an interruption", data=recovered)
+        # What failed last time runs again, with the nodes above it; nodes that finished whole do not.
+        reopened = self.store.reopen_failed_nodes(run_id)
+        failed = [node["node_id"] for node in self.store.nodes_for_run(run_id) if node["status"] == "failed"]
+        if reopened or failed:
+            logger.info("run %s retries %s (failed) and synthesizes %s again", run_id, failed, reopened)
+            self.store.add_event(
+                run_id,
+                "retry",
+                f"retrying what failed: {len(failed)} failed nodes, {len(reopened)} nodes with failed parts",
+                data={"failed": failed, "reopened": reopened},
+            )
         if len(roots) > 1:
             self.store.ensure_nodes(
                 run_id,

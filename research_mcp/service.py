@@ -32,7 +32,7 @@ from research_mcp.roles.base import BudgetTracker, RoleDeps
 from research_mcp.roles.extractor import extract
 from research_mcp.roles.planner import plan_research
 from research_mcp.roles.scout import scout
-from research_mcp.runs import FINISHED, Progress, RunManager
+from research_mcp.runs import FINISHED, RETRYABLE, Progress, RunManager
 from research_mcp.sources.library import SourceLibrary
 from research_mcp.storage.knowledge_base import KnowledgeBase
 from research_mcp.storage.store import Store
@@ -220,7 +220,9 @@ class ResearchService:
             if cancel:
                 await self.runs.cancel(run_id)
                 return self.run_handle(self.store.get_run(run_id))
-            if run["status"] not in FINISHED and run_id not in self.runs.live:
+            # Unfinished: resume it. Partial: retry the parts that failed (the others are reused).
+            retry = run["status"] not in FINISHED or run["status"] in RETRYABLE
+            if retry and run_id not in self.runs.live:
                 model, _ = self.choose_model(ctx)
                 self.runs.resume(run_id, self.deps(model))
         return self.run_handle(await self.runs.wait(run_id, wait_seconds, progress))
@@ -251,6 +253,18 @@ class ResearchService:
             if metrics["sources"] == 0:
                 summary[1] = NO_SOURCES
             next_calls = [f"report_results(id='{run_id}')", f"report_results(id='{run_id}', view='sources')"]
+            if status == "partial":
+                failed = len(output.get("failures", []))
+                parts = "failed part or source" if failed == 1 else "failed parts or sources"
+                summary[1] = (
+                    f"partial: {failed} {parts}, named in the gaps; "
+                    f"execute_plan(run_id='{run_id}') retries only them"
+                )
+                next_calls = [
+                    f"report_results(id='{run_id}')",
+                    f"execute_plan(run_id='{run_id}')",
+                    f"report_results(id='{run_id}', view='gaps')",
+                ]
         elif status in ("failed", "cancelled"):
             summary = [
                 f"run {status}: {run['error'] or ''}",

@@ -42,6 +42,13 @@ from research_mcp.storage.migrations import apply_migrations
 __all__ = ["INTERRUPTED", "NewFact", "Store", "new_id", "now", "process_owner", "store_error"]
 
 BUSY_TIMEOUT_MS = 10_000
+
+
+def _names_failures(output: str) -> str:
+    """SQL: the handoff output in column `output` lists parts that failed (a synthesis's `failures`)."""
+    return f"json_array_length(COALESCE(json_extract({output}, '$.failures'), '[]')) > 0"
+
+
 INTERRUPTED = "interrupted: the server stopped before this finished; the run did it again when resumed"
 
 # SQLite's primary result codes (sqlite3.Error.sqlite_errorcode & 0xFF).
@@ -320,7 +327,8 @@ class Store:
         between the two writes) is marked done with it, so it is not run again; `finished` maps such
         node ids to the role of their final handoff (synthesizer or scout). Handoffs left 'running'
         are closed as failed (interrupted): their work is done again. Nodes left 'running' go back
-        to 'pending'. Done handoffs and done nodes are never touched.
+        to 'pending'. Done handoffs and done nodes are never touched. A final handoff that names parts
+        that failed does not complete its node: the node is retried (see `reopen_failed_nodes`).
         """
         with self.write() as conn:
             completed = 0
@@ -332,11 +340,11 @@ class Store:
                 if role is None:
                     continue
                 latest = conn.execute(
-                    "SELECT id, role, status, iteration FROM handoffs WHERE run_id = ? AND node_id = ?"
-                    " ORDER BY rowid DESC LIMIT 1",
+                    f"SELECT id, role, status, iteration, {_names_failures('output')} FROM handoffs"
+                    " WHERE run_id = ? AND node_id = ? ORDER BY rowid DESC LIMIT 1",
                     (run_id, node_id),
                 ).fetchone()
-                if latest and latest[1] == role and latest[2] == "done" and not latest[3]:
+                if latest and latest[1] == role and latest[2] == "done" and not latest[3] and not latest[4]:
                     conn.execute(
                         "UPDATE nodes SET status = 'done', handoff_id = ?, finished_at = ?"
                         " WHERE run_id = ? AND node_id = ?",
@@ -352,6 +360,23 @@ class Store:
                 "UPDATE nodes SET status = 'pending' WHERE run_id = ? AND status = 'running'", (run_id,)
             ).rowcount
         return {"nodes_completed": completed, "handoffs_interrupted": handoffs, "nodes_reset": nodes}
+
+    def reopen_failed_nodes(self, run_id: str) -> list[str]:
+        """Done nodes whose result names parts that failed (a child, a source, a search) go back to
+        'pending', so executing the run again retries those parts and synthesizes over them anew.
+        Nodes that finished whole stay done and are reused. The ids reopened, parents first."""
+        with self.write() as conn:
+            rows = conn.execute(
+                f"SELECT n.node_id FROM nodes n JOIN handoffs h ON h.id = n.handoff_id"
+                f" WHERE n.run_id = ? AND n.status = 'done' AND {_names_failures('h.output')}"
+                " ORDER BY n.rowid",
+                (run_id,),
+            ).fetchall()
+            conn.executemany(
+                "UPDATE nodes SET status = 'pending', handoff_id = NULL WHERE run_id = ? AND node_id = ?",
+                [(run_id, node_id) for (node_id,) in rows],
+            )
+        return [node_id for (node_id,) in rows]
 
     def ensure_nodes(self, run_id: str, nodes: list[dict[str, Any]]) -> None:
         """Register the run's nodes as pending; nodes already known keep their state."""

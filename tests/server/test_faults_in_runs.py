@@ -139,7 +139,7 @@ async def test_a_leaf_whose_model_calls_fail_for_good_is_named_and_the_run_finis
             gaps = await view(client, run["id"], "gaps")
             tree = await view(client, run["id"], "tree")
 
-    assert run["status"] == "done", run
+    assert run["status"] == "partial", run  # finished, with the failed parts named (and retryable)
     assert "2 failed parts or sources, named in the gaps" in run["summary"][1]
     # The wind leaf: its extraction and its synthesis, each tried three times (two SDK retries).
     wind_calls = [
@@ -209,7 +209,7 @@ async def test_a_failed_web_search_is_named_and_the_run_goes_on_with_the_sources
             report = await view(client, run["id"], "report")
             gaps = await view(client, run["id"], "gaps")
 
-    assert run["status"] == "done", run
+    assert run["status"] == "partial", run  # finished, with the failed parts named (and retryable)
     assert len(tavily.requests) == requests
     assert run["metrics"]["citations_verified"] >= 1  # the solar leaf's facts
     failure = "Web search for 'offshore wind capacity' failed: "
@@ -294,7 +294,7 @@ async def test_hostile_pages_are_refused_and_named_while_the_readable_ones_are_r
             sources = await view(client, run["id"], "sources")
             report = await view(client, run["id"], "report")
 
-    assert run["status"] == "done", run
+    assert run["status"] == "partial", run  # finished, with the failed parts named (and retryable)
     assert web.url("/good") in sources and web.url("/bad-utf8") in sources
     gap_lines = gaps.splitlines()
     for path, says in HOSTILE.items():
@@ -317,7 +317,7 @@ async def test_a_discovery_leaf_whose_searches_fail_is_named_and_its_sibling_sti
             run = await run_to_the_end(client, plan)
             gaps = await view(client, run["id"], "gaps")
 
-    assert run["status"] == "done", run
+    assert run["status"] == "partial", run  # finished, with the failed parts named (and retryable)
     assert tavily.requests  # the scout did search
     assert "Web search for " in gaps and "failed on its side (HTTP 500)" in gaps
     assert run["metrics"]["citations_verified"] >= 1
@@ -348,7 +348,7 @@ async def test_of_several_plans_run_together_one_that_fails_is_named_in_the_fina
             report = await view(client, run["id"], "report")
             gaps = await view(client, run["id"], "gaps")
 
-    assert run["status"] == "done", run
+    assert run["status"] == "partial", run  # finished, with the failed parts named (and retryable)
     assert f"Not researched: plan {ids[1]} ('wind power') failed: Every part of 'energy' failed" in gaps
     assert "Not researched: leaf 'wind' failed: The wind model call failed" in report
     assert "Source not read" in report
