@@ -16,6 +16,9 @@ import anyio
 import pytest
 from mcp import Client
 
+from research_mcp.contracts import ExtractorPayload, SynthesisPayload
+from research_mcp.errors import ModelError
+from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server
 from tests.fake_http import ScriptedResponse
@@ -84,6 +87,15 @@ def requests_by_role_and_leaf(api: FakeMessagesAPI, since: int = 0) -> Counter[t
     return Counter(
         (body["tools"][0]["input_schema"].get("title"), about(body)) for body in api.bodies[since:]
     )
+
+
+def subject(request: ModelRequest[Any]) -> str:
+    """What a scripted model call is about: the node a synthesis is for, the leaf whose source is read."""
+    payload = request.payload
+    if isinstance(payload, SynthesisPayload):
+        return payload.title
+    assert isinstance(payload, ExtractorPayload)
+    return next(name for name, text in TEXTS.items() if text in payload.source_text)
 
 
 @pytest.fixture
@@ -189,3 +201,49 @@ async def test_a_run_that_finished_whole_is_returned_as_is_when_executed_again()
     assert done["status"] == "done", done
     assert again == done
     assert len(model.calls) == calls
+
+
+async def test_of_several_plans_the_one_that_failed_is_retried_alone_and_the_final_answer_covers_both() -> (
+    None
+):
+    down = {"wind"}
+
+    def script(request: ModelRequest[Any]) -> Any:
+        payload = request.payload
+        about_wind = (isinstance(payload, ExtractorPayload) and TEXTS["wind"] in payload.source_text) or (
+            isinstance(payload, SynthesisPayload) and payload.title == "wind"
+        )
+        if about_wind and "wind" in down:
+            raise ModelError("The wind model call failed for this test; try again later.")
+        return team_script(request)
+
+    model = ScriptedModel(script)
+    with anyio.fail_after(GUARD):
+        async with Client(create_server(model=model)) as client:
+            ids = []
+            for leaf in PLAN["root"]["children"][:2]:  # solar, wind: one plan each
+                one = {"root": {"kind": "executor", "title": leaf["title"], "children": [leaf]}}
+                planned = await client.call_tool(
+                    "plan_research", {"query": f"{leaf['title']} power", "suggested_plan": one}
+                )
+                ids.append(planned.structured_content["id"])
+            first = await execute(client, plan_ids=ids)
+            first_gaps = await view(client, first["id"], "gaps")
+            down.clear()  # the service recovers
+            before = len(model.calls)
+            retried = await execute(client, run_id=first["id"])
+            gaps = await view(client, retried["id"], "gaps")
+
+    assert first["status"] == "partial", first
+    assert f"plan {ids[1]}" in first_gaps
+    assert retried["status"] == "done", retried
+    assert f"plan {ids[1]}" not in gaps
+    asked = sorted((call.role, subject(call)) for call in model.calls[before:])
+    # The wind plan again (its extraction, its leaf's and root's syntheses), then the final answer;
+    # nothing of the solar plan.
+    assert asked == [
+        ("extractor", "wind"),
+        ("synthesizer", "Answer to all subqueries"),
+        ("synthesizer", "wind"),
+        ("synthesizer", "wind"),
+    ]
