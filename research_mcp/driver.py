@@ -94,7 +94,9 @@ async def _run(
     if request.resume is not None:
         state.phase = "starting"
         handle = _handle(
-            await client.call_tool("execute_plan", {"run_id": request.resume, "wait_seconds": 0}),
+            await client.call_tool(
+                "execute_plan", {"run_id": request.resume, "wait_seconds": 0, "retry": True}
+            ),
             f"resuming {request.resume}",
         )
     else:

@@ -173,7 +173,7 @@ def _run_view(store: Store, run_id: str, view: View) -> list[str]:
             *(
                 [
                     "partial: some parts failed (the gaps view names them and why); "
-                    f"execute_plan(run_id='{run_id}') retries only them"
+                    f"execute_plan(run_id='{run_id}', retry=true) retries only them"
                 ]
                 if run["status"] == "partial"
                 else []

@@ -72,14 +72,20 @@ class RunManager:
                 )
         return plans
 
-    def start(self, plan_ids: list[str], deps: RoleDeps, budget: dict[str, Any] | None = None) -> str:
-        """Start a run of these plans, or resume the last unfinished one, or retry the failed parts of
-        a partial one; a run that finished whole is returned as is."""
+    def start(
+        self,
+        plan_ids: list[str],
+        deps: RoleDeps,
+        budget: dict[str, Any] | None = None,
+        *,
+        retry: bool = False,
+    ) -> str:
+        """Start a run of these plans, or resume the last unfinished one, or (with `retry`) retry the
+        failed parts of a partial one; a finished run is otherwise returned as is."""
         self.check_plans(plan_ids)
         existing = self.store.latest_run_for(plan_ids)
         if existing is not None and (
-            (existing["status"] in FINISHED and existing["status"] not in RETRYABLE)
-            or existing["id"] in self.live
+            existing["id"] in self.live or not self.resumable(existing, retry=retry)
         ):
             return str(existing["id"])
         run_id = (
@@ -87,12 +93,18 @@ class RunManager:
             if existing is not None
             else self.store.create_run(plan_ids, deps.model.name, budget)
         )
-        self.resume(run_id, deps)
+        self.resume(run_id, deps, retry=retry)
         return run_id
 
-    def resume(self, run_id: str, deps: RoleDeps) -> None:
+    @staticmethod
+    def resumable(run: dict[str, Any], *, retry: bool) -> bool:
+        """An unfinished run resumes; a partial one is retried only when asked to (a retry costs model
+        calls, so a host that is only waiting on a run must never start one by polling)."""
+        return run["status"] not in FINISHED or (retry and run["status"] in RETRYABLE)
+
+    def resume(self, run_id: str, deps: RoleDeps, *, retry: bool = False) -> None:
         run = self.store.get_run(run_id)
-        if run_id in self.live or (run["status"] in FINISHED and run["status"] not in RETRYABLE):
+        if run_id in self.live or not self.resumable(run, retry=retry):
             return
         self.unrecorded.pop(run_id, None)
         other = self.store.claim_run(run_id, self.owner)

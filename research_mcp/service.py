@@ -32,7 +32,7 @@ from research_mcp.roles.base import BudgetTracker, RoleDeps
 from research_mcp.roles.extractor import extract
 from research_mcp.roles.planner import plan_research
 from research_mcp.roles.scout import scout
-from research_mcp.runs import FINISHED, RETRYABLE, Progress, RunManager
+from research_mcp.runs import FINISHED, Progress, RunManager
 from research_mcp.sources.library import SourceLibrary
 from research_mcp.storage.knowledge_base import KnowledgeBase
 from research_mcp.storage.store import Store
@@ -203,6 +203,7 @@ class ResearchService:
         budget: Budget | None,
         progress: Progress | None,
         ctx: Any = None,
+        retry: bool = False,
     ) -> CompactReturn:
         if run_id is None and not plan_ids:
             raise InvalidInput("give plan_id (or plan_ids) to start a run, or run_id to wait on one.")
@@ -213,18 +214,17 @@ class ResearchService:
         if run_id is None:
             model, _ = self.choose_model(ctx)
             run_id = self.runs.start(
-                plan_ids, self.deps(model, budget), budget.model_dump() if budget else None
+                plan_ids, self.deps(model, budget), budget.model_dump() if budget else None, retry=retry
             )
         else:
             run = self.store.get_run(run_id)
             if cancel:
                 await self.runs.cancel(run_id)
                 return self.run_handle(self.store.get_run(run_id))
-            # Unfinished: resume it. Partial: retry the parts that failed (the others are reused).
-            retry = run["status"] not in FINISHED or run["status"] in RETRYABLE
-            if retry and run_id not in self.runs.live:
+            # Unfinished: resume it. Partial and asked to retry: rerun the parts that failed only.
+            if run_id not in self.runs.live and self.runs.resumable(run, retry=retry):
                 model, _ = self.choose_model(ctx)
-                self.runs.resume(run_id, self.deps(model))
+                self.runs.resume(run_id, self.deps(model), retry=retry)
         return self.run_handle(await self.runs.wait(run_id, wait_seconds, progress))
 
     def run_handle(self, run: dict[str, Any]) -> CompactReturn:
@@ -258,11 +258,11 @@ class ResearchService:
                 parts = "failed part or source" if failed == 1 else "failed parts or sources"
                 summary[1] = (
                     f"partial: {failed} {parts}, named in the gaps; "
-                    f"execute_plan(run_id='{run_id}') retries only them"
+                    f"execute_plan(run_id='{run_id}', retry=true) retries only them"
                 )
-                next_calls = [
+                next_calls = [  # the retry first: suggestions are dropped from the end to fit the bound
+                    f"execute_plan(run_id='{run_id}', retry=true)",
                     f"report_results(id='{run_id}')",
-                    f"execute_plan(run_id='{run_id}')",
                     f"report_results(id='{run_id}', view='gaps')",
                 ]
         elif status in ("failed", "cancelled"):

@@ -118,6 +118,7 @@ async def execute_plan(
         float | None, Field(description="Return after this long (default 45 s); the run goes on.")
     ] = None,
     cancel: bool = False,
+    retry: Annotated[bool, Field(description="Rerun a partial run's failed parts.")] = False,
     budget: Budget | None = None,
 ) -> Compact:
     """Start, resume, wait on or cancel a research run."""
@@ -137,6 +138,7 @@ async def execute_plan(
             budget=budget,
             progress=progress,
             ctx=ctx,
+            retry=retry,
         )
     )
 

@@ -138,15 +138,20 @@ async def test_a_run_whose_leaf_failed_ends_partial_and_after_the_outage_a_retry
             before = len(anthropic_api.bodies)
 
             team.down = set()  # the service recovers
-            retried = await execute(client, run_id=first["id"])
+            polled = len(anthropic_api.bodies)
+            waited = await execute(client, run_id=first["id"], wait_seconds=0)
+            asked_by_waiting = len(anthropic_api.bodies) - polled
+            retried = await execute(client, run_id=first["id"], retry=True)
             report = await view(client, retried["id"], "report")
             gaps = await view(client, retried["id"], "gaps")
             facts = await view(client, retried["id"], "facts")
 
     # Partial: a report from the parts that worked, the failed leaf named, and how to retry it.
     assert first["status"] == "partial", first
-    assert f"execute_plan(run_id='{first['id']}') retries only them" in first["summary"][1]
-    assert f"execute_plan(run_id='{first['id']}')" in first["next"]
+    assert f"execute_plan(run_id='{first['id']}', retry=true) retries only them" in first["summary"][1]
+    assert f"execute_plan(run_id='{first['id']}', retry=true)" in first["next"]
+    # A host that only waits on the run (no retry) gets it as it is, and nothing is paid for.
+    assert waited["status"] == "partial" and asked_by_waiting == 0
     assert WIND_FAILED in first_gaps and "overloaded" in first_gaps
     assert "partial: some parts failed" in first_summary
     assert first["metrics"]["citations_verified"] == 2
@@ -174,7 +179,7 @@ async def test_a_retry_while_the_leaf_still_fails_ends_partial_again_naming_it_o
         async with Client(create_server()) as client:
             first = await first_run_with_wind_down(client, anthropic_api, team)
             before = len(anthropic_api.bodies)
-            again = await execute(client, run_id=first["id"])
+            again = await execute(client, run_id=first["id"], retry=True)
             gaps = await view(client, again["id"], "gaps")
             report = await view(client, again["id"], "report")
 
@@ -231,7 +236,7 @@ async def test_of_several_plans_the_one_that_failed_is_retried_alone_and_the_fin
             first_gaps = await view(client, first["id"], "gaps")
             down.clear()  # the service recovers
             before = len(model.calls)
-            retried = await execute(client, run_id=first["id"])
+            retried = await execute(client, run_id=first["id"], retry=True)
             gaps = await view(client, retried["id"], "gaps")
 
     assert first["status"] == "partial", first
