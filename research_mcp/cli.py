@@ -220,6 +220,19 @@ def _user_error(error: ResearchError) -> click.ClickException:
     return click.ClickException(" ".join(str(error).split()))
 
 
+LAST = "last"  # stands for the newest run wherever a run id is asked for
+
+
+def _resolve_run(store: Store, ident: str) -> str:
+    """`last` means the newest run; any other id is returned as given."""
+    if ident != LAST:
+        return ident
+    row = next(iter(store.db.query("SELECT id FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1")), None)
+    if row is None:
+        raise click.ClickException('no runs yet; start one with: research-mcp run "your question"')
+    return str(row["id"])
+
+
 def _needs_report(store: Store, run_id: str) -> None:
     """A run without a report yet: say why, and how to get one."""
     from research_mcp.runs import FINISHED
@@ -258,11 +271,12 @@ def runs(limit: int, as_json: bool) -> None:
 @click.argument("ident")
 @click.option("--view", default="summary", show_default=True, type=click.Choice(VIEWS), help="What to show.")
 def show(ident: str, view: str) -> None:
-    """Show one view of a run, plan or handoff."""
+    """Show one view of a run, plan or handoff (IDENT `last`: the newest run)."""
     from research_mcp.reports import view_items
 
     store = _open_store()
     try:
+        ident = _resolve_run(store, ident)
         if ident.startswith("run_") and view not in ("summary", "tree", "handoff"):
             _needs_report(store, ident)
         click.echo("\n".join(view_items(store, ident, view)))  # type: ignore[arg-type]
@@ -289,11 +303,12 @@ def show(ident: str, view: str) -> None:
     help="Write here, not to stdout.",
 )
 def export(run_id: str, fmt: str, output: Path | None) -> None:
-    """Export a finished run as Markdown, JSON or a self-contained HTML page."""
+    """Export a finished run as Markdown, JSON or a self-contained HTML page (RUN_ID `last`: the newest run)."""
     from research_mcp.exports import export_run
 
     store = _open_store()
     try:
+        run_id = _resolve_run(store, run_id)
         _needs_report(store, run_id)
         text = export_run(store, run_id, fmt)
     except ResearchError as error:
@@ -315,7 +330,10 @@ def export(run_id: str, fmt: str, output: Path | None) -> None:
 @main.command()
 @click.argument("query", required=False)
 @click.option(
-    "--resume", "resume", metavar="RUN_ID", help="Resume this cancelled or failed run; done nodes are kept."
+    "--resume",
+    "resume",
+    metavar="RUN_ID",
+    help="Resume this cancelled, failed or partial run (or `last`); done nodes are kept.",
 )
 @click.option(
     "--corpus",
@@ -382,6 +400,7 @@ def run(
     if resume is not None:
         store = Store(settings.database_path)
         try:
+            resume = _resolve_run(store, resume)
             # A partial run is not finished: resuming it retries the parts that failed.
             finished = store.get_run(resume)["status"] in ("done", "budget_exhausted")
             if finished:  # nothing to run: its report, without starting the server

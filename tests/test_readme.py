@@ -108,7 +108,7 @@ def test_the_readme_make_targets_exist_in_the_makefile() -> None:
         line.split("#")[0].split() for lang, body in BLOCKS if lang == "sh" for line in body.splitlines()
     ]
     used = {words[1] for words in commands if words[:1] == ["make"]}
-    assert used == {"run", "test"} and used <= targets
+    assert used == {"install", "run", "test"} and used <= targets
 
 
 def test_every_research_mcp_command_in_the_readme_is_a_real_command() -> None:
