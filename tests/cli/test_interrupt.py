@@ -195,3 +195,39 @@ def test_ctrl_c_cancels_the_run_exits_130_and_run_resume_finishes_it_without_red
     assert api.count("ExtractorOutput", "ALPHA", since=before) == 0  # the finished leaf is not run again
     assert api.count("ExtractorOutput", "BETA", since=before) == 1
     assert "cached" in resumed.stderr  # the progress shows the leaf read back, not run
+
+
+def test_a_partial_run_exits_0_naming_what_failed_and_run_resume_last_retries_only_that(
+    api: RoutedMessagesAPI, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    env = cli_env(
+        home, RESEARCH_MCP_MODEL="anthropic", ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=api.url
+    )
+    api.route(("PlannerOutput",), tool_input=PLAN)
+    api.route(("ExtractorOutput", "ALPHA"), tool_input=extraction("the harbour bridge opened in 1932."))
+    api.route(("SynthesisOutput", "alpha leaf"), tool_input=SYNTHESIS)
+    api.route(("SynthesisOutput", "harbour crossings"), tool_input=SYNTHESIS)
+    # Leaf beta's extraction is not scripted: the fake answers 500 (not retryable), so the leaf fails.
+
+    first = cli("run", "How do people cross the harbour?", env=env)
+
+    assert first.returncode == 0, first.stderr
+    assert "Not covered (failed)" in first.stdout and "beta leaf" in first.stdout
+    note = next(line for line in first.stderr.splitlines() if "some parts failed" in line)
+    run_id = note.split()[1].rstrip(":")
+    assert note.endswith(f"Retry only them with: research-mcp run --resume {run_id}")
+    assert run_status(home / "research.db", run_id) == "partial"
+
+    before = len(api.requests)
+    api.route(("ExtractorOutput", "BETA"), tool_input=extraction("the harbour tunnel opened in 1992."))
+    api.route(("SynthesisOutput", "beta leaf"), tool_input=SYNTHESIS)
+    api.route(("SynthesisOutput", "harbour crossings"), tool_input=SYNTHESIS)
+    retried = cli("run", "--resume", "last", env=env)
+
+    assert retried.returncode == 0, retried.stderr
+    assert "Not covered (failed)" not in retried.stdout
+    assert run_status(home / "research.db", run_id) == "done"
+    assert api.count("PlannerOutput", since=before) == 0
+    assert api.count("ExtractorOutput", "ALPHA", since=before) == 0  # what worked is not asked again
+    assert api.count("ExtractorOutput", "BETA", since=before) == 1
