@@ -342,6 +342,15 @@ def partial_report(store: Store, run_id: str, reason: str, backend: str) -> str:
         )
     ]
     sections = [f"## {h.input.get('title', '')}\n\n{(h.output or {})['report']}" for h in tops]
+    # Verified facts of extractions that finished but were not synthesized yet: paid for, so shown.
+    extractions = [h.id for h in store.handoffs_for_run(run_id, role="extractor") if h.status == "done"]
+    loose = [f for f in store.facts_for_handoffs(extractions) if f.verified and f.id not in covered]
+    if loose:
+        sections.append(
+            "## Facts found before the stop (not yet synthesized)\n\n"
+            + "\n".join(f"- {fact.statement} [F{fact.id}]" for fact in loose)
+        )
+        covered |= {fact.id for fact in loose}
     finished = [n["title"] for n in store.nodes_for_run(run_id) if n["status"] == "done"]
     unfinished = [n["title"] for n in store.nodes_for_run(run_id) if n["status"] != "done"]
     report = f"**Partial report: {reason}** Finished parts follow.\n\n" + ("\n\n".join(sections) or "(none)")
@@ -352,7 +361,7 @@ def partial_report(store: Store, run_id: str, reason: str, backend: str) -> str:
         run_id=run_id,
         node_id="partial",
     )
-    cited = sorted({fid for h in tops for fid in (h.output or {}).get("cited", [])})
+    cited = sorted({fid for h in tops for fid in (h.output or {}).get("cited", [])} | {f.id for f in loose})
     store.finish_handoff(
         handoff_id,
         status="done",
@@ -367,6 +376,7 @@ def partial_report(store: Store, run_id: str, reason: str, backend: str) -> str:
             "cited": cited,
             "citations": {
                 key: sum((h.output or {}).get("citations", {}).get(key, 0) for h in tops)
+                + (len(loose) if key != "dropped" else 0)
                 for key in ("made", "verified", "dropped")
             },
             "finished_nodes": finished,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -196,3 +197,15 @@ def test_resuming_a_finished_run_prints_its_report_again(harbour: FinishedRun) -
     again = cli("run", "--resume", harbour.run_id, env=harbour.env)
     assert again.returncode == 0, again.stderr
     assert again.stdout == harbour.stdout
+
+
+def test_a_run_over_its_source_budget_stops_with_a_partial_report_and_says_so(
+    harbour: FinishedRun, tmp_path: Path
+) -> None:
+    env = {**harbour.env, "RESEARCH_MCP_HOME": str(tmp_path / "home")}
+    capped = cli("run", QUESTION, "--corpus", str(harbour.corpus), "--max-sources", "1", env=env)
+    assert capped.returncode == 0, capped.stderr
+    assert "the budget ran out; the report below is partial" in capped.stderr
+    listed = json.loads(cli("runs", "--json", env=env).stdout)
+    assert [run["status"] for run in listed] == ["budget_exhausted"]
+    assert capped.stdout.startswith("**Partial report: Budget exhausted: 1 sources read.**")

@@ -162,6 +162,20 @@ async def test_a_budget_stop_yields_budget_exhausted_and_a_partial_report() -> N
     assert "Budget exhausted" in summary.structured_content["text"]
 
 
+async def test_a_budget_stop_after_an_extraction_keeps_its_verified_facts_in_the_partial_report() -> None:
+    # The extraction spends past the token limit; the synthesis that would use it is never asked for.
+    async with Client(create_server(model=ScriptedModel(team_script))) as client:
+        run = await run_plan(client, plan_of(leaf("solar", TEXT_A)), budget={"max_tokens": 1})
+        assert run["status"] == "budget_exhausted"
+        report = await client.call_tool("report_results", {"id": run["id"], "view": "report"})
+    text = report.structured_content["text"]
+    extractions = [h.id for h in store().handoffs_for_run(run["id"], role="extractor")]
+    verified = [fact for fact in store().facts_for_handoffs(extractions) if fact.verified]
+    assert verified
+    assert "Facts found before the stop (not yet synthesized)" in text
+    assert all(f"[F{fact.id}]" in text for fact in verified)
+
+
 def inventing_extractor(request: ModelRequest[Any]) -> Any:
     if isinstance(request.payload, ExtractorPayload):
         return ExtractorOutput(
