@@ -1,6 +1,6 @@
 """The handoff store: SQLite through sqlite-utils, the system of record.
 
-One connection per process, WAL mode, a busy timeout, and every write in a `BEGIN IMMEDIATE`
+One connection per process (opened by `storage/sqlite.py`), WAL mode, a busy timeout, and every write in a `BEGIN IMMEDIATE`
 transaction so that a second process on the same file waits instead of failing. A write returns
 only after its COMMIT: a handoff id handed to anyone is already durable; a write that fails (disk
 full, read-only folder, I/O error, lock held past the busy timeout) is rolled back whole and raised
@@ -15,9 +15,7 @@ once the owner has died.
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import socket
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -29,19 +27,19 @@ from typing import Any
 from sqlite_utils import Database
 
 from research_mcp.contracts import Fact, Handoff, Source
-from research_mcp.errors import (
-    NotFound,
-    StoreBusy,
-    StoreError,
-    StoreFull,
-    StoreIOError,
-    StoreReadOnly,
-)
+from research_mcp.errors import NotFound, StoreError, StoreReadOnly
 from research_mcp.storage.migrations import apply_migrations
+from research_mcp.storage.sqlite import (
+    connect,
+    connect_read_only,
+    map_os_error,
+    owner_alive,
+    process_owner,
+    store_error,
+)
 
+# process_owner and store_error live in storage/sqlite.py; exported here too, where callers found them.
 __all__ = ["INTERRUPTED", "NewFact", "Store", "new_id", "now", "process_owner", "store_error"]
-
-BUSY_TIMEOUT_MS = 10_000
 
 
 def _names_failures(output: str) -> str:
@@ -50,71 +48,6 @@ def _names_failures(output: str) -> str:
 
 
 INTERRUPTED = "interrupted: the server stopped before this finished; the run did it again when resumed"
-
-# SQLite's primary result codes (sqlite3.Error.sqlite_errorcode & 0xFF).
-_PERM, _BUSY, _LOCKED, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 3, 5, 6, 8, 10, 11, 13, 14, 26
-
-
-def process_owner() -> str:
-    """This process, as a run's owner: host and pid."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def owner_alive(owner: str) -> bool:
-    """Whether the process named by `owner` still runs (an owner on another host is taken as alive)."""
-    host, _, pid = owner.rpartition(":")
-    if host != socket.gethostname():
-        return True
-    try:
-        os.kill(int(pid), 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def store_error(error: sqlite3.Error, path: Path | str) -> StoreError | None:
-    """The user-facing error for an SQLite failure of the store at `path`; None for a plain bug."""
-    folder = str(Path(path).parent) if str(path) != ":memory:" else ":memory:"
-    code = getattr(error, "sqlite_errorcode", None)
-    primary = code & 0xFF if isinstance(code, int) else None
-    text = str(error).lower()
-    if primary == _FULL or "database or disk is full" in text:
-        return StoreFull(
-            f"The disk holding the data folder {folder} is full, so research-mcp could not save its work "
-            "(the write was rolled back; earlier results are intact). Free some disk space, or set "
-            "RESEARCH_MCP_HOME to a folder on a disk with room, then try again.",
-            folder,
-        )
-    if primary in (_READONLY, _PERM) or "readonly" in text or "read-only" in text:
-        return StoreReadOnly(
-            f"The data folder {folder} is read-only, so research-mcp cannot save research there (earlier "
-            "results can still be read). Make the folder and research.db writable (check permissions, and "
-            "that its disk is not mounted read-only), or set RESEARCH_MCP_HOME to a writable folder.",
-            folder,
-        )
-    if primary in (_BUSY, _LOCKED) or "database is locked" in text:
-        return StoreBusy(
-            f"The database in {folder} stayed locked by another process for more than "
-            f"{BUSY_TIMEOUT_MS // 1000} s. Try again; if it persists, stop the other programs using "
-            "that folder (another research-mcp with the same RESEARCH_MCP_HOME, or a tool holding research.db open).",
-            folder,
-        )
-    if primary == _CANTOPEN or "unable to open database" in text:
-        return StoreReadOnly(
-            f"research-mcp cannot open or create its database in the data folder {folder}. Check that the "
-            "folder exists and is writable, or set RESEARCH_MCP_HOME to a writable folder.",
-            folder,
-        )
-    if primary in (_IOERR, _CORRUPT, _NOTADB) or "disk i/o error" in text or "malformed" in text:
-        return StoreIOError(
-            f"Reading or writing the database in {folder} failed ({error}): the disk may be failing or "
-            "research.db is damaged. Check the disk; run `sqlite3 research.db 'PRAGMA integrity_check'` in "
-            "that folder, or move research.db away (keeping a copy) and start again.",
-            folder,
-        )
-    return None
 
 
 def now() -> str:
@@ -147,47 +80,16 @@ class Store:
         try:
             if str(path) != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
-            conn = self._connect(str(path))
+            conn = connect(str(path))
         except (OSError, sqlite3.Error) as error:
             mapped = self._mapped(error)
             if not isinstance(mapped, StoreReadOnly) or not Path(path).exists():
                 raise mapped from error
-            conn = self._connect_read_only(Path(path))
+            self.read_only = True
+            conn = connect_read_only(Path(path))
         self.db = Database(conn)
         with self._lock, self._errors():
             apply_migrations(self.db)
-
-    @staticmethod
-    def _connect(path: str) -> sqlite3.Connection:
-        conn = sqlite3.connect(
-            path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
-        )
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            # A write in a read-only folder fails here, at start, rather than in the middle of a run.
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("ROLLBACK")
-        except sqlite3.Error:
-            conn.close()
-            raise
-        return conn
-
-    def _connect_read_only(self, path: Path) -> sqlite3.Connection:
-        """The database of a folder that cannot be written, opened for reading (immutable if need be)."""
-        self.read_only = True
-        for options in ("mode=ro", "mode=ro&immutable=1"):
-            conn = sqlite3.connect(
-                f"file:{path}?{options}", uri=True, isolation_level=None, check_same_thread=False
-            )
-            try:
-                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-                return conn
-            except sqlite3.Error:
-                conn.close()
-        raise self._mapped(sqlite3.OperationalError("attempt to write a readonly database"))
 
     def _mapped(self, error: BaseException) -> StoreError:
         if isinstance(error, sqlite3.Error):
@@ -195,13 +97,7 @@ class Store:
             if mapped is not None:
                 return mapped
         if isinstance(error, OSError):
-            readonly = isinstance(error, PermissionError) or error.errno in (30, 13)  # EROFS, EACCES
-            fake = sqlite3.OperationalError("readonly" if readonly else "disk I/O error")
-            if error.errno == 28:  # ENOSPC
-                fake = sqlite3.OperationalError("database or disk is full")
-            mapped = store_error(fake, self.path)
-            assert mapped is not None
-            return mapped
+            return map_os_error(error, self.path)
         raise error
 
     @contextmanager
