@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.llm.fake_anthropic import FakeMessagesAPI
+
 SCRUBBED = (
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_BASE_URL",
@@ -75,3 +77,12 @@ def research_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     monkeypatch.setenv("RESEARCH_MCP_HOME", str(home))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     yield home
+
+
+@pytest.fixture
+def anthropic_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMessagesAPI]:
+    """The loopback fake of the Messages API, with the server's Anthropic backend pointed at it."""
+    with FakeMessagesAPI() as api:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        yield api

@@ -116,14 +116,6 @@ def anthropic_team(plan: dict[str, Any], failing: str) -> Any:
     return answer
 
 
-@pytest.fixture
-def anthropic_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMessagesAPI]:
-    with FakeMessagesAPI() as api:
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
-        yield api
-
-
 async def test_a_leaf_whose_model_calls_fail_for_good_is_named_and_the_run_finishes_with_the_others(
     anthropic_api: FakeMessagesAPI,
 ) -> None:

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
-import pytest
 from mcp import Client
 
 from research_mcp.contracts import ExtractorPayload, SynthesisPayload
@@ -96,14 +94,6 @@ def subject(request: ModelRequest[Any]) -> str:
         return payload.title
     assert isinstance(payload, ExtractorPayload)
     return next(name for name, text in TEXTS.items() if text in payload.source_text)
-
-
-@pytest.fixture
-def anthropic_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMessagesAPI]:
-    with FakeMessagesAPI() as api:
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
-        yield api
 
 
 async def execute(client: Client, **arguments: Any) -> dict[str, Any]:
