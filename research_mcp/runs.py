@@ -179,11 +179,13 @@ class RunManager:
                 result_id = await self._execute(run_id, run["plan_ids"], deps, live)
                 # Failures reach the top synthesis from every node below it (see synthesizer.py).
                 failed = (store.get_handoff(result_id).output or {}).get("failures", [])
+                limited = deps.budget.source_limit_reached()
                 store.update_run(
                     run_id,
-                    status="partial" if failed else "done",
+                    status="budget_exhausted" if limited else "partial" if failed else "done",
                     finished_at=now(),
                     result_handoff_id=result_id,
+                    error=limited,
                 )
             if live.scope.cancelled_caught:
                 store.update_run(run_id, status="cancelled", finished_at=now(), error="cancelled by the host")

@@ -48,6 +48,7 @@ class BudgetTracker:
     tokens: int = 0
     cost_usd: float = 0.0
     sources: int = 0
+    sources_skipped: int = 0  # sources not read because max_sources was reached
     started: float = field(default_factory=time.monotonic)
 
     @classmethod
@@ -74,10 +75,21 @@ class BudgetTracker:
         if reason:
             raise BudgetExhausted(reason)
 
-    def take_source(self) -> None:
+    def take_source(self) -> bool:
+        """Count a source about to be read; False, and counted as skipped, once max_sources is reached.
+
+        A source budget does not stop the run: the sources already read are extracted and synthesized
+        (they are paid for), further ones are skipped and named, and the run ends `budget_exhausted`."""
         if self.max_sources is not None and self.sources >= self.max_sources:
-            raise BudgetExhausted(f"{self.max_sources} sources read")
+            self.sources_skipped += 1
+            return False
         self.sources += 1
+        return True
+
+    def source_limit_reached(self) -> str | None:
+        if not self.sources_skipped:
+            return None
+        return f"Budget exhausted: {self.max_sources} sources read, {self.sources_skipped} more not read."
 
     def spend(self, usage: Usage) -> None:
         self.tokens += usage.tokens_in + usage.tokens_out

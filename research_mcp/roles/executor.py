@@ -200,8 +200,12 @@ async def extract_sources(
     handoffs: list[str] = []
 
     async def one(ref: str, spec: ExtractorTaskSpec | None) -> None:
+        if not rc.deps.budget.take_source():
+            rc.failures.setdefault(key, []).append(
+                f"Source not read: {ref}: the run's budget of {rc.deps.budget.max_sources} sources was reached"
+            )
+            return
         try:
-            rc.deps.budget.take_source()
             source: Source = await rc.deps.sources.read(ref)
             asked = tuple(spec.questions) if spec is not None else tuple(questions)
             reuse = done.get((source.id, asked))

@@ -199,7 +199,7 @@ def test_resuming_a_finished_run_prints_its_report_again(harbour: FinishedRun) -
     assert again.stdout == harbour.stdout
 
 
-def test_a_run_over_its_source_budget_stops_with_a_partial_report_and_says_so(
+def test_a_run_over_its_source_budget_reports_on_the_sources_it_read_and_names_the_rest(
     harbour: FinishedRun, tmp_path: Path
 ) -> None:
     env = {**harbour.env, "RESEARCH_MCP_HOME": str(tmp_path / "home")}
@@ -208,4 +208,10 @@ def test_a_run_over_its_source_budget_stops_with_a_partial_report_and_says_so(
     assert "the budget ran out; the report below is partial" in capped.stderr
     listed = json.loads(cli("runs", "--json", env=env).stdout)
     assert [run["status"] for run in listed] == ["budget_exhausted"]
-    assert capped.stdout.startswith("**Partial report: Budget exhausted: 1 sources read.**")
+    # The one source read is extracted and synthesized (it was paid for); the two others are named.
+    assert capped.stdout.startswith(f"# {QUESTION}")
+    assert len(re.findall(r"\[F\d+\]", capped.stdout)) >= 1
+    skipped = set(
+        re.findall(r"Source not read: (corpus:\d+): the run's budget of 1 sources was reached", capped.stdout)
+    )
+    assert len(skipped) == 2, capped.stdout
