@@ -133,7 +133,8 @@ async def synthesize(
     def finish(handoff_id: str, output: SynthesisOutput) -> dict[str, Any]:
         check = check_report_citations(output.report, allowed, verified)
         output.report = _with_failures(check.report, failed)
-        output.gaps = [*output.gaps, *(failure for failure in failed if failure not in output.gaps)]
+        # A failure a gap already names (a child's gap arrives prefixed with its title) is not added twice.
+        output.gaps = [*output.gaps, *(f for f in failed if not any(f in gap for gap in output.gaps))]
         for finding in output.key_findings:
             finding.fact_ids = [fact_id for fact_id in finding.fact_ids if fact_id in allowed]
         return {

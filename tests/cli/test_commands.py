@@ -215,3 +215,5 @@ def test_a_run_over_its_source_budget_reports_on_the_sources_it_read_and_names_t
         re.findall(r"Source not read: (corpus:\d+): the run's budget of 1 sources was reached", capped.stdout)
     )
     assert len(skipped) == 2, capped.stdout
+    gaps = capped.stdout.split("## Gaps", 1)[1].split("## Sources", 1)[0]
+    assert all(gaps.count(ref) == 1 for ref in skipped), gaps  # each named once, not once per level
