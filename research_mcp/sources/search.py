@@ -22,7 +22,10 @@ Failures, all `SourceError` with what to do next:
     429                 retried, honouring Retry-After (seconds or an HTTP date; without it,
                         1 s, 2 s, 4 s ...), at most `max_retries` times and `max_retry_wait`
                         seconds of waiting in all; a wait longer than what is left fails at once
-    other statuses      reported with their code (5xx as Tavily's side)
+    502 / 503 / 504     Tavily's gateway or capacity, usually passing: retried like 429, within
+                        the same bounds, then reported as Tavily's side
+    other statuses      reported with their code (500 as Tavily's side, not retried: an internal
+                        error on a query tends to repeat)
     timeout             no answer within `timeout` seconds (per connect, read or write)
     connection          Tavily's address could not be reached
 """
@@ -53,6 +56,7 @@ DEFAULT_BASE_URL = "https://api.tavily.com"
 MAX_RESULTS = 20  # the most results Tavily returns for one search
 EXTRACT_BATCH = 20  # the most URLs Tavily extracts in one request
 FIRST_BACKOFF = 1.0  # seconds before the first retry when a 429 carries no Retry-After
+TRANSIENT = frozenset({502, 503, 504})  # a gateway or capacity failure: worth one more try
 
 NOT_CONFIGURED = (
     "Web search is not configured: set TAVILY_API_KEY (and TAVILY_API_BASE_URL to use another "
@@ -159,14 +163,24 @@ class WebSearch:
         return self._client
 
     async def _post(self, endpoint: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """POST `payload`, retrying rate limits within the bounds; the JSON answer or a SourceError."""
+        """POST `payload`, retrying rate limits and passing gateway failures within the bounds; the
+        JSON answer or a SourceError."""
         retries, waited = 0, 0.0
         while True:
             response = await self._send(endpoint, payload)
-            if response.status_code != 429:
+            if response.status_code != 429 and response.status_code not in TRANSIENT:
                 return _json_answer(response)
             asked = _retry_after_seconds(response.headers.get("Retry-After"))
             delay = FIRST_BACKOFF * 2**retries if asked is None else asked
+            if response.status_code in TRANSIENT:
+                if retries >= self._max_retries or waited + delay > self._max_retry_wait:
+                    return _json_answer(response)  # raises, naming the status as Tavily's side
+                logger.warning(
+                    "Tavily answered HTTP %d on %s; retrying in %.1f s", response.status_code, endpoint, delay
+                )
+                await anyio.sleep(delay)
+                retries, waited = retries + 1, waited + delay
+                continue
             said = _tavily_said(response)
             if retries >= self._max_retries:
                 raise SourceError(

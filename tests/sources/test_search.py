@@ -142,6 +142,32 @@ async def test_a_persistent_rate_limit_fails_clearly_after_max_retries(tavily: F
     assert len(tavily.requests) == 3
 
 
+@pytest.mark.parametrize("status", [502, 503, 504])
+async def test_a_passing_gateway_failure_is_retried_and_then_succeeds(
+    tavily: FakeTavily, status: int
+) -> None:
+    tavily.reply(status, {"detail": {"error": "upstream unavailable"}}, headers={"Retry-After": "0"})
+    tavily.reply(200, {"results": [result("https://a.example", 0.7)]})
+
+    async with WebSearch(KEY, tavily.url) as web:
+        hits = await web.search("q")
+
+    assert [hit.url for hit in hits] == ["https://a.example"]
+    assert len(tavily.requests) == 2
+
+
+async def test_a_lasting_gateway_failure_is_tavilys_side_after_max_retries(tavily: FakeTavily) -> None:
+    for _ in range(3):
+        tavily.reply(503, {"detail": {"error": "unavailable"}}, headers={"Retry-After": "0"})
+    tavily.reply(200, {"results": []})  # must not be reached: the bound is 1 try + 2 retries
+
+    async with WebSearch(KEY, tavily.url, max_retries=2) as web:
+        with pytest.raises(SourceError, match=r"Tavily failed on its side \(HTTP 503\)"):
+            await web.search("q")
+
+    assert len(tavily.requests) == 3
+
+
 def in_two_minutes() -> str:
     return email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=120), usegmt=True)
 
