@@ -15,6 +15,7 @@ import anyio
 import click
 
 from research_mcp.config import Settings
+from research_mcp.contracts import FINISHED, RETRYABLE
 from research_mcp.errors import ResearchError
 
 if TYPE_CHECKING:
@@ -235,7 +236,6 @@ def _resolve_run(store: Store, ident: str) -> str:
 
 def _needs_report(store: Store, run_id: str) -> None:
     """A run without a report yet: say why, and how to get one."""
-    from research_mcp.runs import FINISHED
 
     run = store.get_run(run_id)
     if run["status"] not in FINISHED or not run["result_handoff_id"]:
@@ -402,7 +402,8 @@ def run(
         try:
             resume = _resolve_run(store, resume)
             # A partial run is not finished: resuming it retries the parts that failed.
-            finished = store.get_run(resume)["status"] in ("done", "budget_exhausted")
+            status = store.get_run(resume)["status"]
+            finished = status in FINISHED and status not in RETRYABLE
             if finished:  # nothing to run: its report, without starting the server
                 click.echo(f"run {resume} had already finished", err=True)
                 click.echo(export_run(store, resume, "md"))
@@ -428,7 +429,7 @@ def run(
     except RunFailed as failure:
         raise click.ClickException(" ".join(str(failure).split())) from None
     run_id = handle["id"]
-    if handle["status"] not in ("done", "partial", "budget_exhausted"):
+    if handle["status"] not in FINISHED:
         summary = " ".join(handle["summary"][:1])
         raise click.ClickException(
             f"run {run_id} {handle['status']} ({summary}); fix the cause, then: research-mcp run --resume {run_id}"

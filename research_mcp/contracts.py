@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 __all__ = [
     "BUDGET_CAPS",
+    "FINISHED",
+    "RETRYABLE",
     "Answer",
     "Budget",
     "ChildReport",
@@ -55,9 +57,11 @@ ConfidenceLevel = Literal["high", "medium", "low"]
 NodeKind = Literal["executor", "leaf", "discovery"]
 RoleName = Literal["planner", "executor", "extractor", "synthesizer", "scout"]
 HandoffStatus = Literal["running", "done", "failed", "cancelled"]
-# "partial": finished, but some parts failed; they are named in the gaps, and executing the run again
-# retries them alone.
+# "partial": finished, but some parts failed; they are named in the gaps, and
+# execute_plan(run_id, retry=true) retries them alone.
 RunStatus = Literal["pending", "running", "done", "partial", "failed", "cancelled", "budget_exhausted"]
+FINISHED: frozenset[RunStatus] = frozenset({"done", "partial", "budget_exhausted"})  # a report to read
+RETRYABLE: frozenset[RunStatus] = frozenset({"partial"})  # finished, but a retry may fill its gaps
 View = Literal["summary", "report", "sources", "facts", "confidence", "gaps", "followups", "tree", "handoff"]
 
 ShortText = Annotated[str, Field(max_length=2000)]

@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 from research_mcp.contracts import (
+    FINISHED,
     Confidence,
     Fact,
     ReportPage,
@@ -159,7 +160,7 @@ def _run_view(store: Store, run_id: str, view: View) -> list[str]:
             json.dumps(h.model_dump(mode="json", exclude={"input"}), indent=1)
             for h in store.handoffs_for_run(run_id)
         ]
-    if view == "summary" and run["status"] not in ("done", "partial", "budget_exhausted"):
+    if view == "summary" and run["status"] not in FINISHED:
         return [f"run {run_id} is {run['status']}" + (f": {run['error']}" if run["error"] else "")]
     result = assemble_result(store, run_id)
     if view == "summary":

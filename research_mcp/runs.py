@@ -5,9 +5,10 @@ host's ~60 s tool timeout; `execute_plan` waits on it for at most `wait_seconds`
 does is in the store, so a run whose process died resumes when it is executed again: finished
 nodes are read back, never re-run, and what the dead process left half-done is tidied first
 (`Store.recover_run`). A run that finished with failed parts (a leaf, a source, a search, a plan) is
-`partial`: executing it again retries those parts alone (`Store.reopen_failed_nodes`), reusing every
-node that finished whole, and its ancestors synthesize again over the new inputs. A run has one owner process at a time (`Store.claim_run`): another process on
-the same data folder waits on it through the store instead of running it a second time.
+`partial`: executing it again with `retry` reruns those parts alone (`Store.reopen_failed_nodes`),
+reusing every node that finished whole, and its ancestors synthesize again over the new inputs. A
+run has one owner process at a time (`Store.claim_run`): another process on the same data folder
+waits on it through the store instead of running it a second time.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from research_mcp.contracts import PlannerOutput, PlanNode
+from research_mcp.contracts import FINISHED, RETRYABLE, PlannerOutput, PlanNode
 from research_mcp.errors import BudgetExhausted, InvalidInput, ResearchError
 from research_mcp.roles.base import BudgetTracker, RoleDeps
 from research_mcp.roles.executor import RunContext, execute_node, node_key, plan_nodes
@@ -31,8 +32,6 @@ __all__ = ["FINISHED", "RETRYABLE", "RunManager"]
 
 logger = logging.getLogger(__name__)
 
-FINISHED = frozenset({"done", "partial", "budget_exhausted"})
-RETRYABLE = frozenset({"partial"})  # finished, but executing it again retries the parts that failed
 PROGRESS_EVERY_S = 5.0
 POLL_OTHER_PROCESS_S = 0.5  # how often a run owned by another process is read back while waiting on it
 
@@ -42,6 +41,7 @@ Progress = Callable[[int, int, str], Awaitable[None]]
 @dataclass
 class LiveRun:
     run_id: str
+    retry: bool = False  # rerun the parts that failed (a partial run, retried on request)
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     done: anyio.Event = field(default_factory=anyio.Event)
     changed: anyio.Event = field(default_factory=anyio.Event)
@@ -112,7 +112,7 @@ class RunManager:
             logger.info("run %s is being executed by process %s; waiting on it", run_id, other)
             return
         deps.budget = BudgetTracker.from_limits(run["budget"], spent=self.store.run_usage(run_id))
-        live = LiveRun(run_id)
+        live = LiveRun(run_id, retry=retry and run["status"] in RETRYABLE)
         self.live[run_id] = live
         self.task_group.start_soon(self._run, live, deps)
 
@@ -235,8 +235,9 @@ class RunManager:
         if any(recovered.values()):
             logger.info("run %s resumed after an interruption: %s", run_id, recovered)
             self.store.add_event(run_id, "recovered", "resumed after an interruption", data=recovered)
-        # What failed last time runs again, with the nodes above it; nodes that finished whole do not.
-        reopened = self.store.reopen_failed_nodes(run_id)
+        # Asked to retry: what failed last time runs again, with the nodes above it; nodes that
+        # finished whole do not. A plain resume (after a crash) never reruns a node that finished.
+        reopened = self.store.reopen_failed_nodes(run_id) if live.retry else []
         failed = [node["node_id"] for node in self.store.nodes_for_run(run_id) if node["status"] == "failed"]
         if reopened or failed:
             logger.info("run %s retries %s (failed) and synthesizes %s again", run_id, failed, reopened)

@@ -149,3 +149,41 @@ async def test_without_wait_seconds_execute_plan_returns_after_research_mcp_wait
             "execute_plan", {"run_id": first.structured_content["id"], "wait_seconds": 20}
         )
         assert later.structured_content["status"] == "done"
+
+
+async def test_a_plain_resume_after_a_crash_does_not_rerun_a_finished_leaf_that_named_a_failed_source() -> (
+    None
+):
+    gate = anyio.Event()
+    reached = anyio.Event()
+
+    async def script(request: ModelRequest[Any]) -> Any:
+        payload = request.payload
+        if isinstance(payload, ExtractorPayload) and "gamma" in payload.source_text and not gate.is_set():
+            reached.set()
+            await gate.wait()  # the process "dies" while this leaf is running
+        return team_script(request)
+
+    tree = three_leaf_plan()
+    # Leaf 0 also lists a private address: refused without a request, so the leaf ends done with a failure.
+    tree["root"]["children"][0]["sources"].append("http://10.0.0.1/notes")
+    async with Client(create_server(model=ScriptedModel(script))) as client:
+        planned = await client.call_tool("plan_research", {"query": "three topics", "suggested_plan": tree})
+        plan_id = planned.structured_content["id"]
+        started = await client.call_tool("execute_plan", {"plan_id": plan_id, "wait_seconds": 0})
+        run_id = started.structured_content["id"]
+        with anyio.fail_after(10):
+            await reached.wait()
+            while (
+                sum(n["status"] == "done" for n in Store(Settings().database_path).nodes_for_run(run_id)) < 2
+            ):
+                await anyio.sleep(0.02)
+
+    gate.set()
+    store = Store(Settings().database_path)
+    done_before = {n["node_id"] for n in store.nodes_for_run(run_id) if n["status"] == "done"}
+    async with Client(create_server(model=ScriptedModel(team_script))) as client:
+        resumed = await client.call_tool("execute_plan", {"plan_id": plan_id, "wait_seconds": 20})
+    assert resumed.structured_content["status"] == "partial"  # the refused source is still named
+    nodes = {n["node_id"]: n for n in store.nodes_for_run(run_id)}
+    assert all(nodes[key]["runs_started"] == 1 for key in done_before), nodes
