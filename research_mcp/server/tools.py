@@ -75,12 +75,16 @@ class CheckedTool(Tool):
                 f"give only {', '.join(known)}."
             )
         try:
-            self.fn_metadata.validate_arguments(arguments)
-        except ValidationError as error:
-            raise ToolError(f"Error executing tool {self.name}: {inputs.describe(error)}") from error
-        except RecursionError:
-            raise ToolError(f"Error executing tool {self.name}: an argument is nested too deeply.") from None
-        return await super().run(arguments, context, convert_result=convert_result)
+            return await super().run(arguments, context, convert_result=convert_result)
+        except ToolError as error:  # the SDK validates the arguments once; its message is reworded here
+            cause = error.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(f"Error executing tool {self.name}: {inputs.describe(cause)}") from cause
+            if isinstance(cause, RecursionError):
+                raise ToolError(
+                    f"Error executing tool {self.name}: an argument is nested too deeply."
+                ) from None
+            raise
 
 
 def _tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
