@@ -159,17 +159,13 @@ def run_totals(store: Store, run: dict[str, Any]) -> RunTotals:
     run_id = run["id"]
     states = _node_states(store, run)
     usage = store.run_usage(run_id)
-    (facts,) = store.db.query(
-        "SELECT COUNT(*) AS total, COALESCE(SUM(verified), 0) AS verified FROM facts WHERE id IN"
-        " (SELECT c.fact_id FROM fact_citations c JOIN handoffs h ON h.id = c.handoff_id WHERE h.run_id = ?)",
-        [run_id],
-    )
+    facts, verified = store.fact_counts(run_id)
     return RunTotals(
         nodes_done=sum(1 for state in states.values() if state in ("done", "cached")),
         nodes_total=len(states),
         sources=store.sources_read(run_id),
-        facts=int(facts["total"]),
-        facts_verified=int(facts["verified"]),
+        facts=facts,
+        facts_verified=verified,
         tokens=int(usage["tokens_in"] + usage["tokens_out"]),
         cost_usd=float(usage["cost_usd"]),
         elapsed_s=elapsed_s(run),

@@ -566,11 +566,16 @@ class Store:
             conn.execute(f"INSERT INTO model_calls ({columns}) VALUES ({marks})", list(row.values()))
 
     def count_facts(self, run_id: str) -> int:
-        """Distinct facts the run's live or finished handoffs found, near-duplicates merged, reused ones included
-        (not those of a handoff interrupted after storing its facts: its rerun finds them again)."""
+        return self.fact_counts(run_id)[0]
+
+    def fact_counts(self, run_id: str) -> tuple[int, int]:
+        """Distinct facts the run's live or finished handoffs found, and how many of them are verified:
+        near-duplicates merged, reused ones included (not those of a handoff interrupted after storing
+        its facts: its rerun finds them again)."""
         row = self._one(
-            "SELECT COUNT(DISTINCT c.fact_id) AS n FROM fact_citations c JOIN handoffs h ON h.id = c.handoff_id"
-            " WHERE h.run_id = ? AND h.status IN ('running', 'done')",
+            "SELECT COUNT(*) AS n, COALESCE(SUM(verified), 0) AS verified FROM facts WHERE id IN"
+            " (SELECT c.fact_id FROM fact_citations c JOIN handoffs h ON h.id = c.handoff_id"
+            "  WHERE h.run_id = ? AND h.status IN ('running', 'done'))",
             (run_id,),
         )
-        return int(row["n"]) if row else 0
+        return (int(row["n"]), int(row["verified"])) if row else (0, 0)
