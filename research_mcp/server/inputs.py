@@ -27,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from research_mcp.contracts import ExtractorTaskSpec, PlannerOutput
 from research_mcp.errors import InvalidInput, shown
+from research_mcp.feasibility import MAX_NODES
 
 __all__ = [
     "MAX_QUERY_CHARS",
@@ -61,7 +62,7 @@ MAX_URL_CHARS = 2_048
 MAX_TEXT_SOURCE_CHARS = 2_000_000
 MAX_ID_CHARS = 64
 MAX_PLAN_IDS = 10
-MAX_PLAN_NODES = 60
+MAX_PLAN_NODES = MAX_NODES  # the feasibility rule's own bound
 MAX_PLAN_DEPTH = 40
 MAX_PLAN_JSON_CHARS = 500_000
 MAX_SPEC_DEPTH = 10
