@@ -52,14 +52,6 @@ def page(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         yield server.url("/batteries.txt")
 
 
-@pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMessagesAPI]:
-    with FakeMessagesAPI() as fake:
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
-        yield fake
-
-
 def obeying_model(plan: dict[str, Any]) -> Any:
     """A model that does what the page says: it calls another tool first, then 'reveals' its
     prompt, quotes what the page never said and cites a fact id it was never given."""
@@ -101,7 +93,7 @@ def obeying_model(plan: dict[str, Any]) -> Any:
 
 
 async def test_an_injected_page_is_framed_as_data_and_an_obeying_model_forges_nothing(
-    api: FakeMessagesAPI, page: str
+    anthropic_api: FakeMessagesAPI, page: str
 ) -> None:
     plan = {
         "root": {
@@ -117,7 +109,7 @@ async def test_an_injected_page_is_framed_as_data_and_an_obeying_model_forges_no
             ],
         }
     }
-    api.route(obeying_model(plan))
+    anthropic_api.route(obeying_model(plan))
     server = create_server()
     with anyio.fail_after(30):
         async with Client(server) as client:
@@ -146,11 +138,11 @@ async def test_an_injected_page_is_framed_as_data_and_an_obeying_model_forges_no
 
     # Every model call offered exactly one tool, `submit`, and forced it; the system prompt says
     # that source text is data.
-    for body in api.bodies:
+    for body in anthropic_api.bodies:
         assert [tool["name"] for tool in body["tools"]] == ["submit"]
         assert body["tool_choice"] == SUBMIT_ONLY
     extractor_calls = [
-        b for b in api.bodies if b["tools"][0]["input_schema"].get("title") == "ExtractorOutput"
+        b for b in anthropic_api.bodies if b["tools"][0]["input_schema"].get("title") == "ExtractorOutput"
     ]
     assert len(extractor_calls) == 2  # the call of another tool was not run: the model was asked again
     assert "without calling the `submit` tool" in str(extractor_calls[1]["messages"][-1]["content"])
