@@ -24,6 +24,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check research_mcp tests bench
 	$(BIN)/ruff format --check research_mcp tests bench
 	$(BIN)/mypy research_mcp
+	$(BIN)/lint-imports --no-cache --no-logo
 
 # Best effort: Debian's chromium for the test that renders an exported HTML report; never fails the build.
 browser:

@@ -39,7 +39,7 @@ import anyio
 from mcp import Client
 
 from bench.retrieval import DEFAULT_DATA, write_documents
-from research_mcp.roles.citations import normalize
+from research_mcp.citations import normalize
 
 COMMAND = ".venv/bin/python -m bench.eval_extractive"
 _FACT = re.compile(r'^F(\d+) \[(verified|UNVERIFIED)\] S\d+ .*? \| "(.*)"$')

@@ -41,10 +41,10 @@ from bench.scenarios import (
     seed_sources,
     source_text,
 )
+from research_mcp.llm.embeddings import VOCAB_PATH, MiniLMEmbedder
 from research_mcp.llm.scripted import ScriptedModel
 from research_mcp.reports import assemble_result
 from research_mcp.server.app import create_server
-from research_mcp.storage.embeddings import VOCAB_PATH, MiniLMEmbedder
 from research_mcp.storage.knowledge_base import DEDUP_THRESHOLD, PRIOR_MIN_SCORE, same_claim
 from research_mcp.storage.store import Store
 

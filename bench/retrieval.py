@@ -40,10 +40,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from research_mcp.llm.embeddings import default_embedder
 from research_mcp.sources.corpus import Corpus, SearchMode
-from research_mcp.storage.embeddings import default_embedder
-from research_mcp.storage.knowledge import KnowledgeIndex
 from research_mcp.storage.store import Store
+from research_mcp.storage.vectors import KnowledgeIndex
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "hotpotqa_dev_distractor_part_a.json"
 COMMAND = ".venv/bin/python -m bench.retrieval"

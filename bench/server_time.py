@@ -46,8 +46,8 @@ from bench.scenarios import (
     seed_sources,
     served,
 )
+from research_mcp.citations import locate_quote
 from research_mcp.llm.scripted import ScriptedModel
-from research_mcp.roles.citations import locate_quote
 from research_mcp.roles.extractor import extract
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.storage.store import Store

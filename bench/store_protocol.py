@@ -51,7 +51,7 @@ from research_mcp.contracts import (
 )
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel
-from research_mcp.roles.executor import node_key, plan_nodes
+from research_mcp.runs.context import node_key, plan_nodes
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import NewFact, Store, now
 

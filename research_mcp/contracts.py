@@ -9,10 +9,14 @@ the answer. Keep their field descriptions short: they are sent with every call.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "BUDGET_CAPS",
@@ -23,6 +27,7 @@ __all__ = [
     "ChildReport",
     "CompactReturn",
     "Confidence",
+    "Embedder",
     "ExtractedFact",
     "ExtractorInput",
     "ExtractorOutput",
@@ -52,6 +57,18 @@ __all__ = [
     "SynthesisOutput",
     "SynthesisPayload",
 ]
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One row per text, shape ``(len(texts), dim)``, dtype float32, each row of unit length."""
+        ...
+
 
 ConfidenceLevel = Literal["high", "medium", "low"]
 NodeKind = Literal["executor", "leaf", "discovery"]

@@ -33,7 +33,7 @@ from research_mcp.roles.base import BudgetTracker, RoleDeps
 from research_mcp.roles.extractor import extract
 from research_mcp.roles.planner import plan_research
 from research_mcp.roles.scout import scout
-from research_mcp.runs import Progress, RunManager
+from research_mcp.runs.manager import Progress, RunManager
 from research_mcp.sources.library import SourceLibrary
 from research_mcp.storage.knowledge_base import KnowledgeBase
 from research_mcp.storage.store import Store

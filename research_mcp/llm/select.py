@@ -65,8 +65,8 @@ def choose_backend(
             "no API key; the host supports sampling" if wanted == "auto" else "RESEARCH_MCP_MODEL=sampling"
         )
         return BackendChoice(SamplingModel(ctx.session), reason)
+    from research_mcp.llm.embeddings import default_embedder
     from research_mcp.llm.extractive import ExtractiveModel
-    from research_mcp.storage.embeddings import default_embedder
 
     reason = "no API key and no sampling host" if wanted == "auto" else "RESEARCH_MCP_MODEL=extractive"
     return BackendChoice(ExtractiveModel(default_embedder()), reason)

@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio
 
+from research_mcp.citations import QuoteLocator
 from research_mcp.contracts import (
     ExtractorInput,
     ExtractorOutput,
@@ -15,7 +16,6 @@ from research_mcp.contracts import (
     Source,
 )
 from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
-from research_mcp.roles.citations import QuoteLocator
 from research_mcp.roles.framing import frame
 from research_mcp.storage.store import NewFact
 

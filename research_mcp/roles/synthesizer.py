@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from research_mcp.citations import check_report_citations
 from research_mcp.contracts import (
     ChildReport,
     Fact,
@@ -14,7 +15,6 @@ from research_mcp.contracts import (
     SynthesisPayload,
 )
 from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
-from research_mcp.roles.citations import check_report_citations
 from research_mcp.roles.framing import frame
 
 __all__ = ["gather_inputs", "synthesize"]

@@ -13,8 +13,9 @@ from mcp.server import MCPServer
 from research_mcp import __version__
 from research_mcp.config import Settings
 from research_mcp.llm.base import ModelBackend
+from research_mcp.llm.embeddings import default_embedder
 from research_mcp.llm.select import choose_backend
-from research_mcp.runs import RunManager
+from research_mcp.runs.manager import RunManager
 from research_mcp.server.prompts import register_prompts
 from research_mcp.server.resources import register_resources
 from research_mcp.server.tools import build_tools
@@ -22,10 +23,9 @@ from research_mcp.service import ResearchService
 from research_mcp.sources.fetch import SafeFetcher
 from research_mcp.sources.library import SourceLibrary
 from research_mcp.sources.search import WebSearch
-from research_mcp.storage.embeddings import default_embedder
-from research_mcp.storage.knowledge import KnowledgeIndex
 from research_mcp.storage.knowledge_base import KnowledgeBase
 from research_mcp.storage.store import Store
+from research_mcp.storage.vectors import KnowledgeIndex
 
 __all__ = ["create_server"]
 

@@ -28,8 +28,6 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
 from research_mcp.errors import InvalidInput, NotConfigured, NotFound, SourceError
-from research_mcp.sources.documents import CHUNK_MAX_CHARS as CHUNK_MAX_CHARS
-from research_mcp.sources.documents import CHUNK_MIN_CHARS as CHUNK_MIN_CHARS
 from research_mcp.sources.documents import chunk_spans, embedding_text, read_document
 from research_mcp.sources.ranking import (
     WORD,
@@ -42,11 +40,11 @@ from research_mcp.sources.ranking import (
 )
 
 if TYPE_CHECKING:
-    from research_mcp.storage.embeddings import Embedder
-    from research_mcp.storage.knowledge import KnowledgeIndex
+    from research_mcp.contracts import Embedder
     from research_mcp.storage.store import Store
+    from research_mcp.storage.vectors import KnowledgeIndex
 
-__all__ = ["Corpus", "CorpusDocument", "CorpusHit", "IndexReport", "SearchMode", "chunk_spans", "fts_query"]
+__all__ = ["Corpus", "CorpusDocument", "CorpusHit", "IndexReport", "SearchMode", "fts_query"]
 
 logger = logging.getLogger(__name__)
 
@@ -131,7 +129,7 @@ class Corpus:
         self._store = store
         self.roots = [Path(root).expanduser().resolve() for root in roots]
         if index is None and embedder is not None:
-            from research_mcp.storage.knowledge import KnowledgeIndex
+            from research_mcp.storage.vectors import KnowledgeIndex
 
             index = KnowledgeIndex.open(location=":memory:", embedder=embedder)
         self._index = index

@@ -40,8 +40,8 @@ from typing import Any
 
 from research_mcp.contracts import Fact
 from research_mcp.errors import ResearchError
-from research_mcp.storage.knowledge import KnowledgeIndex
 from research_mcp.storage.store import NewFact, Store, now
+from research_mcp.storage.vectors import KnowledgeIndex
 
 __all__ = [
     "DEDUP_THRESHOLD",

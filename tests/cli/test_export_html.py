@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from research_mcp.exports import render_html, safe_href
+from research_mcp.cli.exports import render_html, safe_href
 from tests.cli.conftest import HOSTILE_TITLE, FinishedRun, cli
 
 CHROMIUM_FLAGS = [

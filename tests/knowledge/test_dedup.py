@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from research_mcp.storage.embeddings import default_embedder
-from research_mcp.storage.knowledge import KnowledgeIndex
+from research_mcp.llm.embeddings import default_embedder
 from research_mcp.storage.knowledge_base import DEDUP_THRESHOLD, KnowledgeBase, same_claim
 from research_mcp.storage.store import Store
+from research_mcp.storage.vectors import KnowledgeIndex
 from tests.knowledge.kb import record, source
 
 COMPLETED = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris."

@@ -12,14 +12,14 @@ import numpy as np
 from click.testing import CliRunner
 from mcp import Client
 
-from research_mcp.cli import main
+from research_mcp.cli.main import main
 from research_mcp.config import Settings
+from research_mcp.llm.embeddings import default_embedder
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server
-from research_mcp.storage.embeddings import default_embedder
-from research_mcp.storage.knowledge import IndexedHit, KnowledgeIndex
 from research_mcp.storage.knowledge_base import KnowledgeBase
 from research_mcp.storage.store import Store
+from research_mcp.storage.vectors import IndexedHit, KnowledgeIndex
 from tests.knowledge.kb import record, source
 
 FACTS = [

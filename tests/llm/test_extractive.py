@@ -8,8 +8,10 @@ from typing import Literal, TypeVar
 import pytest
 from pydantic import BaseModel
 
+from research_mcp.citations import CITATION, locate_quote
 from research_mcp.contracts import (
     ChildReport,
+    Embedder,
     ExtractorOutput,
     ExtractorPayload,
     ExtractorTaskSpec,
@@ -26,11 +28,10 @@ from research_mcp.contracts import (
 from research_mcp.errors import ModelError
 from research_mcp.feasibility import check_feasible
 from research_mcp.llm.base import ModelRequest
+from research_mcp.llm.embeddings import default_embedder
 from research_mcp.llm.extractive import ExtractiveModel
 from research_mcp.llm.extractive.extractor import NO_ANSWER
 from research_mcp.llm.extractive.sentences import split_sentences
-from research_mcp.roles.citations import CITATION, locate_quote
-from research_mcp.storage.embeddings import Embedder, default_embedder
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 

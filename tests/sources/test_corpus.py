@@ -11,20 +11,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from research_mcp.contracts import Embedder
 from research_mcp.errors import InvalidInput, NotFound
+from research_mcp.llm.embeddings import MiniLMEmbedder, default_embedder
 from research_mcp.sources.corpus import (
-    CHUNK_MAX_CHARS,
-    CHUNK_MIN_CHARS,
     Corpus,
     CorpusDocument,
     CorpusHit,
     IndexReport,
-    chunk_spans,
     fts_query,
 )
-from research_mcp.storage.embeddings import Embedder, MiniLMEmbedder, default_embedder
-from research_mcp.storage.knowledge import KnowledgeIndex
+from research_mcp.sources.documents import CHUNK_MAX_CHARS, CHUNK_MIN_CHARS, chunk_spans
 from research_mcp.storage.store import Store
+from research_mcp.storage.vectors import KnowledgeIndex
 
 from .pdf import minimal_pdf
 

@@ -7,7 +7,8 @@ import socket
 import numpy as np
 import pytest
 
-from research_mcp.storage.embeddings import Embedder, MiniLMEmbedder, default_embedder
+from research_mcp.contracts import Embedder
+from research_mcp.llm.embeddings import MiniLMEmbedder, default_embedder
 
 CAT = "A cat sits on the mat"
 KITTEN = "A kitten is sitting on a rug"

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from research_mcp.storage.embeddings import default_embedder
-from research_mcp.storage.knowledge import IndexedHit, KnowledgeIndex
+from research_mcp.llm.embeddings import default_embedder
+from research_mcp.storage.vectors import IndexedHit, KnowledgeIndex
 
 FACTS = [
     (1, "A cat sits on the mat", {"run": "r1", "source": 10}),
@@ -41,7 +41,7 @@ def unavailable_warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRe
     return [
         record
         for record in caplog.records
-        if record.name == "research_mcp.storage.knowledge" and record.levelno == logging.WARNING
+        if record.name == "research_mcp.storage.vectors" and record.levelno == logging.WARNING
     ]
 
 
@@ -163,7 +163,7 @@ def test_an_index_on_disk_keeps_its_items_after_it_is_closed_and_reopened(tmp_pa
 def test_a_second_index_on_a_folder_in_use_is_unavailable_and_warns_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="research_mcp.storage.knowledge")
+    caplog.set_level(logging.WARNING, logger="research_mcp.storage.vectors")
     with KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder()) as first:
         first.add("facts", FACTS)
 

@@ -21,6 +21,7 @@ import anyio.to_thread
 from pydantic import BaseModel
 
 from research_mcp.contracts import (
+    Embedder,
     ExtractorOutput,
     ExtractorPayload,
     PlannerInput,
@@ -36,7 +37,6 @@ from research_mcp.llm.extractive.extractor import extract
 from research_mcp.llm.extractive.planner import plan
 from research_mcp.llm.extractive.scout import scout
 from research_mcp.llm.extractive.synthesizer import synthesize
-from research_mcp.storage.embeddings import Embedder
 
 __all__ = ["ExtractiveModel"]
 

@@ -17,6 +17,7 @@ from research_mcp.contracts import (
     Answer,
     Confidence,
     ConfidenceLevel,
+    Embedder,
     ExtractedFact,
     ExtractorOutput,
     ExtractorPayload,
@@ -25,7 +26,6 @@ from research_mcp.contracts import (
 )
 from research_mcp.llm.extractive.scoring import Relevance, select_diverse
 from research_mcp.llm.extractive.sentences import Sentence, split_sentences
-from research_mcp.storage.embeddings import Embedder
 
 __all__ = ["MIN_RELEVANCE", "NO_ANSWER", "STRONG_RELEVANCE", "extract"]
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from research_mcp.storage.embeddings import Embedder
+from research_mcp.contracts import Embedder
 
 __all__ = ["Lexicon", "Relevance", "select_diverse", "semantic_scale", "stem", "terms"]
 

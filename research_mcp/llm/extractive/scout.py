@@ -20,10 +20,9 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from research_mcp.contracts import RankedCandidate, ScoutCandidate, ScoutInput, ScoutOutput
+from research_mcp.citations import normalize
+from research_mcp.contracts import Embedder, RankedCandidate, ScoutCandidate, ScoutInput, ScoutOutput
 from research_mcp.llm.extractive.scoring import Relevance
-from research_mcp.roles.citations import normalize
-from research_mcp.storage.embeddings import Embedder
 
 __all__ = ["OFF_TOPIC", "SAME_TITLE", "scout"]
 

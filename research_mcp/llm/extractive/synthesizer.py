@@ -14,17 +14,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from research_mcp.citations import CITATION, normalize
 from research_mcp.contracts import (
     Confidence,
     ConfidenceLevel,
+    Embedder,
     Finding,
     SynthesisFact,
     SynthesisOutput,
     SynthesisPayload,
 )
 from research_mcp.llm.extractive.scoring import Relevance
-from research_mcp.roles.citations import CITATION, normalize
-from research_mcp.storage.embeddings import Embedder
 
 __all__ = ["COVERED_CONFIDENCE", "DUPLICATE", "synthesize"]
 

@@ -9,14 +9,10 @@ leaf the same inputs as before, and its synthesis can be reused.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import anyio
 
 from research_mcp.contracts import PlannerOutput, PlanNode
-
-if TYPE_CHECKING:
-    from research_mcp.roles.executor import RunContext
+from research_mcp.runs.context import RunContext, leaf_questions
 
 __all__ = ["prior_findings"]
 
@@ -27,8 +23,6 @@ def _asked(node: PlanNode, questions: list[str]) -> set[str]:
 
 def asked_by_leaf(rc: RunContext) -> dict[tuple[str, str], set[str]]:
     """The questions of every leaf of the run's plans, read from the store once per run context."""
-    from research_mcp.roles.executor import leaf_questions
-
     if rc.asked_by_leaf is None:
         store = rc.deps.store
         rc.asked_by_leaf = {}

@@ -5,15 +5,14 @@ synthesize again, at the same level: the tree never deepens. Each iteration's de
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from research_mcp.contracts import Phase, PlanNode, SynthesisOutput
 from research_mcp.errors import BudgetExhausted
 from research_mcp.roles.base import RoleResult
 from research_mcp.roles.synthesizer import synthesize
-
-if TYPE_CHECKING:
-    from research_mcp.roles.executor import RunContext
+from research_mcp.runs.context import RunContext, leaf_questions, node_key
+from research_mcp.runs.leaf import choose_sources, extract_sources
 
 __all__ = ["criteria_status", "run_phases"]
 
@@ -51,8 +50,6 @@ def criteria_status(
 async def run_phases(
     rc: RunContext, node: PlanNode, key: str, child_handoffs: list[str], result: RoleResult[SynthesisOutput]
 ) -> str:
-    from research_mcp.roles.executor import choose_sources, extract_sources, leaf_questions, node_key
-
     store = rc.deps.store
     handoff_id = result.handoff_id
     leaves = [child for child in node.children if child.kind == "leaf"]

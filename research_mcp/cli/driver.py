@@ -17,8 +17,8 @@ from typing import Any
 import anyio
 from mcp import Client
 
+from research_mcp.cli.progress import LiveProgress
 from research_mcp.config import Settings
-from research_mcp.progress import LiveProgress
 
 __all__ = ["Interrupted", "RunFailed", "RunRequest", "drive"]
 

@@ -20,9 +20,9 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from research_mcp.citations import CITATION
 from research_mcp.reports import assemble_result, report_markdown
-from research_mcp.roles.citations import CITATION
-from research_mcp.runstate import plan_tree
+from research_mcp.runs.snapshot import plan_tree
 from research_mcp.storage.store import Store
 
 __all__ = ["FORMATS", "export_document", "export_run", "render_html", "safe_href"]

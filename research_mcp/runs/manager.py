@@ -24,8 +24,9 @@ import anyio.abc
 from research_mcp.contracts import FINISHED, RETRYABLE, PlannerOutput, PlanNode
 from research_mcp.errors import BudgetExhausted, InvalidInput, ResearchError
 from research_mcp.roles.base import BudgetTracker, RoleDeps
-from research_mcp.roles.executor import RunContext, execute_node, node_key, plan_nodes
 from research_mcp.roles.synthesizer import synthesize
+from research_mcp.runs.context import RunContext, node_key, plan_nodes
+from research_mcp.runs.engine import execute_node
 from research_mcp.storage.store import Store, now, process_owner
 
 __all__ = ["FINISHED", "RETRYABLE", "RunManager"]

@@ -19,8 +19,8 @@ from research_mcp.contracts import FINISHED, RETRYABLE
 from research_mcp.errors import ResearchError
 
 if TYPE_CHECKING:
-    from research_mcp.storage.knowledge import KnowledgeIndex
     from research_mcp.storage.store import Store
+    from research_mcp.storage.vectors import KnowledgeIndex
 
 __all__ = ["main"]
 
@@ -251,8 +251,8 @@ def _needs_report(store: Store, run_id: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (one list) instead of a table.")
 def runs(limit: int, as_json: bool) -> None:
     """List recent research runs, newest first."""
-    from research_mcp.progress import print_runs
-    from research_mcp.runstate import recent_runs
+    from research_mcp.cli.progress import print_runs
+    from research_mcp.runs.snapshot import recent_runs
 
     store = _open_store()
     try:
@@ -304,7 +304,7 @@ def show(ident: str, view: str) -> None:
 )
 def export(run_id: str, fmt: str, output: Path | None) -> None:
     """Export a finished run as Markdown, JSON or a self-contained HTML page (RUN_ID `last`: the newest run)."""
-    from research_mcp.exports import export_run
+    from research_mcp.cli.exports import export_run
 
     store = _open_store()
     try:
@@ -366,9 +366,9 @@ def run(
 
     Ctrl-C cancels the run (exit 130); resume it with --resume RUN_ID.
     """
-    from research_mcp.driver import Interrupted, RunFailed, RunRequest, drive
-    from research_mcp.exports import export_run
-    from research_mcp.progress import LiveProgress
+    from research_mcp.cli.driver import Interrupted, RunFailed, RunRequest, drive
+    from research_mcp.cli.exports import export_run
+    from research_mcp.cli.progress import LiveProgress
     from research_mcp.storage.store import Store
 
     budget = {

@@ -24,7 +24,7 @@ import numpy as np
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ApiException
 
-from research_mcp.storage.embeddings import Embedder
+from research_mcp.contracts import Embedder
 
 __all__ = ["Collection", "IndexedHit", "KnowledgeIndex"]
 

@@ -1,0 +1,131 @@
+"""Leaf work: choose a leaf's sources, fan out one extractor per (source, task spec), synthesize.
+
+A source that fails is named in the run context's failures and skipped, so its siblings finish; an
+extraction finished before a restart is read back, never run again.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+
+from research_mcp.contracts import ExtractorTaskSpec, PlanNode, Source
+from research_mcp.errors import ModelError, NotConfigured, SourceError
+from research_mcp.roles.extractor import extract
+from research_mcp.roles.synthesizer import synthesize
+from research_mcp.runs.context import RunContext, leaf_questions, node_key
+from research_mcp.runs.prior import prior_findings
+from research_mcp.sources.library import canonical_url, classify_ref
+
+__all__ = ["choose_sources", "extract_sources", "run_leaf"]
+
+logger = logging.getLogger(__name__)
+
+SOURCES_PER_LEAF = 3
+
+
+def ref_key(ref: str) -> str:
+    """How a reference is compared: web addresses in canonical form."""
+    return canonical_url(ref) if classify_ref(ref) == "web" else ref.strip()
+
+
+async def choose_sources(
+    rc: RunContext, node: PlanNode, discovered: list[str], *, skip: set[str]
+) -> list[str]:
+    """The leaf's own sources, else those its discovery siblings found, else the best of a search."""
+    skip = {ref_key(ref) for ref in skip}
+    if node.sources:
+        return [ref for ref in node.sources if ref_key(ref) not in skip]
+    limit = SOURCES_PER_LEAF
+    if node.budget is not None and node.budget.max_sources is not None:
+        limit = min(limit, node.budget.max_sources)
+    if discovered:
+        return [ref for ref in discovered if ref_key(ref) not in skip][:limit]
+    queries = list(node.search_queries) or leaf_questions(node)[:2]
+    refs: list[str] = []
+    key = node_key(rc.plan_id, node.id)
+    for query in queries:
+        failed: list[str] = []
+        found = await rc.deps.sources.search(query, limit=limit + len(skip), failures=failed)
+        rc.deps.store.add_event(
+            rc.run_id, "search", f"{query!r}: {len(found)} candidates", data={"query": query}
+        )
+        for failure in failed:
+            rc.failures.setdefault(key, []).append(failure)
+            rc.deps.store.add_event(rc.run_id, "search_failed", failure, node_id=key)
+        for candidate in found:
+            if ref_key(candidate.ref) not in skip and candidate.ref not in refs:
+                refs.append(candidate.ref)
+    return refs[:limit]
+
+
+async def extract_sources(
+    rc: RunContext, node: PlanNode, key: str, refs: list[str], *, questions: list[str], iteration: int = 0
+) -> list[str]:
+    """One extractor per (source, task spec), in parallel; a source that fails is logged and skipped."""
+    specs: list[ExtractorTaskSpec | None] = list(node.task_specs) or [None]
+    done = _done_extractions(rc, key)
+    handoffs: list[str] = []
+
+    async def one(ref: str, spec: ExtractorTaskSpec | None) -> None:
+        if not rc.deps.budget.take_source():
+            rc.failures.setdefault(key, []).append(
+                f"Source not read: {ref}: the run's budget of {rc.deps.budget.max_sources} sources was reached"
+            )
+            return
+        try:
+            source: Source = await rc.deps.sources.read(ref)
+            asked = tuple(spec.questions) if spec is not None else tuple(questions)
+            reuse = done.get((source.id, asked))
+            if reuse is not None:
+                handoffs.append(reuse)
+                return
+            result = await extract(
+                rc.deps,
+                source,
+                questions=questions,
+                task_spec=spec,
+                run_id=rc.run_id,
+                node_id=key,
+                iteration=iteration,
+            )
+            handoffs.append(result.handoff_id)
+        except (SourceError, ModelError, NotConfigured) as error:
+            rc.failures.setdefault(key, []).append(f"Source not read: {ref}: {error}")
+            rc.deps.store.add_event(rc.run_id, "source_failed", f"{ref}: {error}", node_id=key)
+
+    async with anyio.create_task_group() as group:
+        for ref in refs:
+            for spec in specs:
+                group.start_soon(one, ref, spec)
+    return sorted(handoffs)
+
+
+def _done_extractions(rc: RunContext, key: str) -> dict[tuple[int, tuple[str, ...]], str]:
+    """Extractions this node finished before a restart, by (source, questions)."""
+    found = {}
+    for handoff in rc.deps.store.handoffs_for_run(rc.run_id, role="extractor"):
+        if handoff.node_id == key and handoff.status == "done":
+            found[(handoff.input["source_id"], tuple(handoff.input["questions"]))] = handoff.id
+    return found
+
+
+async def run_leaf(rc: RunContext, node: PlanNode, key: str, discovered: list[str]) -> str:
+    questions = leaf_questions(node)
+    refs = await choose_sources(rc, node, discovered, skip=set())
+    if not refs:
+        rc.deps.store.add_event(rc.run_id, "no_sources", f"no sources found for {node.title!r}", node_id=key)
+    prior = await prior_findings(rc, node, key, questions)
+    extractions = await extract_sources(rc, node, key, refs, questions=questions)
+    result = await synthesize(
+        rc.deps,
+        title=node.title,
+        questions=questions,
+        input_handoffs=extractions,
+        run_id=rc.run_id,
+        node_id=key,
+        prior_facts=prior,
+        failures=rc.failures.get(key, []),
+    )
+    return result.handoff_id
