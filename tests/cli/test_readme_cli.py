@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from research_mcp import cli
+from research_mcp.cli import main as cli
 
 README = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
 SECTION = README.split("## Command line\n", 1)[1].split("\n## ", 1)[0]
