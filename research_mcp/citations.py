@@ -1,13 +1,32 @@
 """Citations are checked, not trusted: quotes are looked up in the stored source text, and a report
-may cite only the fact ids it was given."""
+may cite only the fact ids it was given.
+
+Every citation-like token of a free text (`[F12]`, `[F 12]`, `[f12]`, `(F12)`, `[F12, verified]`,
+full-width brackets and digits, several ids in one bracket) is normalised to the one spelling the
+server writes, `[F12]` or `[F12, unverified]`, whatever the text claimed: an id outside the
+citable ones is a forgery, removed and counted. Links in free text survive only when they point at
+a source of the run. A quote verifies a fact only when it is a meaningful span that bears on the
+statement: a quote of "the" verifies nothing.
+"""
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-__all__ = ["CitationCheck", "QuoteLocator", "check_report_citations", "locate_quote", "normalize"]
+__all__ = [
+    "CITATION",
+    "CitationCheck",
+    "CitationChecker",
+    "QuoteLocator",
+    "check_report_citations",
+    "locate_quote",
+    "meaningful_quote",
+    "normalize",
+    "same_claim",
+]
 
 _TRANSLATE = str.maketrans(
     {
@@ -85,6 +104,122 @@ def locate_quote(quote: str, source_text: str) -> tuple[int, int] | None:
     return QuoteLocator(source_text).find(quote)
 
 
+# Content words: what makes a quote a claim. Function words alone ("the", "it is") quote nothing.
+_FUNCTION_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "which",
+        "who",
+        "will",
+        "with",
+        "you",
+        "your",
+        "not",
+        "no",
+    ]
+)
+_WORD = re.compile(r"[^\W_]+")
+MIN_QUOTE_WORDS = 3  # content words a quote needs before it can verify anything
+
+
+def _content_words(text: str) -> list[str]:
+    return [word for word in _WORD.findall(normalize(text)) if word not in _FUNCTION_WORDS]
+
+
+def _stem(word: str) -> str:
+    return word if word.isdigit() else word[:5]
+
+
+def meaningful_quote(quote: str, statement: str) -> bool:
+    """A quote that can verify `statement`: at least MIN_QUOTE_WORDS content words (or a number), and at
+    least one of them (compared by its first five letters, so "grows" meets "growth") in the statement."""
+    words = _content_words(quote)
+    if len(words) < MIN_QUOTE_WORDS and not any(word.isdigit() for word in words):
+        return False
+    said = {_stem(word) for word in _content_words(statement)}
+    return any(_stem(word) in said for word in words)
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_NEGATION = re.compile(r"\b(?:not|no|never|none|neither|nor|without|cannot)\b|n't\b", re.IGNORECASE)
+
+
+def same_claim(a: str, b: str) -> bool:
+    """What similarity blurs: two statements claim the same only with the same numbers and negation."""
+
+    def numbers(text: str) -> list[str]:
+        return sorted(number.replace(",", "") for number in _NUMBER.findall(text))
+
+    def negated(text: str) -> bool:
+        return len(_NEGATION.findall(text)) % 2 == 1
+
+    return numbers(a) == numbers(b) and negated(a) == negated(b)
+
+
+# Brackets a citation may be written in: [ ( and their full-width and CJK look-alikes.
+_OPEN = "\\[(\uff3b\uff08\u3010\u3014\u27e6"
+_CLOSE = "\\])\uff3d\uff09\u3011\u3015\u27e7"
+_ID = r"[Ff\uff26\uff46]\s*#?\s*[0-9\uff10-\uff19]+"
+# One bracket holding fact ids and, after a separator, anything short ("[F2, verified]", "[F1, F2]").
+CITATION_LIKE = re.compile(rf"[{_OPEN}]\s*{_ID}\s*(?:[,;:/&][^{_CLOSE}\n]{{0,60}})?[{_CLOSE}]")
+_IDS = re.compile(r"[Ff]\s*#?\s*(\d+)")
+_MARKDOWN_LINK = re.compile(
+    r"!?\[([^\]\n]*)\]\(\s*<?([^()\s>]*(?:\([^()\s]*\)[^()\s>]*)*)>?(?:\s+\"[^\"]*\")?\s*\)"
+)
+_URL = re.compile(r"\b(?:https?|ftp|file|javascript|data):[^\s<>()\[\]\"']+", re.IGNORECASE)
+LINK_REMOVED = "(link removed)"
+
+
+def _link_key(url: str) -> str:
+    return url.strip().rstrip(".,;:!?").split("#", 1)[0].rstrip("/").casefold()
+
+
 @dataclass
 class CitationCheck:
     report: str
@@ -92,26 +227,85 @@ class CitationCheck:
     verified: int
     dropped: int
     cited: list[int]
+    links_dropped: int = 0
 
 
-def check_report_citations(report: str, allowed: set[int], verified: set[int]) -> CitationCheck:
-    """Remove citations of ids outside `allowed`; mark citations of unverified facts as such."""
-    made = dropped = verified_count = 0
-    cited: list[int] = []
+class CitationChecker:
+    """Checks the free texts of one output against the fact ids it may cite and the links it may keep.
 
-    def replace(match: re.Match[str]) -> str:
-        nonlocal made, dropped, verified_count
-        fact_id = int(match.group(1))
-        if fact_id not in allowed:
-            dropped += 1
-            return ""
-        made += 1
-        if fact_id not in cited:
-            cited.append(fact_id)
-        if fact_id in verified:
-            verified_count += 1
+    The counts add up over every text checked, so a forgery in a gap counts like one in the report.
+    `links` None keeps every link (a text with no run behind it); a set keeps only those links.
+    """
+
+    def __init__(
+        self, allowed: Collection[int], verified: Collection[int], links: Collection[str] | None
+    ) -> None:
+        self.allowed = set(allowed)
+        self.verified = set(verified)
+        self.links = None if links is None else {_link_key(link) for link in links}
+        self.made = self.verified_count = self.dropped = self.links_dropped = 0
+        self.cited: list[int] = []
+
+    def _citation(self, match: re.Match[str]) -> str:
+        written = []
+        for raw in _IDS.findall(unicodedata.normalize("NFKC", match.group(0))):
+            fact_id = int(raw)
+            if fact_id not in self.allowed:
+                self.dropped += 1
+                continue
+            self.made += 1
+            if fact_id not in self.cited:
+                self.cited.append(fact_id)
+            if fact_id in self.verified:
+                self.verified_count += 1
+                written.append(f"[F{fact_id}]")
+            else:
+                written.append(f"[F{fact_id}, unverified]")
+        return "".join(written)
+
+    def _kept(self, url: str) -> bool:
+        if self.links is None and not url.lower().startswith(("javascript:", "data:", "file:")):
+            return True
+        return self.links is not None and _link_key(url) in self.links
+
+    def _markdown_link(self, match: re.Match[str]) -> str:
+        image = match.group(0).startswith("!")  # a remote image loads when shown: never kept
+        if not image and self._kept(match.group(2)):
             return match.group(0)
-        return f"[F{fact_id}, unverified]"
+        self.links_dropped += 1
+        text = match.group(1)
+        return f"[{text}]" if CITATION_LIKE.fullmatch(f"[{text}]") else text
 
-    checked = CITATION.sub(replace, report)
-    return CitationCheck(report=checked, made=made, verified=verified_count, dropped=dropped, cited=cited)
+    def _url(self, match: re.Match[str]) -> str:
+        if self._kept(match.group(0)):
+            return match.group(0)
+        self.links_dropped += 1
+        return LINK_REMOVED
+
+    def text(self, text: str) -> str:
+        """`text` with every citation in the server's spelling, forgeries and foreign links removed."""
+        text = _MARKDOWN_LINK.sub(self._markdown_link, text)
+        text = _URL.sub(self._url, text)
+        return CITATION_LIKE.sub(self._citation, text)
+
+    def texts(self, texts: Sequence[str]) -> list[str]:
+        return [self.text(text) for text in texts]
+
+    def result(self, report: str) -> CitationCheck:
+        return CitationCheck(
+            report=report,
+            made=self.made,
+            verified=self.verified_count,
+            dropped=self.dropped,
+            cited=self.cited,
+            links_dropped=self.links_dropped,
+        )
+
+
+def check_report_citations(
+    report: str, allowed: Collection[int], verified: Collection[int], links: Collection[str] | None = None
+) -> CitationCheck:
+    """Citations of ids outside `allowed` removed, citations of unverified facts marked as such, every
+    spelling normalised; with `links`, links to anything else removed."""
+    checker = CitationChecker(allowed, verified, links)
+    return checker.result(checker.text(report))

@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 
-from research_mcp.citations import QuoteLocator
+from research_mcp.citations import CitationChecker, QuoteLocator, meaningful_quote
 from research_mcp.contracts import (
     ExtractorInput,
     ExtractorOutput,
@@ -54,8 +54,14 @@ def _prompt(payload: ExtractorPayload, truncated: bool) -> str:
     if payload.context:
         lines.append("Context from the research so far:\n" + payload.context)
     note = " (truncated: only the beginning of the source is shown)" if truncated else ""
-    lines.append(f"Source S{payload.source_id}: {payload.source_title or payload.source_ref}{note}")
-    lines.append(frame(f"SOURCE S{payload.source_id}", payload.source_text))
+    # The title is page metadata, as untrusted as the text: it goes inside the frame with it.
+    lines.append(f"Source S{payload.source_id}{note}:")
+    header = f"Title: {payload.source_title}\n" if payload.source_title else ""
+    lines.append(
+        frame(
+            f"SOURCE S{payload.source_id}", f"{header}Address: {payload.source_ref}\n\n{payload.source_text}"
+        )
+    )
     return "\n".join(lines)
 
 
@@ -97,7 +103,8 @@ async def extract(
         new_facts = []
         locator = QuoteLocator(source.text)
         for fact in output.facts:
-            span = locator.find(fact.quote)
+            # A quote verifies only as a meaningful span bearing on the statement ("the" is everywhere).
+            span = locator.find(fact.quote) if meaningful_quote(fact.quote, fact.statement) else None
             question = None
             if fact.question_index is not None and fact.question_index < len(asked):
                 question = asked[fact.question_index]
@@ -116,6 +123,12 @@ async def extract(
         fact_ids = deps.store.add_facts(run_id, handoff_id, new_facts)
         recorded.extend(fact_ids)
         triggers = insight_triggers(output, source.text, task_spec)
+        # An extraction cites no fact ids: any citation-like token in its free text is forged.
+        checker = CitationChecker(allowed=(), verified=(), links=None)
+        output.source_identified_gaps = checker.texts(output.source_identified_gaps)
+        for item in output.follow_up_questions:
+            item.question = checker.text(item.question)
+            item.rationale = checker.text(item.rationale)
         if not triggers:
             output.follow_up_questions.clear()
             output.source_identified_gaps.clear()

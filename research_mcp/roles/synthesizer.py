@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from research_mcp.citations import check_report_citations
+from research_mcp.citations import CitationChecker, normalize
 from research_mcp.contracts import (
     ChildReport,
     Fact,
@@ -52,6 +52,16 @@ def gather_inputs(
             )
     facts = {fact.id: fact for fact in store.canonical_facts(scoped)}
     return [facts[key] for key in sorted(facts)], reports
+
+
+def _source_links(deps: RoleDeps, facts: Sequence[Fact]) -> set[str]:
+    """The addresses of the sources behind the facts in scope: the only links free text may keep."""
+    refs = set()
+    for source_id in {fact.source_id for fact in facts}:
+        ref = deps.store.get_source(source_id).ref
+        if "://" in ref:
+            refs.add(ref)
+    return refs
 
 
 def _prompt(payload: SynthesisPayload, prior: Collection[int] = ()) -> str:
@@ -117,7 +127,12 @@ async def synthesize(
     # Prior findings the inputs do not already hold (a leaf re-reading a source finds its own again).
     found = {fact.id for fact in facts}
     facts += [fact for fact in deps.store.canonical_facts(prior_facts) if fact.id not in found]
-    facts = sorted(facts, key=lambda f: (not f.verified, -f.corroborations, -f.confidence, f.id))[:MAX_FACTS]
+    # Ordered by what the facts say, not by their ids (the order parallel extractions finished in), so
+    # the same facts make the same payload, the same cut at MAX_FACTS and the same report on every run.
+    facts = sorted(
+        facts,
+        key=lambda f: (not f.verified, -f.corroborations, -f.confidence, normalize(f.statement), f.quote),
+    )[:MAX_FACTS]
     synthesis_input = SynthesisInput(
         title=title, questions=questions, input_handoffs=input_handoffs, discovery=discovery
     )
@@ -131,7 +146,17 @@ async def synthesize(
     prior = sorted(allowed - found)
 
     def finish(handoff_id: str, output: SynthesisOutput) -> dict[str, Any]:
-        check = check_report_citations(output.report, allowed, verified)
+        # Every free text is checked, not only the report: a forged citation or a foreign link in a gap
+        # or in the confidence reasoning would reach the exports as surely as one in the report.
+        checker = CitationChecker(allowed, verified, links=_source_links(deps, facts))
+        report = checker.text(output.report)
+        output.gaps = checker.texts(output.gaps)
+        output.contradictions = checker.texts(output.contradictions)
+        output.suggested_followups = checker.texts(output.suggested_followups)
+        output.confidence.reasoning = checker.text(output.confidence.reasoning)
+        for finding in output.key_findings:
+            finding.statement = checker.text(finding.statement)
+        check = checker.result(report)
         output.report = _with_failures(check.report, failed)
         # A failure a gap already names (a child's gap arrives prefixed with its title) is not added twice.
         output.gaps = [*output.gaps, *(f for f in failed if not any(f in gap for gap in output.gaps))]
@@ -144,7 +169,12 @@ async def synthesize(
             "key_findings": [finding.model_dump() for finding in output.key_findings],
             "fact_ids": sorted(allowed),
             "cited": check.cited,
-            "citations": {"made": check.made, "verified": check.verified, "dropped": check.dropped},
+            "citations": {
+                "made": check.made,
+                "verified": check.verified,
+                "dropped": check.dropped,
+                "links_dropped": check.links_dropped,
+            },
             "prior_fact_ids": prior,
         }
 

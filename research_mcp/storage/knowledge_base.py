@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import sqlite3
 import threading
 from collections.abc import Collection, Sequence
@@ -38,6 +37,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from research_mcp.citations import same_claim
 from research_mcp.contracts import Fact
 from research_mcp.errors import ResearchError
 from research_mcp.storage.store import NewFact, Store, now
@@ -48,7 +48,6 @@ __all__ = [
     "PRIOR_MIN_SCORE",
     "CachedOutput",
     "KnowledgeBase",
-    "same_claim",
 ]
 
 logger = logging.getLogger(__name__)
@@ -65,22 +64,8 @@ KNOWN_LIMIT = 200
 MERGE_CANDIDATES = 5
 REINDEX_BATCH = 512
 
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-_NEGATION = re.compile(r"\b(?:not|no|never|none|neither|nor|without|cannot)\b|n't\b", re.IGNORECASE)
 # What an index or embedder failure can raise, beside the Qdrant errors the index absorbs itself.
 _INDEX_FAILURES = (ResearchError, OSError, RuntimeError, ValueError, sqlite3.Error)
-
-
-def same_claim(a: str, b: str) -> bool:
-    """What embeddings blur: two statements claim the same only with the same numbers and negation."""
-
-    def numbers(text: str) -> list[str]:
-        return sorted(number.replace(",", "") for number in _NUMBER.findall(text))
-
-    def negated(text: str) -> bool:
-        return len(_NEGATION.findall(text)) % 2 == 1
-
-    return numbers(a) == numbers(b) and negated(a) == negated(b)
 
 
 @dataclass(frozen=True)

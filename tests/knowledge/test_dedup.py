@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from research_mcp.citations import same_claim
 from research_mcp.llm.embeddings import default_embedder
-from research_mcp.storage.knowledge_base import DEDUP_THRESHOLD, KnowledgeBase, same_claim
+from research_mcp.storage.knowledge_base import DEDUP_THRESHOLD, KnowledgeBase
 from research_mcp.storage.store import Store
 from research_mcp.storage.vectors import KnowledgeIndex
 from tests.knowledge.kb import record, source

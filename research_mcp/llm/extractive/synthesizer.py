@@ -2,7 +2,10 @@
 
 A fact goes under the question it was extracted for; a fact without one (or with a question not
 asked here) goes under the most similar question. Within a question, facts whose normalised text is
-equal or whose similarity is at least `DUPLICATE` become one line citing all their verified ids.
+equal or whose similarity is at least `DUPLICATE` become one line citing all their verified ids,
+unless their numbers or negation differ: "built by 74 masons" and "built by 5 masons" stay two
+lines. Facts are ordered by what they say, never by their ids (which follow the order parallel
+extractions happened to finish in), so the same facts give the same report on every run.
 Lines are ordered verified first, then by corroborations, then by confidence. Only verified facts
 are cited; a group without one is left out of the report and counted. A question is a gap when no
 verified fact under it has confidence of at least `COVERED_CONFIDENCE`. Child reports are carried
@@ -14,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from research_mcp.citations import CITATION, normalize
+from research_mcp.citations import CITATION, normalize, same_claim
 from research_mcp.contracts import (
     Confidence,
     ConfidenceLevel,
@@ -51,7 +54,7 @@ class Line:
 
     @property
     def lead(self) -> SynthesisFact:
-        return sorted(self.facts, key=lambda fact: (not fact.verified, -fact.confidence, fact.id))[0]
+        return sorted(self.facts, key=lambda fact: (not fact.verified, -fact.confidence, _said(fact)))[0]
 
     @property
     def corroborations(self) -> int:
@@ -63,16 +66,21 @@ class Line:
     def confidence(self) -> float:
         return max((fact.confidence for fact in self.facts if fact.verified), default=0.0)
 
-    def order(self) -> tuple[bool, int, float, int]:
-        return (not self.verified_ids, -self.corroborations, -self.confidence, self.lead.id)
+    def order(self) -> tuple[bool, int, float, tuple[str, str]]:
+        return (not self.verified_ids, -self.corroborations, -self.confidence, _said(self.lead))
 
     def render(self) -> str:
         statement = _SPACE.sub(" ", self.lead.statement).strip()
         return f"- {statement} " + "".join(f"[F{fact_id}]" for fact_id in self.verified_ids)
 
 
+def _said(fact: SynthesisFact) -> tuple[str, str]:
+    """What a fact says: the order of facts that does not depend on when they were recorded."""
+    return (normalize(fact.statement), normalize(fact.quote))
+
+
 def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> SynthesisOutput:
-    facts = sorted(payload.facts, key=lambda fact: fact.id)
+    facts = sorted(payload.facts, key=_said)
     groups = _group(payload.questions, facts, embedder)
     lines = {question: _merge(members, embedder) for question, members in groups.items()}
     verified = {fact.id for fact in facts if fact.verified}
@@ -177,7 +185,7 @@ def _merge(facts: list[SynthesisFact], embedder: Embedder | None) -> list[Line]:
     if not facts:
         return []
     ordered = sorted(
-        facts, key=lambda fact: (not fact.verified, -fact.corroborations, -fact.confidence, fact.id)
+        facts, key=lambda fact: (not fact.verified, -fact.corroborations, -fact.confidence, _said(fact))
     )
     similarity = Relevance([fact.statement for fact in ordered], embedder).similarity(range(len(ordered)))
     normals = [normalize(fact.statement) for fact in ordered]
@@ -185,7 +193,10 @@ def _merge(facts: list[SynthesisFact], embedder: Embedder | None) -> list[Line]:
     leaders: list[int] = []  # the position of each line's first fact
     for position, fact in enumerate(ordered):
         for line, leader in zip(lines, leaders, strict=True):
-            if normals[leader] == normals[position] or similarity[leader, position] >= DUPLICATE:
+            if normals[leader] == normals[position] or (
+                similarity[leader, position] >= DUPLICATE
+                and same_claim(ordered[leader].statement, fact.statement)
+            ):
                 line.facts.append(fact)
                 break
         else:
