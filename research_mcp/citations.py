@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "CITATION",
+    "WRITTEN_CITATION",
     "CitationCheck",
     "CitationChecker",
     "QuoteLocator",
@@ -48,6 +49,8 @@ _TRANSLATE = str.maketrans(
 )
 _SPACE = re.compile(r"\s+")
 CITATION = re.compile(r"\[F(\d+)\]")
+# A citation as the server writes it, verified or not: what a checked text can contain.
+WRITTEN_CITATION = re.compile(r"\[F(\d+)(?:, unverified)?\]")
 
 
 def normalize(text: str) -> str:

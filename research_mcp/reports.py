@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
+from research_mcp.citations import WRITTEN_CITATION
 from research_mcp.contracts import (
     FINISHED,
     Confidence,
@@ -43,6 +45,18 @@ def _result_handoff(store: Store, run: dict[str, Any]) -> dict[str, Any] | None:
     return store.get_handoff(run["result_handoff_id"]).output
 
 
+def _facts_of(output: dict[str, Any]) -> list[int]:
+    """Every fact a result speaks of: its scope, what it cites, and every id its report text cites, so
+    a reader can resolve each citation of the report from the run's own facts view."""
+    in_text = [int(found) for found in WRITTEN_CITATION.findall(output.get("report", ""))]
+    return sorted({*output.get("fact_ids", []), *output.get("cited", []), *in_text})
+
+
+def _cited(output: dict[str, Any]) -> list[int]:
+    in_text = [int(found) for found in WRITTEN_CITATION.findall(output.get("report", ""))]
+    return sorted({*output.get("cited", []), *in_text}) or list(output.get("fact_ids", []))
+
+
 def assemble_result(store: Store, run_id: str) -> ResearchResult:
     """A finished (or partial) run as findings, sources, confidence, gaps, metadata and follow-ups."""
     run = store.get_run(run_id)
@@ -51,7 +65,7 @@ def assemble_result(store: Store, run_id: str) -> ResearchResult:
         raise InvalidInput(
             f"run {run_id} has no report yet (status {run['status']}); wait with execute_plan."
         )
-    facts = store.get_facts(output.get("cited", []) or output.get("fact_ids", []))
+    facts = store.get_facts(_cited(output))
     citations = store.citations([fact.id for fact in facts])
     # Each source, with how many of the facts it supports (as their source or corroborating them).
     counts: dict[int, int] = {}
@@ -189,7 +203,7 @@ def _run_view(store: Store, run_id: str, view: View) -> list[str]:
         return [f"{s.id} {s.title} <{s.url_or_path}> relevance={s.relevance}" for s in result.sources]
     if view == "facts":
         output = _result_handoff(store, run) or {}
-        facts = store.get_facts(output.get("fact_ids", []))
+        facts = store.get_facts(_facts_of(output))
         citations = store.citations([f.id for f in facts])
         return [_fact_line(f, citations[f.id]) for f in facts]
     if view == "confidence":
@@ -300,6 +314,24 @@ def _fill(items: list[str], item: int, offset: int, budget: int) -> tuple[str, i
     return "\n".join(parts), item, offset
 
 
+_UNSAFE_SCHEME = re.compile(r"^\s*<?\s*(?:javascript|vbscript|data|file)\s*:", re.IGNORECASE)
+_MD_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(([^()\s]*(?:\([^()\s]*\)[^()\s]*)*)(\s+\"[^\"]*\")?\)")
+
+
+def safe_markdown(text: str) -> str:
+    """Markdown a viewer may render without running or loading anything: raw HTML escaped (a `<` never
+    opens a tag or an autolink), images and links to javascript:, data:, vbscript: or file: addresses
+    reduced to their text. Source text and model text are untrusted; a Markdown viewer is a browser."""
+
+    def link(match: re.Match[str]) -> str:
+        image, label, url = match.group(1), match.group(2), match.group(3)
+        if image or _UNSAFE_SCHEME.match(url):
+            return label
+        return match.group(0)
+
+    return _MD_LINK.sub(link, text.replace("<", "&lt;"))
+
+
 def report_markdown(store: Store, run_id: str) -> str:
     """A run's result as one Markdown document: findings, confidence, gaps, sources."""
     result = assemble_result(store, run_id)
@@ -320,4 +352,4 @@ def report_markdown(store: Store, run_id: str) -> str:
         "",
         f"_{meta.citations_verified}/{meta.citations_made} citations verified; {meta.backend} backend_",
     ]
-    return "\n".join(lines)
+    return safe_markdown("\n".join(lines))
