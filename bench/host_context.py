@@ -122,7 +122,7 @@ async def measure(size: str) -> HostFigures:
             await _call(client, results, "report_results", {"id": run["id"]})
         store = Store(settings.database_path)
         try:
-            planner_handoff = store.get_plan(plan["id"])["handoff_id"]
+            planner_handoff = store.get_plan(plan["id"]).handoff_id or ""
             stored, naive, count, facts, sources = _stored(store, run["id"], planner_handoff)
         finally:
             store.close()

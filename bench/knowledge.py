@@ -226,16 +226,19 @@ async def plan_and_run(
         )
     assert run.structured_content["status"] == "done", run.content
     run_id = run.structured_content["id"]
-    planner = store.get_handoff(store.get_plan(plan_id)["handoff_id"])
+    planner = store.get_handoff(store.get_plan(plan_id).handoff_id or "")
     usage = store.run_usage(run_id)
     handoffs = store.handoffs_for_run(run_id)
-    prior = sum(len(event["data"]["fact_ids"]) for event in store.events_for_run(run_id, "prior_findings"))
+    prior = sum(
+        len((event.data or {}).get("fact_ids", []))
+        for event in store.events_for_run(run_id, "prior_findings")
+    )
     return {
         "run_id": run_id,
         "calls": len(model.calls) - calls_before,
-        "run_calls": usage["llm_calls"],
-        "tokens": planner.tokens_in + planner.tokens_out + usage["tokens_in"] + usage["tokens_out"],
-        "reused": sum(1 for h in handoffs if (h.output or {}).get("cached")),
+        "run_calls": usage.llm_calls,
+        "tokens": planner.tokens_in + planner.tokens_out + usage.tokens_in + usage.tokens_out,
+        "reused": sum(1 for h in handoffs if h.output is not None and h.output.cached),
         "handoffs": len(handoffs),
         "known_facts": planned.structured_content["metrics"].get("known_facts", 0),
         "prior_findings": prior,

@@ -48,6 +48,7 @@ from research_mcp.llm.scripted import ScriptedModel
 from research_mcp.roles.planner import estimate_plan
 from research_mcp.server.app import create_server
 from research_mcp.service import ResearchService
+from research_mcp.storage.outputs import stored_output
 from research_mcp.storage.store import Store, new_id
 
 __all__ = [
@@ -513,20 +514,21 @@ def save_plan(store: Store, shape: Shape, refs: list[str], backend: str, concurr
     broken = [v for v in check_feasible(root) if f"at most {MAX_NODES} are allowed" not in v]
     assert not broken, broken
     handoff_id = store.start_handoff(role="planner", input={"query": shape.name}, backend=backend)
-    store.finish_handoff(handoff_id, status="done", output={"root": "(see plan)"}, summary=[shape.name])
+    tree = PlannerOutput(root=root)
+    store.finish_handoff(
+        handoff_id, status="done", output=stored_output("planner", tree.model_dump()), summary=[shape.name]
+    )
     plan_id = new_id("plan")
     store.save_plan(
-        {
-            "id": plan_id,
-            "query": f"benchmark tree of {shape.name}",
-            "tree": PlannerOutput(root=root).model_dump(mode="json"),
-            "status": "feasible",
-            "reasons": [],
-            "estimate": estimate_plan(root, backend=backend, price=(0.0, 0.0), concurrency=concurrency),
-            "suggested": None,
-            "backend": backend,
-            "handoff_id": handoff_id,
-        }
+        plan_id=plan_id,
+        query=f"benchmark tree of {shape.name}",
+        tree=tree,
+        status="feasible",
+        reasons=[],
+        estimate=estimate_plan(root, backend=backend, price=(0.0, 0.0), concurrency=concurrency),
+        suggested=None,
+        backend=backend,
+        handoff_id=handoff_id,
     )
     return plan_id
 

@@ -47,12 +47,14 @@ from research_mcp.contracts import (
     PlannerOutput,
     PlanNode,
     SynthesisFact,
+    SynthesisInput,
     SynthesisPayload,
 )
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel
 from research_mcp.runs.context import node_key, plan_nodes
 from research_mcp.server.app import create_server
+from research_mcp.storage.outputs import StoredSynthesis, stored_output
 from research_mcp.storage.store import NewFact, Store, now
 
 RUNS = 62
@@ -86,6 +88,7 @@ def _finish(
     clock: WriteClock,
     handoff_id: str,
     opened: float,
+    role: str,
     output: dict[str, Any],
     summary: list[str],
 ) -> None:
@@ -93,7 +96,7 @@ def _finish(
     store.finish_handoff(
         handoff_id,
         status="done",
-        output=output,
+        output=stored_output(role, output),  # checked and typed, as perform() commits it
         summary=summary,
         model="scripted-model",
         tokens_in=len(str(output)) // 2,
@@ -120,7 +123,7 @@ def populate_run(store: Store, refs: list[str], clock: WriteClock) -> str:
     shape = SHAPES["50 nodes"]
     plan_id = save_plan(store, shape, refs, "scripted", 4)
     run_id = store.create_run([plan_id], "scripted", None)
-    root = PlannerOutput.model_validate(store.get_plan(plan_id)["tree"]).root
+    root = store.get_plan(plan_id).tree.root
     store.ensure_nodes(run_id, plan_nodes(plan_id, root))
     store.update_run(run_id, status="running", started_at=now(), attempt=1)
 
@@ -134,9 +137,9 @@ def populate_run(store: Store, refs: list[str], clock: WriteClock) -> str:
             input_handoffs=inputs,
             facts=[SynthesisFact(**f.model_dump(exclude={"location"})) for f in facts],
             child_reports=[
-                ChildReport(title=c.input["title"], report=c.output["report"], confidence="medium")
+                ChildReport(title=c.input.title, report=c.output.report, confidence="medium")
                 for c in children
-                if c.output
+                if isinstance(c.input, SynthesisInput) and isinstance(c.output, StoredSynthesis)
             ],
         )
         answer = realistic_script(_request(payload)).model_dump(mode="json")
@@ -154,7 +157,9 @@ def populate_run(store: Store, refs: list[str], clock: WriteClock) -> str:
             "cited": cited,
             "citations": {"made": len(cited), "verified": len(cited), "dropped": 0},
         }
-        _finish(store, clock, handoff_id, opened, output, [node.title, "confidence medium; 2 gaps"])
+        _finish(
+            store, clock, handoff_id, opened, "synthesizer", output, [node.title, "confidence medium; 2 gaps"]
+        )
         store.finish_node(run_id, key, "done", handoff_id)
         return handoff_id, [f.id for f in facts]
 
@@ -203,7 +208,15 @@ def populate_run(store: Store, refs: list[str], clock: WriteClock) -> str:
                     "insight_triggers": [],
                     "source_id": source.id,
                 }
-                _finish(store, clock, handoff_id, opened, output, [f"{len(ids)} facts; confidence medium"])
+                _finish(
+                    store,
+                    clock,
+                    handoff_id,
+                    opened,
+                    "extractor",
+                    output,
+                    [f"{len(ids)} facts; confidence medium"],
+                )
                 extractions.append(handoff_id)
                 found += ids
             return synthesize(node, extractions, found)

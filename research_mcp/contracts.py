@@ -36,7 +36,6 @@ __all__ = [
     "Fact",
     "Finding",
     "FollowUpQuestion",
-    "Handoff",
     "LinkedSource",
     "Phase",
     "PhaseCriteria",
@@ -51,6 +50,7 @@ __all__ = [
     "ScoutInput",
     "ScoutOutput",
     "Source",
+    "SourceMetadata",
     "SourceRef",
     "SynthesisFact",
     "SynthesisInput",
@@ -207,6 +207,18 @@ class PlannerOutput(_Strict):
 # --- sources and facts -------------------------------------------------------------------------
 
 
+class SourceMetadata(BaseModel):
+    """Where a source came from: for a web page its final URL and content type, for a corpus
+    document its folder and path."""
+
+    model_config = ConfigDict(extra="allow")
+
+    final_url: str | None = None
+    content_type: str | None = None
+    root: str | None = None
+    path: str | None = None
+
+
 class Source(BaseModel):
     """A source as stored: its text and hash make citations checkable."""
 
@@ -217,6 +229,7 @@ class Source(BaseModel):
     content_hash: str
     text: str
     fetched_at: datetime
+    metadata: SourceMetadata = Field(default_factory=SourceMetadata)
 
 
 class SourceRef(BaseModel):
@@ -402,30 +415,7 @@ class ScoutInput(BaseModel):
     candidates: list[ScoutCandidate]
 
 
-# --- handoffs and results ----------------------------------------------------------------------
-
-
-class Handoff(BaseModel):
-    """A role's full output as kept in the store."""
-
-    id: str
-    run_id: str | None
-    node_id: str | None
-    role: RoleName
-    status: HandoffStatus
-    input: dict
-    output: dict | None
-    summary: list[str]
-    backend: str
-    model: str
-    tokens_in: int
-    tokens_out: int
-    cost_usd: float
-    started_at: datetime
-    finished_at: datetime | None
-    attempt: int
-    iteration: int
-    error: str | None
+# --- results ----------------------------------------------------------------------
 
 
 class ResearchMetadata(BaseModel):

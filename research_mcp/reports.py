@@ -11,20 +11,24 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from datetime import datetime
 
 from research_mcp.citations import WRITTEN_CITATION
 from research_mcp.contracts import (
     FINISHED,
-    Confidence,
+    ExtractorInput,
     Fact,
+    PlanNode,
     ReportPage,
     ResearchMetadata,
     ResearchResult,
     SourceRef,
+    SynthesisOutput,
     View,
 )
 from research_mcp.errors import InvalidInput, NotFound
+from research_mcp.storage.models import Citation, Run
+from research_mcp.storage.outputs import StoredCuration, StoredExtraction, StoredSynthesis
 from research_mcp.storage.store import Store
 
 __all__ = ["approx_tokens", "assemble_result", "check_max_tokens", "page_of", "report_markdown", "view_items"]
@@ -39,38 +43,39 @@ def approx_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
-def _result_handoff(store: Store, run: dict[str, Any]) -> dict[str, Any] | None:
-    if not run["result_handoff_id"]:
+def result_synthesis(store: Store, run: Run) -> StoredSynthesis | None:
+    """The run's final report (or partial report), once it has one."""
+    if not run.result_handoff_id:
         return None
-    return store.get_handoff(run["result_handoff_id"]).output
+    return store.get_handoff(run.result_handoff_id).output_as(StoredSynthesis)
 
 
-def _facts_of(output: dict[str, Any]) -> list[int]:
+def _facts_of(output: StoredSynthesis | None) -> list[int]:
     """Every fact a result speaks of: its scope, what it cites, and every id its report text cites, so
     a reader can resolve each citation of the report from the run's own facts view."""
-    in_text = [int(found) for found in WRITTEN_CITATION.findall(output.get("report", ""))]
-    return sorted({*output.get("fact_ids", []), *output.get("cited", []), *in_text})
+    if output is None:
+        return []
+    in_text = [int(found) for found in WRITTEN_CITATION.findall(output.report)]
+    return sorted({*output.fact_ids, *output.cited, *in_text})
 
 
-def _cited(output: dict[str, Any]) -> list[int]:
-    in_text = [int(found) for found in WRITTEN_CITATION.findall(output.get("report", ""))]
-    return sorted({*output.get("cited", []), *in_text}) or list(output.get("fact_ids", []))
+def _cited(output: StoredSynthesis) -> list[int]:
+    in_text = [int(found) for found in WRITTEN_CITATION.findall(output.report)]
+    return sorted({*output.cited, *in_text}) or list(output.fact_ids)
 
 
 def assemble_result(store: Store, run_id: str) -> ResearchResult:
     """A finished (or partial) run as findings, sources, confidence, gaps, metadata and follow-ups."""
     run = store.get_run(run_id)
-    output = _result_handoff(store, run)
+    output = result_synthesis(store, run)
     if output is None:
-        raise InvalidInput(
-            f"run {run_id} has no report yet (status {run['status']}); wait with execute_plan."
-        )
+        raise InvalidInput(f"run {run_id} has no report yet (status {run.status}); wait with execute_plan.")
     facts = store.get_facts(_cited(output))
     citations = store.citations([fact.id for fact in facts])
     # Each source, with how many of the facts it supports (as their source or corroborating them).
     counts: dict[int, int] = {}
     for fact in facts:
-        for sid in dict.fromkeys([fact.source_id, *(c["source_id"] for c in citations[fact.id])]):
+        for sid in dict.fromkeys([fact.source_id, *(c.source_id for c in citations[fact.id])]):
             counts[sid] = counts.get(sid, 0) + 1
     source_ids = list(counts)
     top = max(counts.values(), default=1)
@@ -86,37 +91,36 @@ def assemble_result(store: Store, run_id: str) -> ResearchResult:
             )
         )
     usage = store.run_usage(run_id)
-    citations = output.get("citations", {})
-    started, finished = run["started_at"], run["finished_at"]
+    started, finished = run.started_at, run.finished_at
     elapsed = 0.0
     if started and finished:
-        from datetime import datetime
-
         elapsed = (datetime.fromisoformat(finished) - datetime.fromisoformat(started)).total_seconds()
     # The scouts' searches, and the searches leaves ran themselves (one "search" event each).
     searches = sum(
-        h.output.get("searches", 0) for h in store.handoffs_for_run(run_id, role="scout") if h.output
+        curation.searches
+        for h in store.handoffs_for_run(run_id, role="scout")
+        if (curation := h.output_as(StoredCuration)) is not None
     ) + len(store.events_for_run(run_id, "search"))
     metadata = ResearchMetadata(
         searches=searches,
         sources_read=store.sources_read(run_id),
-        llm_calls=usage["llm_calls"],
-        tokens_in=usage["tokens_in"],
-        tokens_out=usage["tokens_out"],
-        cost_usd=round(usage["cost_usd"], 6),
+        llm_calls=usage.llm_calls,
+        tokens_in=usage.tokens_in,
+        tokens_out=usage.tokens_out,
+        cost_usd=round(usage.cost_usd, 6),
         elapsed_s=round(elapsed, 2),
-        citations_made=citations.get("made", 0),
-        citations_verified=citations.get("verified", 0),
-        citations_dropped=citations.get("dropped", 0),
-        backend=run["backend"],
+        citations_made=output.citations.made,
+        citations_verified=output.citations.verified,
+        citations_dropped=output.citations.dropped,
+        backend=run.backend,
     )
     return ResearchResult(
-        findings=output["report"],
+        findings=output.report,
         sources=sources,
-        confidence=Confidence.model_validate(output["confidence"]),
-        gaps=output.get("gaps", []),
+        confidence=output.confidence,
+        gaps=output.gaps,
         metadata=metadata,
-        suggested_followups=output.get("suggested_followups", []),
+        suggested_followups=output.suggested_followups,
     )
 
 
@@ -132,27 +136,27 @@ def view_items(store: Store, ident: str, view: View) -> list[str]:
         return _run_view(store, ident, view)
     if kind == "plan":
         plan = store.get_plan(ident)
-        if view == "handoff":
-            return [json.dumps(store.get_handoff(plan["handoff_id"]).model_dump(mode="json"), indent=1)]
+        if view == "handoff" and plan.handoff_id:
+            return [json.dumps(store.get_handoff(plan.handoff_id).model_dump(mode="json"), indent=1)]
         if view in ("tree", "summary"):
-            lines = [f"plan {ident} ({plan['status']}) for: {plan['query']}"]
-            lines += [f"- infeasible: {reason}" for reason in plan["reasons"]]
-            lines.append("estimate: " + json.dumps(plan["estimate"]))
-            return lines + _tree_lines(plan["tree"]["root"])
+            lines = [f"plan {ident} ({plan.status}) for: {plan.query}"]
+            lines += [f"- infeasible: {reason}" for reason in plan.reasons]
+            lines.append("estimate: " + json.dumps(plan.estimate.model_dump() if plan.estimate else None))
+            return lines + _tree_lines(plan.tree.root)
         raise InvalidInput(f"view {view!r} is not available for a plan; use summary, tree or handoff.")
     if kind == "handoff":
         return _handoff_view(store, ident, view)
     raise NotFound("run, plan or handoff", ident)
 
 
-def _tree_lines(node: dict[str, Any], depth: int = 0, status: dict[str, str] | None = None) -> list[str]:
-    mark = f" [{status.get(node['id'], 'pending')}]" if status is not None else ""
-    questions = "; ".join(node.get("questions", [])[:3])
-    line = f"{'  ' * depth}- {node['id']} {node['kind']}: {node['title']}{mark}" + (
+def _tree_lines(node: PlanNode, depth: int = 0, status: dict[str, str] | None = None) -> list[str]:
+    mark = f" [{status.get(node.id, 'pending')}]" if status is not None else ""
+    questions = "; ".join(node.questions[:3])
+    line = f"{'  ' * depth}- {node.id} {node.kind}: {node.title}{mark}" + (
         f" — {questions}" if questions else ""
     )
     lines = [line]
-    for child in node.get("children", []):
+    for child in node.children:
         lines += _tree_lines(child, depth + 1, status)
     return lines
 
@@ -160,22 +164,22 @@ def _tree_lines(node: dict[str, Any], depth: int = 0, status: dict[str, str] | N
 def _run_view(store: Store, run_id: str, view: View) -> list[str]:
     run = store.get_run(run_id)
     if view == "tree":
-        status = {n["node_id"].split("/", 1)[-1]: n["status"] for n in store.nodes_for_run(run_id)}
+        status: dict[str, str] = {n.node_id.split("/", 1)[-1]: n.status for n in store.nodes_for_run(run_id)}
         lines = []
-        for plan_id in run["plan_ids"]:
+        for plan_id in run.plan_ids:
             plan = store.get_plan(plan_id)
-            lines.append(f"plan {plan_id}: {plan['query']}")
-            lines += _tree_lines(plan["tree"]["root"], status=status)
+            lines.append(f"plan {plan_id}: {plan.query}")
+            lines += _tree_lines(plan.tree.root, status=status)
         events = store.events_for_run(run_id, "iteration")
-        lines += [f"iteration: {event['message']} — {json.dumps(event['data'])}" for event in events]
+        lines += [f"iteration: {event.message} — {json.dumps(event.data)}" for event in events]
         return lines
     if view == "handoff":
         return [
             json.dumps(h.model_dump(mode="json", exclude={"input"}), indent=1)
             for h in store.handoffs_for_run(run_id)
         ]
-    if view == "summary" and run["status"] not in FINISHED:
-        return [f"run {run_id} is {run['status']}" + (f": {run['error']}" if run["error"] else "")]
+    if view == "summary" and run.status not in FINISHED:
+        return [f"run {run_id} is {run.status}" + (f": {run.error}" if run.error else "")]
     result = assemble_result(store, run_id)
     if view == "summary":
         first = [line for line in result.findings.splitlines() if line.strip()][:6]
@@ -190,7 +194,7 @@ def _run_view(store: Store, run_id: str, view: View) -> list[str]:
                     "partial: some parts failed (the gaps view names them and why); "
                     f"execute_plan(run_id='{run_id}', retry=true) retries only them"
                 ]
-                if run["status"] == "partial"
+                if run.status == "partial"
                 else []
             ),
             "more: report_results views report, sources, facts, confidence, gaps, followups, tree",
@@ -202,8 +206,7 @@ def _run_view(store: Store, run_id: str, view: View) -> list[str]:
     if view == "sources":
         return [f"{s.id} {s.title} <{s.url_or_path}> relevance={s.relevance}" for s in result.sources]
     if view == "facts":
-        output = _result_handoff(store, run) or {}
-        facts = store.get_facts(_facts_of(output))
+        facts = store.get_facts(_facts_of(result_synthesis(store, run)))
         citations = store.citations([f.id for f in facts])
         return [_fact_line(f, citations[f.id]) for f in facts]
     if view == "confidence":
@@ -215,50 +218,53 @@ def _run_view(store: Store, run_id: str, view: View) -> list[str]:
     raise InvalidInput(f"unknown view {view!r}")
 
 
-def _fact_line(fact: Fact, citations: list[dict[str, Any]], *, source: bool = True) -> str:
+def _fact_line(fact: Fact, citations: list[Citation], *, source: bool = True) -> str:
     """One fact: id, status, corroboration, source, statement, quote, and the other sources' quotes."""
     status = "verified" if fact.verified else "UNVERIFIED"
     if fact.corroborations > 1:
         status += f", corroborated by {fact.corroborations} sources"
     line = f"F{fact.id} [{status}]" + (f" S{fact.source_id}" if source else "")
     line += f' {fact.statement} | "{fact.quote}"'
-    others = [c for c in citations if c["source_id"] != fact.source_id]
+    others = [c for c in citations if c.source_id != fact.source_id]
     if others:
-        line += " | also " + "; ".join(f'S{c["source_id"]}: "{c["quote"]}"' for c in others)
+        line += " | also " + "; ".join(f'S{c.source_id}: "{c.quote}"' for c in others)
     return line
 
 
 def _handoff_view(store: Store, handoff_id: str, view: View) -> list[str]:
     handoff = store.get_handoff(handoff_id)
-    output = handoff.output or {}
+    report = handoff.output_as(SynthesisOutput)
+    extraction = handoff.output_as(StoredExtraction)
     if view == "handoff":
         return [json.dumps(handoff.model_dump(mode="json"), indent=1)]
     if view == "summary":
         return [*handoff.summary, f"role {handoff.role}, status {handoff.status}, backend {handoff.backend}"]
     if view == "facts":
-        facts = store.facts_for_handoffs([handoff_id]) or store.get_facts(output.get("fact_ids", []))
+        facts = store.facts_for_handoffs([handoff_id]) or store.get_facts(handoff.fact_ids)
         citations = store.citations([f.id for f in facts])
         return [_fact_line(f, citations[f.id], source=False) for f in facts] or ["no facts"]
     if view == "sources":
-        if handoff.role == "scout":
+        curation = handoff.output_as(StoredCuration)
+        if curation is not None:
             return [
-                f"{i + 1}. {s['title']} <{s['ref']}> score={s['score']} tags={','.join(s['tags'])} — {s['rationale']}"
-                for i, s in enumerate(output.get("sources", []))
+                f"{i + 1}. {s.title} <{s.ref}> score={s.score} tags={','.join(s.tags)} — {s.rationale}"
+                for i, s in enumerate(curation.sources)
             ]
-        if "source_id" in handoff.input:
-            source = store.get_source(handoff.input["source_id"])
+        asked = handoff.input_as(ExtractorInput)
+        if asked is not None:
+            source = store.get_source(asked.source_id)
             return [f"S{source.id} {source.title} <{source.ref}>"]
-    if view == "report" and "report" in output:
-        return [part for part in output["report"].split("\n\n") if part.strip()]
-    if view == "confidence" and "confidence" in output:
-        return [f"{output['confidence']['level']}: {output['confidence']['reasoning']}"]
+    if view == "report" and report is not None:
+        return [part for part in report.report.split("\n\n") if part.strip()]
+    confidence = report.confidence if report else extraction.confidence if extraction else None
+    if view == "confidence" and confidence is not None:
+        return [f"{confidence.level}: {confidence.reasoning}"]
     if view == "gaps":
-        return list(output.get("gaps", []) or output.get("source_identified_gaps", [])) or [
-            "no gaps recorded"
-        ]
+        gaps = report.gaps if report else extraction.source_identified_gaps if extraction else []
+        return list(gaps) or ["no gaps recorded"]
     if view == "followups":
-        follow = output.get("suggested_followups") or [
-            q["question"] for q in output.get("follow_up_questions", [])
+        follow = (report.suggested_followups if report else []) or [
+            q.question for q in (extraction.follow_up_questions if extraction else [])
         ]
         return follow or ["no follow-ups suggested"]
     raise InvalidInput(f"view {view!r} is not available for a {handoff.role} handoff.")

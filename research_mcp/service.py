@@ -36,6 +36,8 @@ from research_mcp.roles.scout import scout
 from research_mcp.runs.manager import Progress, RunManager
 from research_mcp.sources.library import SourceLibrary
 from research_mcp.storage.knowledge_base import KnowledgeBase
+from research_mcp.storage.models import Run
+from research_mcp.storage.outputs import StoredCuration, StoredExtraction, StoredSynthesis
 from research_mcp.storage.store import Store
 
 __all__ = ["MAX_COMPACT_BYTES", "ResearchService", "fit_compact", "result_bytes"]
@@ -107,7 +109,7 @@ class ResearchService:
             sources=self.sources,
             settings=self.settings,
             limiter=self.limiter,
-            budget=BudgetTracker.from_limits(budget.model_dump() if budget else None),
+            budget=BudgetTracker.from_limits(budget),
             knowledge=self.knowledge,
         )
 
@@ -162,8 +164,8 @@ class ResearchService:
             leaves = [n for n in nodes if not n.children]
             summary = [
                 f"{len(nodes)} nodes, {len(leaves)} leaves: " + "; ".join(n.title for n in leaves[:3]),
-                f"estimate: {est['model_calls']} model calls, ~{est['tokens_in'] + est['tokens_out']} tokens, "
-                f"${est['cost_usd']}, ~{est['wall_s']} s",
+                f"estimate: {est.model_calls} model calls, ~{est.tokens_in + est.tokens_out} tokens, "
+                f"${est.cost_usd}, ~{est.wall_s} s",
             ]
             if known:
                 summary.append(f"{known} known facts already bear on this query; leaves reuse them")
@@ -182,10 +184,10 @@ class ResearchService:
                 metrics={
                     "nodes": len(record.root.walk()) if record.root else 0,
                     "known_facts": known,
-                    "est_calls": est["model_calls"],
-                    "est_tokens": est["tokens_in"] + est["tokens_out"],
-                    "est_cost_usd": est["cost_usd"],
-                    "est_wall_s": est["wall_s"],
+                    "est_calls": est.model_calls,
+                    "est_tokens": est.tokens_in + est.tokens_out,
+                    "est_cost_usd": est.cost_usd,
+                    "est_wall_s": est.wall_s,
                 },
                 next=next_calls,
                 backend=model.name,
@@ -214,9 +216,7 @@ class ResearchService:
             raise InvalidInput("wait_seconds must be between 0 and 55 (hosts cut tool calls at about 60 s).")
         if run_id is None:
             model, _ = self.choose_model(ctx)
-            run_id = self.runs.start(
-                plan_ids, self.deps(model, budget), budget.model_dump() if budget else None, retry=retry
-            )
+            run_id = self.runs.start(plan_ids, self.deps(model, budget), budget, retry=retry)
         else:
             run = self.store.get_run(run_id)
             if cancel:
@@ -228,34 +228,33 @@ class ResearchService:
                 self.runs.resume(run_id, self.deps(model), retry=retry)
         return self.run_handle(await self.runs.wait(run_id, wait_seconds, progress))
 
-    def run_handle(self, run: dict[str, Any]) -> CompactReturn:
-        run_id = run["id"]
+    def run_handle(self, run: Run) -> CompactReturn:
+        run_id = run.id
         done, total = self.runs.node_counts(run_id)
         usage = self.store.run_usage(run_id)
-        status = run["status"]
+        status = run.status
         metrics: dict[str, Any] = {
             "nodes_done": done,
             "nodes_total": total,
             "sources": self.store.sources_read(run_id),
             "facts": self.store.count_facts(run_id),
-            "tokens": usage["tokens_in"] + usage["tokens_out"],
-            "cost_usd": round(usage["cost_usd"], 4),
+            "tokens": usage.tokens_in + usage.tokens_out,
+            "cost_usd": round(usage.cost_usd, 4),
         }
-        if status in FINISHED and run["result_handoff_id"]:
-            result = self.store.get_handoff(run["result_handoff_id"])
-            output = result.output or {}
-            citations = output.get("citations", {})
-            metrics["citations_verified"] = citations.get("verified", 0)
-            metrics["citations_made"] = citations.get("made", 0)
+        result = self.store.get_handoff(run.result_handoff_id) if run.result_handoff_id else None
+        output = result.output_as(StoredSynthesis) if result else None
+        if status in FINISHED and result is not None and output is not None:
+            metrics["citations_verified"] = output.citations.verified
+            metrics["citations_made"] = output.citations.made
             summary = [
                 *result.summary[:2],
-                f"{done}/{total} nodes; confidence {output['confidence']['level']}",
+                f"{done}/{total} nodes; confidence {output.confidence.level}",
             ]
             if metrics["sources"] == 0:
                 summary[1] = NO_SOURCES
             next_calls = [f"report_results(id='{run_id}')", f"report_results(id='{run_id}', view='sources')"]
             if status == "partial":
-                failed = len(output.get("failures", []))
+                failed = len(output.failures)
                 parts = "failed part or source" if failed == 1 else "failed parts or sources"
                 summary[1] = (
                     f"partial: {failed} {parts}, named in the gaps; "
@@ -268,7 +267,7 @@ class ResearchService:
                 ]
         elif status in ("failed", "cancelled"):
             summary = [
-                f"run {status}: {run['error'] or ''}",
+                f"run {status}: {run.error or ''}",
                 f"{done}/{total} nodes finished; execute again to resume",
             ]
             next_calls = [f"execute_plan(run_id='{run_id}')", f"report_results(id='{run_id}', view='tree')"]
@@ -283,7 +282,7 @@ class ResearchService:
                 summary=summary,
                 metrics=metrics,
                 next=next_calls,
-                backend=run["backend"],
+                backend=run.backend,
             )
         )
 
@@ -299,7 +298,9 @@ class ResearchService:
         deps = self.deps(model)
         read = await self.sources.read(source)
         result = await extract(deps, read, questions=questions, task_spec=task_spec)
-        output = self.store.get_handoff(result.handoff_id).output or {}
+        handoff = self.store.get_handoff(result.handoff_id)
+        output = handoff.output_as(StoredExtraction)
+        facts, verified = (len(output.fact_ids), output.verified) if output else (0, 0)
         return fit_compact(
             CompactReturn(
                 id=result.handoff_id,
@@ -307,9 +308,9 @@ class ResearchService:
                 status="done",
                 summary=[
                     f"S{read.id}: {read.title or read.ref}",
-                    *self.store.get_handoff(result.handoff_id).summary,
+                    *handoff.summary,
                 ],
-                metrics={"facts": len(output.get("fact_ids", [])), "verified": output.get("verified", 0)},
+                metrics={"facts": facts, "verified": verified},
                 next=[f"report_results(id='{result.handoff_id}', view='facts')"],
                 backend=model.name,
             )
@@ -322,20 +323,20 @@ class ResearchService:
             raise InvalidInput("limit must be between 1 and 20.")
         model, _ = self.choose_model(ctx)
         result = await scout(self.deps(model), topic.strip(), queries=queries, limit=limit)
-        output = self.store.get_handoff(result.handoff_id).output or {}
-        ranked = output.get("sources", [])
-        top = "; ".join(item["title"][:50] for item in ranked[:3])
+        output = self.store.get_handoff(result.handoff_id).output_as(StoredCuration) or StoredCuration()
+        ranked = output.sources
+        top = "; ".join(item.title[:50] for item in ranked[:3])
         return fit_compact(
             CompactReturn(
                 id=result.handoff_id,
                 kind="curation",
                 status="done",
                 summary=[
-                    f"{len(ranked)} sources ranked from {output.get('candidates', 0)} candidates",
+                    f"{len(ranked)} sources ranked from {output.candidates} candidates",
                     f"top: {top}",
                 ]
                 + ([] if ranked else [f"sources: {self.sources.describe()}"]),
-                metrics={"ranked": len(ranked), "searches": output.get("searches", 0)},
+                metrics={"ranked": len(ranked), "searches": output.searches},
                 next=[f"report_results(id='{result.handoff_id}', view='sources')"],
                 backend=model.name,
             )

@@ -21,7 +21,8 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from research_mcp.citations import CITATION
-from research_mcp.reports import assemble_result, report_markdown
+from research_mcp.contracts import Source
+from research_mcp.reports import assemble_result, report_markdown, result_synthesis
 from research_mcp.runs.snapshot import plan_tree
 from research_mcp.storage.store import Store
 
@@ -41,12 +42,10 @@ def export_run(store: Store, run_id: str, fmt: str) -> str:
     return render_html(document)
 
 
-def _source_location(store: Store, source_id: int) -> str:
+def _source_location(source: Source) -> str:
     """Where a corpus document lives (its root and path), from the source's metadata."""
-    rows = list(store.db.query("SELECT metadata FROM sources WHERE id = ?", [source_id]))
-    metadata = json.loads(rows[0]["metadata"] or "{}") if rows else {}
-    if metadata.get("root") and metadata.get("path"):
-        return f"{metadata['root'].rstrip('/')}/{metadata['path']}"
+    if source.metadata.root and source.metadata.path:
+        return f"{source.metadata.root.rstrip('/')}/{source.metadata.path}"
     return ""
 
 
@@ -54,16 +53,18 @@ def export_document(store: Store, run_id: str) -> dict[str, Any]:
     """Everything about a finished run, as JSON-ready data."""
     run = store.get_run(run_id)
     result = assemble_result(store, run_id)
-    output = store.get_handoff(run["result_handoff_id"]).output or {}
+    output = result_synthesis(store, run)
     cited_in_text = [int(number) for number in CITATION.findall(result.findings)]
-    fact_ids = sorted({*output.get("fact_ids", []), *output.get("cited", []), *cited_in_text})
+    fact_ids = sorted(
+        {*(output.fact_ids if output else []), *(output.cited if output else []), *cited_in_text}
+    )
     facts = store.get_facts(fact_ids)
     citations = store.citations([fact.id for fact in facts])
     relevance = {source.id: source.relevance for source in result.sources}
     source_ids = list(
         dict.fromkeys(
             [int(s.id[1:]) for s in result.sources]
-            + [sid for f in facts for sid in [f.source_id, *(c["source_id"] for c in citations[f.id])]]
+            + [sid for f in facts for sid in [f.source_id, *(c.source_id for c in citations[f.id])]]
         )
     )
     sources = []
@@ -75,21 +76,21 @@ def export_document(store: Store, run_id: str) -> dict[str, Any]:
                 "url_or_path": source.ref,
                 "title": source.title,
                 "kind": source.kind,
-                "location": _source_location(store, sid),
+                "location": _source_location(source),
                 "relevance": relevance.get(f"S{sid}", 0.0),
             }
         )
-    queries = [store.get_plan(plan_id)["query"] for plan_id in run["plan_ids"]]
+    queries = [store.get_plan(plan_id).query for plan_id in run.plan_ids]
     return {
         "run": {
             "id": run_id,
-            "status": run["status"],
+            "status": run.status,
             "query": " + ".join(queries),
-            "backend": run["backend"],
-            "created_at": run["created_at"],
-            "started_at": run["started_at"],
-            "finished_at": run["finished_at"],
-            "error": run["error"],
+            "backend": run.backend,
+            "created_at": run.created_at,
+            "started_at": run.started_at,
+            "finished_at": run.finished_at,
+            "error": run.error,
         },
         "findings": result.findings,
         "sources": sources,
@@ -109,9 +110,9 @@ def export_document(store: Store, run_id: str) -> dict[str, Any]:
                 "question": fact.question,
                 "corroborations": fact.corroborations,
                 "also_in": [
-                    {"source_id": f"S{c['source_id']}", "quote": c["quote"]}
+                    {"source_id": f"S{c.source_id}", "quote": c.quote}
                     for c in citations[fact.id]
-                    if c["source_id"] != fact.source_id
+                    if c.source_id != fact.source_id
                 ],
             }
             for fact in facts

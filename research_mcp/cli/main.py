@@ -228,20 +228,20 @@ def _resolve_run(store: Store, ident: str) -> str:
     """`last` means the newest run; any other id is returned as given."""
     if ident != LAST:
         return ident
-    row = next(iter(store.db.query("SELECT id FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1")), None)
-    if row is None:
+    run = store.latest_run()
+    if run is None:
         raise click.ClickException('no runs yet; start one with: research-mcp run "your question"')
-    return str(row["id"])
+    return run.id
 
 
 def _needs_report(store: Store, run_id: str) -> None:
     """A run without a report yet: say why, and how to get one."""
 
     run = store.get_run(run_id)
-    if run["status"] not in FINISHED or not run["result_handoff_id"]:
-        reason = f": {run['error']}" if run["error"] else ""
+    if run.status not in FINISHED or not run.result_handoff_id:
+        reason = f": {run.error}" if run.error else ""
         raise click.ClickException(
-            f"run {run_id} is {run['status']}{reason} and has no report yet; "
+            f"run {run_id} is {run.status}{reason} and has no report yet; "
             f"finish it with: research-mcp run --resume {run_id}"
         )
 
@@ -402,7 +402,7 @@ def run(
         try:
             resume = _resolve_run(store, resume)
             # A partial run is not finished: resuming it retries the parts that failed.
-            status = store.get_run(resume)["status"]
+            status = store.get_run(resume).status
             finished = status in FINISHED and status not in RETRYABLE
             if finished:  # nothing to run: its report, without starting the server
                 click.echo(f"run {resume} had already finished", err=True)

@@ -23,6 +23,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from research_mcp.runs.snapshot import NodeState, PlanTree, RunRow, RunTotals, plan_tree, run_totals
+from research_mcp.storage.models import Run
 from research_mcp.storage.store import Store
 
 __all__ = ["LiveProgress", "format_totals", "print_runs"]
@@ -117,9 +118,9 @@ class LiveProgress:
 
     # --- rendering -------------------------------------------------------------------------------
 
-    def _renderable(self, run: dict[str, Any], trees: Sequence[PlanTree], totals: RunTotals) -> Group:
+    def _renderable(self, run: Run, trees: Sequence[PlanTree], totals: RunTotals) -> Group:
         query = " + ".join(tree.query for tree in trees if tree.plan_id != "final")
-        header = Text.assemble(("research: ", "bold"), (query, "bold"), f"  {run['id']} ", _status(run))
+        header = Text.assemble(("research: ", "bold"), (query, "bold"), f"  {run.id} ", _status(run))
         parts: list[Any] = [header]
         for tree in trees:
             view = Tree(Text(f"plan {tree.plan_id}", style="dim"), guide_style="dim")
@@ -128,7 +129,7 @@ class LiveProgress:
         parts.append(Text(format_totals(totals)))
         return Group(*parts)
 
-    def _print_changes(self, run: dict[str, Any], trees: Sequence[PlanTree], totals: RunTotals) -> None:
+    def _print_changes(self, run: Run, trees: Sequence[PlanTree], totals: RunTotals) -> None:
         changed = False
         for tree in trees:
             for depth, node in tree.root.walk():
@@ -146,14 +147,14 @@ class LiveProgress:
                     file=self.stream,
                 )
         line = format_totals(totals, sep=", ")
-        summary = run["status"] + line.rsplit(", ", 1)[0]  # not the elapsed time, which always changes
+        summary = run.status + line.rsplit(", ", 1)[0]  # not the elapsed time, which always changes
         if changed or summary != self._last_totals:
             self._last_totals = summary
-            print(f"[{time.monotonic() - self._started:6.1f}s] {run['status']}: {line}", file=self.stream)
+            print(f"[{time.monotonic() - self._started:6.1f}s] {run.status}: {line}", file=self.stream)
         self.stream.flush()
 
 
-def _status(run: dict[str, Any]) -> Text:
+def _status(run: Run) -> Text:
     style = {
         "done": "green",
         "partial": "dark_orange",
@@ -161,7 +162,7 @@ def _status(run: dict[str, Any]) -> Text:
         "cancelled": "magenta",
         "running": "yellow",
     }
-    return Text(run["status"], style=style.get(run["status"], ""))
+    return Text(run.status, style=style.get(run.status, ""))
 
 
 def _add(parent: Tree, node: NodeState) -> None:

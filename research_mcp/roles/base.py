@@ -17,11 +17,15 @@ from pydantic import BaseModel, ValidationError
 
 from research_mcp.errors import BudgetExhausted, ModelError, ResearchError
 from research_mcp.llm.base import ModelBackend, ModelRequest, Usage
+from research_mcp.storage.outputs import StoredOutput, stored_output
 
 if TYPE_CHECKING:
     from research_mcp.config import Settings
+    from research_mcp.contracts import Budget
     from research_mcp.sources.library import SourceLibrary
-    from research_mcp.storage.knowledge_base import CachedOutput, KnowledgeBase
+    from research_mcp.storage.knowledge_base import KnowledgeBase
+    from research_mcp.storage.models import RunUsage
+    from research_mcp.storage.outputs import CachedOutput
     from research_mcp.storage.store import Store
 
 __all__ = ["BudgetTracker", "RoleDeps", "RoleResult", "cache_key", "load_prompt", "perform"]
@@ -52,13 +56,11 @@ class BudgetTracker:
     started: float = field(default_factory=time.monotonic)
 
     @classmethod
-    def from_limits(
-        cls, limits: dict[str, Any] | None, *, spent: dict[str, Any] | None = None
-    ) -> BudgetTracker:
-        tracker = cls(**(limits or {}))
+    def from_limits(cls, limits: Budget | None, *, spent: RunUsage | None = None) -> BudgetTracker:
+        tracker = cls(**(limits.model_dump() if limits else {}))
         if spent:
-            tracker.tokens = int(spent.get("tokens_in", 0)) + int(spent.get("tokens_out", 0))
-            tracker.cost_usd = float(spent.get("cost_usd", 0.0))
+            tracker.tokens = spent.tokens_in + spent.tokens_out
+            tracker.cost_usd = spent.cost_usd
         return tracker
 
     def exceeded(self) -> str | None:
@@ -142,7 +144,7 @@ def _reusable(
     cached = deps.knowledge.cached_output(key)
     if cached is None:
         return None
-    fields = {name: cached.output[name] for name in output_type.model_fields if name in cached.output}
+    fields = cached.output.model_dump(mode="json", include=set(output_type.model_fields), exclude_unset=True)
     try:
         return cached, output_type.model_validate(fields)
     except ValidationError:
@@ -164,7 +166,7 @@ async def perform(
     iteration: int = 0,
     max_tokens: int = 4096,
     reuse_key: str | None = None,
-    on_reuse: Callable[[str, dict[str, Any]], None] | None = None,
+    on_reuse: Callable[[str, StoredOutput], None] | None = None,
 ) -> RoleResult[OutputT]:
     """Run one role invocation as a handoff.
 
@@ -221,7 +223,7 @@ async def perform(
         usage = generation.usage
         record_call(usage, "ok")
         extra = finish(handoff_id, generation.output) if finish else {}
-        output = {**generation.output.model_dump(mode="json"), **extra}
+        output = stored_output(role, {**generation.output.model_dump(mode="json"), **extra})
         store.finish_handoff(
             handoff_id,
             status="done",
@@ -267,10 +269,10 @@ def _reuse(
     handoff_id: str,
     cached: CachedOutput,
     output: OutputT,
-    on_reuse: Callable[[str, dict[str, Any]], None] | None,
+    on_reuse: Callable[[str, StoredOutput], None] | None,
 ) -> RoleResult[OutputT]:
     """Commit `handoff_id` as done with a cached output: no model call, no tokens."""
-    stored = {**cached.output, "cached": True, "cached_from": cached.handoff_id}
+    stored = cached.output.model_copy(update={"cached": True, "cached_from": cached.handoff_id})
     try:
         if on_reuse is not None:
             on_reuse(handoff_id, stored)

@@ -17,7 +17,8 @@ from research_mcp.contracts import (
 )
 from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
 from research_mcp.roles.framing import frame
-from research_mcp.storage.store import NewFact
+from research_mcp.storage.models import NewFact
+from research_mcp.storage.outputs import StoredExtraction, StoredOutput
 
 __all__ = ["MAX_SOURCE_CHARS", "extract", "insight_triggers"]
 
@@ -133,7 +134,7 @@ async def extract(
             output.follow_up_questions.clear()
             output.source_identified_gaps.clear()
             output.linked_candidate_sources.clear()
-        verified = sum(1 for fact in new_facts if fact["verified"])
+        verified = sum(1 for fact in new_facts if fact.verified)
         return {
             "fact_ids": fact_ids,
             "verified": verified,
@@ -145,9 +146,9 @@ async def extract(
             "linked_candidate_sources": [item.model_dump() for item in output.linked_candidate_sources],
         }
 
-    def reuse(handoff_id: str, output: dict[str, Any]) -> None:
-        if deps.knowledge is not None:
-            deps.knowledge.relink(handoff_id, output.get("fact_ids", []))
+    def reuse(handoff_id: str, output: StoredOutput) -> None:
+        if deps.knowledge is not None and isinstance(output, StoredExtraction):
+            deps.knowledge.relink(handoff_id, output.fact_ids)
 
     # The same text asked the same way by the same model and prompt: the earlier answer is reused.
     reuse_key = cache_key(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from research_mcp.contracts import Budget, PlannerInput, PlannerOutput, PlanNode
 from research_mcp.errors import InvalidInput
@@ -11,6 +10,7 @@ from research_mcp.feasibility import assign_ids, check_feasible
 from research_mcp.roles.base import RoleDeps, perform
 from research_mcp.roles.extractor import MAX_SOURCE_CHARS
 from research_mcp.sources.library import classify_ref
+from research_mcp.storage.models import PlanEstimate
 from research_mcp.storage.store import new_id
 
 __all__ = ["PlanRecord", "estimate_plan", "plan_research"]
@@ -36,7 +36,7 @@ class PlanRecord:
     status: str  # feasible | infeasible
     root: PlanNode | None
     reasons: list[str]
-    estimate: dict[str, Any]
+    estimate: PlanEstimate
     handoff_id: str
 
 
@@ -49,7 +49,7 @@ def _source_tokens(ref: str | None) -> int:
 
 def estimate_plan(
     root: PlanNode, *, backend: str, price: tuple[float, float], concurrency: int
-) -> dict[str, Any]:
+) -> PlanEstimate:
     """Model calls, tokens, cost and wall time the plan should take before anything runs."""
     calls: dict[str, int] = {"extractor": 0, "synthesizer": 0, "scout": 0}
     extractor_in = [0]
@@ -78,14 +78,14 @@ def estimate_plan(
     per_call = SECONDS_PER_CALL.get(backend, DEFAULT_SECONDS_PER_CALL)
     wall = per_call * max(critical, total_calls / concurrency)
     cost = (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
-    return {
-        "model_calls": total_calls,
-        "tokens_in": tokens_in,
-        "tokens_out": tokens_out,
-        "cost_usd": round(cost, 4),
-        "wall_s": round(wall, 1),
-        "calls_by_role": calls,
-    }
+    return PlanEstimate(
+        model_calls=total_calls,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        cost_usd=round(cost, 4),
+        wall_s=round(wall, 1),
+        calls_by_role=calls,
+    )
 
 
 def _summary(output: PlannerOutput) -> list[str]:
@@ -144,17 +144,15 @@ async def plan_research(
     )
     status = "infeasible" if violations else "feasible"
     deps.store.save_plan(
-        {
-            "id": plan_id,
-            "query": query,
-            "tree": PlannerOutput(root=root, rationale=result.output.rationale).model_dump(mode="json"),
-            "status": status,
-            "reasons": violations,
-            "estimate": estimate,
-            "suggested": suggested.model_dump(mode="json") if suggested else None,
-            "backend": deps.model.name,
-            "handoff_id": result.handoff_id,
-        }
+        plan_id=plan_id,
+        query=query,
+        tree=PlannerOutput(root=root, rationale=result.output.rationale),
+        status=status,
+        reasons=violations,
+        estimate=estimate,
+        suggested=suggested,
+        backend=deps.model.name,
+        handoff_id=result.handoff_id,
     )
     return PlanRecord(plan_id, status, root, violations, estimate, result.handoff_id)
 

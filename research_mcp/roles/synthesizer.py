@@ -16,6 +16,7 @@ from research_mcp.contracts import (
 )
 from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
 from research_mcp.roles.framing import frame
+from research_mcp.storage.outputs import StoredSynthesis
 
 __all__ = ["gather_inputs", "synthesize"]
 
@@ -38,16 +39,17 @@ def gather_inputs(
         if handoff.status != "done" or handoff.output is None:
             continue
         # An extraction lists the facts it recorded (or, reused, re-linked); a synthesis its scope.
-        scoped.extend(handoff.output.get("fact_ids", []))
+        scoped.extend(handoff.fact_ids)
         if failures is not None:
-            failures.extend(handoff.output.get("failures", []))
-        if handoff.role == "synthesizer":
+            failures.extend(handoff.failures)
+        synthesis, asked = handoff.output_as(StoredSynthesis), handoff.input_as(SynthesisInput)
+        if synthesis is not None:
             reports.append(
                 ChildReport(
-                    title=handoff.input.get("title", ""),
-                    report=handoff.output["report"],
-                    confidence=handoff.output["confidence"]["level"],
-                    gaps=handoff.output.get("gaps", []),
+                    title=asked.title if asked else "",
+                    report=synthesis.report,
+                    confidence=synthesis.confidence.level,
+                    gaps=synthesis.gaps,
                 )
             )
     facts = {fact.id: fact for fact in store.canonical_facts(scoped)}

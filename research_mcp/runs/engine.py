@@ -20,6 +20,7 @@ from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
 from research_mcp.runs.leaf import run_leaf
 from research_mcp.runs.phases import run_phases
+from research_mcp.storage.outputs import StoredCuration
 
 __all__ = ["execute_node"]
 
@@ -31,8 +32,8 @@ async def execute_node(rc: RunContext, node: PlanNode, *, discovered: list[str] 
     store = rc.deps.store
     key = node_key(rc.plan_id, node.id)
     row = store.get_node(rc.run_id, key)
-    if row is not None and row["status"] == "done" and row["handoff_id"]:
-        return str(row["handoff_id"])
+    if row is not None and row.status == "done" and row.handoff_id:
+        return row.handoff_id
     store.start_node(rc.run_id, key)
     store.add_event(rc.run_id, "node_started", f"{node.kind} {node.title!r} started", node_id=key)
     try:
@@ -64,8 +65,8 @@ async def _run_executor(rc: RunContext, node: PlanNode, key: str) -> str:
     discovered: list[str] = []
     scout_handoffs = await _run_children(rc, key, discovery, [])
     for handoff_id in scout_handoffs:
-        output = rc.deps.store.get_handoff(handoff_id).output or {}
-        discovered.extend(item["ref"] for item in output.get("sources", []))
+        curation = rc.deps.store.get_handoff(handoff_id).output_as(StoredCuration)
+        discovered.extend(item.ref for item in (curation.sources if curation else []))
     child_handoffs = scout_handoffs + await _run_children(rc, key, others, discovered)
     if node.children and not child_handoffs:
         raise ModelError(

@@ -10,7 +10,7 @@ import logging
 
 import anyio
 
-from research_mcp.contracts import ExtractorTaskSpec, PlanNode, Source
+from research_mcp.contracts import ExtractorInput, ExtractorTaskSpec, PlanNode, Source
 from research_mcp.errors import ModelError, NotConfigured, SourceError
 from research_mcp.roles.extractor import extract
 from research_mcp.roles.synthesizer import synthesize
@@ -106,8 +106,9 @@ def _done_extractions(rc: RunContext, key: str) -> dict[tuple[int, tuple[str, ..
     """Extractions this node finished before a restart, by (source, questions)."""
     found = {}
     for handoff in rc.deps.store.handoffs_for_run(rc.run_id, role="extractor"):
-        if handoff.node_id == key and handoff.status == "done":
-            found[(handoff.input["source_id"], tuple(handoff.input["questions"]))] = handoff.id
+        asked = handoff.input_as(ExtractorInput)
+        if handoff.node_id == key and handoff.status == "done" and asked is not None:
+            found[(asked.source_id, tuple(asked.questions))] = handoff.id
     return found
 
 

@@ -16,17 +16,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 import anyio.abc
 
-from research_mcp.contracts import FINISHED, RETRYABLE, PlannerOutput, PlanNode
+from research_mcp.contracts import FINISHED, RETRYABLE, Budget, Confidence, PlanNode, SynthesisInput
 from research_mcp.errors import BudgetExhausted, InvalidInput, ResearchError
 from research_mcp.roles.base import BudgetTracker, RoleDeps
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, node_key, plan_nodes
 from research_mcp.runs.engine import execute_node
+from research_mcp.storage.models import Run, StoredPlan
+from research_mcp.storage.outputs import CitationCounts, StoredSynthesis
 from research_mcp.storage.store import Store, now, process_owner
 
 __all__ = ["FINISHED", "RETRYABLE", "RunManager"]
@@ -63,12 +64,12 @@ class RunManager:
         # Runs that stopped on a store failure (disk full, read-only) that could not be recorded either.
         self.unrecorded: dict[str, str] = {}
 
-    def check_plans(self, plan_ids: list[str]) -> list[dict[str, Any]]:
+    def check_plans(self, plan_ids: list[str]) -> list[StoredPlan]:
         plans = [self.store.get_plan(plan_id) for plan_id in plan_ids]
         for plan in plans:
-            if plan["status"] != "feasible":
+            if plan.status != "feasible":
                 raise InvalidInput(
-                    f"plan {plan['id']} is infeasible ({'; '.join(plan['reasons'])}); "
+                    f"plan {plan.id} is infeasible ({'; '.join(plan.reasons)}); "
                     "plan again with a narrower query or a corrected suggested plan."
                 )
         return plans
@@ -77,7 +78,7 @@ class RunManager:
         self,
         plan_ids: list[str],
         deps: RoleDeps,
-        budget: dict[str, Any] | None = None,
+        budget: Budget | None = None,
         *,
         retry: bool = False,
     ) -> str:
@@ -85,23 +86,19 @@ class RunManager:
         failed parts of a partial one; a finished run is otherwise returned as is."""
         self.check_plans(plan_ids)
         existing = self.store.latest_run_for(plan_ids)
-        if existing is not None and (
-            existing["id"] in self.live or not self.resumable(existing, retry=retry)
-        ):
-            return str(existing["id"])
+        if existing is not None and (existing.id in self.live or not self.resumable(existing, retry=retry)):
+            return existing.id
         run_id = (
-            existing["id"]
-            if existing is not None
-            else self.store.create_run(plan_ids, deps.model.name, budget)
+            existing.id if existing is not None else self.store.create_run(plan_ids, deps.model.name, budget)
         )
         self.resume(run_id, deps, retry=retry)
         return run_id
 
     @staticmethod
-    def resumable(run: dict[str, Any], *, retry: bool) -> bool:
+    def resumable(run: Run, *, retry: bool) -> bool:
         """An unfinished run resumes; a partial one is retried only when asked to (a retry costs model
         calls, so a host that is only waiting on a run must never start one by polling)."""
-        return run["status"] not in FINISHED or (retry and run["status"] in RETRYABLE)
+        return run.status not in FINISHED or (retry and run.status in RETRYABLE)
 
     def resume(self, run_id: str, deps: RoleDeps, *, retry: bool = False) -> None:
         run = self.store.get_run(run_id)
@@ -112,8 +109,8 @@ class RunManager:
         if other is not None:
             logger.info("run %s is being executed by process %s; waiting on it", run_id, other)
             return
-        deps.budget = BudgetTracker.from_limits(run["budget"], spent=self.store.run_usage(run_id))
-        live = LiveRun(run_id, retry=retry and run["status"] in RETRYABLE)
+        deps.budget = BudgetTracker.from_limits(run.budget, spent=self.store.run_usage(run_id))
+        live = LiveRun(run_id, retry=retry and run.status in RETRYABLE)
         self.live[run_id] = live
         self.task_group.start_soon(self._run, live, deps)
 
@@ -127,7 +124,7 @@ class RunManager:
             await live.done.wait()
         return True
 
-    async def wait(self, run_id: str, seconds: float, progress: Progress | None = None) -> dict[str, Any]:
+    async def wait(self, run_id: str, seconds: float, progress: Progress | None = None) -> Run:
         """Wait at most `seconds` for the run to finish, reporting progress at each node and every 5 s."""
         live = self.live.get(run_id)
         if live is None:
@@ -148,38 +145,36 @@ class RunManager:
                 await report()
         return self._as_known(self.store.get_run(run_id))
 
-    def _as_known(self, run: dict[str, Any]) -> dict[str, Any]:
+    def _as_known(self, run: Run) -> Run:
         """The run as the store has it, unless it stopped on a failure the store could not record."""
-        error = self.unrecorded.get(run["id"])
-        if error is None or run["id"] in self.live:
+        error = self.unrecorded.get(run.id)
+        if error is None or run.id in self.live:
             return run
-        return {**run, "status": "failed", "error": error}
+        return run.model_copy(update={"status": "failed", "error": error})
 
-    async def _wait_elsewhere(self, run_id: str, seconds: float) -> dict[str, Any]:
+    async def _wait_elsewhere(self, run_id: str, seconds: float) -> Run:
         """A run this process does not execute: read it back until it leaves 'running' or time is up."""
         run = self.store.get_run(run_id)
         with anyio.move_on_after(seconds):
-            while run["status"] == "running" and run.get("owner") and run["owner"] != self.owner:
+            while run.status == "running" and run.owner and run.owner != self.owner:
                 await anyio.sleep(POLL_OTHER_PROCESS_S)
                 run = self.store.get_run(run_id)
         return run
 
     def node_counts(self, run_id: str) -> tuple[int, int]:
         nodes = self.store.nodes_for_run(run_id)
-        return sum(1 for node in nodes if node["status"] == "done"), len(nodes)
+        return sum(1 for node in nodes if node.status == "done"), len(nodes)
 
     async def _run(self, live: LiveRun, deps: RoleDeps) -> None:
         store = self.store
         run_id = live.run_id
         try:
             run = store.get_run(run_id)
-            store.update_run(
-                run_id, status="running", started_at=now(), attempt=(run["attempt"] or 0) + 1, error=None
-            )
+            store.update_run(run_id, status="running", started_at=now(), attempt=run.attempt + 1, error=None)
             with live.scope:
-                result_id = await self._execute(run_id, run["plan_ids"], deps, live)
+                result_id = await self._execute(run_id, run.plan_ids, deps, live)
                 # Failures reach the top synthesis from every node below it (see synthesizer.py).
-                failed = (store.get_handoff(result_id).output or {}).get("failures", [])
+                failed = store.get_handoff(result_id).failures
                 limited = deps.budget.source_limit_reached()
                 store.update_run(
                     run_id,
@@ -228,10 +223,10 @@ class RunManager:
         roots = []
         finishing: dict[str, str] = {"final": "synthesizer"} if len(plans) > 1 else {}
         for plan in plans:
-            root = PlannerOutput.model_validate(plan["tree"]).root
-            self.store.ensure_nodes(run_id, plan_nodes(plan["id"], root))
+            root = plan.tree.root
+            self.store.ensure_nodes(run_id, plan_nodes(plan.id, root))
             roots.append((plan, root))
-            finishing.update(final_roles(plan["id"], root))
+            finishing.update(final_roles(plan.id, root))
         recovered = self.store.recover_run(run_id, finishing)
         if any(recovered.values()):
             logger.info("run %s resumed after an interruption: %s", run_id, recovered)
@@ -239,7 +234,7 @@ class RunManager:
         # Asked to retry: what failed last time runs again, with the nodes above it; nodes that
         # finished whole do not. A plain resume (after a crash) never reruns a node that finished.
         reopened = self.store.reopen_failed_nodes(run_id) if live.retry else []
-        failed = [node["node_id"] for node in self.store.nodes_for_run(run_id) if node["status"] == "failed"]
+        failed = [node.node_id for node in self.store.nodes_for_run(run_id) if node.status == "failed"]
         if reopened or failed:
             logger.info("run %s retries %s (failed) and synthesizes %s again", run_id, failed, reopened)
             self.store.add_event(
@@ -265,8 +260,8 @@ class RunManager:
         failures: list[str] = []  # with several plans, one that fails is named and the others go on
         errors: list[ResearchError] = []
 
-        async def run_plan(index: int, plan: dict[str, Any], root: Any) -> None:
-            context = RunContext(deps=deps, run_id=run_id, plan_id=plan["id"], on_node_done=live.notify)
+        async def run_plan(index: int, plan: StoredPlan, root: PlanNode) -> None:
+            context = RunContext(deps=deps, run_id=run_id, plan_id=plan.id, on_node_done=live.notify)
             try:
                 results[index] = await execute_node(context, root)
             except BudgetExhausted:
@@ -275,7 +270,7 @@ class RunManager:
                 if len(roots) == 1:
                     raise
                 errors.append(error)
-                failures.append(f"Not researched: plan {plan['id']} ({plan['query']!r}) failed: {error}")
+                failures.append(f"Not researched: plan {plan.id} ({plan.query!r}) failed: {error}")
 
         async with anyio.create_task_group() as group:
             for index, (plan, root) in enumerate(roots):
@@ -285,10 +280,10 @@ class RunManager:
         if not results:
             raise errors[0]
         final = self.store.get_node(run_id, "final")
-        if final is not None and final["status"] == "done":
-            return str(final["handoff_id"])
+        if final is not None and final.status == "done" and final.handoff_id:
+            return final.handoff_id
         self.store.start_node(run_id, "final")
-        questions = [plan["query"] for plan, _ in roots]
+        questions = [plan.query for plan, _ in roots]
         result = await synthesize(
             deps,
             title="Answer to all subqueries",
@@ -333,19 +328,21 @@ def first_error(error: BaseException) -> BaseException:
 def partial_report(store: Store, run_id: str, reason: str, backend: str) -> str:
     """A report built without a model from the syntheses that finished before a budget stopped the run."""
     syntheses = [
-        h for h in store.handoffs_for_run(run_id, role="synthesizer") if h.status == "done" and h.output
+        (h.id, h.input_as(SynthesisInput), output)
+        for h in store.handoffs_for_run(run_id, role="synthesizer")
+        if h.status == "done" and (output := h.output_as(StoredSynthesis)) is not None
     ]
-    covered = {fid for h in syntheses for fid in (h.output or {}).get("fact_ids", [])}
+    covered = {fid for _, _, output in syntheses for fid in output.fact_ids}
     # Keep the highest syntheses only: those whose facts are not all inside another finished synthesis.
     tops = [
-        h
-        for h in syntheses
+        (handoff_id, asked, output)
+        for handoff_id, asked, output in syntheses
         if not any(
-            other.id != h.id and set((h.output or {})["fact_ids"]) < set((other.output or {})["fact_ids"])
-            for other in syntheses
+            other_id != handoff_id and set(output.fact_ids) < set(other.fact_ids)
+            for other_id, _, other in syntheses
         )
     ]
-    sections = [f"## {h.input.get('title', '')}\n\n{(h.output or {})['report']}" for h in tops]
+    sections = [f"## {asked.title if asked else ''}\n\n{output.report}" for _, asked, output in tops]
     # Verified facts of extractions that finished but were not synthesized yet: paid for, so shown.
     extractions = [h.id for h in store.handoffs_for_run(run_id, role="extractor") if h.status == "done"]
     loose = [f for f in store.facts_for_handoffs(extractions) if f.verified and f.id not in covered]
@@ -355,36 +352,40 @@ def partial_report(store: Store, run_id: str, reason: str, backend: str) -> str:
             + "\n".join(f"- {fact.statement} [F{fact.id}]" for fact in loose)
         )
         covered |= {fact.id for fact in loose}
-    finished = [n["title"] for n in store.nodes_for_run(run_id) if n["status"] == "done"]
-    unfinished = [n["title"] for n in store.nodes_for_run(run_id) if n["status"] != "done"]
+    nodes = store.nodes_for_run(run_id)
+    finished = [n.title for n in nodes if n.status == "done"]
+    unfinished = [n.title for n in nodes if n.status != "done"]
     report = f"**Partial report: {reason}** Finished parts follow.\n\n" + ("\n\n".join(sections) or "(none)")
     handoff_id = store.start_handoff(
         role="synthesizer",
-        input={"title": "partial report", "questions": [], "input_handoffs": [h.id for h in tops]},
+        input=SynthesisInput(
+            title="partial report", questions=[], input_handoffs=[handoff_id for handoff_id, _, _ in tops]
+        ).model_dump(mode="json", exclude={"discovery"}),
         backend=backend,
         run_id=run_id,
         node_id="partial",
     )
-    cited = sorted({fid for h in tops for fid in (h.output or {}).get("cited", [])} | {f.id for f in loose})
+    cited = sorted({fid for _, _, output in tops for fid in output.cited} | {f.id for f in loose})
     store.finish_handoff(
         handoff_id,
         status="done",
-        output={
-            "report": report,
-            "key_findings": [f for h in tops for f in (h.output or {}).get("key_findings", [])],
-            "confidence": {"level": "low", "reasoning": f"The run stopped early: {reason}."},
-            "gaps": [f"not researched (budget): {title}" for title in unfinished],
-            "contradictions": [],
-            "suggested_followups": [],
-            "fact_ids": sorted(covered),
-            "cited": cited,
-            "citations": {
-                key: sum((h.output or {}).get("citations", {}).get(key, 0) for h in tops)
-                + (len(loose) if key != "dropped" else 0)
-                for key in ("made", "verified", "dropped")
-            },
-            "finished_nodes": finished,
-        },
+        output=StoredSynthesis(
+            report=report,
+            key_findings=[finding for _, _, output in tops for finding in output.key_findings],
+            confidence=Confidence(level="low", reasoning=f"The run stopped early: {reason}."[:1000]),
+            gaps=[f"not researched (budget): {title}" for title in unfinished],
+            contradictions=[],
+            suggested_followups=[],
+            fact_ids=sorted(covered),
+            cited=cited,
+            citations=CitationCounts(
+                made=sum(output.citations.made for _, _, output in tops) + len(loose),
+                verified=sum(output.citations.verified for _, _, output in tops) + len(loose),
+                dropped=sum(output.citations.dropped for _, _, output in tops),
+                links_dropped=sum(output.citations.links_dropped for _, _, output in tops),
+            ),
+            finished_nodes=finished,
+        ),
         summary=[f"partial report: {reason}", f"{len(finished)} nodes finished, {len(unfinished)} not"],
         model="none",
     )

@@ -5,14 +5,13 @@ synthesize again, at the same level: the tree never deepens. Each iteration's de
 
 from __future__ import annotations
 
-from typing import Any
-
-from research_mcp.contracts import Phase, PlanNode, SynthesisOutput
+from research_mcp.contracts import ExtractorInput, Phase, PlanNode, SynthesisOutput
 from research_mcp.errors import BudgetExhausted
 from research_mcp.roles.base import RoleResult
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
 from research_mcp.runs.leaf import choose_sources, extract_sources
+from research_mcp.storage.outputs import StoredSynthesis
 
 __all__ = ["criteria_status", "run_phases"]
 
@@ -26,25 +25,33 @@ def corroboration(fact_ids: list[int], sources: dict[int, tuple[int, int]]) -> i
 
 
 def criteria_status(
-    phase: Phase, output: dict[str, Any], source_of: dict[int, tuple[int, int]]
+    phase: Phase, output: StoredSynthesis, source_of: dict[int, tuple[int, int]]
 ) -> dict[str, bool]:
     """Each criterion of the phase, met or not, judged from a synthesis handoff's output."""
     criteria = phase.criteria
     status: dict[str, bool] = {}
     if criteria.min_corroboration is not None:
-        findings = output.get("key_findings", [])
+        findings = output.key_findings
         status["corroboration"] = bool(findings) and all(
-            corroboration(finding["fact_ids"], source_of) >= criteria.min_corroboration
-            for finding in findings
+            corroboration(finding.fact_ids, source_of) >= criteria.min_corroboration for finding in findings
         )
-    report = output.get("report", "").lower()
+    report = output.report.lower()
     for theme in criteria.themes:
         status[f"theme:{theme}"] = theme.lower() in report
     if criteria.contradictions_resolved:
-        status["contradictions_resolved"] = not output.get("contradictions")
+        status["contradictions_resolved"] = not output.contradictions
     if criteria.min_confidence is not None:
-        status["confidence"] = _LEVELS[output["confidence"]["level"]] >= _LEVELS[criteria.min_confidence]
+        status["confidence"] = _LEVELS[output.confidence.level] >= _LEVELS[criteria.min_confidence]
     return status
+
+
+def _synthesis(rc: RunContext, handoff_id: str) -> tuple[StoredSynthesis, dict[int, tuple[int, int]]]:
+    """A synthesis handoff's output, and the source and corroborations of each fact in its scope."""
+    store = rc.deps.store
+    output = store.get_handoff(handoff_id).output_as(StoredSynthesis)
+    if output is None:
+        raise ValueError(f"handoff {handoff_id} is no finished synthesis")
+    return output, {f.id: (f.source_id, f.corroborations) for f in store.get_facts(output.fact_ids)}
 
 
 async def run_phases(
@@ -57,10 +64,7 @@ async def run_phases(
     for phase in node.phases:
         tokens_at_start = rc.deps.budget.tokens
         for iteration in range(1, phase.max_iterations + 1):
-            output = store.get_handoff(handoff_id).output or {}
-            source_of = {
-                f.id: (f.source_id, f.corroborations) for f in store.get_facts(output.get("fact_ids", []))
-            }
+            output, source_of = _synthesis(rc, handoff_id)
             before = criteria_status(phase, output, source_of)
             unmet = [name for name, met in before.items() if not met]
             if not unmet:
@@ -80,7 +84,7 @@ async def run_phases(
                 store.add_event(rc.run_id, "phase_budget", f"phase {phase.name!r} budget spent", node_id=key)
                 break
             # The model's gaps, not the failures code added to them: those are no search queries.
-            gaps = [gap for gap in output.get("gaps", []) if gap not in output.get("failures", [])]
+            gaps = [gap for gap in output.gaps if gap not in output.failures]
             missing_themes = [name.split(":", 1)[1] for name in unmet if name.startswith("theme:")]
             added_sources: list[str] = []
             new_extractions: list[str] = []
@@ -88,9 +92,9 @@ async def run_phases(
                 for leaf in leaves:
                     leaf_key = node_key(rc.plan_id, leaf.id)
                     used = {
-                        h.input["source_ref"]
+                        asked.source_ref
                         for h in store.handoffs_for_run(rc.run_id, role="extractor")
-                        if h.node_id == leaf_key
+                        if h.node_id == leaf_key and (asked := h.input_as(ExtractorInput)) is not None
                     }
                     widened = leaf.model_copy(
                         update={
@@ -126,11 +130,7 @@ async def run_phases(
                 )
                 raise
             handoff_id = result.handoff_id
-            after_output = store.get_handoff(handoff_id).output or {}
-            source_of = {
-                f.id: (f.source_id, f.corroborations)
-                for f in store.get_facts(after_output.get("fact_ids", []))
-            }
+            after_output, source_of = _synthesis(rc, handoff_id)
             after = criteria_status(phase, after_output, source_of)
             store.add_event(
                 rc.run_id,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import anyio
 
-from research_mcp.contracts import PlannerOutput, PlanNode
+from research_mcp.contracts import PlanNode
 from research_mcp.runs.context import RunContext, leaf_questions
 
 __all__ = ["prior_findings"]
@@ -26,8 +26,8 @@ def asked_by_leaf(rc: RunContext) -> dict[tuple[str, str], set[str]]:
     if rc.asked_by_leaf is None:
         store = rc.deps.store
         rc.asked_by_leaf = {}
-        for plan_id in store.get_run(rc.run_id)["plan_ids"]:
-            root = PlannerOutput.model_validate(store.get_plan(plan_id)["tree"]).root
+        for plan_id in store.get_run(rc.run_id).plan_ids:
+            root = store.get_plan(plan_id).tree.root
             for leaf in root.walk():
                 if leaf.kind == "leaf":
                     rc.asked_by_leaf[(plan_id, leaf.id)] = _asked(leaf, leaf_questions(leaf))

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from research_mcp.contracts import PlanNode
+from research_mcp.errors import NotFound
+from research_mcp.storage.models import Run
 from research_mcp.storage.store import Store
 
 __all__ = [
@@ -106,46 +109,46 @@ def _time(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
-def elapsed_s(run: dict[str, Any]) -> float:
+def elapsed_s(run: Run) -> float:
     """Seconds the run's current attempt has taken: to its end, or to now while it goes on."""
-    started = _time(run.get("started_at"))
+    started = _time(run.started_at)
     if started is None:
         return 0.0
-    finished = _time(run.get("finished_at")) if run["status"] != "running" else None
+    finished = _time(run.finished_at) if run.status != "running" else None
     return max(0.0, ((finished or datetime.now(UTC)) - started).total_seconds())
 
 
-def _node_states(store: Store, run: dict[str, Any]) -> dict[str, str]:
-    started = run.get("started_at") or ""
+def _node_states(store: Store, run: Run) -> dict[str, str]:
+    started = run.started_at or ""
     states = {}
-    for node in store.nodes_for_run(run["id"]):
-        state = node["status"]
-        if state == "done" and started and (node["finished_at"] or "") < started:
+    for node in store.nodes_for_run(run.id):
+        state: str = node.status
+        if state == "done" and started and (node.finished_at or "") < started:
             state = "cached"
-        states[node["node_id"]] = state
+        states[node.node_id] = state
     return states
 
 
-def _node(plan_id: str, raw: dict[str, Any], states: dict[str, str]) -> NodeState:
-    key = f"{plan_id}/{raw['id']}"
+def _node(plan_id: str, node: PlanNode, states: dict[str, str]) -> NodeState:
+    key = f"{plan_id}/{node.id}"
     return NodeState(
         key=key,
-        node_id=raw["id"],
-        kind=raw["kind"],
-        title=raw.get("title", ""),
+        node_id=node.id,
+        kind=node.kind,
+        title=node.title,
         state=states.get(key, "pending"),
-        questions=tuple(raw.get("questions") or ()),
-        children=tuple(_node(plan_id, child, states) for child in raw.get("children", [])),
+        questions=tuple(node.questions),
+        children=tuple(_node(plan_id, child, states) for child in node.children),
     )
 
 
-def plan_tree(store: Store, run: dict[str, Any]) -> list[PlanTree]:
+def plan_tree(store: Store, run: Run) -> list[PlanTree]:
     """The run's plan trees (one per plan), each node with its state; a final synthesis node last."""
     states = _node_states(store, run)
     trees = []
-    for plan_id in run["plan_ids"]:
+    for plan_id in run.plan_ids:
         plan = store.get_plan(plan_id)
-        trees.append(PlanTree(plan_id, plan["query"], _node(plan_id, plan["tree"]["root"], states)))
+        trees.append(PlanTree(plan_id, plan.query, _node(plan_id, plan.tree.root, states)))
     if len(trees) > 1:
         final = NodeState(
             "final", "final", "executor", "Answer to all subqueries", states.get("final", "pending")
@@ -154,9 +157,9 @@ def plan_tree(store: Store, run: dict[str, Any]) -> list[PlanTree]:
     return trees
 
 
-def run_totals(store: Store, run: dict[str, Any]) -> RunTotals:
+def run_totals(store: Store, run: Run) -> RunTotals:
     """Nodes done, sources read, facts (verified and all), tokens, cost and elapsed time of a run."""
-    run_id = run["id"]
+    run_id = run.id
     states = _node_states(store, run)
     usage = store.run_usage(run_id)
     facts, verified = store.fact_counts(run_id)
@@ -166,8 +169,8 @@ def run_totals(store: Store, run: dict[str, Any]) -> RunTotals:
         sources=store.sources_read(run_id),
         facts=facts,
         facts_verified=verified,
-        tokens=int(usage["tokens_in"] + usage["tokens_out"]),
-        cost_usd=float(usage["cost_usd"]),
+        tokens=usage.tokens_in + usage.tokens_out,
+        cost_usd=usage.cost_usd,
         elapsed_s=elapsed_s(run),
     )
 
@@ -175,19 +178,20 @@ def run_totals(store: Store, run: dict[str, Any]) -> RunTotals:
 def recent_runs(store: Store, limit: int) -> list[RunRow]:
     """The `limit` most recent runs, newest first."""
     rows = []
-    for row in store.db.query("SELECT id FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?", [limit]):
-        run = store.get_run(row["id"])
+    for run in store.recent_runs(limit):
         queries = []
-        for plan_id in run["plan_ids"]:
-            found = list(store.db.query("SELECT query FROM plans WHERE id = ?", [plan_id]))
-            queries.append(found[0]["query"] if found else plan_id)
+        for plan_id in run.plan_ids:
+            try:
+                queries.append(store.get_plan(plan_id).query)
+            except NotFound:
+                queries.append(plan_id)
         rows.append(
             RunRow(
-                id=run["id"],
-                status=run["status"],
+                id=run.id,
+                status=run.status,
                 query=" + ".join(queries),
-                backend=run["backend"] or "",
-                created_at=run["created_at"] or "",
+                backend=run.backend,
+                created_at=run.created_at,
                 totals=run_totals(store, run),
             )
         )

@@ -23,7 +23,6 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -41,6 +40,7 @@ from research_mcp.sources.ranking import (
 
 if TYPE_CHECKING:
     from research_mcp.contracts import Embedder
+    from research_mcp.storage.models import CorpusDocumentInfo, CorpusFileState
     from research_mcp.storage.store import Store
     from research_mcp.storage.vectors import KnowledgeIndex
 
@@ -214,12 +214,9 @@ class Corpus:
         embed: bool,
     ) -> None:
         known = {
-            row["path"]: row
-            for row in self._store._all(
-                "SELECT id, path, size, mtime_ns, content_hash FROM corpus_documents WHERE root = ?",
-                (str(root),),
-            )
-            if top == root or PurePosixPath(row["path"]).is_relative_to(top.relative_to(root).as_posix())
+            row.path: row
+            for row in self._store.corpus_files(str(root))
+            if top == root or PurePosixPath(row.path).is_relative_to(top.relative_to(root).as_posix())
         }
         seen: set[str] = set()
         for file in self._walk(root, top, tally.errors):
@@ -233,7 +230,7 @@ class Corpus:
             except OSError as err:
                 tally.errors.append(f"{rel}: cannot be read ({err.strerror}); skipped")
                 continue
-            if row is not None and row["size"] == stat.st_size and row["mtime_ns"] == stat.st_mtime_ns:
+            if row is not None and row.size == stat.st_size and row.mtime_ns == stat.st_mtime_ns:
                 tally.unchanged += 1
                 continue
             if stat.st_size > MAX_FILE_BYTES:
@@ -246,12 +243,8 @@ class Corpus:
                 continue
             tally.read += 1
             digest = hashlib.sha256(data).hexdigest()
-            if row is not None and row["content_hash"] == digest:
-                with self._store.write() as conn:
-                    conn.execute(
-                        "UPDATE corpus_documents SET size = ?, mtime_ns = ? WHERE id = ?",
-                        (stat.st_size, stat.st_mtime_ns, row["id"]),
-                    )
+            if row is not None and row.content_hash == digest:
+                self._store.touch_corpus_document(row.id, size=stat.st_size, mtime_ns=stat.st_mtime_ns)
                 tally.unchanged += 1
                 continue
             try:
@@ -277,7 +270,7 @@ class Corpus:
                     self._drop_vectors(err)
         gone = [row for path, row in known.items() if path not in seen]
         for row in gone:
-            self._delete(row["id"])
+            self._delete(row.id)
         tally.removed += len(gone)
 
     def _walk(self, root: Path, top: Path, errors: list[str]) -> Iterator[Path]:
@@ -315,61 +308,46 @@ class Corpus:
             return None
         return target
 
-    def _fail(self, tally: _Tally, row: dict[str, Any] | None, message: str | None) -> None:
+    def _fail(self, tally: _Tally, row: CorpusFileState | None, message: str | None) -> None:
         """Report a file that cannot be indexed; its earlier version, if any, leaves the index."""
         if message is not None:
             tally.errors.append(message)
         if row is not None:
-            self._delete(row["id"])
+            self._delete(row.id)
             tally.removed += 1
 
     def _save(
-        self, root: Path, rel: str, title: str, text: str, digest: str, stat: os.stat_result, row: Any
+        self,
+        root: Path,
+        rel: str,
+        title: str,
+        text: str,
+        digest: str,
+        stat: os.stat_result,
+        row: CorpusFileState | None,
     ) -> list[tuple[int, str, dict[str, Any]]]:
         """Store a new or changed document and its chunks; return the chunks to embed."""
-        values = (title, digest, stat.st_size, stat.st_mtime_ns, text, datetime.now(UTC).isoformat())
-        with self._store.write() as conn:
-            if row is None:
-                cursor = conn.execute(
-                    "INSERT INTO corpus_documents"
-                    " (title, content_hash, size, mtime_ns, text, indexed_at, root, path)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (*values, str(root), rel),
-                )
-                doc_id = int(cursor.lastrowid or 0)
-                old_chunks: list[int] = []
-            else:
-                doc_id = row["id"]
-                conn.execute(
-                    "UPDATE corpus_documents SET title = ?, content_hash = ?, size = ?, mtime_ns = ?,"
-                    " text = ?, indexed_at = ? WHERE id = ?",
-                    (*values, doc_id),
-                )
-                old_chunks = [
-                    r[0] for r in conn.execute("SELECT id FROM corpus_chunks WHERE doc_id = ?", (doc_id,))
-                ]
-                conn.execute("DELETE FROM corpus_chunks WHERE doc_id = ?", (doc_id,))
-            chunks = []
-            for ordinal, (start, end) in enumerate(chunk_spans(text)):
-                cursor = conn.execute(
-                    'INSERT INTO corpus_chunks (doc_id, ordinal, title, text, start, "end")'
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (doc_id, ordinal, title, text[start:end], start, end),
-                )
-                chunks.append(
-                    (int(cursor.lastrowid or 0), embedding_text(title, text[start:end]), {"doc_id": doc_id})
-                )
+        spans = list(chunk_spans(text))
+        doc_id, old_chunks, chunk_ids = self._store.save_corpus_document(
+            doc_id=None if row is None else row.id,
+            root=str(root),
+            path=rel,
+            title=title,
+            text=text,
+            content_hash=digest,
+            size=stat.st_size,
+            mtime_ns=stat.st_mtime_ns,
+            spans=spans,
+        )
         if old_chunks and self._index is not None:
             self._index.delete("chunks", old_chunks)
-        return chunks
+        return [
+            (chunk_id, embedding_text(title, text[start:end]), {"doc_id": doc_id})
+            for chunk_id, (start, end) in zip(chunk_ids, spans, strict=True)
+        ]
 
     def _delete(self, doc_id: int) -> None:
-        with self._store.write() as conn:
-            chunk_ids = [
-                r[0] for r in conn.execute("SELECT id FROM corpus_chunks WHERE doc_id = ?", (doc_id,))
-            ]
-            conn.execute("DELETE FROM corpus_chunks WHERE doc_id = ?", (doc_id,))
-            conn.execute("DELETE FROM corpus_documents WHERE id = ?", (doc_id,))
+        chunk_ids = self._store.delete_corpus_document(doc_id)
         if chunk_ids and self._index is not None:
             self._index.delete("chunks", chunk_ids)
 
@@ -385,8 +363,7 @@ class Corpus:
 
     def _vectors_out_of_step(self) -> bool:
         assert self._index is not None
-        row = self._store._one("SELECT COUNT(*) AS n FROM corpus_chunks")
-        return row is not None and self._index.count("chunks") != row["n"]
+        return self._index.count("chunks") != self._store.corpus_chunk_count()
 
     def rebuild_vectors(self) -> None:
         """Re-embed every chunk from SQLite: the vector index is derived data and may be lost."""
@@ -396,41 +373,36 @@ class Corpus:
         self._index.reset("chunks")
         last = 0
         while True:
-            rows = self._store._all(
-                "SELECT id, doc_id, title, text FROM corpus_chunks WHERE id > ? ORDER BY id LIMIT ?",
-                (last, EMBED_BATCH),
-            )
-            if not rows:
+            chunks = self._store.corpus_chunks_after(last, EMBED_BATCH)
+            if not chunks:
                 return
             self._index.add(
-                "chunks",
-                [(r["id"], embedding_text(r["title"], r["text"]), {"doc_id": r["doc_id"]}) for r in rows],
+                "chunks", [(c.id, embedding_text(c.title, c.text), {"doc_id": c.doc_id}) for c in chunks]
             )
-            last = rows[-1]["id"]
+            last = chunks[-1].id
 
     # --- reading -------------------------------------------------------------------------------
 
+    @property
+    def _root_names(self) -> list[str]:
+        return [str(root) for root in self.roots]
+
     def document_count(self) -> int:
-        marks = ", ".join("?" for _ in self.roots) or "NULL"
-        row = self._store._one(
-            f"SELECT COUNT(*) AS n FROM corpus_documents WHERE root IN ({marks})",
-            [str(r) for r in self.roots],
-        )
-        return 0 if row is None else int(row["n"])
+        return self._store.corpus_document_count(self._root_names)
 
     def read(self, doc_id: int) -> CorpusDocument:
         """A document of the configured folders by id; NotFound otherwise."""
-        row = self._store._one("SELECT * FROM corpus_documents WHERE id = ?", (doc_id,))
-        if row is None or Path(row["root"]) not in self.roots:
+        row = self._store.corpus_document(doc_id)
+        if row is None or Path(row.root) not in self.roots:
             raise NotFound("corpus document", f"corpus:{doc_id}")
         return CorpusDocument(
-            doc_id=row["id"],
-            ref=f"corpus:{row['id']}",
-            root=row["root"],
-            path=row["path"],
-            title=row["title"],
-            text=row["text"],
-            content_hash=row["content_hash"],
+            doc_id=row.id,
+            ref=f"corpus:{row.id}",
+            root=row.root,
+            path=row.path,
+            title=row.title,
+            text=row.text,
+            content_hash=row.content_hash,
         )
 
     # --- search --------------------------------------------------------------------------------
@@ -467,8 +439,8 @@ class Corpus:
             CorpusHit(
                 doc_id=doc_id,
                 ref=f"corpus:{doc_id}",
-                path=docs[doc_id]["path"],
-                title=docs[doc_id]["title"],
+                path=docs[doc_id].path,
+                title=docs[doc_id].title,
                 snippet=snippet(texts.get(doc_id, ""), words),
                 score=fused.score[doc_id],
             )
@@ -480,33 +452,14 @@ class Corpus:
         """Each document's matched chunk text (its first chunk when only a link found it)."""
         ids = [chunk[d] for d in doc_ids if chunk[d] is not None]
         firsts = [d for d in doc_ids if chunk[d] is None]
-        rows = self._store._all(
-            f"SELECT doc_id, text FROM corpus_chunks WHERE id IN ({', '.join('?' for _ in ids)})"
-            f" OR (ordinal = 0 AND doc_id IN ({', '.join('?' for _ in firsts)}))",
-            [*ids, *firsts],
-        )
-        return {r["doc_id"]: r["text"] for r in rows}
+        return self._store.corpus_chunk_texts([i for i in ids if i is not None], firsts)
 
     def _lexical(self, query: str, pool: int) -> list[tuple[int, int]]:
         """BM25 ranking of documents by their best chunk: ``[(doc_id, chunk_id)]``."""
         match = fts_query(query)
         if match is None:
             return []
-        marks = ", ".join("?" for _ in self.roots)
-        # MATERIALIZED keeps bm25() in the full-text query; MIN() makes SQLite take the other
-        # bare columns from the row holding the minimum, so each document keeps its best chunk.
-        rows = self._store._all(
-            "WITH scored AS MATERIALIZED ("
-            " SELECT c.id AS chunk_id, c.doc_id AS doc_id,"
-            f" bm25(corpus_chunks_fts, {BM25_WEIGHTS[0]}, {BM25_WEIGHTS[1]}) AS score FROM corpus_chunks_fts"
-            " JOIN corpus_chunks c ON c.id = corpus_chunks_fts.rowid"
-            " JOIN corpus_documents d ON d.id = c.doc_id"
-            f" WHERE corpus_chunks_fts MATCH ? AND d.root IN ({marks}))"
-            " SELECT chunk_id, doc_id, MIN(score) AS score FROM scored"
-            " GROUP BY doc_id ORDER BY score, doc_id LIMIT ?",
-            [match, *(str(r) for r in self.roots), pool],
-        )
-        return [(r["doc_id"], r["chunk_id"]) for r in rows]
+        return self._store.corpus_bm25(match, self._root_names, weights=BM25_WEIGHTS, limit=pool)
 
     def _linked(self, query: str, seeds: list[tuple[int, int | None]]) -> list[tuple[int, int | None]]:
         """Documents named in the query, then those named in the seeds' matched passages."""
@@ -519,17 +472,9 @@ class Corpus:
 
     def _title_index(self) -> TitleIndex:
         """The titles of the configured folders' documents, rebuilt when the documents change."""
-        marks = ", ".join("?" for _ in self.roots)
-        roots = [str(r) for r in self.roots]
-        state = self._store._one(
-            f"SELECT COUNT(*) AS n, MAX(id) AS last, MAX(indexed_at) AS at FROM corpus_documents"
-            f" WHERE root IN ({marks})",
-            roots,
-        )
-        key = tuple(state.values()) if state else ()
+        key = self._store.corpus_titles_version(self._root_names)
         if self._titles is None or self._titles[0] != key:
-            rows = self._store._all(f"SELECT id, title FROM corpus_documents WHERE root IN ({marks})", roots)
-            self._titles = (key, TitleIndex((r["id"], r["title"]) for r in rows))
+            self._titles = (key, TitleIndex(iter(self._store.corpus_titles(self._root_names))))
         return self._titles[1]
 
     def _dense(self, query: str, pool: int) -> list[tuple[int, int]]:
@@ -545,13 +490,6 @@ class Corpus:
         in_scope = self._in_scope([doc_id for doc_id, _ in ranking])
         return [(doc_id, chunk_id) for doc_id, chunk_id in ranking if doc_id in in_scope]
 
-    def _in_scope(self, doc_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-        """Rows (id, path, title) of those documents that exist and belong to a configured folder."""
-        if not doc_ids:
-            return {}
-        roots = {str(r) for r in self.roots}
-        marks = ", ".join("?" for _ in doc_ids)
-        rows = self._store._all(
-            f"SELECT id, root, path, title FROM corpus_documents WHERE id IN ({marks})", list(doc_ids)
-        )
-        return {r["id"]: r for r in rows if r["root"] in roots}
+    def _in_scope(self, doc_ids: Sequence[int]) -> dict[int, CorpusDocumentInfo]:
+        """Those documents that exist and belong to a configured folder, by id."""
+        return self._store.corpus_documents(doc_ids, self._root_names)

@@ -28,19 +28,19 @@ prints the probes behind them:
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 import threading
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from research_mcp.citations import same_claim
 from research_mcp.contracts import Fact
 from research_mcp.errors import ResearchError
-from research_mcp.storage.store import NewFact, Store, now
+from research_mcp.storage.models import KnownFact, NewFact
+from research_mcp.storage.outputs import CachedOutput
+from research_mcp.storage.store import Store
 from research_mcp.storage.vectors import KnowledgeIndex
 
 __all__ = [
@@ -66,16 +66,6 @@ REINDEX_BATCH = 512
 
 # What an index or embedder failure can raise, beside the Qdrant errors the index absorbs itself.
 _INDEX_FAILURES = (ResearchError, OSError, RuntimeError, ValueError, sqlite3.Error)
-
-
-@dataclass(frozen=True)
-class CachedOutput:
-    """A finished handoff's output, reusable for the same inputs."""
-
-    handoff_id: str
-    output: dict[str, Any]
-    summary: list[str]
-    model: str
 
 
 class KnowledgeBase:
@@ -119,13 +109,13 @@ class KnowledgeBase:
         if not self.available or not fact_ids:
             return
         try:
-            rows = self._rows(fact_ids)
+            rows = self.store.known_facts(fact_ids)
             if not rows:
                 return
             assert self.index is not None
             # Embedding is the slow part and needs no lock; searching and merging do, so that two
             # extractions stating one claim at once cannot both index it as new.
-            vectors = self.index.embedder.embed([row["statement"] for row in rows])
+            vectors = self.index.embedder.embed([row.statement for row in rows])
             with self._merging:
                 self._merge_or_index(rows, vectors)
         except _INDEX_FAILURES:
@@ -133,66 +123,35 @@ class KnowledgeBase:
                 "facts %s are stored but not indexed; `research-mcp reindex` catches up", fact_ids
             )
 
-    def _merge_or_index(self, rows: list[dict[str, Any]], vectors: Any) -> None:
+    def _merge_or_index(self, rows: list[KnownFact], vectors: Any) -> None:
         assert self.index is not None
         unique = []
         for row, vector in zip(rows, vectors, strict=True):
             target = self._duplicate_of(row, vector)
             if target is None:
-                unique.append((row["id"], vector, _payload(row)))
+                unique.append((row.id, vector, _payload(row)))
             else:
-                self._merge(row["id"], target)
+                self.store.merge_fact(row.id, target)
         self.index.add_vectors("facts", unique)
 
-    def _duplicate_of(self, row: dict[str, Any], vector: Any) -> int | None:
+    def _duplicate_of(self, row: KnownFact, vector: Any) -> int | None:
         """The canonical verified fact from another source that states the same claim, if any."""
         assert self.index is not None
         hits = self.index.search_vector("facts", vector, limit=MERGE_CANDIDATES, min_score=DEDUP_THRESHOLD)
-        known = {candidate["id"]: candidate for candidate in self._rows([hit.id for hit in hits])}
+        known = {candidate.id: candidate for candidate in self.store.known_facts([hit.id for hit in hits])}
         for hit in hits:
             candidate = known.get(hit.id)
             if (
                 candidate is not None
-                and candidate["ref"] != row["ref"]
-                and same_claim(candidate["statement"], row["statement"])
+                and candidate.ref != row.ref
+                and same_claim(candidate.statement, row.statement)
             ):
-                return int(candidate["id"])
+                return candidate.id
         return None
-
-    def _merge(self, fact_id: int, canonical_id: int) -> None:
-        with self.store.write() as conn:
-            conn.execute("UPDATE facts SET canonical_id = ? WHERE id = ?", (canonical_id, fact_id))
-            conn.execute("UPDATE fact_citations SET fact_id = ? WHERE fact_id = ?", (canonical_id, fact_id))
-            conn.execute(
-                "UPDATE facts SET corroborations = (SELECT COUNT(DISTINCT s.ref) FROM fact_citations c"
-                " JOIN sources s ON s.id = c.source_id WHERE c.fact_id = ?) WHERE id = ?",
-                (canonical_id, canonical_id),
-            )
 
     def relink(self, handoff_id: str, fact_ids: Sequence[int]) -> None:
         """A reused extraction found these facts again: each gets a citation from the new handoff."""
-        if not fact_ids:
-            return
-        marks = ", ".join("?" for _ in fact_ids)
-        with self.store.write() as conn:
-            conn.execute(
-                "INSERT INTO fact_citations (fact_id, source_id, quote, start, end, handoff_id, created_at)"
-                f" SELECT COALESCE(canonical_id, id), source_id, quote, start, end, ?, ? FROM facts"
-                f" WHERE id IN ({marks}) ORDER BY id",
-                [handoff_id, now(), *fact_ids],
-            )
-
-    def _rows(self, fact_ids: Sequence[int]) -> list[dict[str, Any]]:
-        """Verified canonical facts with what the index and the freshness rule need, in id order."""
-        if not fact_ids:
-            return []
-        marks = ", ".join("?" for _ in fact_ids)
-        return self.store._all(
-            "SELECT f.id, f.statement, f.run_id, f.source_id, f.question, s.ref, s.kind, s.fetched_at"
-            f" FROM facts f JOIN sources s ON s.id = f.source_id WHERE f.id IN ({marks}) AND f.verified = 1"
-            " AND f.canonical_id IS NULL ORDER BY f.id",
-            list(fact_ids),
-        )
+        self.store.relink_facts(handoff_id, fact_ids)
 
     # --- prior findings ------------------------------------------------------------------------
 
@@ -212,7 +171,7 @@ class KnowledgeBase:
         scores = self._scores(questions, limit=limit * 3)
         usable = self._fresh(scores)
         if others:
-            asked = self._asked_by(usable)
+            asked = self.store.questions_asking(usable)
             usable = [
                 fid
                 for fid in usable
@@ -246,45 +205,18 @@ class KnowledgeBase:
         """Those still canonical and verified whose source is not a web page read too long ago."""
         cutoff = datetime.now(UTC) - self.web_max_age
         return [
-            row["id"]
-            for row in self._rows(sorted(fact_ids))
-            if row["kind"] != "web" or datetime.fromisoformat(row["fetched_at"]) >= cutoff
+            row.id
+            for row in self.store.known_facts(sorted(fact_ids))
+            if row.kind != "web" or datetime.fromisoformat(row.fetched_at) >= cutoff
         ]
-
-    def _asked_by(self, fact_ids: Sequence[int]) -> dict[int, set[str]]:
-        """The questions of the extractions that found each fact."""
-        if not fact_ids:
-            return {}
-        marks = ", ".join("?" for _ in fact_ids)
-        rows = self.store._all(
-            "SELECT c.fact_id, h.input FROM fact_citations c JOIN handoffs h ON h.id = c.handoff_id"
-            f" WHERE c.fact_id IN ({marks})",
-            list(fact_ids),
-        )
-        asked: dict[int, set[str]] = {}
-        for row in rows:
-            questions = json.loads(row["input"] or "{}").get("questions", [])
-            asked.setdefault(row["fact_id"], set()).update(questions)
-        return asked
 
     # --- reuse ---------------------------------------------------------------------------------
 
     def cached_output(self, key: str) -> CachedOutput | None:
-        row = self.store._one(
-            "SELECT h.id, h.output, h.summary, h.model FROM output_cache c JOIN handoffs h ON h.id = c.handoff_id"
-            " WHERE c.key = ? AND h.status = 'done'",
-            (key,),
-        )
-        if row is None or row["output"] is None:
-            return None
-        return CachedOutput(row["id"], json.loads(row["output"]), json.loads(row["summary"]), row["model"])
+        return self.store.cached_output(key)
 
     def remember_output(self, key: str, role: str, handoff_id: str) -> None:
-        with self.store.write() as conn:
-            conn.execute(
-                "INSERT OR IGNORE INTO output_cache (key, role, handoff_id, created_at) VALUES (?, ?, ?, ?)",
-                (key, role, handoff_id, now()),
-            )
+        self.store.remember_output(key, role, handoff_id)
 
     # --- rebuilding the index ------------------------------------------------------------------
 
@@ -296,26 +228,19 @@ class KnowledgeBase:
         self.index.reset("facts")
         last, indexed = 0, 0
         while True:
-            ids = [
-                row["id"]
-                for row in self.store._all(
-                    "SELECT id FROM facts WHERE id > ? AND verified = 1 AND canonical_id IS NULL"
-                    " ORDER BY id LIMIT ?",
-                    (last, REINDEX_BATCH),
-                )
-            ]
+            ids = self.store.known_fact_ids(after=last, limit=REINDEX_BATCH)
             if not ids:
                 return indexed
-            rows = self._rows(ids)
-            self.index.add("facts", [(row["id"], row["statement"], _payload(row)) for row in rows])
+            rows = self.store.known_facts(ids)
+            self.index.add("facts", [(row.id, row.statement, _payload(row)) for row in rows])
             indexed += len(rows)
             last = ids[-1]
 
 
-def _payload(row: dict[str, Any]) -> dict[str, Any]:
+def _payload(row: KnownFact) -> dict[str, Any]:
     return {
-        "run_id": row["run_id"],
-        "source_id": row["source_id"],
-        "question": row["question"],
-        "source_kind": row["kind"],
+        "run_id": row.run_id,
+        "source_id": row.source_id,
+        "question": row.question,
+        "source_kind": row.kind,
     }

@@ -11,6 +11,7 @@ import pytest
 from research_mcp.citations import same_claim
 from research_mcp.llm.embeddings import default_embedder
 from research_mcp.storage.knowledge_base import DEDUP_THRESHOLD, KnowledgeBase
+from research_mcp.storage.models import Citation
 from research_mcp.storage.store import Store
 from research_mcp.storage.vectors import KnowledgeIndex
 from tests.knowledge.kb import record, source
@@ -55,8 +56,8 @@ def test_two_near_duplicate_facts_from_different_sources_merge_with_both_citatio
     assert (canonical.statement, canonical.source_id, canonical.corroborations) == (COMPLETED, guide.id, 2)
     at_guide, at_history = guide.text.index(COMPLETED), history.text.index(FINISHED)
     assert store.citations([first])[first] == [
-        {"source_id": guide.id, "quote": COMPLETED, "start": at_guide, "end": at_guide + len(COMPLETED)},
-        {"source_id": history.id, "quote": FINISHED, "start": at_history, "end": at_history + len(FINISHED)},
+        Citation(source_id=guide.id, quote=COMPLETED, start=at_guide, end=at_guide + len(COMPLETED)),
+        Citation(source_id=history.id, quote=FINISHED, start=at_history, end=at_history + len(FINISHED)),
     ]
     assert knowledge.index is not None and knowledge.index.count("facts") == 1
 

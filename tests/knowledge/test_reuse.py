@@ -73,7 +73,7 @@ async def test_a_second_run_of_the_same_plan_makes_at_most_a_tenth_of_the_calls_
     assert (two.metadata.llm_calls, two.metadata.tokens_in) == (0, 0)
     assert second["metrics"]["facts"] == first["metrics"]["facts"] > 0
     reused = store.handoffs_for_run(second["id"])
-    assert len(reused) == 10 and all(h.status == "done" and h.output["cached"] for h in reused)
+    assert len(reused) == 10 and all(h.status == "done" and h.output and h.output.cached for h in reused)
     assert "F" in facts_view.structured_content["text"]
 
 
@@ -92,11 +92,12 @@ async def test_extracting_the_same_source_twice_asks_the_model_once() -> None:
     assert [call.role for call in model.calls] == ["extractor", "extractor"]  # the repeat was reused
     store = Store(Settings().database_path)
     reused = store.get_handoff(again.structured_content["id"])
-    assert reused.output is not None and reused.output["cached"] is True
-    assert reused.output["cached_from"] == first.structured_content["id"]
-    assert reused.output["fact_ids"] == store.get_handoff(first.structured_content["id"]).output["fact_ids"]
+    assert reused.output is not None and reused.output.cached is True
+    assert reused.output.cached_from == first.structured_content["id"]
+    assert reused.fact_ids == store.get_handoff(first.structured_content["id"]).fact_ids != []
     assert again.structured_content["metrics"] == first.structured_content["metrics"]
-    assert store.get_handoff(other.structured_content["id"]).output.get("cached") is None
+    fresh = store.get_handoff(other.structured_content["id"]).output
+    assert fresh is not None and fresh.cached is False
 
 
 async def test_another_model_does_not_reuse_an_extraction() -> None:

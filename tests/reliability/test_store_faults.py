@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from research_mcp.contracts import Confidence
 from research_mcp.errors import StoreBusy, StoreFull
+from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import INTERRUPTED, NewFact, Store, process_owner
+
+
+def synthesis(report: str) -> StoredSynthesis:
+    return StoredSynthesis(report=report, confidence=Confidence(level="low", reasoning="a test"))
 
 
 def fact(source_id: int, n: int) -> NewFact:
@@ -76,22 +82,24 @@ def test_resuming_closes_interrupted_handoffs_and_completes_a_node_whose_final_h
     )
     for key in ("p/done", "p/committed", "p/midway"):
         store.start_node(run_id, key)
-    finished = store.start_handoff(role="synthesizer", input={}, backend="s", run_id=run_id, node_id="p/done")
-    store.finish_handoff(finished, status="done", output={"report": "a"}, summary=["a"])
+    asked = {"title": "t", "questions": [], "input_handoffs": []}
+    finished = store.start_handoff(
+        role="synthesizer", input=asked, backend="s", run_id=run_id, node_id="p/done"
+    )
+    store.finish_handoff(finished, status="done", output=synthesis("a"), summary=["a"])
     store.finish_node(run_id, "p/done", "done", finished)
     # The process died after committing this node's synthesis, before recording the node as done.
     committed = store.start_handoff(
-        role="synthesizer", input={}, backend="s", run_id=run_id, node_id="p/committed"
+        role="synthesizer", input=asked, backend="s", run_id=run_id, node_id="p/committed"
     )
-    store.finish_handoff(committed, status="done", output={"report": "b"}, summary=["b"])
+    store.finish_handoff(committed, status="done", output=synthesis("b"), summary=["b"])
     # ... and while this node's extraction was under way.
-    midway = store.start_handoff(role="extractor", input={}, backend="s", run_id=run_id, node_id="p/midway")
+    read = {"source_id": 1, "source_ref": "text:x", "source_title": "x", "questions": ["why?"]}
+    midway = store.start_handoff(role="extractor", input=read, backend="s", run_id=run_id, node_id="p/midway")
 
     tidied = store.recover_run(run_id, {key: "synthesizer" for key in ("p/done", "p/committed", "p/midway")})
 
-    nodes = {
-        n["node_id"]: (n["status"], n["handoff_id"], n["runs_started"]) for n in store.nodes_for_run(run_id)
-    }
+    nodes = {n.node_id: (n.status, n.handoff_id, n.runs_started) for n in store.nodes_for_run(run_id)}
     assert nodes == {
         "p/done": ("done", finished, 1),
         "p/committed": ("done", committed, 1),
@@ -99,7 +107,7 @@ def test_resuming_closes_interrupted_handoffs_and_completes_a_node_whose_final_h
     }
     assert store.get_handoff(midway).status == "failed"
     assert store.get_handoff(midway).error == INTERRUPTED
-    assert store.get_handoff(committed).output == {"report": "b"}
+    assert store.get_handoff(committed).output == synthesis("b")
     assert tidied == {"nodes_completed": 1, "handoffs_interrupted": 1, "nodes_reset": 1}
 
 
@@ -116,4 +124,4 @@ def test_a_run_owned_by_a_live_process_is_not_claimed_by_another_but_one_whose_o
     dead = f"{host}:{2**22 + 12345}"  # above pid_max: no such process
     store.update_run(run_id, owner=dead)
     assert store.claim_run(run_id, process_owner()) is None
-    assert store.get_run(run_id)["owner"] == process_owner()
+    assert store.get_run(run_id).owner == process_owner()

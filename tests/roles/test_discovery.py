@@ -11,6 +11,7 @@ from mcp import Client
 from research_mcp.config import Settings
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server
+from research_mcp.storage.outputs import StoredCuration
 from research_mcp.storage.store import Store
 from tests.sources.fake_tavily import FakeTavily
 from tests.sources.loopback import LoopbackServer
@@ -81,4 +82,5 @@ async def test_a_discovery_leaf_feeds_its_ranked_sources_to_its_sibling_leaf(
     assert "Tidal power" in sources.structured_content["text"]
     store = Store(Settings().database_path)
     (scout,) = store.handoffs_for_run(run.structured_content["id"], role="scout")
-    assert [s["ref"] for s in scout.output["sources"]] == [pages.url("/tides.html"), pages.url("/waves.html")]
+    assert isinstance(scout.output, StoredCuration)
+    assert [s.ref for s in scout.output.sources] == [pages.url("/tides.html"), pages.url("/waves.html")]

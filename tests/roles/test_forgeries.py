@@ -26,6 +26,7 @@ from research_mcp.llm.extractive.synthesizer import synthesize as extractive_syn
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.reports import safe_markdown
 from research_mcp.server.app import create_server
+from research_mcp.storage.outputs import StoredSynthesis
 
 from .test_workflow import TEXT_A, leaf, plan_of, run_plan, store
 
@@ -81,11 +82,11 @@ async def test_no_forged_citation_or_foreign_link_reaches_any_view_or_export() -
         texts[f"export.{fmt}"] = export_run(store(), run["id"], fmt)
     assert {name: forgeries_in(text) for name, text in texts.items() if forgeries_in(text)} == {}
     # The real citation survives, in the server's own spelling, and the forgeries are counted.
-    real = store().get_handoff(store().get_run(run["id"])["result_handoff_id"]).output
-    assert real is not None
-    assert re.search(r"efficient \[F\d+\]\.", real["report"])
-    assert real["citations"]["dropped"] >= len(FORGED)
-    assert real["citations"]["links_dropped"] >= 4
+    real = store().get_handoff(store().get_run(run["id"]).result_handoff_id or "").output
+    assert isinstance(real, StoredSynthesis)
+    assert re.search(r"efficient \[F\d+\]\.", real.report)
+    assert real.citations.dropped >= len(FORGED)
+    assert real.citations.links_dropped >= 4
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from research_mcp.config import Settings
 from research_mcp.roles.base import load_prompt
 from research_mcp.roles.framing import frame
 from research_mcp.server.app import create_server
+from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import Store
 from tests.fake_http import ScriptedResponse
 from tests.llm.fake_anthropic import FakeMessagesAPI, tool_use_response
@@ -181,8 +182,8 @@ async def test_an_injected_page_is_framed_as_data_and_an_obeying_model_forges_no
     assert metrics["citations_verified"] == 1
     assert metrics["citations_made"] == 3
     store = Store(Settings().database_path)
-    result = store.get_handoff(store.get_run(run_id)["result_handoff_id"])
-    assert result.output is not None and result.output["citations"]["dropped"] == 1
+    result = store.get_handoff(store.get_run(run_id).result_handoff_id or "")
+    assert isinstance(result.output, StoredSynthesis) and result.output.citations.dropped == 1
     [source_line] = sources["text"].splitlines()
     assert page in source_line and "registry.invalid" not in sources["text"]
 

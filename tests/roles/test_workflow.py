@@ -16,12 +16,14 @@ from research_mcp.contracts import (
     PlannerInput,
     PlannerOutput,
     PlanNode,
+    SynthesisInput,
     SynthesisOutput,
     SynthesisPayload,
 )
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server
+from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis
 from research_mcp.storage.store import Store
 
 TEXT_A = (
@@ -132,11 +134,11 @@ async def test_an_unmet_phase_criterion_iterates_until_max_iterations_and_logs_e
         run = await run_plan(client, plan_of(leaf("solar", TEXT_A), leaf("wind", TEXT_B), phases=[phase]))
     assert run["status"] == "done"
     events = store().events_for_run(run["id"])
-    iterations = [e for e in events if e["kind"] == "iteration"]
-    assert [e["data"]["iteration"] for e in iterations] == [1, 2]
-    assert all(e["data"]["why"] == ["theme:geothermal"] for e in iterations)
-    assert all(e["data"]["criteria_after"] == {"theme:geothermal": False} for e in iterations)
-    assert any(e["kind"] == "phase_unmet" and "max_iterations=3" in e["message"] for e in events)
+    iterations = [e.data for e in events if e.kind == "iteration" and e.data]
+    assert [data["iteration"] for data in iterations] == [1, 2]
+    assert all(data["why"] == ["theme:geothermal"] for data in iterations)
+    assert all(data["criteria_after"] == {"theme:geothermal": False} for data in iterations)
+    assert any(e.kind == "phase_unmet" and "max_iterations=3" in e.message for e in events)
     # Re-synthesis happens at the same level: no node was added to the tree.
     assert len(store().nodes_for_run(run["id"])) == 3
 
@@ -145,7 +147,7 @@ async def test_a_met_phase_criterion_stops_iterating() -> None:
     phase = {"name": "coverage", "criteria": {"themes": ["electricity"]}, "max_iterations": 3}
     async with Client(create_server(model=ScriptedModel(team_script))) as client:
         run = await run_plan(client, plan_of(leaf("solar", TEXT_A), phases=[phase]))
-    kinds = [e["kind"] for e in store().events_for_run(run["id"])]
+    kinds = [e.kind for e in store().events_for_run(run["id"])]
     assert "phase_met" in kinds and "iteration" not in kinds
 
 
@@ -221,8 +223,8 @@ async def test_a_citation_to_a_fact_outside_the_inputs_is_dropped_and_counted() 
         run = await run_plan(client, plan_of(leaf("solar", TEXT_A)))
         report = await client.call_tool("report_results", {"id": run["id"], "view": "report"})
     assert "[F99999]" not in report.structured_content["text"]
-    root = store().get_handoff(store().get_run(run["id"])["result_handoff_id"])
-    assert root.output is not None and root.output["citations"]["dropped"] == 1
+    root = store().get_handoff(store().get_run(run["id"]).result_handoff_id or "")
+    assert isinstance(root.output, StoredSynthesis) and root.output.citations.dropped == 1
 
 
 @pytest.mark.parametrize(
@@ -259,10 +261,10 @@ async def test_insights_appear_exactly_when_their_triggers_fire(
             "extract_source", {"source": text, "questions": [], "task_spec": spec}
         )
     output = store().get_handoff(result.structured_content["id"]).output
-    assert output is not None
-    assert bool(output["follow_up_questions"]) is fires
-    assert bool(output["source_identified_gaps"]) is fires
-    assert bool(output["linked_candidate_sources"]) is fires
+    assert isinstance(output, StoredExtraction)
+    assert bool(output.follow_up_questions) is fires
+    assert bool(output.source_identified_gaps) is fires
+    assert bool(output.linked_candidate_sources) is fires
 
 
 async def test_scout_sources_never_starts_an_executor() -> None:
@@ -288,12 +290,13 @@ async def test_two_plans_executed_together_end_in_one_synthesis() -> None:
         run = await client.call_tool("execute_plan", {"plan_ids": ids, "wait_seconds": 20})
     assert run.structured_content["status"] == "done"
     s = store()
-    result = s.get_handoff(s.get_run(run.structured_content["id"])["result_handoff_id"])
+    result = s.get_handoff(s.get_run(run.structured_content["id"]).result_handoff_id or "")
     assert result.node_id == "final"
-    assert result.input["questions"] == ["solar power", "wind power"]
+    assert isinstance(result.input, SynthesisInput)
+    assert result.input.questions == ["solar power", "wind power"]
     # one synthesis per leaf, per plan root, and the final one
     assert len(model.calls_for("synthesizer")) == 2 + 2 + 1
-    final_inputs = result.input["input_handoffs"]
+    final_inputs = result.input.input_handoffs
     assert {s.get_handoff(h).node_id.split("/")[1] for h in final_inputs} == {"n"}
 
 
@@ -312,4 +315,4 @@ async def test_a_corroboration_criterion_is_met_by_facts_merged_across_sources()
     async with Client(create_server(model=ScriptedModel(team_script))) as client:
         run = await run_plan(client, plan)
     events = store().events_for_run(run["id"])
-    assert [e["kind"] for e in events if e["kind"].startswith("phase")] == ["phase_met"]
+    assert [e.kind for e in events if e.kind.startswith("phase")] == ["phase_met"]

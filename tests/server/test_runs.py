@@ -110,8 +110,8 @@ async def test_a_run_killed_between_nodes_resumes_without_running_a_finished_nod
                 await anyio.sleep(0.02)
 
     store = Store(Settings().database_path)
-    assert store.get_run(run_id)["status"] == "running"  # as a killed process leaves it
-    done_before = {n["node_id"] for n in store.nodes_for_run(run_id) if n["status"] == "done"}
+    assert store.get_run(run_id).status == "running"  # as a killed process leaves it
+    done_before = {n.node_id for n in store.nodes_for_run(run_id) if n.status == "done"}
     assert len(done_before) == 2
 
     gate.set()
@@ -121,7 +121,7 @@ async def test_a_run_killed_between_nodes_resumes_without_running_a_finished_nod
         assert resumed.structured_content["id"] == run_id
         assert resumed.structured_content["status"] == "done"
 
-    nodes = {n["node_id"]: n for n in store.nodes_for_run(run_id)}
+    nodes = {n.node_id: n for n in store.nodes_for_run(run_id)}
     assert all(nodes[key]["runs_started"] == 1 for key in done_before)
     # The second process read only the unfinished leaf's source and synthesized the rest.
     read_again = [c.payload.source_text for c in second_model.calls_for("extractor")]
@@ -174,16 +174,14 @@ async def test_a_plain_resume_after_a_crash_does_not_rerun_a_finished_leaf_that_
         run_id = started.structured_content["id"]
         with anyio.fail_after(10):
             await reached.wait()
-            while (
-                sum(n["status"] == "done" for n in Store(Settings().database_path).nodes_for_run(run_id)) < 2
-            ):
+            while sum(n.status == "done" for n in Store(Settings().database_path).nodes_for_run(run_id)) < 2:
                 await anyio.sleep(0.02)
 
     gate.set()
     store = Store(Settings().database_path)
-    done_before = {n["node_id"] for n in store.nodes_for_run(run_id) if n["status"] == "done"}
+    done_before = {n.node_id for n in store.nodes_for_run(run_id) if n.status == "done"}
     async with Client(create_server(model=ScriptedModel(team_script))) as client:
         resumed = await client.call_tool("execute_plan", {"plan_id": plan_id, "wait_seconds": 20})
     assert resumed.structured_content["status"] == "partial"  # the refused source is still named
-    nodes = {n["node_id"]: n for n in store.nodes_for_run(run_id)}
+    nodes = {n.node_id: n for n in store.nodes_for_run(run_id)}
     assert all(nodes[key]["runs_started"] == 1 for key in done_before), nodes

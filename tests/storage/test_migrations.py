@@ -7,6 +7,7 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from research_mcp.storage.migrations import MIGRATIONS, apply_migrations
+from research_mcp.storage.models import Citation
 from research_mcp.storage.store import NewFact, Store
 
 
@@ -58,7 +59,7 @@ def test_003_knowledge_gives_facts_stored_before_it_their_own_citation(tmp_path:
 
     store = Store(path)
 
-    assert store.citations([7]) == {7: [{"source_id": 1, "quote": "It rained.", "start": 0, "end": 10}]}
+    assert store.citations([7]) == {7: [Citation(source_id=1, quote="It rained.", start=0, end=10)]}
     store.close()
 
 
@@ -85,7 +86,7 @@ def test_every_stored_fact_is_cited_by_the_handoff_that_found_it() -> None:
     )
 
     assert store.citations([fact_id]) == {
-        fact_id: [{"source_id": page.id, "quote": "It rained", "start": 0, "end": 9}]
+        fact_id: [Citation(source_id=page.id, quote="It rained", start=0, end=9)]
     }
     assert store.count_facts(run_id) == 1
 

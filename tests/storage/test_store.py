@@ -5,9 +5,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from sqlite_utils import Database
 
+from research_mcp.contracts import Confidence, SynthesisInput
 from research_mcp.storage.migrations import MIGRATIONS, apply_migrations
+from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis, stored_output
 from research_mcp.storage.store import Store
 
 
@@ -57,7 +60,8 @@ def test_the_store_uses_wal_and_a_busy_timeout(tmp_path: Path) -> None:
 def test_a_handoff_is_committed_before_its_id_is_returned(tmp_path: Path) -> None:
     store = Store(tmp_path / "r.db")
     handoff_id = store.start_handoff(role="extractor", input={"q": 1}, backend="scripted")
-    store.finish_handoff(handoff_id, status="done", output={"facts": []}, summary=["none"])
+    answer = StoredExtraction(confidence=Confidence(level="low", reasoning="nothing found"))
+    store.finish_handoff(handoff_id, status="done", output=answer, summary=["none"])
     other = sqlite3.connect(tmp_path / "r.db")  # another connection sees it: it is committed
     assert other.execute("SELECT status FROM handoffs WHERE id = ?", (handoff_id,)).fetchone() == ("done",)
 
@@ -80,3 +84,55 @@ def test_two_stores_on_one_file_write_without_locking_errors(tmp_path: Path) -> 
     for index in range(50):
         (first if index % 2 else second).add_event("run", "tick", str(index))
     assert len(first.events_for_run("run")) == 50
+
+
+def test_a_table_api_write_inside_a_store_write_rolls_back_with_it(tmp_path: Path) -> None:
+    """sqlite-utils' own transactions become savepoints of the store's BEGIN IMMEDIATE: one commit, or none."""
+    store = Store(tmp_path / "r.db")
+    run_id = store.create_run(["plan_1"], "scripted", None)
+    try:
+        with store.write():
+            store.db.table("events").insert({"run_id": run_id, "kind": "k", "message": "m", "at": "t"})
+            store.db.table("runs").update(run_id, {"status": "running"})
+            raise RuntimeError("boom")
+    except RuntimeError:
+        pass
+    assert store.events_for_run(run_id) == []
+    assert store.get_run(run_id).status == "pending"
+    store.update_run(run_id, status="running", attempt=1)  # alone, it commits
+    other = sqlite3.connect(tmp_path / "r.db")
+    assert other.execute("SELECT status, attempt FROM runs").fetchone() == ("running", 1)
+
+
+def test_a_handoff_reads_back_as_its_roles_output_with_the_keys_code_added() -> None:
+    store = Store(":memory:")
+    asked = {"title": "reef", "questions": ["Where?"], "input_handoffs": ["h_1"]}
+    handoff_id = store.start_handoff(role="synthesizer", input=asked, backend="scripted", run_id="run_1")
+    output = stored_output(
+        "synthesizer",
+        {
+            "report": "In the Coral Sea [F1].",
+            "confidence": {"level": "high", "reasoning": "two sources"},
+            "fact_ids": [1, 2],
+            "cited": [1],
+            "citations": {"made": 1, "verified": 1, "dropped": 0},
+            "failures": ["Source not read: https://a.example/: 404"],
+        },
+    )
+    store.finish_handoff(handoff_id, status="done", output=output, summary=["reef"])
+
+    handoff = store.get_handoff(handoff_id)
+    assert handoff.output == output
+    assert handoff.input == SynthesisInput(title="reef", questions=["Where?"], input_handoffs=["h_1"])
+    synthesis = handoff.output_as(StoredSynthesis)
+    assert synthesis is not None and synthesis.citations.verified == 1
+    assert handoff.output_as(StoredExtraction) is None
+    assert (handoff.fact_ids, handoff.failures) == ([1, 2], ["Source not read: https://a.example/: 404"])
+    # What a retry looks for in SQL (Store.reopen_failed_nodes) is stored under the key code wrote.
+    row = store.db.execute("SELECT json_extract(output, '$.failures[0]') FROM handoffs").fetchone()
+    assert row == ("Source not read: https://a.example/: 404",)
+
+
+def test_an_output_key_no_model_declares_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"no field \['fact_idz'\]; add it to StoredExtraction"):
+        stored_output("extractor", {"confidence": {"level": "low", "reasoning": "r"}, "fact_idz": [1]})

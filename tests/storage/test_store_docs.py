@@ -18,6 +18,15 @@ from mcp import Client
 
 from research_mcp.config import Settings
 from research_mcp.server.app import create_server
+from research_mcp.storage.models import Run, RunEvent, RunNode, StoredPlan
+from research_mcp.storage.outputs import (
+    OUTPUTS,
+    Handoff,
+    StoredCuration,
+    StoredExtraction,
+    StoredPlanning,
+    StoredSynthesis,
+)
 from research_mcp.storage.store import Store
 
 DOC = (Path(__file__).parents[2] / "docs" / "STORE.md").read_text(encoding="utf-8")
@@ -139,3 +148,33 @@ def test_the_datasette_line_opens_the_default_store(monkeypatch: pytest.MonkeyPa
     if sys.platform.startswith("linux"):
         default = Path(platformdirs.user_data_dir("research-mcp", appauthor=False)) / "research.db"
         assert Path(DEFAULT_DB).expanduser() == default
+
+
+def documented_outputs() -> dict[str, set[str]]:
+    """Each `### … (`Model`)` section of the outputs part of the doc and the keys its table lists."""
+    part = DOC.split("## What a handoff's output holds, by role", 1)[1].split("\n## ", 1)[0]
+    return {
+        model: set(re.findall(r"^\| `(\w+)` \|", body, re.M))
+        for model, body in re.findall(r"^### [^\n]*\(`(\w+)`\)\n(.*?)(?=^### |\Z)", part, re.M | re.S)
+    }
+
+
+def test_the_doc_names_every_key_of_each_roles_stored_output() -> None:
+    documented = documented_outputs()
+    common = {"cached", "cached_from"}  # described once, for every role
+    assert documented == {
+        model.__name__: set(model.model_fields) - common
+        for model in (StoredPlanning, StoredExtraction, StoredSynthesis, StoredCuration)
+    }
+    assert all(common <= set(model.model_fields) for model in OUTPUTS.values())
+
+
+def test_the_row_models_have_exactly_the_columns_of_their_tables() -> None:
+    store = Store(":memory:")
+    try:
+        actual = actual_schema(store.db.conn)
+    finally:
+        store.close()
+    for model, table in ((StoredPlan, "plans"), (Run, "runs"), (RunNode, "nodes"), (RunEvent, "events")):
+        assert set(model.model_fields) == actual[table], model.__name__
+    assert set(Handoff.model_fields) == actual["handoffs"]

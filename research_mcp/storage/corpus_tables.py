@@ -1,0 +1,162 @@
+"""The local corpus's tables: documents, their chunks and the FTS5 index over them (kept in step by
+triggers). `sources/corpus.py` decides what to index and how to rank; these methods hold its SQL.
+
+Every query that lists documents takes the configured corpus folders (`roots`), so a document of a
+folder no longer configured is never found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from research_mcp.storage.database import StoreDatabase, marks, now
+from research_mcp.storage.models import CorpusChunk, CorpusDocumentInfo, CorpusFileState, StoredCorpusDocument
+
+__all__ = ["CorpusTables"]
+
+
+class CorpusTables(StoreDatabase):
+    # --- indexing ------------------------------------------------------------------------------
+
+    def corpus_files(self, root: str) -> list[CorpusFileState]:
+        """What is stored of each document of one corpus folder, to compare with the files on disk."""
+        rows = self._all(
+            "SELECT id, path, size, mtime_ns, content_hash FROM corpus_documents WHERE root = ?", (root,)
+        )
+        return [CorpusFileState.model_validate(row) for row in rows]
+
+    def touch_corpus_document(self, doc_id: int, *, size: int, mtime_ns: int) -> None:
+        """A file read again with the same content: only its size and modification time change."""
+        with self.write():
+            self.db.table("corpus_documents").update(doc_id, {"size": size, "mtime_ns": mtime_ns})
+
+    def save_corpus_document(
+        self,
+        *,
+        doc_id: int | None,
+        root: str,
+        path: str,
+        title: str,
+        text: str,
+        content_hash: str,
+        size: int,
+        mtime_ns: int,
+        spans: Sequence[tuple[int, int]],
+    ) -> tuple[int, list[int], list[int]]:
+        """Store a new (`doc_id` None) or changed document and its chunks (`spans` of its text), in one
+        transaction. Returns its id, the ids of the chunks it replaced, and its new chunks' ids in order."""
+        values = {
+            "title": title,
+            "content_hash": content_hash,
+            "size": size,
+            "mtime_ns": mtime_ns,
+            "text": text,
+            "indexed_at": now(),
+        }
+        documents, chunks = self.db.table("corpus_documents"), self.db.table("corpus_chunks")
+        with self.write() as conn:
+            if doc_id is None:
+                doc_id = int(documents.insert({**values, "root": root, "path": path}).last_rowid or 0)
+                old: list[int] = []
+            else:
+                documents.update(doc_id, values)
+                old = [r[0] for r in conn.execute("SELECT id FROM corpus_chunks WHERE doc_id = ?", (doc_id,))]
+                chunks.delete_where("doc_id = ?", [doc_id])
+            new = []
+            for ordinal, (start, end) in enumerate(spans):
+                cursor = conn.execute(
+                    'INSERT INTO corpus_chunks (doc_id, ordinal, title, text, start, "end") VALUES (?, ?, ?, ?, ?, ?)',
+                    (doc_id, ordinal, title, text[start:end], start, end),
+                )
+                new.append(int(cursor.lastrowid or 0))
+        return doc_id, old, new
+
+    def delete_corpus_document(self, doc_id: int) -> list[int]:
+        """Remove a document and its chunks; the ids of the chunks removed."""
+        with self.write() as conn:
+            chunk_ids = [
+                r[0] for r in conn.execute("SELECT id FROM corpus_chunks WHERE doc_id = ?", (doc_id,))
+            ]
+            self.db.table("corpus_chunks").delete_where("doc_id = ?", [doc_id])
+            self.db.table("corpus_documents").delete_where("id = ?", [doc_id])
+        return chunk_ids
+
+    def corpus_chunk_count(self) -> int:
+        row = self._one("SELECT COUNT(*) AS n FROM corpus_chunks")
+        return 0 if row is None else int(row["n"])
+
+    def corpus_chunks_after(self, after: int, limit: int) -> list[CorpusChunk]:
+        """Chunks with ids above `after`, in order, at most `limit` (to page through all of them)."""
+        rows = self._all(
+            "SELECT id, doc_id, title, text FROM corpus_chunks WHERE id > ? ORDER BY id LIMIT ?",
+            (after, limit),
+        )
+        return [CorpusChunk.model_validate(row) for row in rows]
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def corpus_document_count(self, roots: Sequence[str]) -> int:
+        row = self._one(
+            f"SELECT COUNT(*) AS n FROM corpus_documents WHERE root IN ({marks(roots) or 'NULL'})",
+            list(roots),
+        )
+        return 0 if row is None else int(row["n"])
+
+    def corpus_document(self, doc_id: int) -> StoredCorpusDocument | None:
+        row = self._one("SELECT * FROM corpus_documents WHERE id = ?", (doc_id,))
+        return None if row is None else StoredCorpusDocument.model_validate(row)
+
+    def corpus_documents(self, doc_ids: Sequence[int], roots: Sequence[str]) -> dict[int, CorpusDocumentInfo]:
+        """Those of these documents that exist in one of the folders `roots`, by id."""
+        if not doc_ids:
+            return {}
+        rows = self._all(
+            f"SELECT id, root, path, title FROM corpus_documents WHERE id IN ({marks(doc_ids)})",
+            list(doc_ids),
+        )
+        allowed = set(roots)
+        return {row["id"]: CorpusDocumentInfo.model_validate(row) for row in rows if row["root"] in allowed}
+
+    def corpus_chunk_texts(self, chunk_ids: Sequence[int], first_of: Sequence[int]) -> dict[int, str]:
+        """Chunk texts by document: the chunks `chunk_ids`, and the first chunk of the documents `first_of`."""
+        rows = self._all(
+            f"SELECT doc_id, text FROM corpus_chunks WHERE id IN ({marks(chunk_ids)})"
+            f" OR (ordinal = 0 AND doc_id IN ({marks(first_of)}))",
+            [*chunk_ids, *first_of],
+        )
+        return {row["doc_id"]: row["text"] for row in rows}
+
+    def corpus_bm25(
+        self, match: str, roots: Sequence[str], *, weights: tuple[float, float], limit: int
+    ) -> list[tuple[int, int]]:
+        """BM25 ranking of the folders' documents by their best chunk for an FTS5 `match`: `[(doc_id, chunk_id)]`."""
+        # MATERIALIZED keeps bm25() in the full-text query; MIN() makes SQLite take the other
+        # bare columns from the row holding the minimum, so each document keeps its best chunk.
+        rows = self._all(
+            "WITH scored AS MATERIALIZED ("
+            " SELECT c.id AS chunk_id, c.doc_id AS doc_id,"
+            f" bm25(corpus_chunks_fts, {float(weights[0])}, {float(weights[1])}) AS score FROM corpus_chunks_fts"
+            " JOIN corpus_chunks c ON c.id = corpus_chunks_fts.rowid"
+            " JOIN corpus_documents d ON d.id = c.doc_id"
+            f" WHERE corpus_chunks_fts MATCH ? AND d.root IN ({marks(roots)}))"
+            " SELECT chunk_id, doc_id, MIN(score) AS score FROM scored"
+            " GROUP BY doc_id ORDER BY score, doc_id LIMIT ?",
+            [match, *roots, limit],
+        )
+        return [(row["doc_id"], row["chunk_id"]) for row in rows]
+
+    def corpus_titles_version(self, roots: Sequence[str]) -> tuple[int, int | None, str | None]:
+        """Changes whenever the folders' documents do: their count, highest id and last indexing time."""
+        row = self._one(
+            "SELECT COUNT(*) AS n, MAX(id) AS last, MAX(indexed_at) AS at FROM corpus_documents"
+            f" WHERE root IN ({marks(roots)})",
+            list(roots),
+        )
+        return (0, None, None) if row is None else (int(row["n"]), row["last"], row["at"])
+
+    def corpus_titles(self, roots: Sequence[str]) -> list[tuple[int, str]]:
+        """(id, title) of every document of the folders."""
+        rows = self._all(
+            f"SELECT id, title FROM corpus_documents WHERE root IN ({marks(roots)})", list(roots)
+        )
+        return [(row["id"], row["title"]) for row in rows]

@@ -1,0 +1,224 @@
+"""Sources, facts and their citations: the SQL of what research read and what it found there.
+
+A fact merged into a near-duplicate keeps its row (its id stays citable) and points at the canonical
+fact by `canonical_id`; its citations move to the canonical fact (`merge_fact`). The knowledge base
+(`knowledge_base.py`) decides what to merge; these methods only read and write the rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from research_mcp.contracts import Fact, Source
+from research_mcp.errors import NotFound
+from research_mcp.storage.database import StoreDatabase, as_json, marks, now
+from research_mcp.storage.models import Citation, KnownFact, NewFact
+
+__all__ = ["FactTables"]
+
+
+class FactTables(StoreDatabase):
+    # --- sources -------------------------------------------------------------------------------
+
+    def add_source(
+        self,
+        *,
+        ref: str,
+        kind: str,
+        title: str,
+        text: str,
+        content_hash: str,
+        metadata: dict[str, Any] | None = None,
+    ) -> Source:
+        """Store a source's text; the same ref with the same content is stored once."""
+        with self.write() as conn:
+            # Read again with the same content: the stored copy is as fresh as this read.
+            conn.execute(
+                "INSERT INTO sources (ref, kind, title, content_hash, text, fetched_at, metadata)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (ref, content_hash) DO UPDATE SET fetched_at = excluded.fetched_at",
+                (ref, kind, title, content_hash, text, now(), as_json(metadata or {})),
+            )
+        row = self._one("SELECT * FROM sources WHERE ref = ? AND content_hash = ?", (ref, content_hash))
+        assert row is not None
+        return _source(row)
+
+    def get_source(self, source_id: int) -> Source:
+        row = self._one("SELECT * FROM sources WHERE id = ?", (source_id,))
+        if row is None:
+            raise NotFound("source", f"S{source_id}")
+        return _source(row)
+
+    def latest_source(self, ref: str) -> Source | None:
+        row = self._one(
+            "SELECT * FROM sources WHERE ref = ? ORDER BY fetched_at DESC, id DESC LIMIT 1", (ref,)
+        )
+        return None if row is None else _source(row)
+
+    # --- facts ---------------------------------------------------------------------------------
+
+    def add_facts(self, run_id: str | None, handoff_id: str, facts: Sequence[NewFact]) -> list[int]:
+        """Store facts found by one handoff, each with its citation (its quote in its source)."""
+        ids = []
+        with self.write() as conn:
+            for fact in facts:
+                cursor = conn.execute(
+                    "INSERT INTO facts (run_id, handoff_id, source_id, statement, quote, start, end, question,"
+                    " confidence, verified, corroborations, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
+                    (
+                        run_id,
+                        handoff_id,
+                        fact.source_id,
+                        fact.statement,
+                        fact.quote,
+                        fact.start,
+                        fact.end,
+                        fact.question,
+                        fact.confidence,
+                        int(fact.verified),
+                        now(),
+                    ),
+                )
+                ids.append(int(cursor.lastrowid or 0))
+                conn.execute(
+                    "INSERT INTO fact_citations (fact_id, source_id, quote, start, end, handoff_id, created_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (ids[-1], fact.source_id, fact.quote, fact.start, fact.end, handoff_id, now()),
+                )
+        return ids
+
+    def facts_for_handoffs(self, handoff_ids: Sequence[str]) -> list[Fact]:
+        if not handoff_ids:
+            return []
+        rows = self._all(
+            f"SELECT * FROM facts WHERE handoff_id IN ({marks(handoff_ids)}) ORDER BY id", list(handoff_ids)
+        )
+        return [_fact(row) for row in rows]
+
+    def get_facts(self, fact_ids: Sequence[int]) -> list[Fact]:
+        if not fact_ids:
+            return []
+        rows = self._all(f"SELECT * FROM facts WHERE id IN ({marks(fact_ids)}) ORDER BY id", list(fact_ids))
+        return [_fact(row) for row in rows]
+
+    def canonical_facts(self, fact_ids: Sequence[int]) -> list[Fact]:
+        """The facts these ids stand for: a fact merged into a near-duplicate is read as the canonical one."""
+        if not fact_ids:
+            return []
+        rows = self._all(
+            "SELECT * FROM facts WHERE id IN"
+            f" (SELECT COALESCE(canonical_id, id) FROM facts WHERE id IN ({marks(fact_ids)})) ORDER BY id",
+            list(fact_ids),
+        )
+        return [_fact(row) for row in rows]
+
+    def citations(self, fact_ids: Sequence[int]) -> dict[int, list[Citation]]:
+        """Each fact's distinct citations (source_id, quote, start, end), first found first."""
+        found: dict[int, list[Citation]] = {fact_id: [] for fact_id in fact_ids}
+        if not fact_ids:
+            return found
+        rows = self._all(
+            f"SELECT fact_id, source_id, quote, start, end, MIN(id) AS first FROM fact_citations"
+            f" WHERE fact_id IN ({marks(fact_ids)}) GROUP BY fact_id, source_id, quote, start, end ORDER BY first",
+            list(fact_ids),
+        )
+        for row in rows:
+            found[row["fact_id"]].append(Citation.model_validate(row))
+        return found
+
+    def count_facts(self, run_id: str) -> int:
+        return self.fact_counts(run_id)[0]
+
+    def fact_counts(self, run_id: str) -> tuple[int, int]:
+        """Distinct facts the run's live or finished handoffs found, and how many of them are verified:
+        near-duplicates merged, reused ones included (not those of a handoff interrupted after storing
+        its facts: its rerun finds them again)."""
+        row = self._one(
+            "SELECT COUNT(*) AS n, COALESCE(SUM(verified), 0) AS verified FROM facts WHERE id IN"
+            " (SELECT c.fact_id FROM fact_citations c JOIN handoffs h ON h.id = c.handoff_id"
+            "  WHERE h.run_id = ? AND h.status IN ('running', 'done'))",
+            (run_id,),
+        )
+        return (int(row["n"]), int(row["verified"])) if row else (0, 0)
+
+    # --- the knowledge base's reads and writes -------------------------------------------------
+
+    def known_facts(self, fact_ids: Sequence[int]) -> list[KnownFact]:
+        """Those of these facts that are verified and canonical, with their source's ref, kind and age."""
+        if not fact_ids:
+            return []
+        rows = self._all(
+            "SELECT f.id, f.statement, f.run_id, f.source_id, f.question, s.ref, s.kind, s.fetched_at"
+            f" FROM facts f JOIN sources s ON s.id = f.source_id WHERE f.id IN ({marks(fact_ids)})"
+            " AND f.verified = 1 AND f.canonical_id IS NULL ORDER BY f.id",
+            list(fact_ids),
+        )
+        return [KnownFact.model_validate(row) for row in rows]
+
+    def known_fact_ids(self, *, after: int, limit: int) -> list[int]:
+        """Ids of verified canonical facts above `after`, in order, at most `limit` (to page through all)."""
+        rows = self._all(
+            "SELECT id FROM facts WHERE id > ? AND verified = 1 AND canonical_id IS NULL ORDER BY id LIMIT ?",
+            (after, limit),
+        )
+        return [int(row["id"]) for row in rows]
+
+    def questions_asking(self, fact_ids: Sequence[int]) -> dict[int, set[str]]:
+        """The questions of the extractions that found each fact."""
+        if not fact_ids:
+            return {}
+        rows = self._all(
+            "SELECT c.fact_id, h.input FROM fact_citations c JOIN handoffs h ON h.id = c.handoff_id"
+            f" WHERE c.fact_id IN ({marks(fact_ids)})",
+            list(fact_ids),
+        )
+        asked: dict[int, set[str]] = {}
+        for row in rows:
+            questions = json.loads(row["input"] or "{}").get("questions", [])
+            asked.setdefault(row["fact_id"], set()).update(questions)
+        return asked
+
+    def merge_fact(self, fact_id: int, canonical_id: int) -> None:
+        """Merge a fact into its canonical near-duplicate: its citations move there, and the canonical
+        fact's `corroborations` becomes the number of distinct sources citing it."""
+        with self.write() as conn:
+            conn.execute("UPDATE facts SET canonical_id = ? WHERE id = ?", (canonical_id, fact_id))
+            conn.execute("UPDATE fact_citations SET fact_id = ? WHERE fact_id = ?", (canonical_id, fact_id))
+            conn.execute(
+                "UPDATE facts SET corroborations = (SELECT COUNT(DISTINCT s.ref) FROM fact_citations c"
+                " JOIN sources s ON s.id = c.source_id WHERE c.fact_id = ?) WHERE id = ?",
+                (canonical_id, canonical_id),
+            )
+
+    def relink_facts(self, handoff_id: str, fact_ids: Sequence[int]) -> None:
+        """A reused extraction found these facts again: each gets a citation from the new handoff."""
+        if not fact_ids:
+            return
+        with self.write() as conn:
+            conn.execute(
+                "INSERT INTO fact_citations (fact_id, source_id, quote, start, end, handoff_id, created_at)"
+                " SELECT COALESCE(canonical_id, id), source_id, quote, start, end, ?, ? FROM facts"
+                f" WHERE id IN ({marks(fact_ids)}) ORDER BY id",
+                [handoff_id, now(), *fact_ids],
+            )
+
+
+def _source(row: dict[str, Any]) -> Source:
+    return Source.model_validate({**row, "metadata": json.loads(row["metadata"] or "{}")})
+
+
+def _fact(row: dict[str, Any]) -> Fact:
+    location = (row["start"], row["end"]) if row["start"] is not None else None
+    return Fact(
+        id=row["id"],
+        statement=row["statement"],
+        quote=row["quote"],
+        source_id=row["source_id"],
+        location=location,
+        confidence=row["confidence"],
+        verified=bool(row["verified"]),
+        question=row["question"],
+        corroborations=row["corroborations"],
+    )

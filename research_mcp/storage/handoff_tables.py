@@ -1,0 +1,137 @@
+"""Handoffs, model calls and reusable outputs: the SQL of what each role's piece of work produced and cost.
+
+A handoff's output is written as its role's stored-output model (`storage/models.py`) and read back
+as one; `output_cache` names the done handoffs whose output is reused for the same inputs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from research_mcp.errors import NotFound
+from research_mcp.storage.database import StoreDatabase, as_json, new_id, now
+from research_mcp.storage.models import RunUsage
+from research_mcp.storage.outputs import CachedOutput, Handoff, StoredOutput
+
+__all__ = ["HandoffTables"]
+
+
+class HandoffTables(StoreDatabase):
+    def start_handoff(
+        self,
+        *,
+        role: str,
+        input: dict[str, Any],
+        backend: str,
+        run_id: str | None = None,
+        node_id: str | None = None,
+        attempt: int = 1,
+        iteration: int = 0,
+    ) -> str:
+        handoff_id = new_id("h")
+        with self.write() as conn:
+            conn.execute(
+                "INSERT INTO handoffs (id, run_id, node_id, role, status, input, summary, backend, model,"
+                " tokens_in, tokens_out, cost_usd, started_at, attempt, iteration)"
+                " VALUES (?, ?, ?, ?, 'running', ?, '[]', ?, '', 0, 0, 0, ?, ?, ?)",
+                (handoff_id, run_id, node_id, role, as_json(input), backend, now(), attempt, iteration),
+            )
+        return handoff_id
+
+    def finish_handoff(
+        self,
+        handoff_id: str,
+        *,
+        status: str,
+        output: StoredOutput | None,
+        summary: list[str],
+        model: str = "",
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        cost_usd: float = 0.0,
+        error: str | None = None,
+    ) -> None:
+        """Commit a handoff's end; `output` is its role's stored output (see `stored_output`)."""
+        stored = None if output is None else output.model_dump_json(exclude_unset=True)
+        with self.write() as conn:
+            conn.execute(
+                "UPDATE handoffs SET status = ?, output = ?, summary = ?, model = ?, tokens_in = ?, tokens_out = ?,"
+                " cost_usd = ?, finished_at = ?, error = ? WHERE id = ?",
+                (
+                    status,
+                    stored,
+                    as_json(summary),
+                    model,
+                    tokens_in,
+                    tokens_out,
+                    cost_usd,
+                    now(),
+                    error,
+                    handoff_id,
+                ),
+            )
+
+    def get_handoff(self, handoff_id: str) -> Handoff:
+        row = self._one("SELECT * FROM handoffs WHERE id = ?", (handoff_id,))
+        if row is None:
+            raise NotFound("handoff", handoff_id)
+        return Handoff.model_validate(row)
+
+    def handoffs_for_run(self, run_id: str, role: str | None = None) -> list[Handoff]:
+        sql = (
+            "SELECT * FROM handoffs WHERE run_id = ?" + (" AND role = ?" if role else "") + " ORDER BY rowid"
+        )
+        params = (run_id, role) if role else (run_id,)
+        return [Handoff.model_validate(row) for row in self._all(sql, params)]
+
+    def sources_read(self, run_id: str) -> int:
+        """Distinct sources the run's extractors read."""
+        row = self._one(
+            "SELECT COUNT(DISTINCT json_extract(input, '$.source_id')) AS n FROM handoffs"
+            " WHERE run_id = ? AND role = 'extractor'",
+            (run_id,),
+        )
+        return int(row["n"]) if row else 0
+
+    def run_usage(self, run_id: str) -> RunUsage:
+        row = self._one(
+            "SELECT COUNT(*) AS handoffs, COALESCE(SUM(tokens_in), 0) AS tokens_in,"
+            " COALESCE(SUM(tokens_out), 0) AS tokens_out, COALESCE(SUM(cost_usd), 0) AS cost_usd"
+            " FROM handoffs WHERE run_id = ?",
+            (run_id,),
+        )
+        calls = self._one(
+            "SELECT COALESCE(SUM(m.calls), 0) AS calls FROM model_calls m JOIN handoffs h ON h.id = m.handoff_id"
+            " WHERE h.run_id = ?",
+            (run_id,),
+        )
+        assert row is not None and calls is not None
+        return RunUsage.model_validate({**row, "llm_calls": calls["calls"]})
+
+    def record_model_call(self, handoff_id: str, **fields: Any) -> None:
+        with self.write():
+            self.db.table("model_calls").insert({"handoff_id": handoff_id, "at": now(), **fields})
+
+    # --- reusable outputs ----------------------------------------------------------------------
+
+    def cached_output(self, key: str) -> CachedOutput | None:
+        """The output of the done handoff remembered under `key`, if any."""
+        row = self._one(
+            "SELECT h.* FROM output_cache c JOIN handoffs h ON h.id = c.handoff_id"
+            " WHERE c.key = ? AND h.status = 'done'",
+            (key,),
+        )
+        if row is None or row["output"] is None:
+            return None
+        handoff = Handoff.model_validate(row)
+        assert handoff.output is not None
+        return CachedOutput(
+            handoff_id=handoff.id, output=handoff.output, summary=handoff.summary, model=handoff.model
+        )
+
+    def remember_output(self, key: str, role: str, handoff_id: str) -> None:
+        with self.write() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO output_cache (key, role, handoff_id, created_at) VALUES (?, ?, ?, ?)",
+                (key, role, handoff_id, now()),
+            )

@@ -1,0 +1,224 @@
+"""What the store returns: one model per kind of row (handoffs and their outputs: `outputs.py`).
+
+Rows come back as pydantic models, parsed once here: JSON columns (a plan's tree, a run's budget, an
+event's data) are read into their own models, so no code outside storage subscripts a row.
+Pydantic rather than dataclasses because the JSON columns hold the same models the roles produce
+(`PlannerOutput`, `Budget`, `SynthesisOutput`...) and one validation step parses and checks them;
+`Source` and `Fact` were pydantic already.
+
+Rows are frozen: a row is what the store held when it was read; change it through a Store method.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from research_mcp.contracts import Budget, NodeKind, PlannerOutput, RunStatus
+
+__all__ = [
+    "Citation",
+    "CorpusChunk",
+    "CorpusDocumentInfo",
+    "CorpusFileState",
+    "KnownFact",
+    "NewFact",
+    "NodeStatus",
+    "PlanEstimate",
+    "Run",
+    "RunEvent",
+    "RunNode",
+    "RunUsage",
+    "StoredCorpusDocument",
+    "StoredPlan",
+]
+
+NodeStatus = Literal["pending", "running", "done", "failed", "cancelled"]
+
+
+class _Row(BaseModel):
+    """A row as read: frozen; columns a later migration adds are ignored until a field names them.
+    `json_columns` hold JSON text in SQLite and are parsed here."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    json_columns: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _parse_json_columns(cls, data: Any) -> Any:
+        if isinstance(data, dict) and cls.json_columns:
+            data = dict(data)
+            for column in cls.json_columns:
+                if isinstance(data.get(column), str):
+                    data[column] = json.loads(data[column])
+        return data
+
+
+# --- plans, runs, nodes, events ------------------------------------------------------------------
+
+
+class PlanEstimate(BaseModel):
+    """What a plan should take, worked out before anything runs."""
+
+    model_calls: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    wall_s: float
+    calls_by_role: dict[str, int] = Field(default_factory=dict)
+
+
+class StoredPlan(_Row):
+    """A `plans` row: the plan tree the planner built and code checked."""
+
+    json_columns = ("tree", "reasons", "estimate", "suggested")
+
+    id: str
+    query: str
+    tree: PlannerOutput
+    status: Literal["feasible", "infeasible"]
+    reasons: list[str] = Field(default_factory=list)
+    estimate: PlanEstimate | None = None
+    suggested: PlannerOutput | None = None
+    backend: str
+    handoff_id: str | None = None
+    created_at: str
+
+
+class Run(_Row):
+    """A `runs` row: one execution of one or more plans."""
+
+    json_columns = ("plan_ids", "budget")
+
+    id: str
+    plan_ids: list[str]
+    status: RunStatus
+    backend: str
+    budget: Budget | None = None
+    created_at: str
+    started_at: str | None = None
+    finished_at: str | None = None
+    error: str | None = None
+    result_handoff_id: str | None = None
+    attempt: int = 0
+    owner: str | None = None
+
+
+class RunNode(_Row):
+    """A `nodes` row: one plan-tree node of a run and where it stands."""
+
+    run_id: str
+    node_id: str
+    plan_id: str | None = None
+    parent_id: str | None = None
+    kind: NodeKind
+    title: str
+    status: NodeStatus
+    handoff_id: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    runs_started: int = 0
+
+
+class RunEvent(_Row):
+    """An `events` row: one line of a run's progress and delta log."""
+
+    json_columns = ("data",)
+
+    id: int
+    run_id: str
+    node_id: str | None = None
+    kind: str
+    message: str
+    data: dict[str, Any] | None = None
+    at: str
+
+
+class RunUsage(_Row):
+    """A run's spending, summed over its handoffs and model calls."""
+
+    handoffs: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    llm_calls: int = 0
+
+
+# --- sources and facts ---------------------------------------------------------------------------
+
+
+class NewFact(BaseModel):
+    """A fact an extraction found, to be stored with its citation (`Store.add_facts`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source_id: int
+    statement: str
+    quote: str
+    start: int | None = None
+    end: int | None = None
+    question: str | None = None
+    confidence: float
+    verified: bool
+
+
+class Citation(_Row):
+    """One place a fact was found: a source and the verbatim quote there."""
+
+    source_id: int
+    quote: str
+    start: int | None = None
+    end: int | None = None
+
+
+class KnownFact(_Row):
+    """A verified canonical fact with what the knowledge index and the freshness rule need."""
+
+    id: int
+    statement: str
+    run_id: str | None = None
+    source_id: int
+    question: str | None = None
+    ref: str
+    kind: str  # the source's kind: web, corpus or text
+    fetched_at: str
+
+
+# --- the corpus ----------------------------------------------------------------------------------
+
+
+class CorpusFileState(_Row):
+    """What the indexer compares with a file on disk to know whether to read it again."""
+
+    id: int
+    path: str
+    size: int
+    mtime_ns: int
+    content_hash: str
+
+
+class CorpusDocumentInfo(_Row):
+    """A corpus document's identity: where it is and its title."""
+
+    id: int
+    root: str
+    path: str
+    title: str
+
+
+class StoredCorpusDocument(CorpusDocumentInfo):
+    """A `corpus_documents` row with its text."""
+
+    content_hash: str
+    text: str
+
+
+class CorpusChunk(_Row):
+    """A passage of a corpus document, as embedded."""
+
+    id: int
+    doc_id: int
+    title: str
+    text: str

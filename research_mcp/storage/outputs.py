@@ -1,0 +1,230 @@
+"""What a handoff holds: its role's input and output, as models.
+
+A handoff's output is typed by its role. What a role's model answered is extended with the keys the
+run engine adds when it commits the handoff (`StoredSynthesis.fact_ids`, `cited`, `citations`,
+`failures`...); docs/STORE.md lists them. Reading is lenient (keys a newer version wrote are
+ignored, lists are not capped as the model's answer is); writing is strict (`stored_output` refuses
+a key no model declares).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from research_mcp.contracts import (
+    ExtractorInput,
+    ExtractorOutput,
+    Finding,
+    HandoffStatus,
+    PlannerInput,
+    PlannerOutput,
+    RoleName,
+    ScoutInput,
+    ScoutOutput,
+    SynthesisInput,
+    SynthesisOutput,
+)
+
+__all__ = [
+    "OUTPUTS",
+    "CachedOutput",
+    "CitationCounts",
+    "CuratedSource",
+    "Handoff",
+    "HandoffInput",
+    "StoredCuration",
+    "StoredExtraction",
+    "StoredOutput",
+    "StoredPlanning",
+    "StoredSynthesis",
+    "stored_output",
+]
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class _Reusable(BaseModel):
+    """Marks an output reused from an earlier handoff of the same inputs (no model call)."""
+
+    cached: bool = False
+    cached_from: str | None = None
+
+
+class StoredPlanning(PlannerOutput, _Reusable):
+    """A planner handoff's output: the plan tree as the planner answered it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class StoredExtraction(ExtractorOutput, _Reusable):
+    """An extractor handoff's output: its answer, plus the facts stored from it and their checks."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    fact_ids: list[int] = Field(default_factory=list)
+    verified: int = 0
+    unverified: int = 0
+    insight_triggers: list[str] = Field(default_factory=list)
+    source_id: int | None = None
+
+
+class CitationCounts(BaseModel):
+    """A report's citations: made, verified, dropped (outside its scope); links dropped (not its sources)."""
+
+    made: int = 0
+    verified: int = 0
+    dropped: int = 0
+    links_dropped: int = 0
+
+
+class StoredSynthesis(SynthesisOutput, _Reusable):
+    """A synthesizer handoff's output: its report, plus what code added when it was committed.
+
+    `fact_ids`: the facts in its scope; `cited`: those its report cites; `citations`: citations
+    made, verified and dropped; `failures`: parts not researched, and why (also in `gaps`);
+    `prior_fact_ids`: known facts from earlier research; `finished_nodes`: for a partial report
+    (a run stopped by its budget), the nodes that had finished."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    # Not capped as the model's answer is: code appends failures to the report and gaps.
+    report: str
+    key_findings: list[Finding] = Field(default_factory=list)
+    gaps: list[str] = Field(default_factory=list)
+    contradictions: list[str] = Field(default_factory=list)
+    suggested_followups: list[str] = Field(default_factory=list)
+    failures: list[str] = Field(default_factory=list)
+    fact_ids: list[int] = Field(default_factory=list)
+    cited: list[int] = Field(default_factory=list)
+    citations: CitationCounts = Field(default_factory=CitationCounts)
+    prior_fact_ids: list[int] = Field(default_factory=list)
+    finished_nodes: list[str] = Field(default_factory=list)
+
+
+class CuratedSource(BaseModel):
+    """One source a scout kept, best first."""
+
+    ref: str
+    title: str
+    score: float
+    tags: list[str] = Field(default_factory=list)
+    rationale: str = ""
+    origin: Literal["web", "corpus"] = "web"
+
+
+class StoredCuration(ScoutOutput, _Reusable):
+    """A scout handoff's output: its ranking, plus the sources kept and the searches behind them."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    sources: list[CuratedSource] = Field(default_factory=list)
+    searches: int = 0
+    candidates: int = 0
+    failures: list[str] = Field(default_factory=list)
+
+
+StoredOutput = StoredPlanning | StoredExtraction | StoredSynthesis | StoredCuration
+HandoffInput = PlannerInput | ExtractorInput | SynthesisInput | ScoutInput
+
+OUTPUTS: dict[str, type[StoredOutput]] = {
+    "planner": StoredPlanning,
+    "extractor": StoredExtraction,
+    "synthesizer": StoredSynthesis,
+    "scout": StoredCuration,
+}
+INPUTS: dict[str, type[BaseModel]] = {
+    "planner": PlannerInput,
+    "extractor": ExtractorInput,
+    "synthesizer": SynthesisInput,
+    "scout": ScoutInput,
+}
+
+
+def stored_output(role: str, data: dict[str, Any]) -> StoredOutput:
+    """A role's output as it is committed: its answer plus what code added, every key declared."""
+    model = OUTPUTS[role]
+    unknown = set(data) - set(model.model_fields)
+    if unknown:
+        raise ValueError(
+            f"a {role} handoff's output has no field {sorted(unknown)}; add it to {model.__name__}"
+        )
+    return model.model_validate(data)
+
+
+class Handoff(BaseModel):
+    """A role's full output as kept in the store; `input` and `output` typed by its role."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    run_id: str | None
+    node_id: str | None
+    role: RoleName
+    status: HandoffStatus
+    input: HandoffInput
+    output: StoredOutput | None
+    summary: list[str]
+    backend: str
+    model: str
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    started_at: datetime
+    finished_at: datetime | None
+    attempt: int
+    iteration: int
+    error: str | None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _by_role(cls, data: Any) -> Any:
+        """Parse the JSON columns, and `input` and `output` with the models of the handoff's role."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for column in ("input", "output", "summary"):
+            if isinstance(data.get(column), str):
+                data[column] = json.loads(data[column])
+        role = data.get("role")
+        if isinstance(data.get("input"), dict) and role in INPUTS:
+            data["input"] = INPUTS[role].model_validate(data["input"])
+        if isinstance(data.get("output"), dict) and role in OUTPUTS:
+            data["output"] = OUTPUTS[role].model_validate(data["output"])
+        return data
+
+    def output_as(self, kind: type[ModelT]) -> ModelT | None:
+        """The output if it is a `kind` (e.g. StoredSynthesis), else None (other role, or no output)."""
+        return self.output if isinstance(self.output, kind) else None
+
+    def input_as(self, kind: type[ModelT]) -> ModelT | None:
+        """The input if it is a `kind` (e.g. ExtractorInput), else None."""
+        return self.input if isinstance(self.input, kind) else None
+
+    @property
+    def fact_ids(self) -> list[int]:
+        """The facts an extraction recorded, or a synthesis had in scope; none for other roles."""
+        if isinstance(self.output, StoredExtraction | StoredSynthesis):
+            return list(self.output.fact_ids)
+        return []
+
+    @property
+    def failures(self) -> list[str]:
+        """What a synthesis or a scout's searches could not research, and why."""
+        if isinstance(self.output, StoredSynthesis | StoredCuration):
+            return list(self.output.failures)
+        return []
+
+
+class CachedOutput(BaseModel):
+    """A finished handoff's output, reusable for the same inputs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    handoff_id: str
+    output: StoredOutput
+    summary: list[str]
+    model: str
