@@ -105,9 +105,9 @@ async def extract_sources(
 def _done_extractions(rc: RunContext, key: str) -> dict[tuple[int, tuple[str, ...]], str]:
     """Extractions this node finished before a restart, by (source, questions)."""
     found = {}
-    for handoff in rc.deps.store.handoffs_for_run(rc.run_id, role="extractor"):
+    for handoff in rc.deps.store.handoffs_for_run(rc.run_id, role="extractor", node_id=key):
         asked = handoff.input_as(ExtractorInput)
-        if handoff.node_id == key and handoff.status == "done" and asked is not None:
+        if handoff.status == "done" and asked is not None:
             found[(asked.source_id, tuple(asked.questions))] = handoff.id
     return found
 

@@ -93,8 +93,8 @@ async def run_phases(
                     leaf_key = node_key(rc.plan_id, leaf.id)
                     used = {
                         asked.source_ref
-                        for h in store.handoffs_for_run(rc.run_id, role="extractor")
-                        if h.node_id == leaf_key and (asked := h.input_as(ExtractorInput)) is not None
+                        for h in store.handoffs_for_run(rc.run_id, role="extractor", node_id=leaf_key)
+                        if (asked := h.input_as(ExtractorInput)) is not None
                     }
                     widened = leaf.model_copy(
                         update={

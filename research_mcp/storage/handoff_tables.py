@@ -77,12 +77,17 @@ class HandoffTables(StoreDatabase):
             raise NotFound("handoff", handoff_id)
         return Handoff.model_validate(row)
 
-    def handoffs_for_run(self, run_id: str, role: str | None = None) -> list[Handoff]:
-        sql = (
-            "SELECT * FROM handoffs WHERE run_id = ?" + (" AND role = ?" if role else "") + " ORDER BY rowid"
-        )
-        params = (run_id, role) if role else (run_id,)
-        return [Handoff.model_validate(row) for row in self._all(sql, params)]
+    def handoffs_for_run(
+        self, run_id: str, role: str | None = None, *, node_id: str | None = None
+    ) -> list[Handoff]:
+        """The run's handoffs in the order they started; only one role's, or one node's, if given."""
+        sql = "SELECT * FROM handoffs WHERE run_id = ?"
+        params: list[str] = [run_id]
+        for column, value in (("role", role), ("node_id", node_id)):
+            if value is not None:
+                sql += f" AND {column} = ?"
+                params.append(value)
+        return [Handoff.model_validate(row) for row in self._all(sql + " ORDER BY rowid", params)]
 
     def sources_read(self, run_id: str) -> int:
         """Distinct sources the run's extractors read."""

@@ -186,14 +186,16 @@ class Handoff(BaseModel):
         if not isinstance(data, dict):
             return data
         data = dict(data)
-        for column in ("input", "output", "summary"):
-            if isinstance(data.get(column), str):
-                data[column] = json.loads(data[column])
         role = data.get("role")
-        if isinstance(data.get("input"), dict) and role in INPUTS:
-            data["input"] = INPUTS[role].model_validate(data["input"])
-        if isinstance(data.get("output"), dict) and role in OUTPUTS:
-            data["output"] = OUTPUTS[role].model_validate(data["output"])
+        # JSON text from SQLite is parsed by pydantic itself (model_validate_json: no dict in between).
+        for column, models in (("input", INPUTS), ("output", OUTPUTS)):
+            value = data.get(column)
+            if role in models and isinstance(value, str | bytes):
+                data[column] = models[role].model_validate_json(value)
+            elif role in models and isinstance(value, dict):
+                data[column] = models[role].model_validate(value)
+        if isinstance(data.get("summary"), str):
+            data["summary"] = json.loads(data["summary"])
         return data
 
     def output_as(self, kind: type[ModelT]) -> ModelT | None:
