@@ -146,7 +146,7 @@ def doctor() -> None:
 @click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
 def index(folder: Path) -> None:
     """Index a folder of documents (md, txt, html, pdf) into the local corpus; only changed files again."""
-    from research_mcp.server.app import open_corpus, open_knowledge_index
+    from research_mcp.server.app import open_corpus, open_knowledge_index, open_parser
     from research_mcp.storage.store import Store
 
     settings = _settings()
@@ -154,8 +154,9 @@ def index(folder: Path) -> None:
     settings = settings.model_copy(update={"corpus": roots})
     store = Store(settings.database_path)
     knowledge_index = open_knowledge_index(settings)
+    parser = open_parser(settings)
     try:
-        corpus = open_corpus(settings, store, knowledge_index)
+        corpus = open_corpus(settings, store, knowledge_index, parser)
         report = corpus.index(folder.resolve())
         click.echo(
             f"{folder}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
@@ -165,6 +166,7 @@ def index(folder: Path) -> None:
             click.echo(f"skipped: {error}", err=True)
         click.echo(f"add it to RESEARCH_MCP_CORPUS so the server searches it: {folder.resolve()}")
     finally:
+        parser.close()
         knowledge_index.close()
         store.close()
 

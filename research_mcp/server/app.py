@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -12,6 +13,7 @@ from mcp.server import MCPServer
 
 from research_mcp import __version__
 from research_mcp.config import Settings
+from research_mcp.errors import StoreError
 from research_mcp.llm.base import ModelBackend
 from research_mcp.llm.embeddings import default_embedder
 from research_mcp.llm.select import choose_backend
@@ -22,6 +24,7 @@ from research_mcp.server.tools import build_tools
 from research_mcp.service import ResearchService
 from research_mcp.sources.fetch import SafeFetcher
 from research_mcp.sources.library import SourceLibrary
+from research_mcp.sources.parsing import DocumentParser
 from research_mcp.sources.search import WebSearch
 from research_mcp.storage.knowledge_base import KnowledgeBase
 from research_mcp.storage.store import Store
@@ -48,13 +51,41 @@ def open_knowledge_index(settings: Settings) -> KnowledgeIndex:
     )
 
 
-def open_corpus(settings: Settings, store: Store, index: KnowledgeIndex) -> Any:
+def open_parser(settings: Settings) -> DocumentParser:
+    """The process's document parser: HTML and PDF parsed in worker processes, each document within
+    the source timeout. Parsing is CPU-bound, so there are no more workers than cores (nor than the
+    configured concurrency)."""
+    return DocumentParser(
+        timeout=settings.source_timeout, max_workers=max(1, min(settings.concurrency, os.cpu_count() or 1))
+    )
+
+
+def open_corpus(settings: Settings, store: Store, index: KnowledgeIndex, parser: DocumentParser) -> Any:
     """The local corpus over RESEARCH_MCP_CORPUS (indexed incrementally at start), or None."""
     if not settings.corpus:
         return None
     from research_mcp.sources.corpus import Corpus
 
-    return Corpus(store, settings.corpus, index=index)
+    return Corpus(store, settings.corpus, index=index, parser=parser)
+
+
+def bring_corpus_up_to_date(corpus: Any) -> None:
+    """Index the corpus at start. A file that cannot be read is skipped with a note; a store that
+    cannot be written (a read-only or full data folder) leaves the index as it was, said on stderr,
+    and the server starts all the same: searches find what was indexed before."""
+    try:
+        report = corpus.index()
+    except StoreError as err:
+        logger.warning(
+            "corpus index not updated, searches use it as it was (it may be stale or empty): %s",
+            " ".join(str(err).split()),
+        )
+        return
+    for error in report.errors:
+        logger.warning("corpus: %s", error)
+    logger.info(
+        "corpus: %d documents (%d new or changed)", corpus.document_count(), report.added + report.updated
+    )
 
 
 def create_server(settings: Settings | None = None, *, model: ModelBackend | None = None) -> MCPServer[Any]:
@@ -68,18 +99,15 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
             index = await anyio.to_thread.run_sync(open_knowledge_index, config)
             stack.callback(index.close)  # after the runs below have stopped
             knowledge = KnowledgeBase(store, index, web_max_age=config.web_max_age)
-            fetcher = SafeFetcher(allow=config.fetch_allow, timeout=config.source_timeout)
+            parser = open_parser(config)
+            stack.callback(parser.close)
+            fetcher = SafeFetcher(allow=config.fetch_allow, timeout=config.source_timeout, parser=parser)
             stack.push_async_callback(fetcher.aclose)
             web = WebSearch.from_settings(config)
             stack.push_async_callback(web.aclose)
-            corpus = open_corpus(config, store, index)
+            corpus = open_corpus(config, store, index, parser)
             if corpus is not None:
-                report = await anyio.to_thread.run_sync(corpus.index)
-                logger.info(
-                    "corpus: %d documents (%d new or changed)",
-                    corpus.document_count(),
-                    report.added + report.updated,
-                )
+                await anyio.to_thread.run_sync(bring_corpus_up_to_date, corpus)
             library = SourceLibrary(
                 store, fetcher=fetcher, web=web, corpus=corpus, web_max_age=config.web_max_age
             )

@@ -1,8 +1,12 @@
 """The user's own documents: folders indexed into SQLite full-text search and vectors, searched hybrid.
 
 Files: ``.md``, ``.markdown``, ``.txt``, ``.html``, ``.htm`` and ``.pdf`` (anything else, and hidden
-files and folders, are skipped). How a file becomes a title and a text, and how the text is cut into
-chunks: ``documents.py``.
+files and folders, are skipped). Only regular files are read: a FIFO, a device or a socket with such
+a name is skipped with a note and never opened (opening a FIFO blocks, reading a device never
+ends), and a file larger than its cap (PDF 50 MB, other kinds 10 MB) is skipped with a note. How a
+file becomes a title and a text, and how the text is cut into chunks: ``documents.py``; HTML and
+PDF are parsed in a worker process under the source time limit and a memory limit
+(``parsing.py``), so no file can stall or crash indexing.
 
 Indexing is incremental. A file whose size and modification time match what is stored is not
 read; one that differs is read and hashed (sha256), and only when the hash changed is it chunked
@@ -21,13 +25,22 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import stat as stat_mode
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
 from research_mcp.errors import InvalidInput, NotConfigured, NotFound, SourceError
-from research_mcp.sources.documents import chunk_spans, embedding_text, read_document
+from research_mcp.sources.documents import (
+    chunk_spans,
+    describe_file_kind,
+    embedding_text,
+    read_document,
+    read_regular_file,
+    size_cap,
+)
+from research_mcp.sources.parsing import DocumentParser
 from research_mcp.sources.ranking import (
     WORD,
     Fusion,
@@ -51,7 +64,9 @@ logger = logging.getLogger(__name__)
 SearchMode = Literal["hybrid", "lexical", "dense"]
 
 SUFFIXES = frozenset({".md", ".markdown", ".txt", ".html", ".htm", ".pdf"})
-MAX_FILE_BYTES = 50 * 1024 * 1024
+#: Seconds one HTML or PDF file may take to parse when no parser is given (the server's is built
+#: with RESEARCH_MCP_SOURCE_TIMEOUT).
+DEFAULT_PARSE_TIMEOUT = 20.0
 #: bm25() column weights (text, title): a query word in the title says what the whole document is
 #: about, so it counts as much as two in the body, the usual BM25F-style title boost.
 BM25_WEIGHTS = (1.0, 2.0)
@@ -116,6 +131,9 @@ class Corpus:
     ``index`` is the knowledge index holding chunk vectors (its ``chunks`` collection). Given only
     an ``embedder``, the corpus keeps its vectors in an in-memory index, rebuilt from SQLite by the
     first :meth:`index` call of the process. Given neither, search is lexical only.
+
+    ``parser`` parses HTML and PDF files (the server shares one with the fetcher); without one,
+    each :meth:`index` call starts its own and stops it when done.
     """
 
     def __init__(
@@ -125,8 +143,10 @@ class Corpus:
         *,
         embedder: Embedder | None = None,
         index: KnowledgeIndex | None = None,
+        parser: DocumentParser | None = None,
     ) -> None:
         self._store = store
+        self._parser = parser
         self.roots = [Path(root).expanduser().resolve() for root in roots]
         if index is None and embedder is not None:
             from research_mcp.storage.vectors import KnowledgeIndex
@@ -183,11 +203,16 @@ class Corpus:
         tally = _Tally()
         stale_vectors = self.dense_available and self._vectors_out_of_step()
         pending: list[tuple[int, str, dict[str, Any]]] = []
-        for root, top in scopes:
-            if not top.is_dir():
-                tally.errors.append(f"{top}: folder not found; its documents are kept until it is back")
-                continue
-            self._index_scope(root, top, tally, pending, embed=not stale_vectors)
+        parser = self._parser or DocumentParser(timeout=DEFAULT_PARSE_TIMEOUT)
+        try:
+            for root, top in scopes:
+                if not top.is_dir():
+                    tally.errors.append(f"{top}: folder not found; its documents are kept until it is back")
+                    continue
+                self._index_scope(root, top, tally, pending, parser, embed=not stale_vectors)
+        finally:
+            if parser is not self._parser:
+                parser.close()
         try:
             self._embed(pending)
             if self.dense_available and (stale_vectors or self._vectors_out_of_step()):
@@ -210,6 +235,7 @@ class Corpus:
         top: Path,
         tally: _Tally,
         pending: list[tuple[int, str, dict[str, Any]]],
+        parser: DocumentParser,
         *,
         embed: bool,
     ) -> None:
@@ -230,14 +256,23 @@ class Corpus:
             except OSError as err:
                 tally.errors.append(f"{rel}: cannot be read ({err.strerror}); skipped")
                 continue
+            if not stat_mode.S_ISREG(stat.st_mode):
+                self._fail(
+                    tally, row, f"{rel}: {describe_file_kind(stat.st_mode)}, not a regular file; skipped"
+                )
+                continue
             if row is not None and row.size == stat.st_size and row.mtime_ns == stat.st_mtime_ns:
                 tally.unchanged += 1
                 continue
-            if stat.st_size > MAX_FILE_BYTES:
-                self._fail(tally, row, f"{rel}: larger than {MAX_FILE_BYTES // 2**20} MB; skipped")
+            cap = size_cap(file.suffix.lower())
+            if stat.st_size > cap:
+                self._fail(tally, row, f"{rel}: larger than {cap // 2**20} MB; skipped")
                 continue
             try:
-                data = file.read_bytes()
+                data = read_regular_file(file, cap)
+            except SourceError as err:
+                self._fail(tally, row, f"{rel}: {err}")
+                continue
             except OSError as err:
                 tally.errors.append(f"{rel}: cannot be read ({err.strerror}); skipped")
                 continue
@@ -248,7 +283,7 @@ class Corpus:
                 tally.unchanged += 1
                 continue
             try:
-                document = read_document(data, file.suffix.lower(), rel)
+                document = read_document(data, file.suffix.lower(), rel, parser)
             except SourceError as err:
                 self._fail(tally, row, f"{rel}: {err}")
                 continue
@@ -291,13 +326,15 @@ class Corpus:
                     continue
                 if path.is_symlink():
                     target = self._check_link(path, errors)
-                    if target is None or not target.is_file() or target.suffix.lower() not in SUFFIXES:
+                    # A target that is not a regular file (a FIFO, a device) is reported by the indexer.
+                    if target is None or target.is_dir() or target.suffix.lower() not in SUFFIXES:
                         continue
                     path = target
                 if self._owner(path) == root:  # a file of a nested corpus folder belongs to that one
                     yield path
 
     def _check_link(self, link: Path, errors: list[str]) -> Path | None:
+        """The target of a symlink inside the corpus folders; None (reported) for one outside or broken."""
         try:
             target = link.resolve(strict=True)
         except (OSError, RuntimeError):

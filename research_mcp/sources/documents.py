@@ -3,24 +3,48 @@
 A document's title is its first Markdown heading (or front-matter ``title:``), its HTML ``<title>``
 or its PDF metadata title, else the file name without extension.
 
+HTML and PDF files are parsed by a :class:`~research_mcp.sources.parsing.DocumentParser` (a worker
+process under a time and a memory limit); plain text and Markdown are decoded here, tolerantly
+(undecodable bytes become U+FFFD), after the corpus has capped their size.
+
 Chunks are ~800-1,200 characters cut on paragraph, then sentence, then word boundaries, each with
 its offsets into the document text, so quotes can be located.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat as stat_mode
 from collections.abc import Iterator
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
+from typing import IO, TYPE_CHECKING
 
 from research_mcp.errors import SourceError
-from research_mcp.sources.text import extract_text
 
-__all__ = ["CHUNK_MAX_CHARS", "CHUNK_MIN_CHARS", "chunk_spans", "embedding_text", "read_document"]
+if TYPE_CHECKING:
+    from research_mcp.sources.parsing import DocumentParser
+
+__all__ = [
+    "CHUNK_MAX_CHARS",
+    "CHUNK_MIN_CHARS",
+    "MAX_FILE_BYTES",
+    "MAX_TEXT_FILE_BYTES",
+    "chunk_spans",
+    "describe_file_kind",
+    "embedding_text",
+    "read_document",
+    "read_regular_file",
+    "size_cap",
+]
 
 CHUNK_MIN_CHARS = 800
 CHUNK_MAX_CHARS = 1200
 TITLE_CHARS = 300
+MAX_FILE_BYTES = 50 * 1024 * 1024
+#: Text, Markdown and HTML are read whole into memory (several times over while decoded and
+#: chunked); 10 MB is some 1.5 million words, more than any hand-written document.
+MAX_TEXT_FILE_BYTES = 10 * 1024 * 1024
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 _SENTENCE_END = re.compile(r"[.!?…][\"'”’)\]]*\s+")
@@ -31,14 +55,14 @@ _FRONT_MATTER_TITLE = re.compile(r"^title:[ \t]*[\"']?(.+?)[\"']?[ \t]*$", re.MU
 _HTML_TITLE = re.compile(rb"<title[^>]*>\s*[^<\s]", re.IGNORECASE)
 
 
-def read_document(data: bytes, suffix: str, rel: str) -> tuple[str, str] | None:
+def read_document(data: bytes, suffix: str, rel: str, parser: DocumentParser) -> tuple[str, str] | None:
     """``(title, text)`` of a file's bytes, None for an empty file; SourceError when unreadable."""
     stem = PurePosixPath(rel).stem
     if not data.strip():
         return None
     if suffix in (".html", ".htm", ".pdf"):
         header = "application/pdf" if suffix == ".pdf" else "text/html"
-        _, title, text = extract_text(data, header, rel)
+        _, title, text = parser.extract(data, header, rel)
         # extract_text falls back to the first line (or the name given) when a document has no
         # title of its own; ours falls back to the file name instead.
         declared = bool(_HTML_TITLE.search(data[:65536])) if suffix != ".pdf" else title != _first_line(text)
@@ -50,6 +74,57 @@ def read_document(data: bytes, suffix: str, rel: str) -> tuple[str, str] | None:
         return None
     title = _markdown_title(text) if suffix in (".md", ".markdown") else ""
     return title or stem, text
+
+
+def size_cap(suffix: str) -> int:
+    """The largest file of this kind that is read: PDFs 50 MB, text, Markdown and HTML 10 MB."""
+    return MAX_FILE_BYTES if suffix == ".pdf" else MAX_TEXT_FILE_BYTES
+
+
+def read_regular_file(path: Path, cap: int) -> bytes:
+    """The bytes of a regular file of at most ``cap`` bytes; SourceError for anything else.
+
+    Opened without blocking (a FIFO swapped in after the walk cannot hang the open) and checked on
+    the open descriptor, so a file replaced between the walk and the read is still judged by what
+    is actually read. At most ``cap`` + 1 bytes are read, so a file that grows meanwhile is refused,
+    not read without end.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb", buffering=0) as handle:
+        mode = os.fstat(fd).st_mode
+        if not stat_mode.S_ISREG(mode):
+            raise SourceError(f"{describe_file_kind(mode)}, not a regular file; skipped")
+        data = _read_at_most(handle, cap + 1)
+    if len(data) > cap:
+        raise SourceError(f"larger than {cap // 2**20} MB; skipped")
+    return data
+
+
+def _read_at_most(handle: IO[bytes], limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit:
+        chunk = handle.read(min(1 << 20, limit - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def describe_file_kind(mode: int) -> str:
+    """What a non-regular file is, for a note saying why it was skipped."""
+    if stat_mode.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat_mode.S_ISCHR(mode):
+        return "a character device"
+    if stat_mode.S_ISBLK(mode):
+        return "a block device"
+    if stat_mode.S_ISSOCK(mode):
+        return "a socket"
+    if stat_mode.S_ISDIR(mode):
+        return "a folder"
+    return "a special file"
 
 
 def _markdown_title(text: str) -> str:

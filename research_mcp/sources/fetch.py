@@ -25,15 +25,19 @@ brackets, port defaulting to 80/443) that skip step 3, for a server the user run
 The body is read raw and decompressed here, in steps bounded by ``max_bytes``, so a gzip bomb
 is refused after inflating at most ``max_bytes``. The whole download, redirects included, runs
 under one ``anyio.fail_after(timeout)``, so a server dripping a byte a second is cut off.
-Text extraction (:mod:`research_mcp.sources.text`) then runs in a worker thread.
+Text extraction (:mod:`research_mcp.sources.text`) then runs in a worker process with a memory
+limit (:mod:`research_mcp.sources.parsing`), within what is left of the same time limit (at least
+one second), so a whole fetch ends within ``timeout`` + 1 s whatever the body holds.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import ipaddress
 import socket
 import ssl
+import time
 import zlib
 from dataclasses import dataclass
 from http.cookiejar import CookieJar, DefaultCookiePolicy
@@ -45,13 +49,14 @@ import anyio.to_thread
 import httpx
 
 from research_mcp.errors import SourceError
-from research_mcp.sources.text import extract_text
+from research_mcp.sources.parsing import DocumentParser
 
 __all__ = ["FetchedDocument", "SafeFetcher", "check_address"]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_MIN_PARSE_SECONDS = 1.0
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 # Well-known instance-metadata endpoints, named so the refusal says what was at stake.
@@ -177,8 +182,14 @@ class SafeFetcher:
         max_redirects: int = 5,
         user_agent: str = "research-mcp/0.1",
         ssl_context: ssl.SSLContext | None = None,
+        parser: DocumentParser | None = None,
     ) -> None:
-        """`ssl_context` replaces the default certificate store (certifi), e.g. for a private CA."""
+        """`ssl_context` replaces the default certificate store (certifi), e.g. for a private CA.
+
+        `parser` is the shared document parser; without one the fetcher starts its own, stopped by
+        :meth:`aclose`."""
+        self._own_parser = parser is None
+        self._parser = parser if parser is not None else DocumentParser(timeout=timeout)
         self._allow = frozenset(pair.strip().lower() for pair in allow)
         self._max_bytes = max_bytes
         self._timeout = timeout
@@ -207,9 +218,12 @@ class SafeFetcher:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+        if self._own_parser:
+            await anyio.to_thread.run_sync(self._parser.close)
 
     async def fetch(self, url: str) -> FetchedDocument:
         """Fetch `url` and extract its text; raises SourceError with what went wrong."""
+        started = time.monotonic()
         try:
             with anyio.fail_after(self._timeout):
                 final_url, body, content_type_header = await self._download(url)
@@ -218,8 +232,9 @@ class SafeFetcher:
                 f"Fetching {url!r} took longer than {self._timeout:g} s (redirects included) and was "
                 f"stopped. The server may be slow or stalling; try again later or use another source."
             ) from None
+        left = max(self._timeout - (time.monotonic() - started), _MIN_PARSE_SECONDS)
         content_type, title, text = await anyio.to_thread.run_sync(
-            extract_text, body, content_type_header, final_url
+            functools.partial(self._parser.extract, body, content_type_header, final_url, timeout=left)
         )
         return FetchedDocument(
             url=final_url,

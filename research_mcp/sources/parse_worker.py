@@ -1,0 +1,84 @@
+"""The worker process of ``parsing.DocumentParser``: ``python -m research_mcp.sources.parse_worker MB``.
+
+Says ``ready`` on stdout once the parsers are imported, then reads requests from stdin, each a JSON line ``{"name", "content_type", "size"}`` followed by
+``size`` bytes of document, and answers each with one JSON line on stdout:
+``{"status": "ok", "kind", "title", "text"}`` or ``{"status": "error", "error": why}``. Exits when
+stdin closes. ``MB`` > 0 caps the address space at what the worker maps after its imports plus
+``MB`` megabytes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+from typing import IO, Any
+
+from research_mcp.errors import SourceError
+from research_mcp.sources.text import extract_text
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides what a Ctrl-C stops
+    requests, answers = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # anything a parser prints goes to the log, never into the answers
+    logging.basicConfig(level=logging.ERROR, stream=sys.stderr)  # malformed PDFs warn per object
+    memory_mb = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    if memory_mb > 0:
+        limit_memory(memory_mb)
+    answers.write(b"ready\n")
+    answers.flush()
+    while True:
+        header = requests.readline()
+        if not header:
+            return
+        request = json.loads(header)
+        data = _read_exactly(requests, int(request["size"]))
+        answer = parse(data, request.get("content_type"), str(request.get("name")))
+        del data
+        answers.write(json.dumps(answer).encode() + b"\n")
+        answers.flush()
+
+
+def _read_exactly(stream: IO[bytes], size: int) -> bytes:
+    data = stream.read(size)
+    if len(data) != size:
+        raise SystemExit(0)  # the server went away mid-request
+    return data
+
+
+def parse(data: bytes, content_type: str | None, name: str) -> dict[str, Any]:
+    """The answer for one document: its text, or why it cannot be read."""
+    try:
+        kind, title, text = extract_text(data, content_type, name)
+        return {"status": "ok", "kind": kind, "title": title, "text": text}
+    except SourceError as err:
+        return {"status": "error", "error": str(err)}
+    except MemoryError:
+        why = "it needs more memory than a document may use (built to exhaust memory, or far too large)"
+    except RecursionError:
+        why = "it is nested too deeply"
+    # Third-party parsers given hostile bytes can raise any exception type (pypdf alone raises a
+    # dozen kinds); each means "this document cannot be read", and is reported with its reason.
+    except Exception as exc:
+        why = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+    return {"status": "error", "error": f"{name!r} could not be parsed ({why}). Try another copy."}
+
+
+def limit_memory(memory_mb: int) -> None:
+    """Cap the address space at what this process maps now plus ``memory_mb``."""
+    try:
+        import resource
+
+        with open("/proc/self/statm") as statm:
+            mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (ImportError, OSError, ValueError):
+        return  # no RLIMIT_AS here, or no way to know the baseline: the time limit still holds
+    limit = mapped + memory_mb * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+if __name__ == "__main__":
+    main()
