@@ -132,7 +132,7 @@ class DocumentParser:
             return f"{name!r} was not parsed: the parser process did not start ({lost.reason}). Try again."
         if lost.timed_out:
             return (
-                f"{name!r} took longer than {limit:g} s to parse and was stopped (a document built to "
+                f"{name!r} took longer than {round(limit, 1):g} s to parse and was stopped (a document built to "
                 f"stall the parser, or far too large). Try another source."
             )
         memory = f" or needed more than its {self.memory_mb} MB of memory" if self.memory_mb else ""

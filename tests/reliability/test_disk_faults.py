@@ -166,6 +166,29 @@ def test_serve_starts_on_a_read_only_data_folder_with_the_local_knowledge_index(
     assert "Knowledge index unavailable" in (research_home.parent / "ro.log").read_text()
 
 
+def test_serve_starts_on_a_read_only_data_folder_when_the_corpus_changed_and_says_its_index_is_stale(
+    team: TeamMessagesAPI, research_home: Path, tmp_path: Path
+) -> None:
+    research_home.mkdir(parents=True)
+    Store(research_home / "research.db").close()
+    corpus = tmp_path / "notes"
+    corpus.mkdir()
+    (corpus / "tides.md").write_text("# Tides\n\nSpring tides follow the new and the full moon.\n")
+    setup = f"mount --bind {research_home} {research_home} && mount -o remount,ro,bind {research_home}"
+    env = env_for(research_home, team, QDRANT_URL=NO_QDRANT, RESEARCH_MCP_CORPUS=str(corpus))
+    log = research_home.parent / "ro.log"
+    server = in_namespace(setup, research_home, env, log)
+    try:
+        report = server.call("report_results", {"id": "run_000000000000"})
+    finally:
+        server.close()
+    assert "No run with id" in text_of(report)  # started and serving
+    stderr = log.read_text()
+    assert "Traceback" not in stderr
+    [line] = [line for line in stderr.splitlines() if "corpus index not updated" in line]
+    assert str(research_home) in line and "read-only" in line
+
+
 def test_serve_on_a_read_only_folder_without_a_store_exits_with_one_line_saying_what_to_do(
     research_home: Path,
 ) -> None:

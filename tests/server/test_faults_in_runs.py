@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from mcp.types import TextContent
 
 from research_mcp.config import Settings
 from research_mcp.contracts import ExtractorPayload, SynthesisPayload
@@ -25,6 +26,7 @@ from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
 from tests.fake_http import ScriptedResponse
 from tests.llm.fake_anthropic import FakeMessagesAPI, error_response, tool_use_response
+from tests.sources import hostile
 from tests.sources.fake_tavily import FakeTavily
 from tests.sources.loopback import LoopbackServer
 
@@ -253,6 +255,8 @@ def web(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
         server.respond("/drip", lambda handler: drip(handler, server))
         server.serve("/logo.png", b"\x89PNG\r\n\x1a\n" + bytes(200), "image/png")
         server.serve("/empty", b"", "text/html")
+        server.serve("/broken.pdf", hostile.unknown_filter_pdf(), "application/pdf")
+        server.serve("/stall.pdf", hostile.huge_stream_pdf(10), "application/pdf")
         server.serve(
             "/bad-utf8",
             b"<html><body><p>Wave energy converters \xff\xfe capture the motion of ocean swells near the coast.</p>"
@@ -270,6 +274,8 @@ HOSTILE = {
     "/drip": "took longer than 5 s",
     "/logo.png": "image/png",
     "/empty": "",
+    "/broken.pdf": "could not be parsed (NotImplementedError: Unsupported filter /BogusDecode)",
+    "/stall.pdf": "to parse and was stopped",
 }
 
 
@@ -296,6 +302,24 @@ async def test_hostile_pages_are_refused_and_named_while_the_readable_ones_are_r
         assert web.url(path) in report
     assert "10.20.30.40" not in " ".join(path for path, _ in web.requests)
     assert_nothing_left_running(run["id"])
+
+
+async def test_extract_source_on_a_malformed_pdf_is_an_error_naming_it_and_the_next_call_is_served(
+    web: LoopbackServer,
+) -> None:
+    with anyio.fail_after(GUARD):
+        async with Client(create_server(model=ScriptedModel(team_script))) as client:
+            broken = await client.call_tool(
+                "extract_source", {"source": web.url("/broken.pdf"), "questions": ["What is tidal power?"]}
+            )
+            good = await client.call_tool(
+                "extract_source", {"source": web.url("/good"), "questions": ["What do panels do?"]}
+            )
+    [content] = broken.content
+    assert broken.is_error and isinstance(content, TextContent)
+    assert web.url("/broken.pdf") in content.text
+    assert "could not be parsed (NotImplementedError: Unsupported filter /BogusDecode)" in content.text
+    assert not good.is_error
 
 
 async def test_a_discovery_leaf_whose_searches_fail_is_named_and_its_sibling_still_reports(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+import socket
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import numpy as np
 import pytest
 
 from research_mcp.contracts import Embedder
-from research_mcp.errors import InvalidInput, NotFound
+from research_mcp.errors import InvalidInput, NotFound, SourceError
 from research_mcp.llm.embeddings import MiniLMEmbedder, default_embedder
 from research_mcp.sources.corpus import (
     Corpus,
@@ -21,9 +23,10 @@ from research_mcp.sources.corpus import (
     IndexReport,
     fts_query,
 )
-from research_mcp.sources.documents import CHUNK_MAX_CHARS, CHUNK_MIN_CHARS, chunk_spans
+from research_mcp.sources.documents import CHUNK_MAX_CHARS, CHUNK_MIN_CHARS, chunk_spans, read_regular_file
 from research_mcp.storage.store import Store
 from research_mcp.storage.vectors import KnowledgeIndex
+from tests.sources import hostile
 
 from .pdf import minimal_pdf
 
@@ -434,3 +437,64 @@ def test_without_a_working_embedder_indexing_and_search_go_on_lexically(
 
         assert (report.added, [error.split(":")[0] for error in report.errors]) == (5, ["vectors"])
         assert paths(corpus.search("anemones", limit=1)) == ["notes/tides.md"]
+
+
+def test_a_malformed_pdf_is_skipped_with_its_reason_and_the_other_documents_are_indexed(
+    corpus: Corpus, folder: Path
+) -> None:
+    (folder / "broken.pdf").write_bytes(hostile.unknown_filter_pdf())
+
+    report = corpus.index()
+
+    assert report.added == 5
+    [error] = report.errors
+    assert error.startswith(
+        "broken.pdf: 'broken.pdf' could not be parsed (NotImplementedError: Unsupported filter"
+    )
+    assert paths(corpus.search("coral bleaching", mode="lexical")) == ["reef.pdf"]
+
+
+def test_special_files_named_like_documents_are_skipped_with_a_note_and_never_opened(
+    corpus: Corpus, folder: Path
+) -> None:
+    os.mkfifo(folder / "pipe.txt")  # opened for reading, a FIFO blocks until a writer comes
+    try:
+        os.mknod(folder / "zero.md", 0o644 | stat.S_IFCHR, os.makedev(1, 5))  # /dev/zero: reads never end
+        devices = ["zero.md: a character device, not a regular file; skipped"]
+    except PermissionError:  # not root: the FIFO alone is checked here
+        devices = []
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(folder / "sock.html"))
+
+        report = corpus.index()
+
+    assert report.added == 5
+    assert sorted(report.errors) == sorted(
+        [
+            "pipe.txt: a FIFO (named pipe), not a regular file; skipped",
+            "sock.html: a socket, not a regular file; skipped",
+            *devices,
+        ]
+    )
+
+
+def test_a_file_past_its_size_cap_is_reported_and_not_read(corpus: Corpus, folder: Path) -> None:
+    with open(folder / "sparse.txt", "wb") as sparse:  # 10 GB that take no disk space
+        sparse.truncate(10 * 2**30)
+
+    report = corpus.index()
+
+    assert report.errors == ["sparse.txt: larger than 10 MB; skipped"]
+    assert report.read == 5
+
+
+def test_a_device_or_fifo_swapped_in_after_the_walk_is_refused_when_opened(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "late.txt")
+    with pytest.raises(SourceError, match="a FIFO"):
+        read_regular_file(tmp_path / "late.txt", 1000)
+    with pytest.raises(SourceError, match="a character device"):
+        read_regular_file(Path("/dev/zero"), 1000)
+    grown = tmp_path / "grown.txt"
+    grown.write_bytes(b"x" * 1001)
+    with pytest.raises(SourceError, match="larger than"):
+        read_regular_file(grown, 1000)
