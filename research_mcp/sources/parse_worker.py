@@ -24,7 +24,8 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides what a Ctrl-C stops
     requests, answers = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # anything a parser prints goes to the log, never into the answers
-    logging.basicConfig(level=logging.ERROR, stream=sys.stderr)  # malformed PDFs warn per object
+    # pypdf logs a warning or an error for every malformed object; the answer carries what matters.
+    logging.basicConfig(level=logging.CRITICAL, stream=sys.stderr)
     memory_mb = int(sys.argv[1]) if len(sys.argv) > 1 else 0
     if memory_mb > 0:
         limit_memory(memory_mb)
@@ -57,7 +58,7 @@ def parse(data: bytes, content_type: str | None, name: str) -> dict[str, Any]:
     except SourceError as err:
         return {"status": "error", "error": str(err)}
     except MemoryError:
-        why = "it needs more memory than a document may use (built to exhaust memory, or far too large)"
+        why = "it needs more memory than a document may use: built to exhaust memory, or far too large"
     except RecursionError:
         why = "it is nested too deeply"
     # Third-party parsers given hostile bytes can raise any exception type (pypdf alone raises a

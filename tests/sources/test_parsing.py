@@ -18,7 +18,7 @@ GOOD = minimal_pdf("Tidal stream turbines sit on the sea bed.", "Tides")
 
 @pytest.fixture(scope="module")
 def parser() -> Iterator[DocumentParser]:  # one for the module: the tests also prove it keeps serving
-    with DocumentParser(timeout=10) as parser:
+    with DocumentParser(timeout=5) as parser:
         yield parser
 
 
@@ -66,7 +66,7 @@ def test_a_document_that_needs_more_memory_than_the_limit_is_a_named_source_erro
     [
         ("deep.pdf", hostile.deep_array_pdf),
         ("loop.pdf", hostile.page_tree_loop_pdf),
-        ("spans.html", hostile.span_soup_html),
+        ("spans.html", lambda: hostile.span_soup_html(100_000)),
         ("deep.html", hostile.deep_div_html),
         ("laughs.html", hostile.entity_bomb_html),
     ],
