@@ -5,7 +5,10 @@ mislabel documents: a body that starts with ``%PDF-`` is a PDF whatever the head
 body with HTML markers is HTML even when served as ``text/plain``. Bodies that are plainly not
 documents (images, archives, anything with NUL bytes) are refused with a SourceError.
 
-Extraction is CPU-bound and synchronous; callers on an event loop run it in a worker thread.
+Extraction is CPU-bound, synchronous and runs on untrusted bytes: the server calls it only inside a
+worker process with a time and a memory limit (``parsing.py``). Here, PDFs are also capped in pages
+(``MAX_PDF_PAGES``) and in extracted text (``MAX_TEXT_CHARS``), besides pypdf's own per-stream and
+per-object limits (75 MB inflated per stream, 100,000 array or dictionary entries).
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ __all__ = ["DocumentType", "extract_text"]
 DocumentType = Literal["text/html", "application/pdf", "text/plain"]
 
 _SNIFF_BYTES = 1024
+#: A PDF with more pages is refused (a book has hundreds; a page tree of millions is an attack).
+MAX_PDF_PAGES = 2000
+#: Text extracted from one PDF beyond this is refused (some 1.5 million words).
+MAX_TEXT_CHARS = 10_000_000
 _TITLE_CHARS = 300
 
 # Leading bytes of common binary formats that are not documents we can read.
@@ -159,7 +166,21 @@ def _pdf(data: bytes, url: str) -> tuple[str, str]:
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise SourceError(f"{url!r} is a password-protected PDF; it cannot be read.")
-        pages = [page.extract_text() or "" for page in reader.pages]
+        if len(reader.pages) > MAX_PDF_PAGES:
+            raise SourceError(
+                f"{url!r} has {len(reader.pages)} pages, more than the {MAX_PDF_PAGES} read from one PDF. "
+                f"Split it, or give the part you need."
+            )
+        pages: list[str] = []
+        size = 0
+        for page in reader.pages:
+            pages.append(page.extract_text() or "")
+            size += len(pages[-1])
+            if size > MAX_TEXT_CHARS:
+                raise SourceError(
+                    f"{url!r} holds more than {MAX_TEXT_CHARS:,} characters of text, more than is read "
+                    f"from one PDF. Split it, or give the part you need."
+                )
         metadata_title = reader.metadata.title if reader.metadata else None
     except (PyPdfError, ValueError, KeyError, TypeError, IndexError) as exc:
         raise SourceError(

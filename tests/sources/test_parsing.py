@@ -10,6 +10,7 @@ import pytest
 
 from research_mcp.errors import SourceError
 from research_mcp.sources.parsing import DocumentParser
+from research_mcp.sources.text import MAX_PDF_PAGES
 from tests.sources import hostile
 from tests.sources.pdf import minimal_pdf
 
@@ -114,3 +115,8 @@ def test_a_parser_that_is_shut_down_refuses_with_a_source_error() -> None:
     parser.close()
     with pytest.raises(SourceError, match="shut down"):
         parser.extract(GOOD, "application/pdf", "tides.pdf")
+
+
+def test_a_pdf_of_more_pages_than_the_cap_is_refused_saying_so(parser: DocumentParser) -> None:
+    with pytest.raises(SourceError, match=f"'tome.pdf' has {MAX_PDF_PAGES + 1} pages, more than the"):
+        parser.extract(hostile.many_pages_pdf(MAX_PDF_PAGES + 1), "application/pdf", "tome.pdf")
