@@ -84,7 +84,7 @@ def extract_text(data: bytes, content_type_header: str | None, url: str) -> tupl
         title = _first_line(text)
     if not text.strip():
         raise SourceError(
-            f"{url!r} was fetched as {kind} but holds no extractable text "
+            f"{url!r} is {kind} but holds no extractable text "
             f"(scanned PDFs and script-only pages are not supported). Try another source."
         )
     return kind, title or url, text
