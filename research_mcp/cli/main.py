@@ -157,7 +157,10 @@ def index(folder: Path) -> None:
     parser = open_parser(settings)
     try:
         corpus = open_corpus(settings, store, knowledge_index, parser)
-        report = corpus.index(folder.resolve())
+        try:
+            report = corpus.index(folder.resolve())
+        except ResearchError as failure:  # a store that cannot be written: one line, not a traceback
+            raise _user_error(failure) from None
         click.echo(
             f"{folder}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
             f"{report.removed} removed; {corpus.document_count()} documents in the corpus"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import HOSTILE_TITLE, NOTES, QUESTION, FinishedRun, cli
+from tests.cli.conftest import HOSTILE_TITLE, NOTES, QUESTION, FinishedRun, cli, cli_env
+from tests.sources import hostile
 
 ANSI = re.compile(r"\x1b\[")
 
@@ -217,3 +219,28 @@ def test_a_run_over_its_source_budget_reports_on_the_sources_it_read_and_names_t
     assert len(skipped) == 2, capped.stdout
     gaps = capped.stdout.split("## Gaps", 1)[1].split("## Sources", 1)[0]
     assert all(gaps.count(ref) == 1 for ref in skipped), gaps  # each named once, not once per level
+
+
+def test_index_skips_a_fifo_a_malformed_pdf_and_a_stalling_pdf_naming_each_and_indexes_the_rest(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "bridge.md").write_text(NOTES["bridge.md"])
+    os.mkfifo(folder / "pipe.txt")
+    (folder / "broken.pdf").write_bytes(hostile.unknown_filter_pdf())
+    (folder / "stall.pdf").write_bytes(hostile.huge_stream_pdf(10))
+    env = cli_env(tmp_path / "home", RESEARCH_MCP_SOURCE_TIMEOUT="2", QDRANT_URL="http://127.0.0.1:9")
+
+    done = cli("index", str(folder), env=env, timeout=60)  # a FIFO read would hang; a stall, run minutes
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"{folder}: 1 added, 0 updated, 0 unchanged, 0 removed;")
+    skipped = sorted(line for line in done.stderr.splitlines() if line.startswith("skipped: "))
+    assert skipped == [
+        "skipped: broken.pdf: 'broken.pdf' could not be parsed (NotImplementedError: Unsupported filter "
+        "/BogusDecode). Try another copy.",
+        "skipped: pipe.txt: a FIFO (named pipe), not a regular file; skipped",
+        "skipped: stall.pdf: 'stall.pdf' took longer than 2 s to parse and was stopped (a document built "
+        "to stall the parser, or far too large). Try another source.",
+    ]
