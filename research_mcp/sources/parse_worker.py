@@ -1,10 +1,12 @@
 """The worker process of ``parsing.DocumentParser``: ``python -m research_mcp.sources.parse_worker MB``.
 
-Says ``ready`` on stdout once the parsers are imported, then reads requests from stdin, each a JSON line ``{"name", "content_type", "size"}`` followed by
-``size`` bytes of document, and answers each with one JSON line on stdout:
-``{"status": "ok", "kind", "title", "text"}`` or ``{"status": "error", "error": why}``. Exits when
-stdin closes. ``MB`` > 0 caps the address space at what the worker maps after its imports plus
-``MB`` megabytes.
+Says ``ready`` on stdout once the parsers are imported, then reads requests from stdin, each a JSON
+line ``{"name", "content_type", "size", "seconds"}`` followed by ``size`` bytes of document, and
+answers each with one JSON line on stdout: ``{"status": "ok", "kind", "title", "text"}`` or
+``{"status": "error", "error": why}``. Exits when stdin closes, and (by SIGALRM) when a document
+runs ``ALARM_GRACE`` seconds past the request's ``seconds``, which only happens when the server that
+should have killed it is gone. ``MB`` > 0 caps the address space at what the worker maps after its
+imports plus ``MB`` megabytes.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from typing import IO, Any
 
 from research_mcp.errors import SourceError
 from research_mcp.sources.text import extract_text
+
+#: Seconds past its time limit after which a worker still parsing ends itself.
+ALARM_GRACE = 5.0
 
 
 def main() -> None:
@@ -37,7 +42,10 @@ def main() -> None:
             return
         request = json.loads(header)
         data = _read_exactly(requests, int(request["size"]))
+        # SIGALRM ends this process if the server, which kills it at the limit, is gone meanwhile.
+        signal.setitimer(signal.ITIMER_REAL, float(request.get("seconds") or 0) + ALARM_GRACE)
         answer = parse(data, request.get("content_type"), str(request.get("name")))
+        signal.setitimer(signal.ITIMER_REAL, 0)
         del data
         answers.write(json.dumps(answer).encode() + b"\n")
         answers.flush()

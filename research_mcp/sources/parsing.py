@@ -8,7 +8,8 @@ process, one such document would hold the GIL from every other tool call and cou
 process down. So each document is parsed in a worker process (``parse_worker.py``):
 
 - a wall-clock limit: the caller waits ``timeout`` seconds for the answer, then kills the worker
-  (SIGKILL) and raises SourceError;
+  (SIGKILL) and raises SourceError; the worker also arms an alarm a little later than that for
+  itself, so it cannot outlive a server killed mid-document by more than the limit;
 - a memory limit: the worker caps its own address space (``RLIMIT_AS``) at what it maps idle plus
   ``memory_mb``, so an allocation past it fails there (a MemoryError, or the worker dies);
 - every failure (any exception a parser raises, the memory limit, a crash, garbage on the pipe)
@@ -183,7 +184,12 @@ class _Worker:
         self._ready = True
 
     def run(self, data: bytes, content_type_header: str | None, name: str, deadline: float) -> dict[str, Any]:
-        request = {"name": name, "content_type": content_type_header, "size": len(data)}
+        request = {
+            "name": name,
+            "content_type": content_type_header,
+            "size": len(data),
+            "seconds": max(0.0, deadline - time.monotonic()),
+        }
         stdin = cast(IO[bytes], self._process.stdin)
         try:
             stdin.write(json.dumps(request).encode() + b"\n")

@@ -3,12 +3,17 @@ naming the document, and the parser goes on serving the next document."""
 
 from __future__ import annotations
 
+import json
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from research_mcp.errors import SourceError
+from research_mcp.sources.parse_worker import ALARM_GRACE
 from research_mcp.sources.parsing import DocumentParser
 from research_mcp.sources.text import MAX_PDF_PAGES
 from tests.sources import hostile
@@ -120,3 +125,26 @@ def test_a_parser_that_is_shut_down_refuses_with_a_source_error() -> None:
 def test_a_pdf_of_more_pages_than_the_cap_is_refused_saying_so(parser: DocumentParser) -> None:
     with pytest.raises(SourceError, match=f"'tome.pdf' has {MAX_PDF_PAGES + 1} pages, more than the"):
         parser.extract(hostile.many_pages_pdf(MAX_PDF_PAGES + 1), "application/pdf", "tome.pdf")
+
+
+def test_a_worker_left_parsing_by_a_dead_server_ends_itself_after_the_limit() -> None:
+    document = hostile.huge_stream_pdf(10)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "research_mcp.sources.parse_worker", "0"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert worker.stdin is not None and worker.stdout is not None
+    assert worker.stdout.readline() == b"ready\n"
+    request = {"name": "stream.pdf", "content_type": "application/pdf", "size": len(document), "seconds": 0.5}
+    worker.stdin.write(json.dumps(request).encode() + b"\n" + document)
+    worker.stdin.flush()  # and nobody reads the answer or kills the worker: as if the server were gone
+    started = time.monotonic()
+    try:
+        code = worker.wait(timeout=60)  # unbounded, the parse runs for minutes
+    finally:
+        worker.kill()
+        worker.stdin.close()
+        worker.stdout.close()
+    assert code == -signal.SIGALRM
+    assert time.monotonic() - started < 0.5 + ALARM_GRACE + 20
