@@ -85,8 +85,11 @@ def main() -> None:
     times.sort()
     worker_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     own_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    mode = "in process, no limits (the old path)" if args.in_process else "DocumentParser worker"
-    print(f"mutated PDFs: {args.count} (seed {args.seed}), parsed by {mode}, timeout {args.timeout:g} s")
+    if args.in_process:
+        mode = "parsed in this process by extract_text, no limits (the old path)"
+    else:
+        mode = f"parsed by DocumentParser workers, timeout {args.timeout:g} s"
+    print(f"mutated PDFs: {args.count} (seed {args.seed}), {mode}")
     for outcome in ("text", "source error", "time limit", "bare error", "crash"):
         print(f"  {outcome:<13} {outcomes[outcome]:>6}")
     if crashes:
