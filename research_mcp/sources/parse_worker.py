@@ -43,12 +43,17 @@ def main() -> None:
         request = json.loads(header)
         data = _read_exactly(requests, int(request["size"]))
         # SIGALRM ends this process if the server, which kills it at the limit, is gone meanwhile.
-        signal.setitimer(signal.ITIMER_REAL, float(request.get("seconds") or 0) + ALARM_GRACE)
+        _alarm(float(request.get("seconds") or 0) + ALARM_GRACE)
         answer = parse(data, request.get("content_type"), str(request.get("name")))
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        _alarm(0)
         del data
         answers.write(json.dumps(answer).encode() + b"\n")
         answers.flush()
+
+
+def _alarm(seconds: float) -> None:
+    if hasattr(signal, "setitimer"):  # not on Windows: there the server's kill is the only bound
+        signal.setitimer(signal.ITIMER_REAL, seconds)
 
 
 def _read_exactly(stream: IO[bytes], size: int) -> bytes:

@@ -20,8 +20,8 @@ so the common case costs a pipe round trip, not a process start (about half a se
 imports). The pipe carries the document's bytes one way and one JSON line back, never pickles, so
 a worker subverted by a document cannot run code in the server. A worker's stdout is that pipe,
 its stderr the server's stderr; it ignores SIGINT (the server decides what a Ctrl-C stops). The
-limits need a POSIX system; where ``RLIMIT_AS`` or ``/proc`` is missing (macOS ignores the limit)
-only the time limit holds.
+memory limit needs ``RLIMIT_AS`` and ``/proc`` (Linux); elsewhere (macOS ignores the limit, Windows
+has none) only the time limit holds.
 """
 
 from __future__ import annotations
@@ -29,11 +29,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
+import queue
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import IO, Any, cast
 
 from research_mcp.errors import SourceError
@@ -46,7 +47,6 @@ _STOP_GRACE = 2.0
 #: Seconds a new worker may take to import the parsers and say it is ready (half a second when idle).
 _START_TIMEOUT = 60.0
 _READY = b"ready\n"
-_READ_CHUNK = 1 << 20
 
 
 class DocumentParser:
@@ -155,14 +155,28 @@ class _Worker:
     """One worker process (``python -m research_mcp.sources.parse_worker``) and its pipes."""
 
     def __init__(self, memory_mb: int | None) -> None:
+        # The worker imports this package from where the server found it, however it was started.
+        package_home = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_home, env.get("PYTHONPATH")) if p)
         self._process = subprocess.Popen(
             [sys.executable, "-m", "research_mcp.sources.parse_worker", str(memory_mb or 0)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=None,  # the server's stderr: the worker's own warnings go to the log
             close_fds=True,
+            env=env,
         )
         self._ready = False
+        # A thread reads the answers, so waiting for one with a time limit works on every platform
+        # (select() on pipes does not on Windows).
+        self._lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(
+            target=self._read_answers,
+            args=(self._process.stdout, self._lines),
+            name=f"parse-worker-{self._process.pid}",
+            daemon=True,
+        ).start()
 
     @property
     def pid(self) -> int:
@@ -207,22 +221,21 @@ class _Worker:
         return answer
 
     def _read_line(self, deadline: float) -> bytes:
-        stdout = cast(IO[bytes], self._process.stdout)
-        fd = stdout.fileno()
-        chunks: list[bytes] = []
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise _WorkerLost("no answer in time", timed_out=True)
-            ready, _, _ = select.select([fd], [], [], remaining)
-            if not ready:
-                raise _WorkerLost("no answer in time", timed_out=True)
-            chunk = os.read(fd, _READ_CHUNK)
-            if not chunk:
-                raise self._lost()
-            chunks.append(chunk)
-            if b"\n" in chunk:
-                return b"".join(chunks)
+        try:
+            line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise _WorkerLost("no answer in time", timed_out=True) from None
+        if not line:
+            raise self._lost()
+        return line
+
+    @staticmethod
+    def _read_answers(stdout: IO[bytes], lines: queue.Queue[bytes]) -> None:
+        """The worker's answers, line by line, until its stdout closes (then an empty line)."""
+        with contextlib.suppress(OSError, ValueError):  # the pipe closed under us: the worker is gone
+            for line in iter(stdout.readline, b""):
+                lines.put(line)
+        lines.put(b"")
 
     def _lost(self) -> _WorkerLost:
         try:
