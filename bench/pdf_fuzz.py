@@ -29,6 +29,7 @@ from research_mcp.errors import SourceError
 from research_mcp.sources.parsing import DocumentParser
 from research_mcp.sources.text import extract_text
 from tests.sources.hostile import mutated_pdfs
+from tests.sources.pdf import minimal_pdf
 
 
 def classify(name: str, parse: object) -> tuple[str, float, str]:
@@ -75,6 +76,13 @@ def main() -> None:
             return classify(name, lambda: parser.extract(data, "application/pdf", name))
 
         with ThreadPoolExecutor(1 if args.in_process else args.workers) as pool:
+            if not args.in_process:  # start the workers first, as in a running server: times are per document
+                warm = minimal_pdf("Warm up", "Warm")
+                list(
+                    pool.map(
+                        lambda _: parser.extract(warm, "application/pdf", "warm.pdf"), range(args.workers)
+                    )
+                )
             for outcome, seconds, detail in pool.map(one, mutated_pdfs(args.count, args.seed)):
                 outcomes[outcome] += 1
                 times.append(seconds)
