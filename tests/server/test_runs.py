@@ -122,7 +122,7 @@ async def test_a_run_killed_between_nodes_resumes_without_running_a_finished_nod
         assert resumed.structured_content["status"] == "done"
 
     nodes = {n.node_id: n for n in store.nodes_for_run(run_id)}
-    assert all(nodes[key]["runs_started"] == 1 for key in done_before)
+    assert all(nodes[key].runs_started == 1 for key in done_before)
     # The second process read only the unfinished leaf's source and synthesized the rest.
     read_again = [c.payload.source_text for c in second_model.calls_for("extractor")]
     assert read_again == [TEXTS[2]]
@@ -184,4 +184,4 @@ async def test_a_plain_resume_after_a_crash_does_not_rerun_a_finished_leaf_that_
         resumed = await client.call_tool("execute_plan", {"plan_id": plan_id, "wait_seconds": 20})
     assert resumed.structured_content["status"] == "partial"  # the refused source is still named
     nodes = {n.node_id: n for n in store.nodes_for_run(run_id)}
-    assert all(nodes[key]["runs_started"] == 1 for key in done_before), nodes
+    assert all(nodes[key].runs_started == 1 for key in done_before), nodes
