@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench clean browser
+.PHONY: install run test lint bench clean browser view
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ browser:
 	  command -v chromium >/dev/null 2>&1 || \
 	    echo "chromium is not installed and cannot be: the browser test of exported HTML will be skipped"; \
 	}
+
+# The MCP App view (web/view) built into one self-contained HTML file, committed at
+# research_mcp/server/view/run.html: Node is needed only to rebuild it, never to run the server.
+view:
+	cd web/view && npm ci --no-audit --no-fund && npm run build
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
