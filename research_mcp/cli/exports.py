@@ -20,13 +20,13 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from research_mcp.citations import CITATION
-from research_mcp.contracts import Source
-from research_mcp.reports import assemble_result, report_markdown, result_synthesis
-from research_mcp.runs.snapshot import plan_tree
+from research_mcp.reports import report_markdown
+from research_mcp.run_document import run_document
 from research_mcp.storage.store import Store
 
 __all__ = ["FORMATS", "export_document", "export_run", "render_html", "safe_href"]
+
+export_document = run_document  # the JSON export is the run document itself
 
 FORMATS = ("md", "html", "json")
 CITE = re.compile(r"\[F(\d+)(, unverified)?\]")
@@ -36,92 +36,10 @@ def export_run(store: Store, run_id: str, fmt: str) -> str:
     """The run in format `fmt` (md, html or json)."""
     if fmt == "md":
         return report_markdown(store, run_id)
-    document = export_document(store, run_id)
+    document = run_document(store, run_id)
     if fmt == "json":
         return json.dumps(document, ensure_ascii=False, indent=2)
     return render_html(document)
-
-
-def _source_location(source: Source) -> str:
-    """Where a corpus document lives (its root and path), from the source's metadata."""
-    if source.metadata.root and source.metadata.path:
-        return f"{source.metadata.root.rstrip('/')}/{source.metadata.path}"
-    return ""
-
-
-def export_document(store: Store, run_id: str) -> dict[str, Any]:
-    """Everything about a finished run, as JSON-ready data."""
-    run = store.get_run(run_id)
-    result = assemble_result(store, run_id)
-    output = result_synthesis(store, run)
-    cited_in_text = [int(number) for number in CITATION.findall(result.findings)]
-    fact_ids = sorted(
-        {*(output.fact_ids if output else []), *(output.cited if output else []), *cited_in_text}
-    )
-    facts = store.get_facts(fact_ids)
-    citations = store.citations([fact.id for fact in facts])
-    relevance = {source.id: source.relevance for source in result.sources}
-    source_ids = list(
-        dict.fromkeys(
-            [int(s.id[1:]) for s in result.sources]
-            + [sid for f in facts for sid in [f.source_id, *(c.source_id for c in citations[f.id])]]
-        )
-    )
-    sources = []
-    for sid in source_ids:
-        source = store.get_source(sid)
-        sources.append(
-            {
-                "id": f"S{sid}",
-                "url_or_path": source.ref,
-                "title": source.title,
-                "kind": source.kind,
-                "location": _source_location(source),
-                "relevance": relevance.get(f"S{sid}", 0.0),
-            }
-        )
-    queries = [store.get_plan(plan_id).query for plan_id in run.plan_ids]
-    return {
-        "run": {
-            "id": run_id,
-            "status": run.status,
-            "query": " + ".join(queries),
-            "backend": run.backend,
-            "created_at": run.created_at,
-            "started_at": run.started_at,
-            "finished_at": run.finished_at,
-            "error": run.error,
-        },
-        "findings": result.findings,
-        "sources": sources,
-        "confidence": result.confidence.model_dump(mode="json"),
-        "gaps": result.gaps,
-        "metadata": result.metadata.model_dump(mode="json"),
-        "suggested_followups": result.suggested_followups,
-        "facts": [
-            {
-                "id": f"F{fact.id}",
-                "statement": fact.statement,
-                "quote": fact.quote,
-                "verified": fact.verified,
-                "source_id": f"S{fact.source_id}",
-                "location": list(fact.location) if fact.location else None,
-                "confidence": fact.confidence,
-                "question": fact.question,
-                "corroborations": fact.corroborations,
-                "also_in": [
-                    {"source_id": f"S{c.source_id}", "quote": c.quote}
-                    for c in citations[fact.id]
-                    if c.source_id != fact.source_id
-                ],
-            }
-            for fact in facts
-        ],
-        "plan": [
-            {"plan_id": tree.plan_id, "query": tree.query, "root": tree.root.as_dict()}
-            for tree in plan_tree(store, run)
-        ],
-    }
 
 
 # --- HTML ------------------------------------------------------------------------------------------

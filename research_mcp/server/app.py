@@ -21,6 +21,7 @@ from research_mcp.runs.manager import RunManager
 from research_mcp.server.prompts import register_prompts
 from research_mcp.server.resources import register_resources
 from research_mcp.server.tools import build_tools
+from research_mcp.server.view import AppsOnly, build_apps, link_view
 from research_mcp.service import ResearchService
 from research_mcp.sources.fetch import SafeFetcher
 from research_mcp.sources.library import SourceLibrary
@@ -146,7 +147,13 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
         store.close()
 
     server: MCPServer[Any] = MCPServer(
-        "research-mcp", instructions=INSTRUCTIONS, lifespan=lifespan, version=__version__, tools=build_tools()
+        "research-mcp",
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        version=__version__,
+        tools=link_view(build_tools()),
+        extensions=[build_apps()],  # the run view, for hosts that render MCP Apps
+        middleware=[AppsOnly()],  # other hosts list exactly what they did before it
     )
     register_resources(server)
     register_prompts(server)

@@ -1,0 +1,160 @@
+"""One run, read from the store for whoever shows it: the whole finished run as one document (the
+exports write it as JSON and render it as HTML), and the live snapshot the MCP App view refreshes
+while the run goes on (plan tree with node states, totals, and the document once the run has ended).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from research_mcp.citations import CITATION
+from research_mcp.contracts import Source
+from research_mcp.reports import assemble_result, result_synthesis
+from research_mcp.runs.snapshot import plan_tree, run_totals
+from research_mcp.storage.outputs import StoredCuration
+from research_mcp.storage.store import Store
+
+__all__ = ["UNDER_WAY", "live_snapshot", "run_document"]
+
+UNDER_WAY = ("pending", "running")  # any other status has ended: the view stops refreshing
+
+
+def _source_location(source: Source) -> str:
+    """Where a corpus document lives (its root and path), from the source's metadata."""
+    if source.metadata.root and source.metadata.path:
+        return f"{source.metadata.root.rstrip('/')}/{source.metadata.path}"
+    return ""
+
+
+def run_document(store: Store, run_id: str) -> dict[str, Any]:
+    """Everything about a finished run, as JSON-ready data."""
+    run = store.get_run(run_id)
+    result = assemble_result(store, run_id)
+    output = result_synthesis(store, run)
+    cited_in_text = [int(number) for number in CITATION.findall(result.findings)]
+    fact_ids = sorted(
+        {*(output.fact_ids if output else []), *(output.cited if output else []), *cited_in_text}
+    )
+    facts = store.get_facts(fact_ids)
+    citations = store.citations([fact.id for fact in facts])
+    relevance = {source.id: source.relevance for source in result.sources}
+    source_ids = list(
+        dict.fromkeys(
+            [int(s.id[1:]) for s in result.sources]
+            + [sid for f in facts for sid in [f.source_id, *(c.source_id for c in citations[f.id])]]
+        )
+    )
+    sources = []
+    for sid in source_ids:
+        source = store.get_source(sid)
+        sources.append(
+            {
+                "id": f"S{sid}",
+                "url_or_path": source.ref,
+                "title": source.title,
+                "kind": source.kind,
+                "location": _source_location(source),
+                "relevance": relevance.get(f"S{sid}", 0.0),
+            }
+        )
+    queries = [store.get_plan(plan_id).query for plan_id in run.plan_ids]
+    return {
+        "run": {
+            "id": run_id,
+            "status": run.status,
+            "query": " + ".join(queries),
+            "backend": run.backend,
+            "created_at": run.created_at,
+            "started_at": run.started_at,
+            "finished_at": run.finished_at,
+            "error": run.error,
+        },
+        "findings": result.findings,
+        "sources": sources,
+        "confidence": result.confidence.model_dump(mode="json"),
+        "gaps": result.gaps,
+        "metadata": result.metadata.model_dump(mode="json"),
+        "suggested_followups": result.suggested_followups,
+        "facts": [
+            {
+                "id": f"F{fact.id}",
+                "statement": fact.statement,
+                "quote": fact.quote,
+                "verified": fact.verified,
+                "source_id": f"S{fact.source_id}",
+                "location": list(fact.location) if fact.location else None,
+                "confidence": fact.confidence,
+                "question": fact.question,
+                "corroborations": fact.corroborations,
+                "also_in": [
+                    {"source_id": f"S{c.source_id}", "quote": c.quote}
+                    for c in citations[fact.id]
+                    if c.source_id != fact.source_id
+                ],
+            }
+            for fact in facts
+        ],
+        "plan": [
+            {"plan_id": tree.plan_id, "query": tree.query, "root": tree.root.as_dict()}
+            for tree in plan_tree(store, run)
+        ],
+    }
+
+
+def _scout_tags(store: Store, run_id: str) -> dict[str, list[str]]:
+    """The tags the run's scouts gave each source they ranked (authoritative, recent, ...), by ref."""
+    tags: dict[str, list[str]] = {}
+    for handoff in store.handoffs_for_run(run_id, role="scout"):
+        if isinstance(handoff.output, StoredCuration):
+            for ranked in handoff.output.sources:
+                if ranked.tags:
+                    tags.setdefault(ranked.ref, list(ranked.tags))
+    return tags
+
+
+def live_snapshot(store: Store, run_id: str) -> dict[str, Any]:
+    """What the run view shows now: the run, its totals and plan tree with each node's state, and,
+    once the run has ended with a report, the report with its facts (quote, source) and sources."""
+    run = store.get_run(run_id)
+    totals = run_totals(store, run)
+    finished = run.status not in UNDER_WAY
+    result = None
+    if finished and run.result_handoff_id:
+        document = run_document(store, run_id)
+        tags = _scout_tags(store, run_id)
+        result = {
+            "findings": document["findings"],
+            "facts": document["facts"],
+            "sources": [
+                {**source, "tags": tags.get(source["url_or_path"], [])} for source in document["sources"]
+            ],
+            "confidence": document["confidence"],
+            "gaps": document["gaps"],
+            "suggested_followups": document["suggested_followups"],
+        }
+    queries = [store.get_plan(plan_id).query for plan_id in run.plan_ids]
+    return {
+        "run": {
+            "id": run_id,
+            "status": run.status,
+            "query": " + ".join(queries),
+            "backend": run.backend or "",
+            "error": run.error,
+        },
+        "finished": finished,
+        "totals": {
+            "nodes_done": totals.nodes_done,
+            "nodes_total": totals.nodes_total,
+            "sources": totals.sources,
+            "facts": totals.facts,
+            "facts_verified": totals.facts_verified,
+            "tokens": totals.tokens,
+            "cost_usd": round(totals.cost_usd, 6),
+            "elapsed_s": round(totals.elapsed_s, 2),
+        },
+        "plan": [
+            {"plan_id": tree.plan_id, "query": tree.query, "root": tree.root.as_dict()}
+            for tree in plan_tree(store, run)
+        ],
+        "result": result,
+    }
