@@ -3,7 +3,7 @@
 
 export type CiteMaker = (factId: string, label: string) => Node;
 
-const INLINE = /(\[F\d+(?:, unverified)?\])|(\*\*[^*]+\*\*)|(\*[^*\s][^*]*\*)|(`[^`]+`)/g;
+const INLINE = /(\[F\d+(?:, unverified)?\])|(\*\*[^*]+\*\*)|(\*[^*\s][^*]*\*|(?<![\w])_[^_\s][^_]*_(?![\w]))|(`[^`]+`)/g;
 
 export function inline(text: string, cite: CiteMaker): Node[] {
   const nodes: Node[] = [];

@@ -1,4 +1,4 @@
-// The shape of what the app-only tool `run_view` returns (research_mcp/run_snapshot.py builds it).
+// The shape of what the app-only tool `run_view` returns (live_snapshot in research_mcp/run_document.py).
 
 export interface PlanNode {
   id: string;

@@ -1,0 +1,275 @@
+"""The run view in a real browser: Debian's chromium (headless) renders ui://research-mcp/run.html in a
+test host page that speaks the MCP Apps bridge to a real research-mcp server session.
+
+Set RESEARCH_MCP_SCREENSHOTS=<folder> to keep the light and dark screenshots (docs/ holds the ones the
+README shows)."""
+
+from __future__ import annotations
+
+import base64
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp import Client
+from mcp.client.extension import advertise
+from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
+
+from research_mcp.contracts import ExtractorPayload
+from research_mcp.llm.base import ModelRequest
+from research_mcp.llm.scripted import ScriptedModel, team_script
+from research_mcp.server.app import create_server
+from tests.cdp import Browser, chromium_path
+from tests.server.apps_host import AppsHost, serve
+
+pytestmark = pytest.mark.skipif(
+    chromium_path() is None,
+    reason="chromium is not installed (make test installs Debian's chromium when it can)",
+)
+
+NOTES = {
+    "kelp forests.md": "# Kelp forests\n\nKelp forests grow in cold, nutrient-rich coastal waters. "
+    "Giant kelp can grow up to 60 centimetres in a single day. Sea otters protect kelp by eating urchins.\n",
+    "coral reefs.txt": "Coral reefs cover less than one percent of the ocean floor. "
+    "They support about a quarter of all marine species.\n",
+}
+TEXTS = [
+    "Alpha penguins live in the Southern Hemisphere. They nest on rocky shores.",
+    "Gamma penguins breed in winter. Their chicks hatch in spring.",
+]
+TWO_LEAVES = {
+    "root": {
+        "kind": "executor",
+        "title": "penguins",
+        "children": [
+            {"kind": "leaf", "title": "alpha", "questions": ["Where do they live?"], "sources": [TEXTS[0]]},
+            {"kind": "leaf", "title": "gamma", "questions": ["When do they breed?"], "sources": [TEXTS[1]]},
+        ],
+    }
+}
+
+
+@contextmanager
+def apps_session(model: Any = None) -> Iterator[tuple[BlockingPortal, Client]]:
+    """A real client session that negotiated Apps, on a real server, in a background event loop."""
+    extension = advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(
+            Client(create_server(model=model), extensions=[extension], mode="legacy")
+        ) as client,
+    ):
+        yield portal, client
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Browser]:
+    chrome = Browser(tmp_path / "profile")
+    try:
+        yield chrome
+    finally:
+        chrome.close()
+
+
+def start_run(host: AppsHost, plan: dict[str, Any] | None, query: str, wait: float) -> dict[str, Any]:
+    """The model's calls: plan_research, then execute_plan — the call the view is attached to."""
+    arguments: dict[str, Any] = {"query": query}
+    if plan is not None:
+        arguments["suggested_plan"] = plan
+    planned = host.portal.call(host.client.call_tool, "plan_research", arguments)
+    execute = {"plan_id": planned.structured_content["id"], "wait_seconds": wait}  # type: ignore[index]
+    run = host.portal.call(host.client.call_tool, "execute_plan", execute)
+    host.tool_call = {
+        "name": "execute_plan",
+        "arguments": execute,
+        "result": run.model_dump(mode="json", by_alias=True, exclude_none=True),
+    }
+    return run.structured_content  # type: ignore[return-value]
+
+
+def open_view(browser: Browser, urls: dict[str, str], theme: str = "light") -> tuple[str, str]:
+    """The host page in a new tab; the sessions of the page and of the view's (cross-origin) frame."""
+    target = browser.send("Target.createTarget", {"url": "about:blank"})
+    page = browser.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})[
+        "sessionId"
+    ]
+    browser.send(
+        "Target.setAutoAttach",
+        {"autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True},
+        session=page,
+    )
+    browser.send(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": 820, "height": 1100, "deviceScaleFactor": 1, "mobile": False},
+        session=page,
+    )
+    browser.send(
+        "Page.navigate", {"url": f"{urls['host']}/?theme={theme}&view={urls['view']}/run.html"}, session=page
+    )
+    attached = browser.wait_event("Target.attachedToTarget", lambda p: p["targetInfo"]["type"] == "iframe")
+    return page, attached["params"]["sessionId"]
+
+
+def snapshot(host: AppsHost, run_id: str) -> dict[str, Any]:
+    return host.portal.call(host.client.call_tool, "run_view", {"run_id": run_id}).structured_content  # type: ignore[return-value]
+
+
+def walk(node: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(node["id"], node["state"]), *(pair for child in node["children"] for pair in walk(child))]
+
+
+RENDERED_TREE = "[...document.querySelectorAll('[data-node]')].map(n => [n.dataset.node, n.dataset.state])"
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_a_finished_run_renders_its_tree_and_each_citation_opens_onto_its_verified_quote(
+    browser: Browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, theme: str
+) -> None:
+    corpus = tmp_path / "notes"
+    corpus.mkdir()
+    for name, text in NOTES.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(corpus))
+    with apps_session() as (portal, client):  # no model given: the extractive backend
+        host = AppsHost(portal, client)
+        host.load()
+        run = start_run(host, None, "How fast does giant kelp grow?", wait=30)
+        assert run["status"] == "done"
+        expected = snapshot(host, run["id"])
+        with serve(host) as urls:
+            page, frame = open_view(browser, urls, theme)
+            browser.wait_for(frame, "document.getElementById('status')?.textContent === 'done'")
+
+            # The tree: every node of the run, each in the state the server has for it.
+            assert [tuple(pair) for pair in browser.evaluate(frame, RENDERED_TREE)] == walk(
+                expected["plan"][0]["root"]
+            )
+            totals = expected["totals"]
+            shown = browser.evaluate(frame, "document.querySelector('[data-total=facts] dd').textContent")
+            assert shown == f"{totals['facts_verified']}/{totals['facts']}"
+
+            # A citation opens (click) onto its verified quote and its source.
+            facts = {fact["id"]: fact for fact in expected["result"]["facts"]}
+            cited = browser.evaluate(
+                frame, "[...document.querySelectorAll('button.cite')].map(b => b.dataset.fact)"
+            )
+            assert cited and set(cited) <= set(facts)
+            first = facts[cited[0]]
+            browser.evaluate(frame, "document.querySelector('button.cite').click()")
+            panel = browser.wait_for(frame, "document.querySelector('#quote')?.innerText")
+            assert first["quote"] in panel and "quote found in the source" in panel
+            source = next(s for s in expected["result"]["sources"] if s["id"] == first["source_id"])
+            assert source["title"] in panel
+            assert "giant kelp" in first["quote"].lower()
+
+            # By keyboard: Escape closes it; a focused citation opens with Enter and shows its focus.
+            browser.evaluate(
+                frame,
+                "document.querySelector('#quote').dispatchEvent(new KeyboardEvent('keydown', {key: 'Escape', bubbles: true}))",
+            )
+            assert browser.evaluate(frame, "document.querySelector('#quote')") is None
+            browser.evaluate(
+                frame,
+                "document.querySelectorAll('button.cite')[document.querySelectorAll('button.cite').length - 1].focus()",
+            )
+            browser.press(page, "Enter", 13)
+            last = facts[cited[-1]]
+            panel = browser.wait_for(frame, "document.querySelector('#quote')?.innerText")
+            assert last["quote"] in panel
+            outline = browser.evaluate(frame, "getComputedStyle(document.activeElement).outlineStyle")
+            assert browser.evaluate(frame, "document.activeElement.dataset.fact") == cited[-1]
+            assert outline == "solid"
+
+            # Confidence, sources with their kind, and the host's theme.
+            level = browser.evaluate(frame, "document.querySelector('.confidence b').textContent")
+            assert level == expected["result"]["confidence"]["level"]
+            assert browser.evaluate(frame, "document.querySelector('.sources .tag').textContent") == "corpus"
+            assert browser.evaluate(frame, "document.documentElement.dataset.theme") == theme
+            background = browser.evaluate(frame, "getComputedStyle(document.body).backgroundColor")
+            assert background == ("rgb(255, 255, 255)" if theme == "light" else "rgb(23, 24, 27)")
+
+            height = browser.evaluate(page, "document.querySelector('iframe').getBoundingClientRect().height")
+            clip = {"x": 0, "y": 0, "width": 820, "height": height, "scale": 1}
+            shot = base64.b64decode(
+                browser.send("Page.captureScreenshot", {"format": "png", "clip": clip}, session=page)["data"]
+            )
+            assert shot.startswith(b"\x89PNG")
+            keep = os.environ.get("RESEARCH_MCP_SCREENSHOTS")
+            if keep:
+                Path(keep, f"view-{theme}.png").write_bytes(shot)
+
+
+def test_the_view_refreshes_a_running_run_until_it_ends_and_then_shows_the_report(browser: Browser) -> None:
+    gates = {"Alpha": threading.Event(), "Gamma": threading.Event()}
+
+    async def script(request: ModelRequest[Any]) -> Any:
+        if isinstance(request.payload, ExtractorPayload):
+            gate = gates["Alpha" if "Alpha" in request.payload.source_text else "Gamma"]
+            # Each leaf goes on until the test lets it (or the server, shutting down, leaves it).
+            await anyio.to_thread.run_sync(gate.wait, abandon_on_cancel=True)
+        return team_script(request)
+
+    try:
+        with apps_session(ScriptedModel(script)) as (portal, client):
+            host = AppsHost(portal, client)
+            host.load()
+            run = start_run(host, TWO_LEAVES, "penguins", wait=0)
+            assert run["status"] == "running"
+            with serve(host) as urls:
+                _, frame = open_view(browser, urls)
+                states = "Object.fromEntries(" + RENDERED_TREE + ")"
+                browser.wait_for(frame, f"(s => s['n.1'] === 'running' && s['n.2'] === 'running')({states})")
+                assert browser.evaluate(frame, "document.getElementById('status').textContent") == "running"
+                reads_before = host.view_calls("run_view")
+                # The alpha leaf ends while the view is open: only a refresh can show it.
+                gates["Alpha"].set()
+                browser.wait_for(frame, f"(s => s['n.1'] === 'done' && s['n.2'] === 'running')({states})")
+                assert host.view_calls("run_view") > reads_before
+                assert browser.evaluate(frame, "document.getElementById('status').textContent") == "running"
+                assert browser.evaluate(frame, "document.querySelectorAll('button.cite').length") == 0
+                gates["Gamma"].set()
+                browser.wait_for(frame, "document.getElementById('status')?.textContent === 'done'")
+                assert browser.evaluate(frame, "document.querySelectorAll('button.cite').length") > 0
+                assert browser.evaluate(frame, states) == {"n": "done", "n.1": "done", "n.2": "done"}
+                ended_at = host.view_calls("run_view")
+                # Nothing to wait on for an absence: longer than the 1.5 s refresh, then no further read.
+                time.sleep(2)
+                assert host.view_calls("run_view") == ended_at
+                assert {call["name"] for call in host.calls} == {"run_view"}
+    finally:
+        for gate in gates.values():
+            gate.set()
+
+
+@pytest.mark.parametrize("host_csp", [True, False], ids=["host-applies-the-csp", "document-csp-alone"])
+def test_the_csp_blocks_every_request_to_an_outside_server(browser: Browser, host_csp: bool) -> None:
+    with apps_session(ScriptedModel(team_script)) as (portal, client):
+        host = AppsHost(portal, client, apply_csp=host_csp)
+        host.load()
+        start_run(host, TWO_LEAVES, "penguins", wait=20)
+        with serve(host) as urls:
+            _, frame = open_view(browser, urls)
+            browser.wait_for(frame, "document.getElementById('status')?.textContent === 'done'")
+            outside = urls["outside"]
+            tried = browser.evaluate(
+                frame,
+                f"""(async () => {{
+                    const seen = [];
+                    document.addEventListener('securitypolicyviolation', e => seen.push(e.effectiveDirective));
+                    try {{ await fetch('{outside}/fetch'); seen.push('fetched'); }} catch {{ seen.push('fetch failed'); }}
+                    const img = new Image(); img.src = '{outside}/image.png'; document.body.append(img);
+                    const s = document.createElement('script'); s.src = '{outside}/script.js'; document.body.append(s);
+                    await new Promise(r => setTimeout(r, 800));
+                    return seen;
+                }})()""",
+            )
+    assert "fetch failed" in tried and "fetched" not in tried
+    assert {"connect-src", "img-src", "script-src-elem"} <= set(tried)
+    assert host.outside_hits == []
