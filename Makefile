@@ -26,7 +26,7 @@ lint: $(STAMP)
 	$(BIN)/mypy research_mcp
 	$(BIN)/lint-imports --no-cache --no-logo
 
-# Best effort: Debian's chromium for the test that renders an exported HTML report; never fails the build.
+# Best effort: Debian's chromium for the tests that render an exported HTML report and the MCP App view; never fails the build.
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -36,7 +36,7 @@ browser:
 	      apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1; }; \
 	  fi; \
 	  command -v chromium >/dev/null 2>&1 || \
-	    echo "chromium is not installed and cannot be: the browser test of exported HTML will be skipped"; \
+	    echo "chromium is not installed and cannot be: the browser tests (exported HTML, the MCP App view) will be skipped"; \
 	}
 
 # The MCP App view (web/view) built into one self-contained HTML file, committed at
