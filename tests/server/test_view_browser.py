@@ -273,3 +273,31 @@ def test_the_csp_blocks_every_request_to_an_outside_server(browser: Browser, hos
     assert "fetch failed" in tried and "fetched" not in tried
     assert {"connect-src", "img-src", "script-src-elem"} <= set(tried)
     assert host.outside_hits == []
+
+
+def test_markup_in_a_source_is_shown_as_text_and_never_runs(browser: Browser) -> None:
+    hostile = 'Alpha penguins <img src=x onerror="window.pwned=1"> live in the south. They nest on shores.'
+    plan = {
+        "root": {
+            "kind": "executor",
+            "title": "<b>penguins</b>",
+            "children": [{"kind": "leaf", "title": "alpha", "questions": ["Where?"], "sources": [hostile]}],
+        }
+    }
+    with apps_session(ScriptedModel(team_script)) as (portal, client):
+        host = AppsHost(portal, client)
+        host.load()
+        start_run(host, plan, "penguins", wait=20)
+        with serve(host) as urls:
+            _, frame = open_view(browser, urls)
+            browser.wait_for(frame, "document.getElementById('status')?.textContent === 'done'")
+            browser.evaluate(frame, "document.querySelector('button.cite').click()")
+            panel = browser.wait_for(frame, "document.querySelector('#quote')?.innerText")
+            assert '<img src=x onerror="window.pwned=1">' in panel
+            assert "<b>penguins</b>" in browser.evaluate(
+                frame, "document.querySelector('[data-node=n] .title').textContent"
+            )
+            assert browser.evaluate(frame, "document.querySelectorAll('img').length") == 0
+            made_bold = "[...document.querySelectorAll('b')].some(b => b.textContent === 'penguins')"
+            assert browser.evaluate(frame, made_bold) is False
+            assert browser.evaluate(frame, "typeof window.pwned") == "undefined"
