@@ -10,7 +10,7 @@ names replaced by ``_``), so the document's title is its file name. A title name
 paragraph, and paragraphs that share a title across questions carry the same text, so they are
 written once (the script checks the texts are equal; differing ones would be kept apart with a
 numeric suffix). The folder is indexed by the project's own :class:`Corpus` (SQLite FTS5 and
-MiniLM vectors in an in-memory Qdrant), and each question is put to ``Corpus.search`` as asked,
+the server's corpus vectors (static MiniLM) in an in-memory Qdrant), and each question is put to ``Corpus.search`` as asked,
 with no rewriting, once per ranking: hybrid (BM25 and dense fused by reciprocal rank fusion),
 lexical only (BM25) and dense only.
 
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from research_mcp.llm.embeddings import default_embedder
+from research_mcp.llm.embeddings import corpus_embedder
 from research_mcp.sources.corpus import Corpus, SearchMode
 from research_mcp.storage.store import Store
 from research_mcp.storage.vectors import KnowledgeIndex
@@ -52,7 +52,7 @@ RANKINGS: dict[str, tuple[SearchMode, bool]] = {
     "hybrid": ("hybrid", True),
     "hybrid, no title links": ("hybrid", False),
     "lexical (BM25)": ("lexical", False),
-    "dense (MiniLM)": ("dense", False),
+    "dense (static MiniLM)": ("dense", False),
 }
 _UNSAFE = re.compile(r'[\x00-\x1f/\\:*?"<>|]')
 
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         folder.mkdir()
         paths = write_documents(questions, folder)
         store = Store(Path(tmp) / "research.db")
-        embedder = default_embedder()
+        embedder = corpus_embedder()  # as the server embeds corpus chunks
         with KnowledgeIndex.open(location=":memory:", embedder=embedder) as index:
             corpus = Corpus(store, [folder], index=index)
             started = time.perf_counter()

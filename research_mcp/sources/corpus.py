@@ -26,7 +26,8 @@ import hashlib
 import logging
 import os
 import stat as stat_mode
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
@@ -75,7 +76,10 @@ POOL_FACTOR = 5
 MIN_POOL = 50
 #: The first-pass documents whose matched passages are searched for other documents' titles.
 LINK_SEEDS = 3
+#: Chunks embedded and upserted together: bounds the memory one indexing step holds.
 EMBED_BATCH = 256
+#: Seconds between two progress log lines of a long re-embedding.
+PROGRESS_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -402,21 +406,36 @@ class Corpus:
         assert self._index is not None
         return self._index.count("chunks") != self._store.corpus_chunk_count()
 
-    def rebuild_vectors(self) -> None:
-        """Re-embed every chunk from SQLite: the vector index is derived data and may be lost."""
+    def rebuild_vectors(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Re-embed every chunk from SQLite: the vector index is derived data and may be lost.
+
+        Also how a change of embedder is caught up: its collection starts empty. Chunks are read
+        and embedded EMBED_BATCH at a time, so memory does not grow with the corpus. ``progress``
+        is called after each batch with (chunks embedded, chunks in all); a log line reports the
+        same at most every PROGRESS_SECONDS.
+        """
         if self._index is None:
             return
-        logger.info("re-embedding every corpus chunk from SQLite")
+        total = self._store.corpus_chunk_count()
+        embedder = self._index.embedder_for("chunks")
+        logger.info("re-embedding %d corpus chunks from SQLite with %s", total, embedder.name)
         self._index.reset("chunks")
-        last = 0
+        last, done, started = 0, 0, time.monotonic()
+        logged = started
         while True:
             chunks = self._store.corpus_chunks_after(last, EMBED_BATCH)
             if not chunks:
-                return
+                break
             self._index.add(
                 "chunks", [(c.id, embedding_text(c.title, c.text), {"doc_id": c.doc_id}) for c in chunks]
             )
-            last = chunks[-1].id
+            last, done = chunks[-1].id, done + len(chunks)
+            if progress is not None:
+                progress(done, total)
+            if time.monotonic() - logged >= PROGRESS_SECONDS:
+                logged = time.monotonic()
+                logger.info("re-embedding corpus chunks: %d of %d", done, total)
+        logger.info("re-embedded %d corpus chunks in %.1f s", done, time.monotonic() - started)
 
     # --- reading -------------------------------------------------------------------------------
 

@@ -9,6 +9,13 @@ folder) unless a server URL is given. When it cannot be used — another
 process holds the local folder, the server is down or refuses us — the index
 says so in one warning log line and becomes a no-op (``available`` is False):
 research goes on, facts still land in SQLite, and a reindex catches up later.
+
+Each collection is named after the embedder that fills it and records that embedder's name and
+dimension in its Qdrant metadata: vectors of different models never mix. When the embedder
+changes (a new release, another model), the new collection starts empty, which the corpus sees as
+vectors out of step with SQLite and re-embeds once (``Corpus.rebuild_vectors``); the collections
+the old embedder filled are dropped then, in the embedded Qdrant. On a Qdrant server, which other
+installations may share, they are left alone and named in a log line.
 """
 
 from __future__ import annotations
@@ -51,11 +58,18 @@ class IndexedHit:
 class KnowledgeIndex:
     """Facts and chunks as vectors, searchable by meaning and filterable by payload."""
 
-    def __init__(self, client: QdrantClient | None, embedder: Embedder) -> None:
+    def __init__(
+        self, client: QdrantClient | None, embedder: Embedder, *, chunk_embedder: Embedder | None = None
+    ) -> None:
         self._client = client
         self._embedder = embedder
+        self._embedders: dict[Collection, Embedder] = {
+            "facts": embedder,
+            "chunks": chunk_embedder or embedder,
+        }
         self._lock = threading.Lock()
         self._ready: set[str] = set()
+        self._local = client is not None and not _is_server(client)
 
     @classmethod
     def open(
@@ -65,42 +79,46 @@ class KnowledgeIndex:
         url: str | None = None,
         api_key: str | None = None,
         embedder: Embedder,
+        chunk_embedder: Embedder | None = None,
         location: str | None = None,
     ) -> KnowledgeIndex:
         """Connect to Qdrant: ``location=":memory:"``, a server ``url``, or a local folder ``path``.
 
+        ``embedder`` embeds facts, and corpus chunks too unless ``chunk_embedder`` is given.
         Never raises because Qdrant is unavailable; returns an index whose ``available`` is False.
         """
         if location is not None:
-            return cls(QdrantClient(location=location), embedder)
-        if url is not None:
-            return cls._open_server(url, api_key, embedder)
-        if path is not None:
-            return cls._open_local(path, embedder)
-        raise ValueError("KnowledgeIndex.open needs a path, a url or a location")
+            client: QdrantClient | None = QdrantClient(location=location)
+        elif url is not None:
+            client = cls._open_server(url, api_key)
+        elif path is not None:
+            client = cls._open_local(path)
+        else:
+            raise ValueError("KnowledgeIndex.open needs a path, a url or a location")
+        return cls(client, embedder, chunk_embedder=chunk_embedder)
 
-    @classmethod
-    def _open_local(cls, path: Path, embedder: Embedder) -> KnowledgeIndex:
+    @staticmethod
+    def _open_local(path: Path) -> QdrantClient | None:
         busy = f"the local Qdrant folder {str(path)!r} is in use by another process"
         try:
             # Probe first: a QdrantClient that loses the lock race leaks its open lock file.
             if _folder_in_use(path):
                 _warn_unavailable(busy)
-                return cls(None, embedder)
+                return None
             # Our own lock serialises every call, so the client may move between worker threads.
             client = QdrantClient(path=str(path), force_disable_check_same_thread=True)
         except OSError as err:  # a read-only or full disk, a folder we may not write
             _warn_unavailable(f"the local Qdrant folder {str(path)!r} cannot be written ({_one_line(err)})")
-            return cls(None, embedder)
+            return None
         except RuntimeError as err:
             if "already accessed by another instance" not in str(err):
                 raise
             _warn_unavailable(busy)
-            return cls(None, embedder)
-        return cls(client, embedder)
+            return None
+        return client
 
-    @classmethod
-    def _open_server(cls, url: str, api_key: str | None, embedder: Embedder) -> KnowledgeIndex:
+    @staticmethod
+    def _open_server(url: str, api_key: str | None) -> QdrantClient | None:
         # check_compatibility would warn from a background thread; the probe below is our check.
         client = QdrantClient(url=url, api_key=api_key, timeout=SERVER_TIMEOUT, check_compatibility=False)
         try:
@@ -108,8 +126,8 @@ class KnowledgeIndex:
         except ApiException as err:
             client.close()
             _warn_unavailable(f"the Qdrant server at {url!r} could not be used ({_one_line(err)})")
-            return cls(None, embedder)
-        return cls(client, embedder)
+            return None
+        return client
 
     @property
     def available(self) -> bool:
@@ -117,13 +135,18 @@ class KnowledgeIndex:
 
     @property
     def embedder(self) -> Embedder:
+        """The embedder of facts."""
         return self._embedder
+
+    def embedder_for(self, collection: Collection) -> Embedder:
+        """The embedder whose vectors ``collection`` holds."""
+        return self._embedders[collection]
 
     def add(self, collection: Collection, items: Sequence[tuple[int, str, dict[str, Any]]]) -> None:
         """Embed each ``(id, text, payload)`` and upsert it; an existing id is replaced."""
         if not self.available or not items:
             return
-        vectors = self._embedder.embed([text for _, text, _ in items])
+        vectors = self._embedders[collection].embed([text for _, text, _ in items])
         self.add_vectors(
             collection, [(i, vector, payload) for (i, _, payload), vector in zip(items, vectors, strict=True)]
         )
@@ -158,7 +181,7 @@ class KnowledgeIndex:
         """The items closest in meaning to ``text``, best first, each scoring at least ``min_score``."""
         if not self.available:
             return []
-        vector = self._embedder.embed([text])[0]
+        vector = self._embedders[collection].embed([text])[0]
         return self.search_vector(collection, vector, limit=limit, min_score=min_score, where=where)
 
     def search_vector(
@@ -171,8 +194,9 @@ class KnowledgeIndex:
         where: dict[str, str | int] | None = None,
     ) -> list[IndexedHit]:
         """As :meth:`search`, for a vector already embedded (shape ``(dim,)``)."""
-        if vector.shape != (self._embedder.dim,):
-            raise ValueError(f"expected a vector of shape ({self._embedder.dim},), got {vector.shape!r}")
+        dim = self._embedders[collection].dim
+        if vector.shape != (dim,):
+            raise ValueError(f"expected a vector of shape ({dim},), got {vector.shape!r}")
 
         def query(client: QdrantClient) -> list[IndexedHit]:
             name = self._name(collection)
@@ -260,25 +284,57 @@ class KnowledgeIndex:
     def _name(self, collection: Collection) -> str:
         # One collection per embedder: vectors of different models never mix, and a
         # shared server can hold other applications' collections beside ours.
-        return f"research_mcp_{collection}_{self._embedder.name}"
+        return f"research_mcp_{collection}_{self._embedders[collection].name}"
 
     def _exists(self, client: QdrantClient, name: str) -> bool:
         if name in self._ready:
             return True
-        if client.collection_exists(name):
-            self._ready.add(name)
-            return True
-        return False
+        if not client.collection_exists(name):
+            return False
+        collection: Collection = "facts" if name.startswith("research_mcp_facts_") else "chunks"
+        if client.get_collection(name).config.params.vectors.size != self._embedders[collection].dim:  # type: ignore[union-attr]
+            # Same name, another dimension: not vectors this embedder can search. Start again.
+            logger.warning("dropping %s: its vectors are not of this embedder's dimension", name)
+            client.delete_collection(name)
+            return False
+        self._ready.add(name)
+        return True
 
     def _ensure(self, client: QdrantClient, collection: Collection) -> str:
         name = self._name(collection)
         if not self._exists(client, name):
+            embedder = self._embedders[collection]
             client.create_collection(
                 name,
-                vectors_config=models.VectorParams(size=self._embedder.dim, distance=models.Distance.COSINE),
+                vectors_config=models.VectorParams(size=embedder.dim, distance=models.Distance.COSINE),
+                metadata={"embedder": embedder.name, "dim": embedder.dim},
             )
             self._ready.add(name)
+            self._drop_other_embedders(client, collection)
         return name
+
+    def _drop_other_embedders(self, client: QdrantClient, collection: Collection) -> None:
+        """Drop this collection's siblings filled by other embedders: their vectors can no longer be searched."""
+        prefix, current = f"research_mcp_{collection}_", self._name(collection)
+        stale = [
+            c.name
+            for c in client.get_collections().collections
+            if c.name.startswith(prefix) and c.name != current
+        ]
+        for name in stale:
+            if self._local:
+                logger.info("dropping %s: it holds another embedder's vectors (now %s)", name, current)
+                client.delete_collection(name)
+            else:
+                logger.info(
+                    "%s holds another embedder's vectors (now %s); left on the shared server", name, current
+                )
+
+
+def _is_server(client: QdrantClient) -> bool:
+    from qdrant_client.local.qdrant_local import QdrantLocal
+
+    return not isinstance(client._client, QdrantLocal)
 
 
 def _filter(where: dict[str, str | int] | None) -> models.Filter | None:

@@ -15,8 +15,9 @@ import pytest
 
 from research_mcp.contracts import Embedder
 from research_mcp.errors import InvalidInput, NotFound, SourceError
-from research_mcp.llm.embeddings import MiniLMEmbedder, default_embedder
+from research_mcp.llm.embeddings import MiniLMEmbedder, StaticEmbedder, default_embedder
 from research_mcp.sources.corpus import (
+    EMBED_BATCH,
     Corpus,
     CorpusDocument,
     CorpusHit,
@@ -236,6 +237,53 @@ def test_vectors_lost_with_the_knowledge_index_are_rebuilt_from_sqlite(store: St
 
         assert report == IndexReport(added=0, updated=0, unchanged=5, removed=0, errors=[], read=0)
         assert paths(corpus.search("coral bleaching", limit=1, mode="dense")) == ["reef.pdf"]
+
+
+def test_a_new_chunk_embedder_re_embeds_every_chunk_once_and_drops_the_old_vectors(
+    store: Store, folder: Path, tmp_path: Path
+) -> None:
+    qdrant = tmp_path / "qdrant"
+    with KnowledgeIndex.open(path=qdrant, embedder=default_embedder()) as before:
+        Corpus(store, [folder], index=before).index()
+    chunks = store.corpus_chunk_count()
+    static = CountingEmbedder(StaticEmbedder())
+
+    with KnowledgeIndex.open(path=qdrant, embedder=default_embedder(), chunk_embedder=static) as after:
+        corpus = Corpus(store, [folder], index=after)
+        report = corpus.index()
+
+        assert report == IndexReport(added=0, updated=0, unchanged=5, removed=0, errors=[], read=0)
+        assert static.texts == chunks
+        assert paths(corpus.search("coral bleaching", limit=1, mode="dense")) == ["reef.pdf"]
+        assert after.count("chunks") == chunks
+        assert sorted(c.name for c in after._client.get_collections().collections) == [  # type: ignore[union-attr]
+            "research_mcp_chunks_all-MiniLM-L6-v2-static256"
+        ]
+    embedded = static.texts
+    with KnowledgeIndex.open(path=qdrant, embedder=default_embedder(), chunk_embedder=static) as again:
+        Corpus(store, [folder], index=again).index()
+
+        assert static.texts == embedded  # once, not at every start
+
+
+def test_re_embedding_reports_its_progress_up_to_every_chunk(store: Store, folder: Path) -> None:
+    for n in range(80):  # several EMBED_BATCHes of chunks
+        (folder / f"long{n}.txt").write_text(
+            ("A sentence about the tides of the northern sea. " * 20 + "\n\n") * 8
+        )
+    corpus = Corpus(store, [folder], embedder=StaticEmbedder())
+    corpus.index()
+    total = store.corpus_chunk_count()
+    seen: list[tuple[int, int]] = []
+
+    corpus.rebuild_vectors(progress=lambda done, of: seen.append((done, of)))
+
+    assert total > 2 * EMBED_BATCH
+    assert seen[-1] == (total, total)
+    assert [done for done, _ in seen] == sorted({done for done, _ in seen})
+    assert all(
+        done - earlier <= EMBED_BATCH for (earlier, _), (done, _) in itertools.pairwise([(0, 0), *seen])
+    )
 
 
 def test_without_an_embedder_search_is_lexical(store: Store, folder: Path) -> None:

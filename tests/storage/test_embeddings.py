@@ -1,14 +1,22 @@
-"""The embedder: offline, deterministic, unit vectors that put paraphrases close together."""
+"""The embedders: offline, deterministic, bounded, unit vectors that put paraphrases close together."""
 
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from research_mcp.contracts import Embedder
-from research_mcp.llm.embeddings import MiniLMEmbedder, default_embedder
+from research_mcp.errors import NotConfigured
+from research_mcp.llm.embeddings import (
+    STATIC_PATH,
+    MiniLMEmbedder,
+    StaticEmbedder,
+    corpus_embedder,
+    default_embedder,
+)
 
 CAT = "A cat sits on the mat"
 KITTEN = "A kitten is sitting on a rug"
@@ -88,3 +96,93 @@ def test_the_default_embedder_is_one_shared_minilm_that_meets_the_interface() ->
 
     assert default_embedder() is embedder
     assert (embedder.name, embedder.dim) == ("all-MiniLM-L6-v2-int8", 384)
+
+
+def test_the_onnx_session_keeps_no_arena_so_memory_follows_the_batch_at_hand(
+    embedder: MiniLMEmbedder,
+) -> None:
+    embedder.embed([CAT])
+    session = embedder._load()[0]
+
+    assert session.get_session_options().enable_cpu_mem_arena is False
+    assert (embedder.batch_size, embedder.max_tokens) == (16, 256)
+
+
+def test_batch_and_token_bounds_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="batch_size"):
+        MiniLMEmbedder(batch_size=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        StaticEmbedder(max_tokens=0)
+
+
+# --- the static embedder of corpus chunks ----------------------------------------------------------
+
+TIDES = "Tide pools shelter anemones and sea stars on rocky shores"
+ROCK_POOLS = "Marine life in rock pools along the coast"
+
+
+@pytest.fixture(scope="module")
+def static() -> StaticEmbedder:
+    return StaticEmbedder()
+
+
+def test_the_static_embedder_loads_and_embeds_with_networking_disabled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the embedder tried to use the network")
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+
+    vectors = StaticEmbedder().embed([TIDES, STOCKS])
+
+    assert vectors.shape == (2, 256)
+    assert vectors.dtype == np.float32
+
+
+def test_every_static_row_has_unit_length_even_for_empty_and_unknown_text(static: StaticEmbedder) -> None:
+    texts = [TIDES, "", "   ", "\u2603\u2604", "x" * 5000]
+
+    vectors = static.embed(texts)
+
+    assert vectors.shape == (len(texts), 256)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_static_vector_does_not_depend_on_the_batch_it_comes_in(static: StaticEmbedder) -> None:
+    texts = [f"Paragraph {i} on a subject of its own, number {i * 7}." for i in range(600)] + [TIDES]
+
+    batched = static.embed(texts)
+    small_batches = StaticEmbedder(batch_size=7).embed(texts)
+
+    np.testing.assert_allclose(small_batches, batched, atol=1e-6)
+    np.testing.assert_allclose(static.embed([TIDES])[0], batched[-1], atol=1e-6)
+
+
+def test_static_vectors_put_a_passage_on_the_same_subject_closer_than_an_unrelated_one(
+    static: StaticEmbedder,
+) -> None:
+    tides, pools, stocks = static.embed([TIDES, ROCK_POOLS, STOCKS])
+
+    assert tides @ pools > 0.5
+    assert tides @ pools - tides @ stocks > 0.4
+
+
+def test_a_static_table_that_does_not_match_the_vocabulary_is_refused_clearly(tmp_path: Path) -> None:
+    table = tmp_path / "static.npz"
+    with np.load(STATIC_PATH) as shipped:
+        np.savez(table, vectors=shipped["vectors"][:100], vocab=shipped["vocab"][:100])
+
+    with pytest.raises(NotConfigured, match="does not match the vocabulary"):
+        StaticEmbedder(table_path=table).embed([TIDES])
+    with pytest.raises(NotConfigured, match="is missing; reinstall"):
+        StaticEmbedder(table_path=tmp_path / "gone.npz").embed([TIDES])
+
+
+def test_the_corpus_embedder_is_one_shared_static_embedder_that_meets_the_interface() -> None:
+    embedder: Embedder = corpus_embedder()
+
+    assert corpus_embedder() is embedder
+    assert (embedder.name, embedder.dim) == ("all-MiniLM-L6-v2-static256", 256)

@@ -8,14 +8,14 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from research_mcp.llm.embeddings import default_embedder
+from research_mcp.llm.embeddings import StaticEmbedder, default_embedder
 from research_mcp.storage.vectors import IndexedHit, KnowledgeIndex
 
 FACTS = [
@@ -158,6 +158,61 @@ def test_an_index_on_disk_keeps_its_items_after_it_is_closed_and_reopened(tmp_pa
     with KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder()) as reopened:
         assert reopened.count("facts") == 4
         assert_same_hits(reopened.search("facts", KITTEN_QUERY), before)
+
+
+class DimensionEmbedder:
+    """Vectors of a chosen dimension under a chosen name: the embedder seam, for what the index does with them."""
+
+    def __init__(self, name: str, dim: int) -> None:
+        self.name, self.dim = name, dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = np.ones((len(texts), self.dim), dtype=np.float32)
+        return vectors / np.sqrt(self.dim)
+
+
+def test_chunks_use_the_chunk_embedder_and_each_collection_records_its_embedder(tmp_path: Path) -> None:
+    chunk_embedder = StaticEmbedder()
+    with KnowledgeIndex.open(
+        path=tmp_path / "qdrant", embedder=default_embedder(), chunk_embedder=chunk_embedder
+    ) as index:
+        index.add("facts", FACTS[:1])
+        index.add("chunks", [(7, "Tide pools shelter anemones on rocky shores", {"doc_id": 1})])
+
+        (hit,) = index.search("chunks", "anemones in rock pools")
+        client = index._client
+        assert client is not None
+        recorded = {
+            c.name: (
+                client.get_collection(c.name).config.metadata,
+                client.get_collection(c.name).config.params.vectors.size,
+            )  # type: ignore[union-attr]
+            for c in client.get_collections().collections
+        }
+
+    assert hit.id == 7
+    assert index.embedder_for("chunks") is chunk_embedder
+    assert recorded == {
+        "research_mcp_facts_all-MiniLM-L6-v2-int8": ({"embedder": "all-MiniLM-L6-v2-int8", "dim": 384}, 384),
+        "research_mcp_chunks_all-MiniLM-L6-v2-static256": (
+            {"embedder": "all-MiniLM-L6-v2-static256", "dim": 256},
+            256,
+        ),
+    }
+
+
+def test_a_collection_whose_dimension_no_longer_matches_its_embedder_starts_again_empty(
+    tmp_path: Path,
+) -> None:
+    with KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=DimensionEmbedder("same-name", 4)) as first:
+        first.add("facts", FACTS)
+        assert first.count("facts") == 4
+
+    with KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=DimensionEmbedder("same-name", 8)) as second:
+        assert second.count("facts") == 0
+        second.add("facts", FACTS[:2])
+        assert second.count("facts") == 2
+        assert [hit.id for hit in second.search("facts", "anything", limit=5)] != []
 
 
 def test_a_second_index_on_a_folder_in_use_is_unavailable_and_warns_once(
