@@ -15,7 +15,7 @@ Each candidate runs in its own process (so memory figures are its own), with HF_
 - chunks/s: corpus chunks as the indexer makes them (HotpotQA paragraphs joined into documents,
   cut by ``chunk_spans``, prefixed with their title by ``embedding_text``, 800-1,200 characters,
   about 190 MiniLM tokens each), embedded ``EMBED_BATCH`` at a time as ``Corpus`` does, for
-  at least ``--seconds`` and 256 chunks (the 362 chunks again if need be); per CPU-second too (user + system time of the
+  at least ``--seconds`` and ``--min-chunks`` (256) chunks (the 362 chunks again if need be); per CPU-second too (user + system time of the
   process), a figure less sensitive to other processes on the machine than the wall clock;
 - peak MB: the process's peak resident memory (VmHWM) after embedding the chunks;
 - R@4 hybrid / dense: ``bench.retrieval``'s recall@4 within each question's 10 paragraphs, with
@@ -170,7 +170,9 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def measure(key: str, data: Path, seconds: float, recall: bool) -> dict[str, Any]:
+def measure(
+    key: str, data: Path, seconds: float, recall: bool, min_chunks: int = MIN_CHUNKS
+) -> dict[str, Any]:
     """One candidate, in this process."""
     from research_mcp.sources.corpus import EMBED_BATCH, Corpus
     from research_mcp.storage.store import Store
@@ -185,7 +187,7 @@ def measure(key: str, data: Path, seconds: float, recall: bool) -> dict[str, Any
     idle, _ = memory_mb()
 
     done, wall, cpu = 0, 0.0, 0.0
-    while done < MIN_CHUNKS or wall < seconds:  # the chunks again once all are done: no cache anywhere
+    while done < min_chunks or wall < seconds:  # the chunks again once all are done: no cache anywhere
         start = done % len(chunks)
         batch = chunks[start : start + EMBED_BATCH]
         wall_start, cpu_start = time.perf_counter(), cpu_seconds()
@@ -248,10 +250,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--only", nargs="*", choices=sorted(CANDIDATES), help="measure only these")
     parser.add_argument("--no-recall", action="store_true", help="skip the retrieval evaluation")
+    parser.add_argument(
+        "--min-chunks", type=int, default=MIN_CHUNKS, help="chunks embedded at least (default 256)"
+    )
     parser.add_argument("--one", choices=sorted(CANDIDATES), help=argparse.SUPPRESS)  # the child process
     args = parser.parse_args(argv)
     if args.one:
-        print(json.dumps(measure(args.one, args.data, args.seconds, not args.no_recall)))
+        print(json.dumps(measure(args.one, args.data, args.seconds, not args.no_recall, args.min_chunks)))
         return 0
 
     print(f"command: {COMMAND}" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip())
@@ -268,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         before = load()
         child = [sys.executable, "-m", "bench.embedders", "--one", key, "--data", str(args.data)]
-        child += ["--seconds", str(args.seconds)] + (["--no-recall"] if args.no_recall else [])
+        child += ["--seconds", str(args.seconds), "--min-chunks", str(args.min_chunks)]
+        child += ["--no-recall"] if args.no_recall else []
         done = subprocess.run(
             child, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, check=False
         )
