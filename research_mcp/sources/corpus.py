@@ -74,6 +74,9 @@ BM25_WEIGHTS = (1.0, 2.0)
 #: Documents each retriever ranks per requested hit, before fusion.
 POOL_FACTOR = 5
 MIN_POOL = 50
+#: Chunks the full-text index ranks per document wanted, before they are grouped by document: ample
+#: for a document's best chunk to be among them unless a few documents hold most of the best chunks.
+LEXICAL_CHUNKS_PER_DOC = 10
 #: The first-pass documents whose matched passages are searched for other documents' titles.
 LINK_SEEDS = 3
 #: Chunks embedded and upserted together: bounds the memory one indexing step holds.
@@ -515,7 +518,9 @@ class Corpus:
         match = fts_query(query)
         if match is None:
             return []
-        return self._store.corpus_bm25(match, self._root_names, weights=BM25_WEIGHTS, limit=pool)
+        return self._store.corpus_bm25(
+            match, self._root_names, weights=BM25_WEIGHTS, limit=pool, chunks=pool * LEXICAL_CHUNKS_PER_DOC
+        )
 
     def _linked(self, query: str, seeds: list[tuple[int, int | None]]) -> list[tuple[int, int | None]]:
         """Documents named in the query, then those named in the seeds' matched passages."""

@@ -127,21 +127,27 @@ class CorpusTables(StoreDatabase):
         return {row["doc_id"]: row["text"] for row in rows}
 
     def corpus_bm25(
-        self, match: str, roots: Sequence[str], *, weights: tuple[float, float], limit: int
+        self, match: str, roots: Sequence[str], *, weights: tuple[float, float], limit: int, chunks: int
     ) -> list[tuple[int, int]]:
-        """BM25 ranking of the folders' documents by their best chunk for an FTS5 `match`: `[(doc_id, chunk_id)]`."""
-        # MATERIALIZED keeps bm25() in the full-text query; MIN() makes SQLite take the other
-        # bare columns from the row holding the minimum, so each document keeps its best chunk.
+        """BM25 ranking of the folders' documents by their best chunk for an FTS5 `match`: `[(doc_id, chunk_id)]`.
+
+        The full-text index ranks its chunks alone first and keeps the best `chunks`; only those are
+        joined to their documents (joining every chunk that shares a word with the query made a
+        query grow with the corpus). MATERIALIZED keeps bm25() in the full-text query; MIN() makes
+        SQLite take the other bare columns from the row holding the minimum, so each document keeps
+        its best chunk.
+        """
         rows = self._all(
-            "WITH scored AS MATERIALIZED ("
-            " SELECT c.id AS chunk_id, c.doc_id AS doc_id,"
+            "WITH top AS MATERIALIZED ("
+            " SELECT rowid AS chunk_id,"
             f" bm25(corpus_chunks_fts, {float(weights[0])}, {float(weights[1])}) AS score FROM corpus_chunks_fts"
-            " JOIN corpus_chunks c ON c.id = corpus_chunks_fts.rowid"
+            " WHERE corpus_chunks_fts MATCH ? ORDER BY score LIMIT ?)"
+            " SELECT top.chunk_id AS chunk_id, c.doc_id AS doc_id, MIN(top.score) AS score FROM top"
+            " JOIN corpus_chunks c ON c.id = top.chunk_id"
             " JOIN corpus_documents d ON d.id = c.doc_id"
-            f" WHERE corpus_chunks_fts MATCH ? AND d.root IN ({marks(roots)}))"
-            " SELECT chunk_id, doc_id, MIN(score) AS score FROM scored"
-            " GROUP BY doc_id ORDER BY score, doc_id LIMIT ?",
-            [match, *roots, limit],
+            f" WHERE d.root IN ({marks(roots)})"
+            " GROUP BY c.doc_id ORDER BY score, c.doc_id LIMIT ?",
+            [match, chunks, *roots, limit],
         )
         return [(row["doc_id"], row["chunk_id"]) for row in rows]
 
