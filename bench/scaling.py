@@ -105,7 +105,7 @@ def measure(folder: Path, data: Path, home: Path) -> dict[str, Any]:
     report = corpus.index()
     seconds = time.perf_counter() - started
     _, peak = memory_mb()
-    chunks = store._one("SELECT COUNT(*) AS n FROM corpus_chunks")["n"]  # type: ignore[index]
+    chunks = store.corpus_chunk_count()
 
     latencies, recall = [], 0.0
     for round_ in range(QUERY_ROUNDS):
