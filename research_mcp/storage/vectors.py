@@ -298,7 +298,6 @@ class KnowledgeIndex:
             client.delete_collection(name)
             return False
         self._ready.add(name)
-        self._speed_up_local_storage(client, name)
         return True
 
     def _ensure(self, client: QdrantClient, collection: Collection) -> str:
@@ -311,30 +310,8 @@ class KnowledgeIndex:
                 metadata={"embedder": embedder.name, "dim": embedder.dim},
             )
             self._ready.add(name)
-            self._speed_up_local_storage(client, name)
             self._drop_other_embedders(client, collection)
         return name
-
-    def _speed_up_local_storage(self, client: QdrantClient, name: str) -> None:
-        """Let the embedded Qdrant's SQLite file commit without waiting for the disk each time.
-
-        qdrant-client's local mode commits every point in its own transaction; with SQLite's
-        default journal each commit waits for the disk (about 30 ms here), which made indexing a
-        corpus crawl at ~25 chunks/s whatever the embedder. In WAL mode with synchronous=NORMAL a
-        commit is durable against a crash of the process and the file stays consistent if the
-        machine loses power (the last commits may be lost then; this index is rebuilt from SQLite
-        when it is out of step). Reaches into qdrant-client's local storage, so it is skipped, with
-        a log line, if a version lays that out differently.
-        """
-        if not self._local:
-            return
-        try:
-            connection = client._client.collections[name].storage.storage  # type: ignore[attr-defined]
-            if connection is not None:
-                connection.execute("PRAGMA journal_mode=WAL")
-                connection.execute("PRAGMA synchronous=NORMAL")
-        except (AttributeError, KeyError, TypeError) as err:
-            logger.info("the embedded Qdrant's storage is kept as it is (%s)", _one_line(err))
 
     def _drop_other_embedders(self, client: QdrantClient, collection: Collection) -> None:
         """Drop this collection's siblings filled by other embedders: their vectors can no longer be searched."""

@@ -338,18 +338,3 @@ def test_open_without_a_destination_is_refused() -> None:
 
 def test_a_hit_is_a_plain_value() -> None:
     assert IndexedHit(id=1, score=0.5, payload={"run": "r1"}) == IndexedHit(1, 0.5, {"run": "r1"})
-
-
-def test_the_embedded_qdrant_commits_in_wal_mode_so_indexing_does_not_wait_on_the_disk_per_point(
-    tmp_path: Path,
-) -> None:
-    with KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder()) as index:
-        index.add("facts", FACTS)
-        client = index._client
-        assert client is not None
-        (name,) = [c.name for c in client.get_collections().collections]
-        storage = client._client.collections[name].storage.storage  # type: ignore[attr-defined]
-
-        assert storage.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-    with KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder()) as reopened:
-        assert reopened.count("facts") == 4
