@@ -488,8 +488,8 @@ async def served(settings: Settings, model: ModelBackend) -> AsyncIterator[Resea
     server = create_server(settings, model=model)
     lifespan = server.settings.lifespan
     assert lifespan is not None
-    async with lifespan(server) as service:
-        yield service
+    async with lifespan(server) as state:
+        yield state.service
 
 
 @dataclass
@@ -576,11 +576,23 @@ async def execute_tree(
             service.knowledge = None
             started = time.perf_counter()
             handle = await service.execute(
-                plan_ids=[plan_id], run_id=None, wait_seconds=55, cancel=False, budget=None, progress=None
+                plan_ids=[plan_id],
+                run_id=None,
+                wait_seconds=55,
+                cancel=False,
+                budget=None,
+                progress=None,
+                model=lambda: model,
             )
             while handle.status == "running":
                 handle = await service.execute(
-                    plan_ids=[], run_id=handle.id, wait_seconds=55, cancel=False, budget=None, progress=None
+                    plan_ids=[],
+                    run_id=handle.id,
+                    wait_seconds=55,
+                    cancel=False,
+                    budget=None,
+                    progress=None,
+                    model=lambda: model,
                 )
             wall = time.perf_counter() - started
             run_id, status = handle.id, handle.status

@@ -31,7 +31,7 @@ from research_mcp.storage.models import Citation, Run
 from research_mcp.storage.outputs import StoredCuration, StoredExtraction, StoredSynthesis
 from research_mcp.storage.store import Store
 
-__all__ = ["approx_tokens", "assemble_result", "check_max_tokens", "page_of", "report_markdown", "view_items"]
+__all__ = ["approx_tokens", "assemble_result", "page_of", "report_markdown", "view_items"]
 
 CHARS_PER_TOKEN = 3
 MIN_MAX_TOKENS = 200
@@ -270,17 +270,9 @@ def _handoff_view(store: Store, handoff_id: str, view: View) -> list[str]:
     raise InvalidInput(f"view {view!r} is not available for a {handoff.role} handoff.")
 
 
-def check_max_tokens(max_tokens: int) -> None:
-    if not MIN_MAX_TOKENS <= max_tokens <= MAX_MAX_TOKENS:
-        raise InvalidInput(
-            f"max_tokens must be between {MIN_MAX_TOKENS} and {MAX_MAX_TOKENS} "
-            "(hosts refuse larger results); follow the cursor for more."
-        )
-
-
 def page_of(ident: str, view: View, items: list[str], cursor: str | None, max_tokens: int) -> ReportPage:
-    """The page starting at `cursor`, as large as fits in `max_tokens` (whole JSON result)."""
-    check_max_tokens(max_tokens)
+    """The page starting at `cursor`, as large as fits in `max_tokens` (whole JSON result; the tool
+    boundary holds it between MIN_MAX_TOKENS and MAX_MAX_TOKENS)."""
     item, offset = 0, 0
     if cursor:
         try:

@@ -1,6 +1,7 @@
 """The research service: what each MCP tool does, in domain terms, returning compact handles.
 
-The server wires tools to these methods and nothing else. Every method returns a `CompactReturn`
+The server wires tools to these methods and nothing else. Arguments arrive checked and typed (the
+tool boundary, server/inputs.py, holds every limit) with the model backend already chosen. Every method returns a `CompactReturn`
 (at most 1,000 bytes of JSON whatever the work behind it) or a `ReportPage` (under `max_tokens`).
 """
 
@@ -25,10 +26,9 @@ from research_mcp.contracts import (
     ReportPage,
     View,
 )
-from research_mcp.errors import InvalidInput
 from research_mcp.llm.base import ModelBackend
 from research_mcp.llm.pricing import FALLBACK_PRICE, price_for
-from research_mcp.reports import check_max_tokens, page_of, view_items
+from research_mcp.reports import page_of, view_items
 from research_mcp.roles.base import BudgetTracker, RoleDeps
 from research_mcp.roles.extractor import extract
 from research_mcp.roles.planner import plan_research
@@ -95,7 +95,6 @@ class ResearchService:
     store: Store
     sources: SourceLibrary
     runs: RunManager
-    choose_model: Callable[[Any], tuple[ModelBackend, str]]
     knowledge: KnowledgeBase | None = None
     # One limit on model calls for the whole server, shared by every run and tool call.
     limiter: anyio.CapacityLimiter = field(init=False)
@@ -129,15 +128,8 @@ class ResearchService:
     # --- plan_research -------------------------------------------------------------------------
 
     async def plan(
-        self, query: str, *, suggested_plan: dict[str, Any] | None, budget: Budget | None, ctx: Any = None
+        self, query: str, *, suggested: PlannerOutput | None, budget: Budget | None, model: ModelBackend
     ) -> CompactReturn:
-        suggested = None
-        if suggested_plan is not None:
-            try:
-                suggested = PlannerOutput.model_validate(suggested_plan)
-            except ValueError as error:
-                raise InvalidInput(f"suggested_plan is not a valid plan tree: {error}") from None
-        model, _ = self.choose_model(ctx)
         known = 0
         if self.knowledge is not None:
             known = await anyio.to_thread.run_sync(self.knowledge.count_known, query)
@@ -206,18 +198,13 @@ class ResearchService:
         cancel: bool,
         budget: Budget | None,
         progress: Progress | None,
-        ctx: Any = None,
+        model: Callable[[], ModelBackend],
         retry: bool = False,
     ) -> CompactReturn:
-        if run_id is None and not plan_ids:
-            raise InvalidInput("give plan_id (or plan_ids) to start a run, or run_id to wait on one.")
-        if cancel and run_id is None:
-            raise InvalidInput("cancel needs the run_id of the run to stop.")
-        if not 0 <= wait_seconds <= 55:
-            raise InvalidInput("wait_seconds must be between 0 and 55 (hosts cut tool calls at about 60 s).")
+        """Start a run of `plan_ids`, or wait on, resume or cancel `run_id` (one of the two is given).
+        `model` is called only when a run starts or resumes."""
         if run_id is None:
-            model, _ = self.choose_model(ctx)
-            run_id = self.runs.start(plan_ids, self.deps(model, budget), budget, retry=retry)
+            run_id = self.runs.start(plan_ids, self.deps(model(), budget), budget, retry=retry)
         else:
             run = self.store.get_run(run_id)
             if cancel:
@@ -225,8 +212,7 @@ class ResearchService:
                 return self.run_handle(self.store.get_run(run_id))
             # Unfinished: resume it. Partial and asked to retry: rerun the parts that failed only.
             if run_id not in self.runs.live and self.runs.resumable(run, retry=retry):
-                model, _ = self.choose_model(ctx)
-                self.runs.resume(run_id, self.deps(model), retry=retry)
+                self.runs.resume(run_id, self.deps(model()), retry=retry)
         return self.run_handle(await self.runs.wait(run_id, wait_seconds, progress))
 
     def run_handle(self, run: Run) -> CompactReturn:
@@ -290,12 +276,8 @@ class ResearchService:
     # --- extract_source and scout_sources ------------------------------------------------------
 
     async def extract(
-        self, source: str, questions: list[str], *, task_spec: ExtractorTaskSpec | None, ctx: Any = None
+        self, source: str, questions: list[str], *, task_spec: ExtractorTaskSpec | None, model: ModelBackend
     ) -> CompactReturn:
-        questions = [q.strip() for q in questions if q.strip()]
-        if not questions and task_spec is None:
-            raise InvalidInput("give at least one question to ask of the source.")
-        model, _ = self.choose_model(ctx)
         deps = self.deps(model)
         read = await self.sources.read(source)
         result = await extract(deps, read, questions=questions, task_spec=task_spec)
@@ -317,13 +299,10 @@ class ResearchService:
             )
         )
 
-    async def scout(self, topic: str, queries: list[str], limit: int, *, ctx: Any = None) -> CompactReturn:
-        if len(topic.strip()) < 3:
-            raise InvalidInput("topic is empty: say what sources to look for.")
-        if not 1 <= limit <= 20:
-            raise InvalidInput("limit must be between 1 and 20.")
-        model, _ = self.choose_model(ctx)
-        result = await scout(self.deps(model), topic.strip(), queries=queries, limit=limit)
+    async def scout(
+        self, topic: str, queries: list[str], limit: int, *, model: ModelBackend
+    ) -> CompactReturn:
+        result = await scout(self.deps(model), topic, queries=queries, limit=limit)
         output = self.store.get_handoff(result.handoff_id).output_as(StoredCuration) or StoredCuration()
         ranked = output.sources
         top = "; ".join(item.title[:50] for item in ranked[:3])
@@ -346,8 +325,7 @@ class ResearchService:
     # --- report_results ------------------------------------------------------------------------
 
     def report(self, ident: str, view: View, cursor: str | None, max_tokens: int) -> ReportPage:
-        check_max_tokens(max_tokens)
-        return page_of(ident, view, view_items(self.store, ident.strip(), view), cursor, max_tokens)
+        return page_of(ident, view, view_items(self.store, ident, view), cursor, max_tokens)
 
     def run_view(self, run_id: str) -> dict[str, Any]:
         """The run as the MCP App view shows it (read by the view through the host, never by the model)."""

@@ -26,8 +26,3 @@ def test_following_the_cursor_reads_the_whole_view_in_pages_within_max_tokens(ma
 def test_a_cursor_not_from_this_server_is_refused_with_what_to_do() -> None:
     with pytest.raises(InvalidInput, match="omit it to start over"):
         page_of("run_x", "report", ["a"], "not-a-cursor", 2000)
-
-
-def test_too_small_a_max_tokens_is_refused() -> None:
-    with pytest.raises(InvalidInput, match="between 200 and 20000"):
-        page_of("run_x", "report", ["a"], None, 10)

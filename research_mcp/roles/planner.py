@@ -105,10 +105,9 @@ async def plan_research(
     known_facts: int = 0,
     price: tuple[float, float] = (0.0, 0.0),
 ) -> PlanRecord:
-    """Ask the planner; feed feasibility violations back at most MAX_PLAN_REPAIRS times; store the plan."""
+    """Ask the planner; feed feasibility violations back at most MAX_PLAN_REPAIRS times; store the plan.
+    The query was checked at the tool boundary (server/inputs.py)."""
     query = query.strip()
-    if len(query) < 3:
-        raise InvalidInput("query is empty: give a research question of at least a few words.")
     if suggested is not None:
         reasons = check_feasible(suggested.root)
         if reasons:

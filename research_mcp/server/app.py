@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 
 from research_mcp import __version__
 from research_mcp.config import Settings
@@ -18,6 +19,7 @@ from research_mcp.llm.base import ModelBackend
 from research_mcp.llm.embeddings import corpus_embedder, default_embedder
 from research_mcp.llm.select import choose_backend
 from research_mcp.runs.manager import RunManager
+from research_mcp.server.context import ServerState
 from research_mcp.server.prompts import register_prompts
 from research_mcp.server.resources import register_resources
 from research_mcp.server.tools import build_tools
@@ -94,7 +96,7 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
     """The research-mcp server. `model` replaces backend choice (tests and benchmarks use a scripted one)."""
 
     @asynccontextmanager
-    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[ResearchService]:
+    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[ServerState]:
         config = settings or Settings()
         store = Store(config.database_path)
         async with AsyncExitStack() as stack:
@@ -125,11 +127,10 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
                 anthropic = AnthropicModel.from_settings(config)
                 stack.push_async_callback(anthropic.aclose)
 
-            def choose_model(ctx: Any) -> tuple[ModelBackend, str]:
+            def choose_model(ctx: Context[Any]) -> ModelBackend:
                 if model is not None:
-                    return model, "given to create_server"
-                choice = choose_backend(config, ctx=ctx, anthropic=anthropic)
-                return choice.backend, choice.reason
+                    return model
+                return choose_backend(config, ctx=ctx, anthropic=anthropic).backend
 
             async with anyio.create_task_group() as group:
                 group.start_soon(anyio.to_thread.run_sync, knowledge.warm_up)
@@ -138,11 +139,10 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
                     store=store,
                     sources=library,
                     runs=RunManager(store, group),
-                    choose_model=choose_model,
                     knowledge=knowledge,
                 )
                 try:
-                    yield service
+                    yield ServerState(service, choose_model)
                 finally:
                     group.cancel_scope.cancel()
         store.close()

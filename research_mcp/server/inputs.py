@@ -1,9 +1,11 @@
-"""What the tools accept: size limits, id shapes, and messages for bad input that name the argument
-and say what to give instead.
+"""What the tools accept, checked once, at the tool boundary: each argument's type in the tool
+signatures is one of the `Annotated` types below, whose validators hold the limits and say what to
+give instead. The validators add nothing to the JSON schemas (tool definitions are sent every turn);
+the arguments are validated strictly (the string "5" is not the number 5).
 
 The limits (README, "Input limits"):
 
-    query, topic            at most 2,000 characters
+    query, topic            at most 2,000 characters (a query at least 3, a topic at least 3)
     questions               at most 20, each at most 1,000 characters
     queries (scout)         at most 10, each at most 300 characters
     source                  a URL of at most 2,048 characters, or text of at most 2,000,000
@@ -11,23 +13,26 @@ The limits (README, "Input limits"):
     plan_ids                at most 10
     suggested_plan          at most 60 nodes, 40 levels of nesting, 500,000 characters as JSON
     task_spec               at most 10 levels of nesting, 50,000 characters as JSON
+    wait_seconds            0 to 55; limit 1 to 20; max_tokens 200 to 20,000
     every string            valid Unicode: no lone surrogates
 
-Numbers (wait_seconds 0-55, limit 1-20, max_tokens 200-20,000, budgets finite and positive) are
-checked where they are used, in the service and the contracts.
+A validator raises `Refused` with a phrase that follows the argument's name ("is 2,001 characters;
+give at most 2,000"); `describe` puts the name (or the item's path) in front.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
-from typing import Any, TypeVar
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import AfterValidator, BeforeValidator, ValidationError, WithJsonSchema
 
 from research_mcp.contracts import ExtractorTaskSpec, PlannerOutput
-from research_mcp.errors import InvalidInput, shown
+from research_mcp.errors import shown
 from research_mcp.feasibility import MAX_NODES
+from research_mcp.reports import MAX_MAX_TOKENS, MIN_MAX_TOKENS
 
 __all__ = [
     "MAX_QUERY_CHARS",
@@ -35,24 +40,29 @@ __all__ = [
     "MAX_QUESTION_CHARS",
     "MAX_TEXT_SOURCE_CHARS",
     "MAX_URL_CHARS",
-    "check_cursor",
-    "check_id",
-    "check_json",
-    "check_list",
+    "Cursor",
+    "MaxTokens",
+    "PlanId",
+    "Query",
+    "Question",
+    "Questions",
+    "Refused",
+    "ReportId",
+    "RunId",
+    "ScoutLimit",
+    "SearchQueries",
+    "SourceRef",
+    "SuggestedPlan",
+    "TaskSpec",
+    "Topic",
+    "WaitSeconds",
     "check_plan_ids",
-    "check_report_id",
-    "check_run_id",
-    "check_source",
-    "check_suggested_plan",
-    "check_task_spec",
-    "check_text",
     "describe",
-    "parse",
+    "kind_of_id",
 ]
 
-M = TypeVar("M", bound=BaseModel)
-
 MAX_QUERY_CHARS = 2_000
+MIN_QUERY_CHARS = 3
 MAX_QUESTIONS = 20
 MAX_QUESTION_CHARS = 1_000
 MAX_QUERIES = 10
@@ -67,6 +77,8 @@ MAX_PLAN_DEPTH = 40
 MAX_PLAN_JSON_CHARS = 500_000
 MAX_SPEC_DEPTH = 10
 MAX_SPEC_JSON_CHARS = 50_000
+MAX_WAIT_SECONDS = 55  # hosts cut tool calls at about 60 s
+MAX_SCOUT_LIMIT = 20
 
 ID_KINDS = {
     "plan": re.compile(r"plan_[A-Za-z0-9_-]+"),
@@ -79,25 +91,56 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _CURSOR = re.compile(r"\d{1,9}:\d{1,9}")
 
 
-def check_text(field: str, value: str, max_chars: int) -> str:
-    """The text, if it is valid Unicode and not longer than `max_chars`."""
+class Refused(ValueError):
+    """An argument refused by its validator. `message` follows the argument's name, unless `whole`
+    (the message names the place itself, e.g. a string deep inside suggested_plan)."""
+
+    def __init__(self, message: str, *, whole: bool = False) -> None:
+        super().__init__(message)
+        self.whole = whole
+
+
+def _unicode(value: str, field: str = "") -> str:
     surrogate = _SURROGATE.search(value)
     if surrogate:
-        raise InvalidInput(
-            f"{field} contains a lone surrogate ({surrogate.group()!a}) at character "
-            f"{surrogate.start():,}: give valid Unicode text (it must encode as UTF-8)."
+        raise Refused(
+            f"{field + ' ' if field else ''}contains a lone surrogate ({surrogate.group()!a}) at character "
+            f"{surrogate.start():,}: give valid Unicode text (it must encode as UTF-8).",
+            whole=bool(field),
         )
-    if len(value) > max_chars:
-        raise InvalidInput(f"{field} is {len(value):,} characters; give at most {max_chars:,}.")
     return value
 
 
-def check_list(field: str, items: list[str], max_items: int, max_chars: int) -> list[str]:
-    if len(items) > max_items:
-        raise InvalidInput(f"{field} has {len(items):,} items; give at most {max_items}.")
-    for index, item in enumerate(items):
-        check_text(f"{field}[{index}]", item, max_chars)
-    return items
+def _text(max_chars: int, min_chars: int = 0, empty: str = "") -> AfterValidator:
+    """Valid Unicode of at most `max_chars` (and, stripped, at least `min_chars`: else `empty`)."""
+
+    def check(value: str) -> str:
+        _unicode(value)
+        if len(value) > max_chars:
+            raise Refused(f"is {len(value):,} characters; give at most {max_chars:,}.")
+        if len(value.strip()) < min_chars:
+            raise Refused(empty)
+        return value
+
+    return AfterValidator(check)
+
+
+def _at_most(max_items: int) -> AfterValidator:
+    def check(items: list[Any]) -> list[Any]:
+        if len(items) > max_items:
+            raise Refused(f"has {len(items):,} items; give at most {max_items}.")
+        return items
+
+    return AfterValidator(check)
+
+
+def _between(low: float, high: float, why: str = "") -> AfterValidator:
+    def check(value: float) -> float:
+        if not (math.isfinite(value) and low <= value <= high):
+            raise Refused(f"must be between {low:g} and {high:g}{why}.")
+        return value
+
+    return AfterValidator(check)
 
 
 def kind_of_id(value: str) -> str | None:
@@ -108,27 +151,30 @@ def kind_of_id(value: str) -> str | None:
     return None
 
 
-def check_id(field: str, value: str, kinds: tuple[str, ...], *, wrong: dict[str, str] | None = None) -> str:
-    """The id, if it is of one of `kinds`; `wrong` maps another kind to what to do with such an id."""
-    value = value.strip()
+def _id(kinds: tuple[str, ...], wrong: dict[str, str] | None = None) -> AfterValidator:
+    """An id of one of `kinds`; `wrong` maps another kind to what to do with such an id."""
     expected = " or ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
-    if len(value) <= MAX_ID_CHARS:
-        check_text(field, value, MAX_ID_CHARS)
-    else:
-        raise InvalidInput(
-            f"{field} is {len(value):,} characters; a {expected} id is at most {MAX_ID_CHARS}: "
-            "give an id that an earlier result returned."
+
+    def check(value: str) -> str:
+        value = value.strip()
+        if len(value) > MAX_ID_CHARS:
+            raise Refused(
+                f"is {len(value):,} characters; a {expected} id is at most {MAX_ID_CHARS}: "
+                "give an id that an earlier result returned."
+            )
+        _unicode(value)
+        kind = kind_of_id(value)
+        if kind in kinds:
+            return value
+        if kind is not None:
+            advice = (wrong or {}).get(kind, f"give a {expected} id")
+            raise Refused(f"{shown(value)} is a {kind} id: {advice}.")
+        raise Refused(
+            f"{shown(value)} is not a {expected} id: give an id that an earlier result returned "
+            f"(like {_example(kinds[0])})."
         )
-    kind = kind_of_id(value)
-    if kind in kinds:
-        return value
-    if kind is not None:
-        advice = (wrong or {}).get(kind, f"give a {expected} id")
-        raise InvalidInput(f"{field} {shown(value)} is a {kind} id: {advice}.")
-    raise InvalidInput(
-        f"{field} {shown(value)} is not a {expected} id: give an id that an earlier result returned "
-        f"(like {_example(kinds[0])})."
-    )
+
+    return AfterValidator(check)
 
 
 def _example(kind: str) -> str:
@@ -137,57 +183,61 @@ def _example(kind: str) -> str:
     )
 
 
-def check_source(value: str) -> str:
+def _source(value: str) -> str:
     """A source as extract_source takes it: a URL, corpus:<id>, S<id> or the text itself."""
-    check_text("source", value, MAX_TEXT_SOURCE_CHARS)
+    _unicode(value)
+    if len(value) > MAX_TEXT_SOURCE_CHARS:
+        raise Refused(f"is {len(value):,} characters; give at most {MAX_TEXT_SOURCE_CHARS:,}.")
     ref = value.strip()
     if ref.lower().startswith(("http://", "https://")):
         if len(ref) > MAX_URL_CHARS:
-            raise InvalidInput(
-                f"source is a URL of {len(ref):,} characters; give one of at most {MAX_URL_CHARS:,}."
-            )
+            raise Refused(f"is a URL of {len(ref):,} characters; give one of at most {MAX_URL_CHARS:,}.")
         return value
     if len(ref) <= MAX_ID_CHARS:
         kind = kind_of_id(ref)
         if kind is None and re.fullmatch(r"(S|corpus:)\d+", ref):
-            raise InvalidInput(
-                f"source {shown(ref)} is no stored source or corpus document (their ids have at most 12 "
+            raise Refused(
+                f"{shown(ref)} is no stored source or corpus document (their ids have at most 12 "
                 "digits): give an S<id> or corpus:<id> that an earlier result listed."
             )
         if kind in ("plan", "run", "handoff"):
-            raise InvalidInput(
-                f"source {shown(ref)} is a {kind} id, not a source: give a URL, corpus:<id>, S<id> (a stored "
+            raise Refused(
+                f"{shown(ref)} is a {kind} id, not a source: give a URL, corpus:<id>, S<id> (a stored "
                 "source, as report_results(view='sources') lists them) or the text itself."
             )
     return value
 
 
-def check_cursor(value: str | None) -> str | None:
+def _cursor(value: str | None) -> str | None:
     """The cursor of a page this server gave (`<item>:<offset>`); an empty one means the first page."""
     if value is None or not value.strip():
         return None
     if not _CURSOR.fullmatch(value.strip()):
-        raise InvalidInput(
-            f"cursor {shown(value)} is not one this server gave; omit it to start over, "
+        raise Refused(
+            f"{shown(value)} is not one this server gave; omit it to start over, "
             "or give the cursor of the last page."
         )
     return value.strip()
 
 
-def check_json(field: str, value: Any, *, max_depth: int, max_chars: int) -> Any:
-    """A JSON value given as an argument: bounded nesting and size, valid Unicode throughout."""
-    depth = _depth(value, max_depth)
-    if depth > max_depth:
-        raise InvalidInput(f"{field} is nested more than {max_depth} levels deep; give a flatter object.")
-    try:
-        size = len(json.dumps(value, ensure_ascii=False, allow_nan=False))
-    except ValueError:
-        raise InvalidInput(f"{field} holds NaN or infinity: give finite numbers.") from None
-    if size > max_chars:
-        raise InvalidInput(f"{field} is {size:,} characters as JSON; give at most {max_chars:,}.")
-    for path, text in _strings(value, field):
-        check_text(path, text, max_chars)
-    return value
+def _bounded_json(field: str, *, max_depth: int, max_chars: int) -> BeforeValidator:
+    """A JSON object given as an argument, before it is parsed: bounded nesting and size, valid
+    Unicode throughout (a 500-deep object must be refused before a model recurses into it)."""
+
+    def check(value: Any) -> Any:
+        if _depth(value, max_depth) > max_depth:
+            raise Refused(f"is nested more than {max_depth} levels deep; give a flatter object.")
+        try:
+            size = len(json.dumps(value, ensure_ascii=False, allow_nan=False))
+        except ValueError:
+            raise Refused("holds NaN or infinity: give finite numbers.") from None
+        if size > max_chars:
+            raise Refused(f"is {size:,} characters as JSON; give at most {max_chars:,}.")
+        for path, text in _strings(value, field):
+            _unicode(text, path)
+        return value
+
+    return BeforeValidator(check)
 
 
 def _depth(value: Any, limit: int, level: int = 0) -> int:
@@ -211,6 +261,62 @@ def _strings(value: Any, path: str) -> list[tuple[str, str]]:
     return []
 
 
+def _plan_size(plan: PlannerOutput) -> PlannerOutput:
+    nodes = len(plan.root.walk())
+    if nodes > MAX_PLAN_NODES:
+        raise Refused(f"has {nodes} nodes; give at most {MAX_PLAN_NODES}.")
+    return plan
+
+
+# --- the argument types ----------------------------------------------------------------------------
+
+Query = Annotated[
+    str,
+    _text(MAX_QUERY_CHARS, MIN_QUERY_CHARS, "is empty: give a research question of at least a few words."),
+]
+Topic = Annotated[str, _text(MAX_QUERY_CHARS, MIN_QUERY_CHARS, "is empty: say what sources to look for.")]
+Question = Annotated[str, _text(MAX_QUESTION_CHARS)]
+Questions = Annotated[list[Question], _at_most(MAX_QUESTIONS)]
+SearchQueries = Annotated[list[Annotated[str, _text(MAX_SEARCH_QUERY_CHARS)]], _at_most(MAX_QUERIES)]
+SourceRef = Annotated[str, AfterValidator(_source)]
+PlanId = Annotated[str, _id(("plan",), {"run": "pass it as run_id to wait on, resume or cancel that run"})]
+RunId = Annotated[str, _id(("run",), {"plan": "pass it as plan_id to start a run of that plan"})]
+_ELSEWHERE = "report_results reads runs, plans and handoffs; a run's sources are in its view='sources'"
+ReportId = Annotated[
+    str, _id(("run", "plan", "handoff"), {"source": _ELSEWHERE, "corpus document": _ELSEWHERE})
+]
+Cursor = Annotated[str | None, AfterValidator(_cursor)]
+WaitSeconds = Annotated[float, _between(0, MAX_WAIT_SECONDS, " (hosts cut tool calls at about 60 s)")]
+ScoutLimit = Annotated[int, _between(1, MAX_SCOUT_LIMIT)]
+MaxTokens = Annotated[
+    int,
+    _between(MIN_MAX_TOKENS, MAX_MAX_TOKENS, " (hosts refuse larger results); follow the cursor for more"),
+]
+# Published as an open object for now (the full plan tree's schema is larger than all five tools
+# together may be); validated as the typed plan tree.
+SuggestedPlan = Annotated[
+    PlannerOutput,
+    WithJsonSchema({"type": "object"}),
+    _bounded_json("suggested_plan", max_depth=MAX_PLAN_DEPTH, max_chars=MAX_PLAN_JSON_CHARS),
+    AfterValidator(_plan_size),
+]
+TaskSpec = Annotated[
+    ExtractorTaskSpec,
+    WithJsonSchema({"type": "object"}),
+    _bounded_json("task_spec", max_depth=MAX_SPEC_DEPTH, max_chars=MAX_SPEC_JSON_CHARS),
+]
+
+
+def check_plan_ids(plan_id: str | None, plan_ids: list[str] | None) -> list[str]:
+    """The plans to run, from plan_ids and plan_id (each already a plan id)."""
+    given = [*(plan_ids or []), *([plan_id] if plan_id else [])]
+    if len(given) > MAX_PLAN_IDS:
+        raise Refused(
+            f"plan_ids has {len(given)} plans; give at most {MAX_PLAN_IDS} for one run.", whole=True
+        )
+    return given
+
+
 def describe(error: ValidationError, field: str = "", *, limit: int = 3) -> str:
     """A pydantic validation error as one line per problem: where, what is wrong, what was given."""
     problems = []
@@ -218,6 +324,11 @@ def describe(error: ValidationError, field: str = "", *, limit: int = 3) -> str:
         where = field
         for part in item["loc"]:
             where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
+        where = where or "the value"
+        refused = (item.get("ctx") or {}).get("error")
+        if isinstance(refused, Refused):
+            problems.append(str(refused) if refused.whole else f"{where} {refused}")
+            continue
         message = item["msg"].removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
             message = "unknown field; leave it out"
@@ -225,9 +336,9 @@ def describe(error: ValidationError, field: str = "", *, limit: int = 3) -> str:
             message = "required; give it"
         else:
             message += f" (got {_given(item['input'])})"
-        problems.append(f"{where or 'the value'}: {message}")
+        problems.append(f"{where}: {message}")
     more = len(error.errors()) - limit
-    return "; ".join(problems) + (f"; and {more} more" if more > 0 else "") + "."
+    return "; ".join(problems).removesuffix(".") + (f"; and {more} more" if more > 0 else "") + "."
 
 
 def _given(value: Any) -> str:
@@ -238,53 +349,3 @@ def _given(value: Any) -> str:
     if isinstance(value, str) and len(value) > 40:
         return f"a text of {len(value):,} characters"
     return shown(value, 40)
-
-
-def parse(model: type[M], value: Any, field: str, what: str) -> M:
-    """`value` as a `model`, or InvalidInput naming each bad field, e.g. 'task_spec.priority: ...'."""
-    try:
-        return model.model_validate(value)
-    except ValidationError as error:
-        raise InvalidInput(f"{field} is not {what}: {describe(error, field)}") from None
-    except RecursionError:
-        raise InvalidInput(f"{field} is nested too deeply; give a flatter object.") from None
-
-
-# --- one check per tool argument that needs more than its type -------------------------------------
-
-
-def check_suggested_plan(value: dict[str, Any] | None) -> dict[str, Any] | None:
-    if value is None:
-        return None
-    check_json("suggested_plan", value, max_depth=MAX_PLAN_DEPTH, max_chars=MAX_PLAN_JSON_CHARS)
-    nodes = len(parse(PlannerOutput, value, "suggested_plan", "a valid plan tree").root.walk())
-    if nodes > MAX_PLAN_NODES:
-        raise InvalidInput(f"suggested_plan has {nodes} nodes; give at most {MAX_PLAN_NODES}.")
-    return value
-
-
-def check_task_spec(value: dict[str, Any] | None) -> ExtractorTaskSpec | None:
-    if value is None:
-        return None
-    check_json("task_spec", value, max_depth=MAX_SPEC_DEPTH, max_chars=MAX_SPEC_JSON_CHARS)
-    return parse(ExtractorTaskSpec, value, "task_spec", "a valid extractor task spec")
-
-
-def check_plan_ids(plan_id: str | None, plan_ids: list[str] | None) -> list[str]:
-    """The plans to run, from plan_ids and plan_id (an empty plan_id counts as none)."""
-    given = [("plan_ids", one) for one in plan_ids or []] + ([("plan_id", plan_id)] if plan_id else [])
-    if len(given) > MAX_PLAN_IDS:
-        raise InvalidInput(f"plan_ids has {len(given)} plans; give at most {MAX_PLAN_IDS} for one run.")
-    as_run = {"run": "pass it as run_id to wait on, resume or cancel that run"}
-    return [check_id(field, one, ("plan",), wrong=as_run) for field, one in given]
-
-
-def check_run_id(value: str | None) -> str | None:
-    as_plan = {"plan": "pass it as plan_id to start a run of that plan"}
-    return None if value is None else check_id("run_id", value, ("run",), wrong=as_plan)
-
-
-def check_report_id(value: str) -> str:
-    elsewhere = "report_results reads runs, plans and handoffs; a run's sources are in its view='sources'"
-    wrong = {"source": elsewhere, "corpus document": elsewhere}
-    return check_id("id", value, ("run", "plan", "handoff"), wrong=wrong)

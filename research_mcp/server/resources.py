@@ -6,21 +6,20 @@ import json
 from typing import Any
 
 from mcp.server import MCPServer
-from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from research_mcp.errors import NotFound, ResearchError
 from research_mcp.reports import report_markdown
-from research_mcp.service import ResearchService
+from research_mcp.server.context import ToolContext
 
 __all__ = ["register_resources"]
 
 
 def register_resources(server: MCPServer[Any]) -> None:
     @server.resource("research://runs/{run_id}/report.md", mime_type="text/markdown")
-    def run_report(run_id: str, ctx: Context[Any, Any]) -> str:
+    def run_report(run_id: str, ctx: ToolContext) -> str:
         """The finished report of a run, with sources and confidence."""
-        service: ResearchService = ctx.request_context.lifespan_context
+        service = ctx.request_context.lifespan_context.service
         try:
             return report_markdown(service.store, run_id)
         except NotFound as error:
@@ -29,9 +28,9 @@ def register_resources(server: MCPServer[Any]) -> None:
             raise ResourceError(str(error)) from error
 
     @server.resource("research://handoffs/{handoff_id}", mime_type="application/json")
-    def handoff(handoff_id: str, ctx: Context[Any, Any]) -> str:
+    def handoff(handoff_id: str, ctx: ToolContext) -> str:
         """A role's full output as stored."""
-        service: ResearchService = ctx.request_context.lifespan_context
+        service = ctx.request_context.lifespan_context.service
         try:
             return json.dumps(service.store.get_handoff(handoff_id).model_dump(mode="json"), indent=1)
         except NotFound as error:

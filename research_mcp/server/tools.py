@@ -6,15 +6,17 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, ParamSpec, TypeVar
 
-from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from research_mcp.contracts import Budget, CompactReturn, ReportPage, View
-from research_mcp.errors import ResearchError, shown
+from research_mcp.errors import InvalidInput, ResearchError, shown
+from research_mcp.llm.base import ModelBackend
 from research_mcp.server import inputs
+from research_mcp.server.context import ToolContext
 from research_mcp.server.schemas import compact_schema
 from research_mcp.service import ResearchService
 
@@ -38,10 +40,6 @@ def research_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
             raise ToolError(str(error)) from error
 
     return wrapper
-
-
-def _service(ctx: Context[Any, Any]) -> ResearchService:
-    return ctx.request_context.lifespan_context  # type: ignore[no-any-return]
 
 
 def compact(result: CompactReturn) -> CallToolResult:
@@ -87,8 +85,24 @@ class CheckedTool(Tool):
             raise
 
 
+class StrictArguments(FuncMetadata):
+    """Arguments validated strictly, nested objects included: "5" is not 5 and "true" is not true.
+    (The SDK still parses a list or object sent as a JSON string, which some hosts do.)"""
+
+    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+        parsed = self.arg_model.model_validate(self.pre_parse_json(arguments_to_validate), strict=True)
+        return parsed.model_dump_one_level()
+
+
 def _tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
     tool = CheckedTool.from_function(fn, annotations=annotations)
+    loose = tool.fn_metadata
+    tool.fn_metadata = StrictArguments(
+        arg_model=loose.arg_model,
+        output_schema=loose.output_schema,
+        output_model=loose.output_model,
+        wrap_output=loose.wrap_output,
+    )
     tool.parameters = compact_schema(tool.parameters)
     if tool.fn_metadata.output_schema is not None:
         output = compact_schema(tool.fn_metadata.output_schema)
@@ -97,29 +111,40 @@ def _tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
     return tool
 
 
+def _model(ctx: ToolContext) -> ModelBackend:
+    """The model backend for this call: picked here, where the client's capabilities are known."""
+    return ctx.request_context.lifespan_context.model_for(ctx)
+
+
+def _service(ctx: ToolContext) -> ResearchService:
+    return ctx.request_context.lifespan_context.service
+
+
 @research_errors
 async def plan_research(
-    query: Annotated[str, Field(description="The research question, narrowed with the user.")],
-    ctx: Context[Any, Any],
+    query: Annotated[inputs.Query, Field(description="The research question, narrowed with the user.")],
+    ctx: ToolContext,
     suggested_plan: Annotated[
-        dict[str, Any] | None, Field(description="Optional plan tree to adopt.")
+        inputs.SuggestedPlan | None, Field(description="Optional plan tree to adopt.")
     ] = None,
     budget: Budget | None = None,
 ) -> Compact:
     """Plan research: a feasible plan tree and an estimate. Nothing runs yet."""
-    inputs.check_text("query", query, inputs.MAX_QUERY_CHARS)
-    inputs.check_suggested_plan(suggested_plan)
-    return compact(await _service(ctx).plan(query, suggested_plan=suggested_plan, budget=budget, ctx=ctx))
+    service = _service(ctx)
+    return compact(await service.plan(query, suggested=suggested_plan, budget=budget, model=_model(ctx)))
 
 
 @research_errors
 async def execute_plan(
-    ctx: Context[Any, Any],
-    plan_id: str | None = None,
-    plan_ids: Annotated[list[str] | None, Field(description="Several plans, one final answer.")] = None,
-    run_id: Annotated[str | None, Field(description="Wait on, resume or cancel this run.")] = None,
+    ctx: ToolContext,
+    plan_id: inputs.PlanId | None = None,
+    plan_ids: Annotated[
+        list[inputs.PlanId] | None, Field(description="Several plans, one final answer.")
+    ] = None,
+    run_id: Annotated[inputs.RunId | None, Field(description="Wait on, resume or cancel this run.")] = None,
     wait_seconds: Annotated[
-        float | None, Field(description="Return after this long (default 45 s); the run goes on.")
+        inputs.WaitSeconds | None,
+        Field(description="Return after this long (default 45 s); the run goes on."),
     ] = None,
     cancel: bool = False,
     retry: Annotated[bool, Field(description="Rerun a partial run's failed parts.")] = False,
@@ -127,7 +152,10 @@ async def execute_plan(
 ) -> Compact:
     """Start, resume, wait on or cancel a research run."""
     ids = inputs.check_plan_ids(plan_id, plan_ids)
-    run_id = inputs.check_run_id(run_id)
+    if run_id is None and not ids:
+        raise InvalidInput("give plan_id (or plan_ids) to start a run, or run_id to wait on one.")
+    if cancel and run_id is None:
+        raise InvalidInput("cancel needs the run_id of the run to stop.")
 
     async def progress(done: int, total: int, message: str) -> None:
         await ctx.report_progress(done, total, message)
@@ -141,7 +169,7 @@ async def execute_plan(
             cancel=cancel,
             budget=budget,
             progress=progress,
-            ctx=ctx,
+            model=lambda: _model(ctx),
             retry=retry,
         )
     )
@@ -149,42 +177,41 @@ async def execute_plan(
 
 @research_errors
 async def extract_source(
-    source: Annotated[str, Field(description="URL, corpus:<id>, S<id> or the text itself.")],
-    questions: list[str],
-    ctx: Context[Any, Any],
-    task_spec: Annotated[dict[str, Any] | None, Field(description="Optional extractor task spec.")] = None,
+    source: Annotated[inputs.SourceRef, Field(description="URL, corpus:<id>, S<id> or the text itself.")],
+    questions: inputs.Questions,
+    ctx: ToolContext,
+    task_spec: Annotated[inputs.TaskSpec | None, Field(description="Optional extractor task spec.")] = None,
 ) -> Compact:
     """Extract facts with verbatim, checked quotes from one source."""
-    inputs.check_source(source)
-    inputs.check_list("questions", questions, inputs.MAX_QUESTIONS, inputs.MAX_QUESTION_CHARS)
-    spec = inputs.check_task_spec(task_spec)
-    return compact(await _service(ctx).extract(source, questions, task_spec=spec, ctx=ctx))
+    asked = [question.strip() for question in questions if question.strip()]
+    if not asked and task_spec is None:
+        raise InvalidInput("give at least one question to ask of the source.")
+    service = _service(ctx)
+    return compact(await service.extract(source, asked, task_spec=task_spec, model=_model(ctx)))
 
 
 @research_errors
 async def scout_sources(
-    topic: str,
-    ctx: Context[Any, Any],
-    queries: Annotated[list[str] | None, Field(description="Extra search queries.")] = None,
-    limit: int = 8,
+    topic: inputs.Topic,
+    ctx: ToolContext,
+    queries: Annotated[inputs.SearchQueries | None, Field(description="Extra search queries.")] = None,
+    limit: inputs.ScoutLimit = 8,
 ) -> Compact:
     """Find, de-duplicate, rank and tag sources on a topic."""
-    inputs.check_text("topic", topic, inputs.MAX_QUERY_CHARS)
-    inputs.check_list("queries", list(queries or []), inputs.MAX_QUERIES, inputs.MAX_SEARCH_QUERY_CHARS)
-    return compact(await _service(ctx).scout(topic, list(queries or []), limit, ctx=ctx))
+    service = _service(ctx)
+    return compact(await service.scout(topic.strip(), list(queries or []), limit, model=_model(ctx)))
 
 
 @research_errors
 async def report_results(
-    id: Annotated[str, Field(description="A run, plan or handoff id.")],
-    ctx: Context[Any, Any],
+    id: Annotated[inputs.ReportId, Field(description="A run, plan or handoff id.")],
+    ctx: ToolContext,
     view: View = "summary",
-    cursor: str | None = None,
-    max_tokens: int = 2000,
+    cursor: inputs.Cursor = None,
+    max_tokens: inputs.MaxTokens = 2000,
 ) -> Page:
     """Read a run, plan or handoff, one view and page at a time."""
-    ident = inputs.check_report_id(id)
-    return page(_service(ctx).report(ident, view, inputs.check_cursor(cursor), max_tokens))
+    return page(_service(ctx).report(id, view, cursor, max_tokens))
 
 
 def build_tools() -> list[Tool]:

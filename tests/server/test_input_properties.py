@@ -654,7 +654,7 @@ async def test_over_a_json_wire_unparseable_lines_are_dropped_and_the_server_kee
     assert not plan["isError"] and "pen\ufffdguins" in plan["content"][0]["text"]
     for ident, says in [
         (4, "wait_seconds"),  # NaN: not a number a tool takes
-        (5, "limit: Input should be a finite number"),  # 1e400 is infinity
+        (5, "limit: Input should be a valid integer"),  # 1e400 is infinity, no integer
         (6, "is not a run, plan or handoff id"),  # a surrogate pair escape is one character, 😀
         (7, "No run with id 'run_000000000000'"),
     ]:

@@ -30,7 +30,7 @@ TEXT = "Penguins live almost exclusively in the Southern Hemisphere. Emperor pen
         (
             "plan_research",
             {"query": "x y z", "suggested_plan": {"root": {"kind": "leaf"}}},
-            "not a valid plan tree",
+            "suggested_plan.root.title: required",
         ),
         ("execute_plan", {}, "give plan_id"),
         ("execute_plan", {"plan_id": "plan_nothere"}, "No plan with id 'plan_nothere'"),
