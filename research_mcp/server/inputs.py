@@ -261,6 +261,15 @@ def _strings(value: Any, path: str) -> list[tuple[str, str]]:
     return []
 
 
+def _without_nulls(value: Any) -> Any:
+    """An object's null fields left out, at every level (null means "not given")."""
+    if isinstance(value, dict):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
+
+
 def _plan_size(plan: PlannerOutput) -> PlannerOutput:
     nodes = len(plan.root.walk())
     if nodes > MAX_PLAN_NODES:
@@ -300,9 +309,11 @@ SuggestedPlan = Annotated[
     _bounded_json("suggested_plan", max_depth=MAX_PLAN_DEPTH, max_chars=MAX_PLAN_JSON_CHARS),
     AfterValidator(_plan_size),
 ]
+# Its published schema marks every optional field nullable (strict converters make all fields
+# required); a null field is read as left out.
 TaskSpec = Annotated[
     ExtractorTaskSpec,
-    WithJsonSchema({"type": "object"}),
+    BeforeValidator(lambda value: _without_nulls(value)),
     _bounded_json("task_spec", max_depth=MAX_SPEC_DEPTH, max_chars=MAX_SPEC_JSON_CHARS),
 ]
 

@@ -2,8 +2,12 @@
 
 Pydantic's JSON schemas carry a generated `title` on every node, spell an optional value as
 `anyOf: [X, {type: null}]` with `default: null`, and put each model in `$defs`. Dropping the
-titles, writing an optional parameter as plain X (left out of `required`) and inlining the
-definitions keeps the meaning and more than halves the size.
+titles, writing a nullable value as `type: [x, "null"]` (left out of `required`, no `default: null`)
+and inlining the definitions keeps the meaning and more than halves the size.
+
+Optional parameters stay nullable on purpose: strict converters (openai-agents, pydantic-ai with
+strict tools) make every property required, and a model can then still leave one out by sending
+null, which the tools accept.
 """
 
 from __future__ import annotations
@@ -55,16 +59,16 @@ def _compact(schema: dict[str, Any]) -> dict[str, Any]:
         if key != "title" and not (key == "additionalProperties" and value is True)
     }
     options = node.get("anyOf")
-    if (
-        isinstance(options, list)
-        and len(options) == 2
-        and _NULL in options
-        and node.get("default", 0) is None
-    ):
+    if isinstance(options, list) and len(options) == 2 and _NULL in options:
         (only,) = [option for option in options if option != _NULL]
-        node.pop("anyOf")
-        node.pop("default")
-        return _compact({**only, **node})
+        if node.get("default", 0) is None:
+            node.pop("default")
+        if isinstance(only.get("type"), str):  # {type: [x, "null"]}: the shorter spelling
+            node.pop("anyOf")
+            nullable = {**only, **node, "type": [only["type"], "null"]}
+            if "enum" in only:
+                nullable["enum"] = [*only["enum"], None]
+            return _compact(nullable)
     for key in _SCHEMA_MAPS:
         if isinstance(node.get(key), dict):
             node[key] = {name: _compact(sub) for name, sub in node[key].items()}
@@ -75,3 +79,69 @@ def _compact(schema: dict[str, Any]) -> dict[str, Any]:
         if isinstance(node.get(key), dict):
             node[key] = _compact(node[key])
     return node
+
+
+# Enforced by the tool boundary's validators; leaving them out of the published schemas keeps the
+# definitions the host carries every turn small (and strict converters drop most of them anyway).
+_CONSTRAINTS = frozenset(
+    {
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+    }
+)
+
+
+def _nullable(node: dict[str, Any]) -> dict[str, Any]:
+    kind = node.get("type")
+    if isinstance(kind, str):
+        return {key: value for key, value in node.items() if key != "default"} | {"type": [kind, "null"]}
+    return node
+
+
+def published_schema(schema: dict[str, Any], *, described: bool = True) -> dict[str, Any]:
+    """The schema as a tool definition carries it: compact, without the constraints the server checks
+    itself, and with descriptions only on the top-level properties. An input schema (`described`)
+    marks nested optional fields nullable; an output schema has no descriptions at all (its meaning
+    is in the tool's description)."""
+    node = compact_schema(schema)
+    node.pop("description", None)
+    properties = node.get("properties", {})
+    node["properties"] = {
+        name: {
+            **_slim(sub, nullable=described),
+            **({"description": sub["description"]} if described and "description" in sub else {}),
+        }
+        for name, sub in properties.items()
+    }
+    return node
+
+
+def _slim(node: Any, nullable: bool = True) -> Any:
+    if isinstance(node, list):
+        return [_slim(item, nullable) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if nullable and isinstance(
+        node.get("properties"), dict
+    ):  # optional fields nullable: see the module's docstring
+        required = node.get("required", [])
+        node = {
+            **node,
+            "properties": {
+                name: _nullable(sub) if name not in required else sub
+                for name, sub in node["properties"].items()
+            },
+        }
+    return {
+        key: (value if key in ("enum", "required", "default", "type") else _slim(value, nullable))
+        if key != "properties"
+        else {name: _slim(sub, nullable) for name, sub in value.items()}
+        for key, value in node.items()
+        if key not in _CONSTRAINTS and key != "description"
+    }

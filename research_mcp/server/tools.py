@@ -17,7 +17,7 @@ from research_mcp.errors import InvalidInput, ResearchError, shown
 from research_mcp.llm.base import ModelBackend
 from research_mcp.server import inputs
 from research_mcp.server.context import ToolContext
-from research_mcp.server.schemas import compact_schema
+from research_mcp.server.schemas import published_schema
 from research_mcp.service import ResearchService
 
 __all__ = ["build_tools"]
@@ -103,11 +103,9 @@ def _tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
         output_model=loose.output_model,
         wrap_output=loose.wrap_output,
     )
-    tool.parameters = compact_schema(tool.parameters)
+    tool.parameters = {**published_schema(tool.parameters), "additionalProperties": False}
     if tool.fn_metadata.output_schema is not None:
-        output = compact_schema(tool.fn_metadata.output_schema)
-        output.pop("description", None)  # the tool's own description says it
-        tool.fn_metadata.output_schema = output
+        tool.fn_metadata.output_schema = published_schema(tool.fn_metadata.output_schema, described=False)
     return tool
 
 
@@ -146,8 +144,8 @@ async def execute_plan(
         inputs.WaitSeconds | None,
         Field(description="Return after this long (default 45 s); the run goes on."),
     ] = None,
-    cancel: bool = False,
-    retry: Annotated[bool, Field(description="Rerun a partial run's failed parts.")] = False,
+    cancel: bool | None = False,
+    retry: Annotated[bool | None, Field(description="Rerun a partial run's failed parts.")] = False,
     budget: Budget | None = None,
 ) -> Compact:
     """Start, resume, wait on or cancel a research run."""
@@ -166,11 +164,11 @@ async def execute_plan(
             plan_ids=ids,
             run_id=run_id,
             wait_seconds=service.settings.wait_seconds if wait_seconds is None else wait_seconds,
-            cancel=cancel,
+            cancel=bool(cancel),
             budget=budget,
             progress=progress,
             model=lambda: _model(ctx),
-            retry=retry,
+            retry=bool(retry),
         )
     )
 
@@ -195,23 +193,23 @@ async def scout_sources(
     topic: inputs.Topic,
     ctx: ToolContext,
     queries: Annotated[inputs.SearchQueries | None, Field(description="Extra search queries.")] = None,
-    limit: inputs.ScoutLimit = 8,
+    limit: inputs.ScoutLimit | None = 8,
 ) -> Compact:
     """Find, de-duplicate, rank and tag sources on a topic."""
     service = _service(ctx)
-    return compact(await service.scout(topic.strip(), list(queries or []), limit, model=_model(ctx)))
+    return compact(await service.scout(topic.strip(), list(queries or []), limit or 8, model=_model(ctx)))
 
 
 @research_errors
 async def report_results(
     id: Annotated[inputs.ReportId, Field(description="A run, plan or handoff id.")],
     ctx: ToolContext,
-    view: View = "summary",
+    view: View | None = "summary",
     cursor: inputs.Cursor = None,
-    max_tokens: inputs.MaxTokens = 2000,
+    max_tokens: inputs.MaxTokens | None = 2000,
 ) -> Page:
     """Read a run, plan or handoff, one view and page at a time."""
-    return page(_service(ctx).report(id, view, cursor, max_tokens))
+    return page(_service(ctx).report(id, view or "summary", cursor, max_tokens or 2000))
 
 
 def build_tools() -> list[Tool]:

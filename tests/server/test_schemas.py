@@ -2,7 +2,7 @@ from research_mcp.contracts import Budget, ExtractorTaskSpec
 from research_mcp.server.schemas import compact_schema
 
 
-def test_a_compacted_schema_keeps_fields_and_constraints_without_titles_or_null_unions() -> None:
+def test_a_compacted_schema_keeps_fields_and_constraints_without_titles_and_spells_null_as_a_type() -> None:
     schema = compact_schema(ExtractorTaskSpec.model_json_schema())
     assert "$defs" not in str(schema) and "'title'" not in str(schema)
     assert schema["required"] == ["questions"]
@@ -13,7 +13,10 @@ def test_a_compacted_schema_keeps_fields_and_constraints_without_titles_or_null_
         "minimum": 1,
         "type": "integer",
     }
-    assert schema["properties"]["budget"]["properties"]["max_tokens"] == {"minimum": 1, "type": "integer"}
+    assert schema["properties"]["budget"]["properties"]["max_tokens"] == {
+        "minimum": 1,
+        "type": ["integer", "null"],
+    }
     assert schema["properties"]["budget"]["additionalProperties"] is False
 
 
