@@ -14,8 +14,9 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
+# stdout is the protocol channel of a host that starts `make run`: make must not echo the command.
 run: $(STAMP)
-	$(BIN)/research-mcp serve
+	@exec $(BIN)/research-mcp serve
 
 test: lint browser
 	$(BIN)/python -m pytest -q

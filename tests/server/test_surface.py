@@ -134,3 +134,29 @@ def test_serve_writes_only_protocol_to_stdout_and_logs_where_its_store_is(tmp_pa
     assert json.loads(lines[0])["result"]["serverInfo"]["name"] == "research-mcp"
     assert f"store {tmp_path / 'home' / 'research.db'}" in done.stderr
     assert f"claude mcp add research-mcp -- {script} serve" in done.stderr
+
+
+def test_make_run_writes_only_protocol_to_stdout(tmp_path: Path) -> None:
+    """A host configured with `make run` reads JSON-RPC from the first byte (make echoes nothing)."""
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    env = {"PATH": os.environ["PATH"], "RESEARCH_MCP_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        ["make", "--no-print-directory", "run"],
+        cwd=Path(__file__).parents[2],
+        input=json.dumps(request) + "\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.stdout.startswith('{"'), done.stdout[:200]
+    assert all(json.loads(line)["jsonrpc"] == "2.0" for line in done.stdout.splitlines() if line.strip())
