@@ -22,6 +22,7 @@ from research_mcp.runs.manager import RunManager
 from research_mcp.server.context import ServerState
 from research_mcp.server.prompts import register_prompts
 from research_mcp.server.resources import register_resources
+from research_mcp.server.tasks import RunTasks, TaskRequests
 from research_mcp.server.tools import build_tools
 from research_mcp.server.view import AppsOnly, build_apps, link_view
 from research_mcp.service import ResearchService
@@ -153,8 +154,10 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
         lifespan=lifespan,
         version=__version__,
         tools=link_view(build_tools()),
-        extensions=[build_apps()],  # the run view, for hosts that render MCP Apps
-        middleware=[AppsOnly()],  # other hosts list exactly what they did before it
+        # The run view, for hosts that render MCP Apps; runs as protocol tasks, for hosts that send them.
+        extensions=[build_apps(), RunTasks()],
+        # Other hosts list exactly what they did before the view; a task-augmented call starts a task.
+        middleware=[AppsOnly(), TaskRequests()],
     )
     register_resources(server)
     register_prompts(server)

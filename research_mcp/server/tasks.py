@@ -1,0 +1,255 @@
+"""Protocol tasks for runs: a task-augmented `execute_plan` returns a task at once, and the task is
+the run (its id is the run id), so tasks live in the store with the runs and survive a restart.
+
+Two wire forms, one store:
+
+- 2025-11-25: the client sends `params.task` on `tools/call`; the server declares
+  `capabilities.tasks` and `execution.taskSupport: "optional"` on `execute_plan`, answers with
+  `{task: {...}}`, and serves `tasks/get`, `tasks/result` (blocks until the run ends), `tasks/cancel`
+  and `tasks/list`.
+- 2026-07-28, the `io.modelcontextprotocol/tasks` extension: the client declares the extension in
+  its per-request capabilities; the server answers `{resultType: "task", ...}` and serves
+  `tasks/get` (the finished result inlined), `tasks/cancel` and `tasks/update` (empty
+  acknowledgements).
+
+A call without either is served exactly as before (the polling flow: `execute_plan(run_id)`).
+The SDK validates a `tools/call` result against `CallToolResult` at 2025-11-25, so a task answer
+is made in a server middleware, the seam whose result the SDK passes through as it is.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.extension import Extension, MethodBinding
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.server import require_client_extension
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, RequestParams
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from research_mcp.contracts import FINISHED, CompactReturn
+from research_mcp.errors import NotFound, ResearchError
+from research_mcp.server.context import ServerState
+
+__all__ = ["TASKS_EXTENSION", "RunTasks", "TaskRequests"]
+
+logger = logging.getLogger(__name__)
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+TASK_VERSION = "2025-11-25"  # the one handshake version that has tasks in its core
+TASK_TOOL = "execute_plan"
+POLL_INTERVAL_MS = 2000
+LIST_LIMIT = 100
+WAIT_SLICE_S = 55.0  # tasks/result waits on the run in slices, as execute_plan does
+
+TaskStatus = Literal["working", "completed", "failed", "cancelled"]
+RequestContext = ServerRequestContext[ServerState, Any]
+
+
+class TaskParams(RequestParams):
+    task_id: str
+
+
+class ListParams(RequestParams):
+    cursor: str | None = None
+
+
+def _modern(ctx: RequestContext) -> bool:
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def _iso(stamp: str | None) -> str:
+    """The store's timestamps as ISO 8601 with a zone (they are UTC)."""
+    moment = datetime.fromisoformat(stamp) if stamp else datetime.now(UTC)
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()
+
+
+def _status(run_status: str, modern: bool) -> TaskStatus:
+    if run_status in FINISHED:
+        return "completed"
+    if run_status == "cancelled":
+        return "cancelled"
+    if run_status == "failed":
+        # 2026-07-28 keeps `failed` for JSON-RPC errors; a failed run is a tool result saying so.
+        return "completed" if modern else "failed"
+    return "working"
+
+
+def _call_result(handle: CompactReturn) -> dict[str, Any]:
+    """The handle as the `CallToolResult` that execute_plan(run_id) would return."""
+    return {
+        "content": [{"type": "text", "text": handle.render()}],
+        "structuredContent": handle.model_dump(mode="json"),
+        "isError": False,
+    }
+
+
+def _task(state: ServerState, run_id: str, modern: bool) -> dict[str, Any]:
+    """The run as a task (wire field names of the negotiated version)."""
+    run = state.service.store.get_run(run_id)
+    status = _status(run.status, modern)
+    handle = state.service.run_handle(run)
+    task: dict[str, Any] = {
+        "taskId": run_id,
+        "status": status,
+        "statusMessage": handle.summary[0] if handle.summary else run.status,
+        "createdAt": _iso(run.created_at),
+        "lastUpdatedAt": _iso(run.finished_at or run.started_at or run.created_at),
+    }
+    if modern:
+        task |= {"ttlMs": None, "pollIntervalMs": POLL_INTERVAL_MS}
+        if status == "completed":
+            task["result"] = _call_result(handle)
+    else:
+        task |= {"ttl": None, "pollInterval": POLL_INTERVAL_MS}
+    return task
+
+
+def _known(state: ServerState, task_id: str) -> str:
+    try:
+        state.service.store.get_run(task_id)
+    except (NotFound, ResearchError):
+        raise MCPError(code=INVALID_PARAMS, message=f"Failed to retrieve task: no task {task_id!r}") from None
+    return task_id
+
+
+async def _go_on(ctx: RequestContext, run_id: str, wait_seconds: float) -> CompactReturn:
+    """Wait on the run up to `wait_seconds`, resuming it first if a restart interrupted it. A run
+    that has ended (cancelled ones included) is only read: polling a task never restarts it."""
+    state = ctx.lifespan_context
+    run = state.service.store.get_run(run_id)
+    if _status(run.status, modern=False) != "working":
+        return state.service.run_handle(run)
+    tool_ctx: Context[ServerState] = Context(request_context=ctx)
+    return await state.service.execute(
+        plan_ids=[],
+        run_id=run_id,
+        wait_seconds=wait_seconds,
+        cancel=False,
+        budget=None,
+        progress=None,
+        model=lambda: state.model_for(tool_ctx),
+    )
+
+
+async def get_task(ctx: RequestContext, params: TaskParams) -> dict[str, Any]:
+    if _modern(ctx):
+        require_client_extension(ctx, TASKS_EXTENSION)
+    run_id = _known(ctx.lifespan_context, params.task_id)
+    await _go_on(ctx, run_id, 0)
+    return _task(ctx.lifespan_context, run_id, _modern(ctx))
+
+
+async def task_result(ctx: RequestContext, params: TaskParams) -> dict[str, Any]:
+    """2025-11-25: block until the run has ended, then return what execute_plan would have."""
+    run_id = _known(ctx.lifespan_context, params.task_id)
+    handle = await _go_on(ctx, run_id, WAIT_SLICE_S)
+    while _status(handle.status, modern=False) == "working":
+        handle = await _go_on(ctx, run_id, WAIT_SLICE_S)
+    return _call_result(handle) | {"_meta": {RELATED_TASK: {"taskId": run_id}}}
+
+
+async def cancel_task(ctx: RequestContext, params: TaskParams) -> dict[str, Any]:
+    state = ctx.lifespan_context
+    modern = _modern(ctx)
+    if modern:
+        require_client_extension(ctx, TASKS_EXTENSION)
+    run_id = _known(state, params.task_id)
+    if _status(state.service.store.get_run(run_id).status, modern) != "working":
+        if modern:
+            return {}  # cancellation is cooperative: a finished task stays as it ended
+        raise MCPError(code=INVALID_PARAMS, message=f"Cannot cancel task {run_id!r}: it has already ended")
+    await state.service.runs.cancel(run_id)
+    return {} if modern else _task(state, run_id, modern=False)
+
+
+async def update_task(ctx: RequestContext, params: TaskParams) -> dict[str, Any]:
+    """2026-07-28: no run ever asks for input, so an update is acknowledged and ignored."""
+    require_client_extension(ctx, TASKS_EXTENSION)
+    _known(ctx.lifespan_context, params.task_id)
+    return {}
+
+
+async def list_tasks(ctx: RequestContext, params: ListParams) -> dict[str, Any]:
+    """2025-11-25: the most recent runs, newest first (one page)."""
+    state = ctx.lifespan_context
+    runs = state.service.store.recent_runs(LIST_LIMIT)
+    return {"tasks": [_task(state, run.id, modern=False) for run in runs]}
+
+
+class RunTasks(Extension):
+    """The task methods, served over the runs; the extension is advertised to 2026-07-28 clients."""
+
+    identifier = TASKS_EXTENSION
+
+    def methods(self) -> Sequence[MethodBinding]:
+        legacy = frozenset({TASK_VERSION})
+        return (
+            MethodBinding("tasks/get", TaskParams, get_task),
+            MethodBinding("tasks/cancel", TaskParams, cancel_task),
+            MethodBinding("tasks/result", TaskParams, task_result, protocol_versions=legacy),
+            MethodBinding("tasks/list", ListParams, list_tasks, protocol_versions=legacy),
+            MethodBinding(
+                "tasks/update", TaskParams, update_task, protocol_versions=frozenset(MODERN_PROTOCOL_VERSIONS)
+            ),
+        )
+
+
+class TaskRequests:
+    """Server middleware: task-augmented `execute_plan` calls, and the 2025-11-25 declarations."""
+
+    async def __call__(self, ctx: RequestContext, call_next: CallNext) -> HandlerResult:
+        if ctx.method == "tools/call" and self._wants_task(ctx):
+            return await self._start_task(ctx, call_next)
+        result = await call_next(ctx)
+        if (
+            isinstance(result, dict)
+            and ctx.method == "initialize"
+            and result.get("protocolVersion") == TASK_VERSION
+        ):
+            capabilities = result.setdefault("capabilities", {})
+            capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+        if isinstance(result, dict) and ctx.method == "tools/list" and ctx.protocol_version == TASK_VERSION:
+            for tool in result.get("tools", []):
+                if tool.get("name") == TASK_TOOL:
+                    tool["execution"] = {"taskSupport": "optional"}
+        return result
+
+    @staticmethod
+    def _wants_task(ctx: RequestContext) -> bool:
+        params = ctx.params or {}
+        if params.get("name") != TASK_TOOL:
+            return False
+        if _modern(ctx):
+            capabilities = ctx.session.client_capabilities
+            return bool(
+                capabilities and capabilities.extensions and TASKS_EXTENSION in capabilities.extensions
+            )
+        return ctx.protocol_version == TASK_VERSION and isinstance(params.get("task"), dict)
+
+    @staticmethod
+    async def _start_task(ctx: RequestContext, call_next: CallNext) -> HandlerResult:
+        """Start (or find) the run at once, and answer with it as a task."""
+        params = dict(ctx.params or {})
+        arguments = params.get("arguments")
+        params["arguments"] = {**(arguments if isinstance(arguments, dict) else {}), "wait_seconds": 0}
+        params.pop("task", None)
+        result = await call_next(replace(ctx, params=params))
+        structured = result.get("structuredContent") if isinstance(result, dict) else None
+        if not isinstance(result, dict) or result.get("isError") or not isinstance(structured, dict):
+            if _modern(ctx) or not isinstance(result, dict):
+                return result  # the server decides per request: a refused call is no task
+            content = result.get("content") or [{}]
+            raise MCPError(code=INVALID_PARAMS, message=str(content[0].get("text", "Invalid arguments")))
+        task = _task(ctx.lifespan_context, str(structured["id"]), _modern(ctx))
+        task.pop("result", None)
+        if _modern(ctx):
+            return {"resultType": "task", **task, "_meta": result.get("_meta", {})}
+        return {"task": task}
