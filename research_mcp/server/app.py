@@ -20,7 +20,7 @@ from research_mcp.llm.embeddings import corpus_embedder, default_embedder
 from research_mcp.llm.select import choose_backend
 from research_mcp.runs.manager import RunManager
 from research_mcp.server.context import ServerState
-from research_mcp.server.prompts import register_prompts
+from research_mcp.server.prompts import UnknownPrompts, register_prompts
 from research_mcp.server.resources import register_resources
 from research_mcp.server.tasks import RunTasks, TaskRequests
 from research_mcp.server.tools import build_tools
@@ -156,8 +156,9 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
         tools=link_view(build_tools()),
         # The run view, for hosts that render MCP Apps; runs as protocol tasks, for hosts that send them.
         extensions=[build_apps(), RunTasks()],
-        # Other hosts list exactly what they did before the view; a task-augmented call starts a task.
-        middleware=[AppsOnly(), TaskRequests()],
+        # Other hosts list exactly what they did before the view; a task-augmented call starts a task;
+        # an unknown prompt is invalid params.
+        middleware=[AppsOnly(), TaskRequests(), UnknownPrompts()],
     )
     register_resources(server)
     register_prompts(server)

@@ -4,6 +4,7 @@ and stdout kept for the protocol."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -160,3 +161,19 @@ def test_make_run_writes_only_protocol_to_stdout(tmp_path: Path) -> None:
     )
     assert done.stdout.startswith('{"'), done.stdout[:200]
     assert all(json.loads(line)["jsonrpc"] == "2.0" for line in done.stdout.splitlines() if line.strip())
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_an_unknown_prompt_is_invalid_params_and_logs_no_error(
+    mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    caplog.set_level(logging.WARNING)
+    async with Client(create_server(model=ScriptedModel(team_script)), mode=mode) as client:  # type: ignore[arg-type]
+        with pytest.raises(MCPError) as refused:
+            await client.get_prompt("reserch")
+        assert (await client.get_prompt("research")).messages
+    assert refused.value.error.code == -32602
+    assert refused.value.error.message == "Unknown prompt 'reserch': the prompts are research."
+    assert [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR] == []
