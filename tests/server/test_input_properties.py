@@ -452,6 +452,8 @@ def schema_values(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
     """Values valid for a JSON schema: `from_schema` for every value that is not an object, and
     objects composed here from their properties (hypothesis-jsonschema 0.23.1 draws objects with
     `many.more()`, a hypothesis internal that hypothesis 6.170 no longer has)."""
+    if schema.get("type") == ["object", "null"]:  # an optional object: null, or the object
+        return st.none() | schema_values({**schema, "type": "object"})
     if schema.get("type") != "object":
         return from_schema(schema)
     properties = schema.get("properties")
