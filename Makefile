@@ -14,8 +14,10 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
-# stdout is the protocol channel of a host that starts `make run`: make must not echo the command.
-run: $(STAMP)
+# stdout is the protocol channel of a host that starts `make run`: nothing but the server writes
+# there (an install that a changed pyproject.toml triggers reports on stderr; make echoes nothing).
+run:
+	@$(MAKE) --no-print-directory $(STAMP) >&2
 	@exec $(BIN)/research-mcp serve
 
 test: lint browser

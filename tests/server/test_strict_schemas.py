@@ -1,78 +1,80 @@
-"""The tool schemas as strict converters see them. openai-agents (0.24, `agents.strict_schema.
-ensure_strict_json_schema` with `_reject_open_objects`, as `MCPUtil.to_function_tool` calls it) and
-pydantic-ai (2.68, `OpenAIJsonSchemaTransformer(strict=True)`) are not dependencies of this project;
-their rules are written out here (checked against those versions by hand: see CHANGELOG):
-
-- an object must declare its properties and say `additionalProperties: false` (or say nothing, when
-  it has properties): an open object is refused;
-- no `$ref` may remain;
-- every property becomes required, so an optional one must accept null for a model to leave it out.
+"""The tool schemas through the strict converters agent frameworks run over MCP tools: openai-agents'
+`ensure_strict_json_schema` (with `_reject_open_objects`, as `MCPUtil.to_function_tool` calls it when
+`convert_schemas_to_strict` is on) and pydantic-ai's `OpenAIJsonSchemaTransformer` (strict tools).
+Both make every property required, so an optional parameter stays optional only if it accepts null.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
+from agents.exceptions import UserError
+from agents.strict_schema import ensure_strict_json_schema
 from mcp import Client
+from pydantic_ai.profiles.openai import OpenAIJsonSchemaTransformer
 
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server
 
 
-def refusals(schema: Any, path: str = "") -> list[str]:
-    """What a strict converter refuses in `schema`."""
-    if not isinstance(schema, dict):
-        return []
-    found: list[str] = []
-    kind = schema.get("type")
-    is_object = kind == "object" or (isinstance(kind, list) and "object" in kind)
-    if "$ref" in schema:
-        found.append(f"{path or 'root'}: a $ref")
-    if is_object and schema.get("additionalProperties", False) is not False:
-        found.append(f"{path or 'root'}: additionalProperties is not false")
-    if is_object and not schema.get("properties") and schema.get("additionalProperties") is not False:
-        found.append(f"{path or 'root'}: an open object")
-    for name, sub in schema.get("properties", {}).items():
-        found += refusals(sub, f"{path}.{name}")
-    for key in ("items", "additionalProperties"):
-        found += refusals(schema.get(key), f"{path}[]" if key == "items" else path)
-    for index, sub in enumerate(schema.get("anyOf", [])):
-        found += refusals(sub, f"{path}|{index}")
-    return found
+def openai_agents_strict(schema: dict[str, Any]) -> dict[str, Any] | str:
+    """The strict schema openai-agents makes of a tool's input schema, or why it refuses."""
+    try:
+        return ensure_strict_json_schema(copy.deepcopy(schema), _reject_open_objects=True)
+    except UserError as error:
+        return str(error)
 
 
-def not_nullable_optionals(schema: Any, path: str = "") -> list[str]:
-    """Optional properties that a strict converter would make required and non-null."""
-    if not isinstance(schema, dict):
+def pydantic_ai_strict(schema: dict[str, Any]) -> dict[str, Any]:
+    return OpenAIJsonSchemaTransformer(copy.deepcopy(schema), strict=True).walk()
+
+
+def optional_but_not_nullable(original: dict[str, Any], strict: dict[str, Any], path: str = "") -> list[str]:
+    """Properties the original leaves optional that the strict schema requires and refuses null for."""
+    if not isinstance(original, dict) or not isinstance(strict, dict):
         return []
     found: list[str] = []
-    required = schema.get("required", [])
-    for name, sub in schema.get("properties", {}).items():
-        kinds = sub.get("type")
-        nullable = (isinstance(kinds, list) and "null" in kinds) or {"type": "null"} in sub.get("anyOf", [])
+    required = original.get("required", [])
+    for name, sub in original.get("properties", {}).items():
+        converted = strict.get("properties", {}).get(name, {})
+        kinds = converted.get("type")
+        nullable = (isinstance(kinds, list) and "null" in kinds) or {"type": "null"} in converted.get(
+            "anyOf", []
+        )
         if name not in required and not nullable:
             found.append(f"{path}.{name}")
-        found += not_nullable_optionals(sub, f"{path}.{name}")
-    found += not_nullable_optionals(schema.get("items"), f"{path}[]")
+        found += optional_but_not_nullable(sub, converted, f"{path}.{name}")
+    if "items" in original:
+        found += optional_but_not_nullable(original["items"], strict.get("items", {}), f"{path}[]")
     return found
 
 
-async def test_strict_converters_accept_the_tools_and_keep_optional_parameters_optional() -> None:
+async def input_schemas() -> dict[str, dict[str, Any]]:
     async with Client(create_server(model=ScriptedModel(team_script)), mode="legacy") as client:
-        tools = {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
-    refused = {name: refusals(schema) for name, schema in tools.items()}
-    # suggested_plan is still an open object: the typed plan tree does not fit the size budget.
-    assert refused == {
-        "plan_research": [".suggested_plan: an open object"],
-        "execute_plan": [],
-        "extract_source": [],
-        "scout_sources": [],
-        "report_results": [],
+        return {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
+
+
+async def test_openai_agents_makes_four_tools_strict_and_keeps_their_optional_parameters_optional() -> None:
+    schemas = await input_schemas()
+    converted = {name: openai_agents_strict(schema) for name, schema in schemas.items()}
+    # suggested_plan is still an open object: a typed plan tree is recursive (a $ref, which
+    # openai-agents refuses in strict mode) and, unrolled, larger than all five tools may be.
+    refused = converted.pop("plan_research")
+    assert isinstance(refused, str) and "permits undeclared properties" in refused
+    assert all(isinstance(strict, dict) for strict in converted.values()), converted
+    assert {name: optional_but_not_nullable(schemas[name], strict) for name, strict in converted.items()} == {  # type: ignore[arg-type]
+        name: [] for name in converted
     }
-    assert {name: not_nullable_optionals(schema) for name, schema in tools.items()} == {
-        name: [] for name in tools
+    assert all(schema["additionalProperties"] is False for schema in schemas.values())
+
+
+async def test_pydantic_ai_makes_every_tool_strict_and_keeps_optional_parameters_optional() -> None:
+    schemas = await input_schemas()
+    converted = {name: pydantic_ai_strict(schema) for name, schema in schemas.items()}
+    assert {name: optional_but_not_nullable(schemas[name], strict) for name, strict in converted.items()} == {
+        name: [] for name in schemas
     }
-    assert all(schema["additionalProperties"] is False for schema in tools.values())
 
 
 async def test_a_strict_client_may_send_null_for_every_optional_parameter() -> None:
