@@ -16,12 +16,12 @@ from typing import Annotated, Any
 
 from mcp.server.apps import Apps, ResourceCsp, client_supports_apps
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from research_mcp.server import inputs
+from research_mcp.server.context import ToolContext
 from research_mcp.server.tools import _service, research_errors
 
 __all__ = ["VIEW_TOOL", "VIEW_URI", "AppsOnly", "build_apps", "link_view"]
@@ -37,10 +37,10 @@ def view_html() -> str:
 
 @research_errors
 async def run_view(
-    run_id: Annotated[str, Field(description="The run to show.")], ctx: Context[Any, Any]
+    run_id: Annotated[inputs.RunId, Field(description="The run to show.")], ctx: ToolContext
 ) -> CallToolResult:
     """The run's plan tree with node states, totals, and once ended its report, facts and sources."""
-    snapshot = _service(ctx).run_view(inputs.check_run_id(run_id) or "")
+    snapshot = _service(ctx).run_view(run_id)
     run, totals = snapshot["run"], snapshot["totals"]
     text = (
         f"run {run['id']} {run['status']}: {totals['nodes_done']}/{totals['nodes_total']} nodes, "
