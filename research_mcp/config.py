@@ -107,6 +107,12 @@ class Settings(BaseSettings):
         return value
 
     @property
+    def anthropic_key(self) -> str | None:
+        """The Anthropic API key, stripped; None when ANTHROPIC_API_KEY is unset or blank."""
+        key = self.anthropic_api_key.get_secret_value().strip() if self.anthropic_api_key else ""
+        return key or None
+
+    @property
     def database_path(self) -> Path:
         return self.home / "research.db"
 

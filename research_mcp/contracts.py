@@ -81,8 +81,6 @@ FINISHED: frozenset[RunStatus] = frozenset({"done", "partial", "budget_exhausted
 RETRYABLE: frozenset[RunStatus] = frozenset({"partial"})  # finished, but a retry may fill its gaps
 View = Literal["summary", "report", "sources", "facts", "confidence", "gaps", "followups", "tree", "handoff"]
 
-ShortText = Annotated[str, Field(max_length=2000)]
-
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -262,10 +260,6 @@ class Fact(BaseModel):
     verified: bool
     question: str | None = None
     corroborations: int = 1
-
-    @property
-    def cite(self) -> str:
-        return f"F{self.id}"
 
 
 class Answer(_Strict):

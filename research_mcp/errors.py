@@ -7,7 +7,6 @@
      +-- ModelError               a model backend failed (refusal, max_tokens, invalid output, HTTP)
      +-- SourceError              a source could not be read (refused address, too large, bad type)
      +-- BudgetExhausted          a run or node spent its token, cost, time or source budget
-     +-- PlanInfeasible           a plan breaks the feasibility rules, with the reasons
      +-- StoreError               the data folder's database could not be read or written
           +-- StoreFull           the disk holding the data folder is full
           +-- StoreReadOnly       the data folder (or its database) cannot be written
@@ -26,7 +25,6 @@ __all__ = [
     "ModelError",
     "NotConfigured",
     "NotFound",
-    "PlanInfeasible",
     "ResearchError",
     "SourceError",
     "StoreBusy",
@@ -87,14 +85,6 @@ class BudgetExhausted(ResearchError):
     def __init__(self, what: str) -> None:
         super().__init__(f"Budget exhausted: {what}.")
         self.what = what
-
-
-class PlanInfeasible(ResearchError):
-    """A plan breaks the feasibility rules."""
-
-    def __init__(self, reasons: list[str]) -> None:
-        super().__init__("Plan is infeasible: " + "; ".join(reasons))
-        self.reasons = reasons
 
 
 class StoreError(ResearchError):

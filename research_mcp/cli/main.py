@@ -17,6 +17,7 @@ import click
 from research_mcp.config import Settings
 from research_mcp.contracts import FINISHED, RETRYABLE
 from research_mcp.errors import ResearchError
+from research_mcp.redaction import Redactor, redact_logs
 
 if TYPE_CHECKING:
     from research_mcp.storage.store import Store
@@ -39,16 +40,17 @@ def connect_hint() -> str:
 
 def _settings() -> Settings:
     try:
-        return Settings()
+        settings = Settings()
     except ValueError as error:
         raise click.ClickException(f"configuration error: {error}") from None
+    redact_logs(Redactor.from_settings(settings))  # stderr never shows a configured secret
+    return settings
 
 
 def backend_line(settings: Settings) -> str:
     """What model backend a session will get, and why."""
-    has_key = settings.anthropic_api_key is not None and bool(settings.anthropic_api_key.get_secret_value())
     if settings.model == "auto":
-        if has_key:
+        if settings.anthropic_key is not None:
             return f"anthropic ({settings.anthropic_model}; ANTHROPIC_API_KEY is set)"
         return "auto: sampling when the host supports it, else extractive (no API key set)"
     return f"{settings.model} (RESEARCH_MCP_MODEL={settings.model})"

@@ -1,14 +1,17 @@
 """The Anthropic backend: the Messages API with one forced "submit" tool per role output.
 
 Each call offers a single tool, `submit`, whose `input_schema` is the role's output model's JSON
-schema, and forces it with `tool_choice`; the tool input is validated with the same model. An
-invalid answer is sent back as an erroring `tool_result` carrying the validation errors, at most
-`MAX_REPAIRS` times (see `base.generate_with_repair`). The role's stable system prompt is marked
-for prompt caching. Transient failures (429, 5xx, 529, timeouts, dropped connections) are retried
-by the SDK; what is left is raised as `ModelError` saying what to do. Every call, the SDK's retries and
-their waits included, runs under one wall-clock deadline (`call_deadline`): the SDK's own timeout
-bounds each socket read, not a response dripped a byte at a time, and it waits out any
-`retry-after` the API sends, however long.
+schema, and forces it with `tool_choice`; the tool input is validated with the same model. Each
+`generate` is one call: an invalid answer raises `InvalidAnswer`, and when `perform` asks again the
+earlier answers are replayed with an erroring `tool_result` carrying the validation errors. The
+role's stable system prompt is marked for prompt caching.
+
+Transient failures (408, 409, 429, 5xx, 529, timeouts, dropped connections) are retried by a
+`retry.RetryingTransport` under the calling context's policy (short for a tool call, long for a
+background run), honouring `retry-after`; what is left is raised as `ModelError` saying what to
+do, its text redacted of configured secrets. Every call, retries and their waits included, runs
+under one wall-clock deadline: the request timeout bounds each socket read, not a response
+dripped a byte at a time.
 
 Nothing here touches the network until `generate` is called, and the backend is only built when an
 API key is configured (`AnthropicModel.from_settings` raises `NotConfigured` otherwise).
@@ -17,12 +20,14 @@ API key is configured (`AnthropicModel.from_settings` raises `NotConfigured` oth
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anthropic
 import anyio
+import httpx2
 from anthropic.types import (
     Message,
     MessageParam,
@@ -36,25 +41,25 @@ from pydantic import BaseModel
 
 from research_mcp.config import Settings
 from research_mcp.errors import ModelError, NotConfigured
-from research_mcp.llm.base import Generation, ModelRequest, OutputT, Usage, generate_with_repair
+from research_mcp.llm.base import Generation, ModelRequest, OutputT, Usage, validated
 from research_mcp.llm.pricing import cost_usd, pricing_note
-
-if TYPE_CHECKING:
-    import httpx2
+from research_mcp.redaction import Redactor
+from research_mcp.retry import RetryingTransport, RetryPolicy, current_policy, retry_outcome
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_TOKENS",
     "DEFAULT_TIMEOUT_SECONDS",
-    "MAX_RETRY_WAIT_SECONDS",
     "SUBMIT_TOOL",
     "AnthropicModel",
 ]
 
+logger = logging.getLogger(__name__)
+
 SUBMIT_TOOL = "submit"
 DEFAULT_TIMEOUT_SECONDS = 300.0
-# What the default deadline allows for each wait between the SDK's retries (a retry-after header).
-MAX_RETRY_WAIT_SECONDS = 60.0
 DEFAULT_MAX_OUTPUT_TOKENS = 16_000
+# Added to a call's deadline, so that a request's own timeout fires first, with the clearer message.
+DEADLINE_SLACK_SECONDS = 5.0
 
 _NO_TOOL_CALL = (
     f"You answered without calling the `{SUBMIT_TOOL}` tool. Answer only by calling `{SUBMIT_TOOL}` "
@@ -63,14 +68,17 @@ _NO_TOOL_CALL = (
 
 
 class AnthropicModel:
-    """Role outputs from Claude through the Messages API, with forced tool use and validation repair.
+    """Role outputs from Claude through the Messages API, with forced tool use.
 
     `model_for(role)` names the model each role uses. A request's `max_tokens` is clipped to
-    `max_output_tokens`, a ceiling on what any one call may spend. `timeout` bounds each HTTP
-    request (seconds per connect, read or write) and `call_deadline` one call in all, retries and
-    their waits included (default: `timeout` plus `MAX_RETRY_WAIT_SECONDS` per attempt).
-    `http_client` is an `httpx2.AsyncClient` for the SDK (proxies, custom transports); the client
-    honours ANTHROPIC_BASE_URL when `base_url` is None.
+    `max_output_tokens`, a ceiling on what any one call may spend. Overloads, rate limits, 5xx and
+    dropped connections are retried by a `RetryingTransport` under `retry`, or, when None, under the
+    policy of the calling context (`retry.patience`: short in a tool call, long in a background
+    run); the SDK's own retries are off. `timeout` bounds each HTTP request (seconds per connect,
+    read or write) and `call_deadline` one call in all, retries and their waits included (default:
+    `deadline(policy)`). `http_client` is an `httpx2.AsyncClient` for the SDK (proxies, custom
+    transports; its transports are wrapped for retries); the client honours ANTHROPIC_BASE_URL
+    when `base_url` is None.
     """
 
     name = "anthropic"
@@ -81,45 +89,56 @@ class AnthropicModel:
         api_key: str,
         model_for: Callable[[str], str],
         base_url: str | None = None,
-        max_retries: int = 2,
+        retry: RetryPolicy | None = None,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
         call_deadline: float | None = None,
         http_client: httpx2.AsyncClient | None = None,
+        redact: Redactor | None = None,
     ) -> None:
-        if max_retries < 0 or timeout <= 0 or (call_deadline is not None and call_deadline <= 0):
-            raise ValueError("max_retries must be >= 0, timeout and call_deadline > 0")
+        if timeout <= 0 or (call_deadline is not None and call_deadline <= 0):
+            raise ValueError("timeout and call_deadline must be > 0")
+        self.retry = retry
         self.client = anthropic.AsyncAnthropic(
             api_key=api_key,
             base_url=base_url,
-            max_retries=max_retries,
+            max_retries=0,  # the transport retries, under the context's policy
             timeout=timeout,
-            http_client=http_client,
+            http_client=_with_retries(http_client or anthropic.DefaultAsyncHttpxClient(), retry),
         )
         self.model_for = model_for
-        self.max_retries = max_retries
+        # Every text the API sends back (errors, refusals, answers) is redacted before it goes on.
+        self.redact = redact if redact is not None else Redactor([api_key])
         self.timeout = timeout
         self.max_output_tokens = max_output_tokens
-        self.call_deadline = (
-            call_deadline
-            if call_deadline is not None
-            else (timeout + MAX_RETRY_WAIT_SECONDS) * (max_retries + 1)
-        )
+        self._priced: set[str] = set()  # models whose pricing was already noted
+        self._call_deadline = call_deadline
+
+    def policy(self) -> RetryPolicy:
+        """The retry policy of a call made now."""
+        return self.retry or current_policy()
+
+    def deadline(self, policy: RetryPolicy) -> float:
+        """One call's deadline under `policy`: each attempt's timeout plus the waits between them."""
+        if self._call_deadline is not None:
+            return self._call_deadline
+        return self.timeout * (policy.max_retries + 1) + policy.max_wait + DEADLINE_SLACK_SECONDS
 
     @classmethod
     def from_settings(cls, settings: Settings, **options: Any) -> AnthropicModel:
         """The backend as configured, or `NotConfigured` when no API key is set.
 
-        `options` go to the constructor (`max_retries`, `timeout`, `call_deadline`, `max_output_tokens`,
+        `options` go to the constructor (`retry`, `timeout`, `call_deadline`, `max_output_tokens`,
         `http_client`).
         """
-        key = settings.anthropic_api_key.get_secret_value().strip() if settings.anthropic_api_key else ""
-        if not key:
+        key = settings.anthropic_key
+        if key is None:
             raise NotConfigured(
                 "The anthropic model backend needs an API key: set ANTHROPIC_API_KEY, or choose "
                 "RESEARCH_MCP_MODEL=extractive to research without a language model "
                 "(or RESEARCH_MCP_MODEL=sampling to use the host's own model)."
             )
+        options.setdefault("redact", Redactor.from_settings(settings))
         return cls(api_key=key, base_url=settings.anthropic_base_url, model_for=settings.model_for, **options)
 
     async def aclose(self) -> None:
@@ -134,71 +153,81 @@ class AnthropicModel:
         await self.aclose()
 
     async def generate(self, request: ModelRequest[OutputT]) -> Generation[OutputT]:
+        """One Messages call: the validated answer, or `InvalidAnswer` / `ModelError` carrying its usage."""
         model = self.model_for(request.role)
         max_tokens = min(request.max_tokens, self.max_output_tokens)
+        if max_tokens < request.max_tokens:
+            logger.debug("%s: max_tokens clipped from %d to %d", request.role, request.max_tokens, max_tokens)
+        self._note_pricing(model)
         system: list[TextBlockParam] = (
             [{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}]
             if request.system
             else []
         )
-        tool = _submit_tool(request.output_type)
         tool_choice: ToolChoiceToolParam = {
             "type": "tool",
             "name": SUBMIT_TOOL,
             "disable_parallel_tool_use": True,
         }
         messages: list[MessageParam] = [{"role": "user", "content": request.prompt}]
-        previous: Message | None = None
-        spent = Usage(model=model)  # every answer's usage, kept for a call that fails in the end
-
-        async def attempt(feedback: str | None) -> tuple[Any, Usage]:
-            nonlocal previous
-            if feedback is not None and previous is not None:
-                messages.extend(_repair_turns(previous, feedback))
-            try:
-                with anyio.fail_after(self.call_deadline):
-                    reply = await self.client.messages.create(
-                        model=model,
-                        max_tokens=max_tokens,
-                        system=system or anthropic.omit,
-                        messages=list(messages),
-                        tools=[tool],
-                        tool_choice=tool_choice,
-                    )
-            except TimeoutError:
-                raise ModelError(
-                    f"The Anthropic API did not finish answering within {self.call_deadline:g} s "
-                    f"(retries and their waits included; up to {self.max_retries} retries). It may be "
-                    "overloaded, asking to wait longer than that, or sending its answer very slowly. "
-                    "Try again later."
-                ) from None
-            except anthropic.APIError as error:
-                raise self._model_error(error, model) from error
-            _check_shape(reply, self.client.base_url)
-            previous = reply
-            usage = _usage(model, reply)
-            spent.add(usage)
-            _raise_on_stop(reply, request, model, max_tokens)
-            submitted = _submitted(reply)
-            return (submitted.input if submitted else None), usage
-
+        for repair in request.repairs:
+            messages.extend(_repair_turns(repair.answer, repair.feedback, self.redact))
+        policy = self.policy()
+        deadline = self.deadline(policy)
         try:
-            generation = await generate_with_repair(request.output_type, attempt)
+            with anyio.fail_after(deadline):
+                reply = await self.client.messages.create(
+                    model=model,
+                    max_tokens=max_tokens,
+                    system=system or anthropic.omit,
+                    messages=messages,
+                    tools=[_submit_tool(request.output_type)],
+                    tool_choice=tool_choice,
+                )
+        except TimeoutError:
+            raise ModelError(
+                f"The Anthropic API did not finish answering within {deadline:g} s "
+                f"(retries and their waits included; up to {policy.max_retries} retries). It may be "
+                "overloaded, asking to wait longer than that, or sending its answer very slowly. "
+                "Try again later."
+            ) from None
+        except anthropic.APIError as error:
+            raise ModelError(self.redact(str(self._model_error(error, model, policy)))) from None
+        try:
+            _check_shape(reply, self.client.base_url)
         except ModelError as error:
-            error.usage = spent
-            raise
-        if max_tokens < request.max_tokens:
-            generation.notes.append(
-                f"max_tokens clipped from {request.max_tokens} to this backend's ceiling of {max_tokens}."
-            )
+            raise ModelError(self.redact(str(error))) from None
+        usage = _usage(model, reply)
+        try:
+            _raise_on_stop(reply, request, model, max_tokens)
+        except ModelError as error:
+            stopped = ModelError(self.redact(str(error)))
+            stopped.usage = usage  # a cut-off or refused answer is paid for all the same
+            raise stopped from None
+        submitted = _submitted(reply)
+        raw = self.redact.value(submitted.input) if submitted else None
+        return validated(request, raw, usage, answer=reply)
+
+    def _note_pricing(self, model: str) -> None:
+        """Say once per model when its cost is an estimate at fallback prices."""
+        if model in self._priced:
+            return
+        self._priced.add(model)
         note = pricing_note(model)
         if note:
-            generation.notes.append(note)
-        return generation
+            logger.warning("%s", note)
 
-    def _model_error(self, error: anthropic.APIError, model: str) -> ModelError:
+    def _model_error(self, error: anthropic.APIError, model: str, policy: RetryPolicy) -> ModelError:
         """An SDK failure as a ModelError that says what to do (retryable ones were already retried)."""
-        retried = f"after retrying (up to {self.max_retries} times)"
+        retried = f"after retrying (up to {policy.max_retries} times)"
+        outcome = retry_outcome(error.response) if isinstance(error, anthropic.APIStatusError) else None
+        if outcome is not None and outcome.asked is not None:
+            retried = (
+                f"(it asked to wait {outcome.asked:.0f} s, more than this {outcome.policy.name} call "
+                f"waits: {outcome.policy.max_wait:g} s in all)"
+            )
+        elif outcome is not None:
+            retried = f"after {outcome.retries} retries over {outcome.waited:.1f} s"
         if isinstance(error, anthropic.APITimeoutError):
             return ModelError(
                 f"The Anthropic API did not answer within {self.timeout:g} s {retried}. "
@@ -272,6 +301,32 @@ class AnthropicModel:
         return ModelError(f"The Anthropic API refused the call ({detail}).")
 
 
+def _should_retry(response: httpx2.Response) -> bool:
+    """The answers the SDK would retry: its `x-should-retry` header, else 408, 409, 429 and 5xx (529 too)."""
+    said = response.headers.get("x-should-retry")
+    if said in ("true", "false"):
+        return said == "true"
+    return response.status_code in (408, 409, 429) or response.status_code >= 500
+
+
+def _with_retries(client: httpx2.AsyncClient, policy: RetryPolicy | None) -> httpx2.AsyncClient:
+    """`client` with each of its transports (the default one and any proxy mounts) wrapped in a
+    RetryingTransport. Wrapping in place keeps what the SDK's default client sets up (keep-alive
+    socket options, proxies from the environment); httpx keeps its transports in `_transport` and
+    `_mounts`, the attributes its own `mounts=` argument fills."""
+
+    def wrap(transport: Any) -> Any:
+        if transport is None or isinstance(transport, RetryingTransport):
+            return transport
+        return RetryingTransport(
+            transport, should_retry=_should_retry, retry_errors=(httpx2.TransportError,), policy=policy
+        )
+
+    client._transport = wrap(client._transport)
+    client._mounts = {pattern: wrap(transport) for pattern, transport in client._mounts.items()}
+    return client
+
+
 def _submit_tool(output_type: type[BaseModel]) -> ToolParam:
     """The one tool a call offers: its input schema is the output model's JSON schema."""
     own_doc = output_type.__dict__.get("__doc__")
@@ -313,17 +368,19 @@ def _text(reply: Message) -> str:
     ).strip()
 
 
-def _repair_turns(previous: Message, feedback: str) -> list[MessageParam]:
-    """The previous answer and the errors it drew, to append before asking again."""
+def _repair_turns(previous: Message, feedback: str, redact: Redactor) -> list[MessageParam]:
+    """The previous answer (redacted, as everything an upstream sent) and the errors it drew, to
+    append before asking again."""
     submitted = _submitted(previous)
-    text = _text(previous)
+    text = redact(_text(previous))
     if submitted is None:
         # Consecutive user turns are merged by the API, so an answer with no text needs no assistant turn.
         turns: list[MessageParam] = [{"role": "assistant", "content": text}] if text else []
         turns.append({"role": "user", "content": _NO_TOOL_CALL})
         return turns
     content: list[Any] = [{"type": "text", "text": text}] if text else []
-    content.append({"type": "tool_use", "id": submitted.id, "name": submitted.name, "input": submitted.input})
+    replayed = redact.value(submitted.input)
+    content.append({"type": "tool_use", "id": submitted.id, "name": submitted.name, "input": replayed})
     return [
         {"role": "assistant", "content": content},
         {

@@ -1,14 +1,16 @@
 """The one protocol between roles and model backends.
 
-A role builds a `ModelRequest` naming its output model; a backend returns a `Generation` holding a
-validated instance of that model and the usage it cost, or raises `ModelError`. Roles never know
-which backend serves them.
+A role builds a `ModelRequest` naming its output model; a backend makes ONE attempt at it and
+returns a `Generation` holding a validated instance of that model and the usage it cost, or raises
+`ModelError`. An answer that does not validate raises `InvalidAnswer`, carrying the raw answer, the
+backend's own record of it (for the repair turn) and its usage; `roles.base.perform` owns the repair
+loop (`ModelRequest.repaired`), the usage totals and the budget. Roles never know which backend
+serves them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -17,16 +19,27 @@ from research_mcp.errors import ModelError
 
 __all__ = [
     "Generation",
+    "InvalidAnswer",
     "ModelBackend",
     "ModelRequest",
+    "Repair",
     "Usage",
-    "generate_with_repair",
+    "validated",
     "validation_feedback",
 ]
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 
-MAX_REPAIRS = 2
+
+@dataclass(frozen=True)
+class Repair:
+    """One earlier answer that did not validate, and the feedback sent back about it.
+
+    `answer` is the backend's own record of what it answered (an Anthropic `Message`, a sampled
+    text), replayed by that backend as the conversation's assistant turn."""
+
+    answer: Any
+    feedback: str
 
 
 @dataclass(frozen=True)
@@ -35,7 +48,8 @@ class ModelRequest(Generic[OutputT]):
 
     `system` is the role's stable prompt (cacheable), `prompt` the per-call content with any
     untrusted source text already framed as data. `payload` is the role's typed input, for
-    backends that work from structure rather than prose (the extractive backend).
+    backends that work from structure rather than prose (the extractive backend). `repairs` are the
+    earlier answers of this request that did not validate, oldest first.
     """
 
     role: str
@@ -44,6 +58,11 @@ class ModelRequest(Generic[OutputT]):
     output_type: type[OutputT]
     payload: BaseModel | None = None
     max_tokens: int = 4096
+    repairs: tuple[Repair, ...] = ()
+
+    def repaired(self, error: InvalidAnswer) -> ModelRequest[OutputT]:
+        """The same request, asked again with `error`'s answer and its validation feedback."""
+        return replace(self, repairs=(*self.repairs, Repair(error.answer, error.feedback)))
 
 
 @dataclass
@@ -65,14 +84,30 @@ class Usage:
 class Generation(Generic[OutputT]):
     output: OutputT
     usage: Usage
-    attempts: int = 1
-    notes: list[str] = field(default_factory=list)
+
+
+class InvalidAnswer(ModelError):
+    """One answer did not validate against the output model; a repair may fix it.
+
+    `raw` is the structured answer as parsed, `answer` the backend's record of it (see `Repair`),
+    `feedback` the validation errors worded for the model, `usage` what the answer cost."""
+
+    def __init__(self, message: str, *, raw: Any, answer: Any, feedback: str, usage: Usage) -> None:
+        super().__init__(message)
+        self.raw = raw
+        self.answer = answer
+        self.feedback = feedback
+        self.usage = usage
 
 
 class ModelBackend(Protocol):
-    """A source of structured role outputs."""
+    """A source of structured role outputs, one attempt per `generate`."""
 
     name: str
+
+    def model_for(self, role: str) -> str:
+        """The model that answers `role` ("" when the backend cannot know before it answers)."""
+        ...
 
     async def generate(self, request: ModelRequest[OutputT]) -> Generation[OutputT]: ...
 
@@ -86,31 +121,19 @@ def validation_feedback(error: ValidationError) -> str:
     return "The submitted input did not validate:\n" + "\n".join(lines) + "\nSubmit again, corrected."
 
 
-async def generate_with_repair(
-    output_type: type[OutputT],
-    attempt: Callable[[str | None], Awaitable[tuple[Any, Usage]]],
-    *,
-    max_repairs: int = MAX_REPAIRS,
+def validated(
+    request: ModelRequest[OutputT], raw: Any, usage: Usage, *, answer: Any = None
 ) -> Generation[OutputT]:
-    """Ask, validate with the output model, and feed validation errors back at most `max_repairs` times.
-
-    `attempt(feedback)` performs one model call (feedback is None on the first) and returns the raw
-    structured answer and that call's usage; it keeps its own conversation state.
-    """
-    total: Usage | None = None
-    feedback: str | None = None
-    for number in range(1, max_repairs + 2):
-        raw, usage = await attempt(feedback)
-        if total is None:
-            total = Usage(model=usage.model)
-        total.add(usage)
-        try:
-            output = output_type.model_validate(raw)
-        except ValidationError as error:
-            feedback = validation_feedback(error)
-            continue
-        return Generation(output=output, usage=total, attempts=number)
-    raise ModelError(
-        f"The model's {output_type.__name__} did not validate after {max_repairs} repairs. "
-        f"Last errors: {feedback}"
-    )
+    """`raw` validated with the request's output model, or `InvalidAnswer` carrying the feedback."""
+    try:
+        output = request.output_type.model_validate(raw)
+    except ValidationError as error:
+        feedback = validation_feedback(error)
+        raise InvalidAnswer(
+            f"The model's {request.output_type.__name__} did not validate. Last errors: {feedback}",
+            raw=raw,
+            answer=answer,
+            feedback=feedback,
+            usage=usage,
+        ) from None
+    return Generation(output=output, usage=usage)

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel
 
-from research_mcp.llm.base import Generation, ModelRequest, OutputT, Usage, generate_with_repair
+from research_mcp.llm.base import Generation, ModelRequest, OutputT, Usage, validated
 
 __all__ = ["ScriptedModel"]
 
@@ -34,20 +34,23 @@ class ScriptedModel:
     model: str = "scripted-model"
     calls: list[ModelRequest[Any]] = field(default_factory=list)
 
-    async def generate(self, request: ModelRequest[OutputT]) -> Generation[OutputT]:
-        async def attempt(feedback: str | None) -> tuple[Any, Usage]:
-            self.calls.append(request)
-            if self.latency:
-                await anyio.sleep(self.latency)
-            answer = self.script(request)
-            if isinstance(answer, Awaitable):
-                answer = await answer
-            raw = answer.model_dump(mode="json") if isinstance(answer, BaseModel) else answer
-            tokens_in = (len(request.system) + len(request.prompt) + len(feedback or "")) // 4
-            tokens_out = len(str(raw)) // 4
-            return raw, Usage(model=self.model, tokens_in=tokens_in, tokens_out=tokens_out, calls=1)
+    def model_for(self, role: str) -> str:
+        return self.model
 
-        return await generate_with_repair(request.output_type, attempt)
+    async def generate(self, request: ModelRequest[OutputT]) -> Generation[OutputT]:
+        """One scripted answer, validated like any model's."""
+        self.calls.append(request)
+        if self.latency:
+            await anyio.sleep(self.latency)
+        answer = self.script(request)
+        if isinstance(answer, Awaitable):
+            answer = await answer
+        raw = answer.model_dump(mode="json") if isinstance(answer, BaseModel) else answer
+        feedback = len(request.repairs[-1].feedback) if request.repairs else 0
+        tokens_in = (len(request.system) + len(request.prompt) + feedback) // 4
+        tokens_out = len(str(raw)) // 4
+        usage = Usage(model=self.model, tokens_in=tokens_in, tokens_out=tokens_out, calls=1)
+        return validated(request, raw, usage, answer=raw)
 
     def calls_for(self, role: str) -> list[ModelRequest[Any]]:
         return [call for call in self.calls if call.role == role]

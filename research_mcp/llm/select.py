@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -10,14 +9,9 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from research_mcp.config import Settings
 from research_mcp.errors import NotConfigured
 from research_mcp.llm.base import ModelBackend
+from research_mcp.redaction import Redactor
 
-__all__ = ["BackendChoice", "choose_backend", "client_can_sample"]
-
-
-@dataclass
-class BackendChoice:
-    backend: ModelBackend
-    reason: str
+__all__ = ["choose_backend", "client_can_sample"]
 
 
 def client_can_sample(ctx: Any) -> bool:
@@ -38,10 +32,10 @@ def client_can_sample(ctx: Any) -> bool:
 
 def choose_backend(
     settings: Settings, *, ctx: Any = None, anthropic: ModelBackend | None = None
-) -> BackendChoice:
-    """The backend for this call, and why it was chosen."""
+) -> ModelBackend:
+    """The backend for this call (`cli.main.backend_line` says why, for people)."""
     wanted = settings.model
-    has_key = settings.anthropic_api_key is not None and bool(settings.anthropic_api_key.get_secret_value())
+    has_key = settings.anthropic_key is not None
     if wanted == "anthropic" or (wanted == "auto" and has_key):
         if not has_key:
             raise NotConfigured(
@@ -51,8 +45,7 @@ def choose_backend(
             from research_mcp.llm.anthropic import AnthropicModel
 
             anthropic = AnthropicModel.from_settings(settings)
-        reason = "ANTHROPIC_API_KEY is set" if wanted == "auto" else "RESEARCH_MCP_MODEL=anthropic"
-        return BackendChoice(anthropic, reason)
+        return anthropic
     if wanted == "sampling" or (wanted == "auto" and client_can_sample(ctx)):
         if not client_can_sample(ctx):
             raise NotConfigured(
@@ -61,12 +54,8 @@ def choose_backend(
             )
         from research_mcp.llm.sampling import SamplingModel
 
-        reason = (
-            "no API key; the host supports sampling" if wanted == "auto" else "RESEARCH_MCP_MODEL=sampling"
-        )
-        return BackendChoice(SamplingModel(ctx.session), reason)
+        return SamplingModel(ctx.session, redact=Redactor.from_settings(settings))
     from research_mcp.llm.embeddings import default_embedder
     from research_mcp.llm.extractive import ExtractiveModel
 
-    reason = "no API key and no sampling host" if wanted == "auto" else "RESEARCH_MCP_MODEL=extractive"
-    return BackendChoice(ExtractiveModel(default_embedder()), reason)
+    return ExtractiveModel(default_embedder())

@@ -16,7 +16,9 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from research_mcp.errors import BudgetExhausted, ModelError, ResearchError
-from research_mcp.llm.base import ModelBackend, ModelRequest, Usage
+from research_mcp.llm.base import Generation, InvalidAnswer, ModelBackend, ModelRequest, Usage
+from research_mcp.redaction import Redactor
+from research_mcp.retry import recording_retries
 from research_mcp.storage.outputs import StoredOutput, stored_output
 
 if TYPE_CHECKING:
@@ -33,6 +35,7 @@ __all__ = ["BudgetTracker", "RoleDeps", "RoleResult", "cache_key", "load_prompt"
 OutputT = TypeVar("OutputT", bound=BaseModel)
 
 PROMPT_VERSION = "1"
+MAX_REPAIRS = 2  # answers that do not validate are asked again at most this many times
 
 
 @cache
@@ -121,14 +124,12 @@ class RoleResult(Generic[OutputT]):
 
 def cache_key(deps: RoleDeps, role: str, inputs: dict[str, Any]) -> str:
     """What a role's output depends on: its inputs, its prompt (version and text), backend and model."""
-    model_for = getattr(deps.model, "model_for", None)
-    model = model_for(role) if callable(model_for) else getattr(deps.model, "model", "")
     material = {
         "role": role,
         "prompt_version": PROMPT_VERSION,
         "prompt": hashlib.sha256(load_prompt(role).encode()).hexdigest(),
         "backend": deps.model.name,
-        "model": str(model),
+        "model": deps.model.model_for(role),
         "inputs": inputs,
     }
     encoded = json.dumps(material, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -194,14 +195,18 @@ async def perform(
     request = ModelRequest(
         role=role,
         system=load_prompt(role),
-        prompt=prompt,
+        # The last net before a prompt leaves: no configured secret goes to a model, whatever text
+        # (a source, an earlier failure) the prompt was built from.
+        prompt=Redactor.from_settings(deps.settings)(prompt),
         output_type=output_type,
         payload=payload or input,
         max_tokens=max_tokens,
     )
-    started = time.monotonic()
+    spent = Usage(model=deps.model.model_for(role))  # every attempt's usage, success or failure
 
-    def record_call(usage: Usage, status: str) -> None:
+    def record_call(usage: Usage, status: str, started: float, error: str | None = None) -> None:
+        """One model_calls row: an attempt (`ok`, `invalid`, `failed`) or a request the transport
+        retried (`retried`, no tokens, `latency_s` the wait)."""
         store.record_model_call(
             handoff_id,
             role=role,
@@ -213,15 +218,11 @@ async def perform(
             calls=usage.calls,
             latency_s=time.monotonic() - started,
             status=status,
+            error=error,
         )
 
     try:
-        deps.budget.check()
-        async with deps.limiter:
-            generation = await deps.model.generate(request)
-        deps.budget.spend(generation.usage)
-        usage = generation.usage
-        record_call(usage, "ok")
+        generation = await _ask(deps, request, spent, record_call)
         extra = finish(handoff_id, generation.output) if finish else {}
         output = stored_output(role, {**generation.output.model_dump(mode="json"), **extra})
         store.finish_handoff(
@@ -229,39 +230,96 @@ async def perform(
             status="done",
             output=output,
             summary=summarize(generation.output)[:3],
-            model=usage.model,
-            tokens_in=usage.tokens_in,
-            tokens_out=usage.tokens_out,
-            cost_usd=usage.cost_usd,
+            model=spent.model,
+            tokens_in=spent.tokens_in,
+            tokens_out=spent.tokens_out,
+            cost_usd=spent.cost_usd,
         )
         if reuse_key is not None and deps.knowledge is not None:
             deps.knowledge.remember_output(reuse_key, role, handoff_id)
     except ResearchError as error:
-        spent = error.usage if isinstance(error, ModelError) and isinstance(error.usage, Usage) else None
-        if spent is not None and spent.calls:  # answers that failed in the end still cost tokens
-            deps.budget.spend(spent)
-            record_call(spent, "failed")
         store.finish_handoff(
             handoff_id,
             status="failed",
             output=None,
             summary=[str(error)[:200]],
             error=str(error),
-            model=spent.model if spent is not None else "",
-            tokens_in=spent.tokens_in if spent is not None else 0,
-            tokens_out=spent.tokens_out if spent is not None else 0,
-            cost_usd=spent.cost_usd if spent is not None else 0.0,
+            model=spent.model if spent.calls else "",
+            tokens_in=spent.tokens_in,
+            tokens_out=spent.tokens_out,
+            cost_usd=spent.cost_usd,
         )
         raise
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True):
-            store.finish_handoff(handoff_id, status="cancelled", output=None, summary=["cancelled"])
+            store.finish_handoff(
+                handoff_id,
+                status="cancelled",
+                output=None,
+                summary=["cancelled"],
+                tokens_in=spent.tokens_in,
+                tokens_out=spent.tokens_out,
+                cost_usd=spent.cost_usd,
+            )
         raise
     except Exception as error:  # a bug below: the handoff must still not be left running
         message = f"internal error in the {role} ({type(error).__name__}: {error}); please report it."
         store.finish_handoff(handoff_id, status="failed", output=None, summary=[message[:200]], error=message)
         raise
-    return RoleResult(handoff_id=handoff_id, output=generation.output, usage=usage)
+    return RoleResult(handoff_id=handoff_id, output=generation.output, usage=spent)
+
+
+async def _ask(
+    deps: RoleDeps,
+    request: ModelRequest[OutputT],
+    spent: Usage,
+    record_call: Callable[..., None],
+) -> Generation[OutputT]:
+    """The repair loop: ask within the budget and the concurrency limit, one backend attempt at a
+    time; an answer that does not validate is asked again with its errors, at most `MAX_REPAIRS`
+    times. Every attempt is charged to the budget and to `spent`, and recorded as a model call
+    (`ok`, `invalid` or `failed`), whatever its outcome; each request the transport retried
+    (an overload, a rate limit) is recorded too, as `retried`."""
+    for number in range(MAX_REPAIRS + 1):
+        deps.budget.check()
+        started = time.monotonic()
+        try:
+            with recording_retries() as retried:
+                try:
+                    async with deps.limiter:
+                        generation = await deps.model.generate(request)
+                finally:
+                    for attempt in retried:  # overloads ridden out (or not): kept with the handoff
+                        model = spent.model or deps.model.name
+                        record_call(
+                            Usage(model=model),
+                            "retried",
+                            time.monotonic() - attempt.waited,
+                            attempt.describe(),
+                        )
+        except ModelError as error:
+            usage = error.usage if isinstance(error.usage, Usage) else None
+            if usage is not None:  # answers that fail are paid for all the same
+                spent.model = usage.model
+                spent.add(usage)
+                deps.budget.spend(usage)
+                status = "invalid" if isinstance(error, InvalidAnswer) else "failed"
+                record_call(usage, status, started, str(error))
+            if isinstance(error, InvalidAnswer) and number < MAX_REPAIRS:
+                request = request.repaired(error)
+                continue
+            if isinstance(error, InvalidAnswer):
+                raise ModelError(
+                    f"The model's {request.output_type.__name__} did not validate after {MAX_REPAIRS} "
+                    f"repairs. Last errors: {error.feedback}"
+                ) from error
+            raise
+        spent.model = generation.usage.model
+        spent.add(generation.usage)
+        deps.budget.spend(generation.usage)
+        record_call(generation.usage, "ok", started)
+        return generation
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def _reuse(

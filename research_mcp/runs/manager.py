@@ -22,6 +22,7 @@ import anyio.abc
 
 from research_mcp.contracts import FINISHED, RETRYABLE, Budget, Confidence, PlanNode, SynthesisInput
 from research_mcp.errors import BudgetExhausted, InvalidInput, ResearchError
+from research_mcp.retry import BACKGROUND, patience
 from research_mcp.roles.base import BudgetTracker, RoleDeps
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, node_key, plan_nodes
@@ -171,7 +172,8 @@ class RunManager:
         try:
             run = store.get_run(run_id)
             store.update_run(run_id, status="running", started_at=now(), attempt=run.attempt + 1, error=None)
-            with live.scope:
+            # A background run has no one waiting on it: it rides out an overload of minutes.
+            with patience(BACKGROUND), live.scope:
                 result_id = await self._execute(run_id, run.plan_ids, deps, live)
                 # Failures reach the top synthesis from every node below it (see synthesizer.py).
                 failed = store.get_handoff(result_id).failures

@@ -18,6 +18,7 @@ from research_mcp.errors import StoreError
 from research_mcp.llm.base import ModelBackend
 from research_mcp.llm.embeddings import corpus_embedder, default_embedder
 from research_mcp.llm.select import choose_backend
+from research_mcp.redaction import Redactor, redact_logs
 from research_mcp.runs.manager import RunManager
 from research_mcp.server.context import ServerState
 from research_mcp.server.prompts import UnknownPrompts, register_prompts
@@ -99,14 +100,18 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[ServerState]:
         config = settings or Settings()
+        redact = Redactor.from_settings(config)
         store = Store(config.database_path)
         async with AsyncExitStack() as stack:
+            stack.callback(redact_logs(redact))  # the last thing undone: logs stay redacted to the end
             index = await anyio.to_thread.run_sync(open_knowledge_index, config)
             stack.callback(index.close)  # after the runs below have stopped
             knowledge = KnowledgeBase(store, index, web_max_age=config.web_max_age)
             parser = open_parser(config)
             stack.callback(parser.close)
-            fetcher = SafeFetcher(allow=config.fetch_allow, timeout=config.source_timeout, parser=parser)
+            fetcher = SafeFetcher(
+                allow=config.fetch_allow, timeout=config.source_timeout, parser=parser, redact=redact
+            )
             stack.push_async_callback(fetcher.aclose)
             web = WebSearch.from_settings(config)
             stack.push_async_callback(web.aclose)
@@ -118,11 +123,7 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
             )
 
             anthropic = None
-            if (
-                model is None
-                and config.anthropic_api_key is not None
-                and config.model in ("auto", "anthropic")
-            ):
+            if model is None and config.anthropic_key is not None and config.model in ("auto", "anthropic"):
                 from research_mcp.llm.anthropic import AnthropicModel
 
                 anthropic = AnthropicModel.from_settings(config)
@@ -131,7 +132,7 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
             def choose_model(ctx: Context[Any]) -> ModelBackend:
                 if model is not None:
                     return model
-                return choose_backend(config, ctx=ctx, anthropic=anthropic).backend
+                return choose_backend(config, ctx=ctx, anthropic=anthropic)
 
             async with anyio.create_task_group() as group:
                 group.start_soon(anyio.to_thread.run_sync, knowledge.warm_up)

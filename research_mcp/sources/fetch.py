@@ -49,6 +49,7 @@ import anyio.to_thread
 import httpx
 
 from research_mcp.errors import SourceError
+from research_mcp.redaction import Redactor
 from research_mcp.sources.parsing import DocumentParser
 
 __all__ = ["FetchedDocument", "SafeFetcher", "check_address"]
@@ -183,13 +184,15 @@ class SafeFetcher:
         user_agent: str = "research-mcp/0.1",
         ssl_context: ssl.SSLContext | None = None,
         parser: DocumentParser | None = None,
+        redact: Redactor | None = None,
     ) -> None:
         """`ssl_context` replaces the default certificate store (certifi), e.g. for a private CA.
 
         `parser` is the shared document parser; without one the fetcher starts its own, stopped by
-        :meth:`aclose`."""
+        :meth:`aclose`. `redact` scrubs configured secrets from every page's text, title and final URL."""
         self._own_parser = parser is None
         self._parser = parser if parser is not None else DocumentParser(timeout=timeout)
+        self._redact = redact or Redactor()
         self._allow = frozenset(pair.strip().lower() for pair in allow)
         self._max_bytes = max_bytes
         self._timeout = timeout
@@ -236,9 +239,10 @@ class SafeFetcher:
         content_type, title, text = await anyio.to_thread.run_sync(
             functools.partial(self._parser.extract, body, content_type_header, final_url, timeout=left)
         )
+        text = self._redact(text)
         return FetchedDocument(
-            url=final_url,
-            title=title,
+            url=self._redact(final_url),
+            title=self._redact(title),
             text=text,
             content_type=content_type,
             content_hash=hashlib.sha256(text.encode("utf-8")).hexdigest(),

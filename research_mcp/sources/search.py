@@ -19,9 +19,11 @@ Failures, all `SourceError` with what to do next:
     401                 the key was rejected: check TAVILY_API_KEY
     403                 the key may not use this endpoint
     432 / 433           the plan's credits / the pay-as-you-go limit are used up
-    429                 retried, honouring Retry-After (seconds or an HTTP date; without it,
-                        1 s, 2 s, 4 s ...), at most `max_retries` times and `max_retry_wait`
-                        seconds of waiting in all; a wait longer than what is left fails at once
+    429                 retried by `retry.RetryingTransport`, honouring Retry-After (seconds or
+                        an HTTP date; without it, a doubling backoff), within the retry policy
+                        of the context (a tool call: 2 retries, 10 s of waiting in all; a
+                        background run: 8 retries, 10 minutes); a wait longer than what is left
+                        fails at once
     502 / 503 / 504     Tavily's gateway or capacity, usually passing: retried like 429, within
                         the same bounds, then reported as Tavily's side
     other statuses      reported with their code (500 as Tavily's side, not retried: an internal
@@ -32,18 +34,17 @@ Failures, all `SourceError` with what to do next:
 
 from __future__ import annotations
 
-import email.utils
 import logging
 import math
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, cast
 
-import anyio
 import httpx
 
 from research_mcp.errors import InvalidInput, NotConfigured, SourceError
+from research_mcp.redaction import Redactor
+from research_mcp.retry import RetryingTransport, RetryPolicy, retry_outcome
 
 if TYPE_CHECKING:
     from research_mcp.config import Settings
@@ -55,7 +56,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_BASE_URL = "https://api.tavily.com"
 MAX_RESULTS = 20  # the most results Tavily returns for one search
 EXTRACT_BATCH = 20  # the most URLs Tavily extracts in one request
-FIRST_BACKOFF = 1.0  # seconds before the first retry when a 429 carries no Retry-After
 TRANSIENT = frozenset({502, 503, 504})  # a gateway or capacity failure: worth one more try
 
 NOT_CONFIGURED = (
@@ -85,23 +85,30 @@ class WebSearch:
         api_key: str | None,
         base_url: str | None = None,
         *,
-        max_retries: int = 2,
-        max_retry_wait: float = 10.0,
+        retry: RetryPolicy | None = None,
         timeout: float = 20.0,
+        redact: Redactor | None = None,
     ) -> None:
-        if max_retries < 0 or max_retry_wait < 0 or timeout <= 0:
-            raise ValueError("max_retries and max_retry_wait must be >= 0 and timeout > 0")
+        """`retry` fixes the retry policy; None takes the calling context's (`retry.patience`)."""
+        if timeout <= 0:
+            raise ValueError("timeout must be > 0")
         self._api_key = api_key.strip() if api_key else None
         self._base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
-        self._max_retries = max_retries
-        self._max_retry_wait = max_retry_wait
+        self._retry = retry
         self._timeout = timeout
         self._client: httpx.AsyncClient | None = None
+        # Tavily's answers and errors may echo a key: everything it sends back is redacted first.
+        self._redact = redact if redact is not None else Redactor([self._api_key])
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WebSearch:
         key = settings.tavily_api_key.get_secret_value() if settings.tavily_api_key else None
-        return cls(key, settings.tavily_api_base_url, timeout=settings.source_timeout)
+        return cls(
+            key,
+            settings.tavily_api_base_url,
+            timeout=settings.source_timeout,
+            redact=Redactor.from_settings(settings),
+        )
 
     @property
     def configured(self) -> bool:
@@ -119,7 +126,7 @@ class WebSearch:
         payload: dict[str, Any] = {"query": query.strip(), "max_results": max_results}
         if include_raw_content:
             payload["include_raw_content"] = "text"
-        answer = await self._post("/search", payload)
+        answer = self._redact.value(await self._post("/search", payload))
         return _ranked_hits(_listed(answer, "results"))[:max_results]
 
     async def extract(self, urls: list[str]) -> dict[str, str]:
@@ -129,7 +136,7 @@ class WebSearch:
         texts: dict[str, str] = {}
         for start in range(0, len(unique), EXTRACT_BATCH):
             batch = unique[start : start + EXTRACT_BATCH]
-            answer = await self._post("/extract", {"urls": batch, "format": "text"})
+            answer = self._redact.value(await self._post("/extract", {"urls": batch, "format": "text"}))
             for item in _listed(answer, "results"):
                 url, text = item.get("url"), item.get("raw_content")
                 if isinstance(url, str) and isinstance(text, str) and text.strip():
@@ -155,7 +162,11 @@ class WebSearch:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
+            transport = RetryingTransport(
+                httpx.AsyncHTTPTransport(), should_retry=_should_retry, policy=self._retry
+            )
             self._client = httpx.AsyncClient(
+                transport=cast(httpx.AsyncBaseTransport, transport),  # duck-typed: see RetryingTransport
                 base_url=self._base_url,
                 headers={"Authorization": f"Bearer {self._api_key}", "X-Client-Source": "research-mcp"},
                 timeout=self._timeout,
@@ -163,38 +174,30 @@ class WebSearch:
         return self._client
 
     async def _post(self, endpoint: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """POST `payload`, retrying rate limits and passing gateway failures within the bounds; the
-        JSON answer or a SourceError."""
-        retries, waited = 0, 0.0
-        while True:
-            response = await self._send(endpoint, payload)
-            if response.status_code != 429 and response.status_code not in TRANSIENT:
-                return _json_answer(response)
-            asked = _retry_after_seconds(response.headers.get("Retry-After"))
-            delay = FIRST_BACKOFF * 2**retries if asked is None else asked
-            if response.status_code in TRANSIENT:
-                if retries >= self._max_retries or waited + delay > self._max_retry_wait:
-                    return _json_answer(response)  # raises, naming the status as Tavily's side
-                logger.warning(
-                    "Tavily answered HTTP %d on %s; retrying in %.1f s", response.status_code, endpoint, delay
-                )
-                await anyio.sleep(delay)
-                retries, waited = retries + 1, waited + delay
-                continue
-            said = _tavily_said(response)
-            if retries >= self._max_retries:
-                raise SourceError(
-                    f"Tavily is rate-limiting this key (HTTP 429) and still was after {retries} "
-                    f"retries; {ADVICE_RATE}.{said}"
-                )
-            if waited + delay > self._max_retry_wait:
-                raise SourceError(
-                    f"Tavily is rate-limiting this key (HTTP 429) and asked to wait {delay:.0f} s, "
-                    f"more than this server waits ({self._max_retry_wait:g} s in all); {ADVICE_RATE}.{said}"
-                )
-            logger.warning("Tavily rate limit on %s; retrying in %.1f s", endpoint, delay)
-            await anyio.sleep(delay)
-            retries, waited = retries + 1, waited + delay
+        """The JSON answer, or a SourceError whose message is redacted (Tavily's own words are in it)."""
+        try:
+            return await self._post_retrying(endpoint, payload)
+        except SourceError as error:
+            raise SourceError(self._redact(str(error))) from None
+
+    async def _post_retrying(self, endpoint: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """POST `payload` (the transport retries rate limits and passing gateway failures within
+        the policy); the JSON answer or a SourceError."""
+        response = await self._send(endpoint, payload)
+        if response.status_code != 429:
+            return _json_answer(response)  # a gateway failure left after retries: Tavily's side
+        said = _tavily_said(response)
+        outcome = retry_outcome(response)
+        if outcome is not None and outcome.asked is not None:
+            raise SourceError(
+                f"Tavily is rate-limiting this key (HTTP 429) and asked to wait {outcome.asked:.0f} s, "
+                f"more than this server waits ({outcome.policy.max_wait:g} s in all); {ADVICE_RATE}.{said}"
+            )
+        retries = outcome.retries if outcome is not None else 0
+        raise SourceError(
+            f"Tavily is rate-limiting this key (HTTP 429) and still was after {retries} "
+            f"retries; {ADVICE_RATE}.{said}"
+        )
 
     async def _send(self, endpoint: str, payload: dict[str, Any]) -> httpx.Response:
         try:
@@ -265,21 +268,9 @@ def _tavily_said(response: httpx.Response) -> str:
     return f" Tavily said: {text!r}." if text else ""
 
 
-def _retry_after_seconds(value: str | None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date); None if absent or bad."""
-    if value is None or not value.strip():
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            return None
-        seconds = when.timestamp() - time.time()
-    return max(seconds, 0.0) if math.isfinite(seconds) else None
+def _should_retry(response: httpx.Response) -> bool:
+    """A rate limit or a passing gateway failure (500 is not retried: it tends to repeat)."""
+    return response.status_code == 429 or response.status_code in TRANSIENT
 
 
 def _listed(answer: dict[str, Any], key: str) -> list[dict[str, Any]]:

@@ -1,14 +1,15 @@
 """A failing model service never hangs a role, and never leaves its handoff running or half-written.
 
 Each fault is served by the loopback fake of the Messages API to the real SDK (AnthropicModel),
-under an extractor that writes a handoff to a real store. The SDK retries 408/409/429/5xx and
-dropped connections twice (max_retries=2), so a fault that lasts is seen exactly three times; one
-the API marks `x-should-retry: false`, and answers that no retry can fix, exactly once.
+under an extractor that writes a handoff to a real store. Under the interactive retry policy (a
+tool call) the retrying transport retries 408/409/429/5xx and dropped connections twice, so a fault
+that lasts is seen exactly three times; one the API marks `x-should-retry: false`, one that asks to
+wait longer than the policy allows, and answers that no retry can fix, exactly once.
 
     fault                                   requests  outcome
     429 retry-after, then an answer         3         done
     429 retry-after, every time             3         failed: rate limit, lower RESEARCH_MCP_CONCURRENCY
-    429 retry-after: 3600 (a long wait)     1         failed at the call deadline, no hour-long wait
+    429 retry-after: 3600 (a long wait)     1         failed at once: it asked to wait 3600 s
     429 x-should-retry: false (spend limit) 1         failed: a limit waiting will not lift, Console
     529 overloaded, then an answer          2         done
     529 overloaded, every time              3         failed: overloaded, try again in a few minutes
@@ -42,6 +43,7 @@ from research_mcp.config import Settings
 from research_mcp.contracts import Source
 from research_mcp.errors import ModelError
 from research_mcp.llm.anthropic import AnthropicModel
+from research_mcp.retry import BACKGROUND, INTERACTIVE, NO_RETRY
 from research_mcp.roles.base import RoleDeps
 from research_mcp.roles.extractor import extract
 from research_mcp.sources.library import SourceLibrary
@@ -84,6 +86,7 @@ class Fault:
     requests: int
     says: tuple[str, ...] = ()  # empty: the call succeeds
     paid: int = 0  # answers of a failed call that were paid for (they count in its tokens and cost)
+    retried: int = 0  # requests the transport retried, each recorded as a `retried` model call
 
 
 def rate_limited(**headers: str) -> Callable[[FakeMessagesAPI], None]:
@@ -91,30 +94,38 @@ def rate_limited(**headers: str) -> Callable[[FakeMessagesAPI], None]:
 
 
 FAULTS = {
-    "429-then-ok": Fault([rate_limited(**{"retry-after": "0.01"})] * 2 + [ok], 3),
+    "429-then-ok": Fault([rate_limited(**{"retry-after": "0.01"})] * 2 + [ok], 3, retried=2),
     "429-persistent": Fault(
-        [rate_limited(**{"retry-after": "0.01"})] * 3, 3, ("rate limit", "RESEARCH_MCP_CONCURRENCY")
+        [rate_limited(**{"retry-after": "0.01"})] * 3,
+        3,
+        ("rate limit", "RESEARCH_MCP_CONCURRENCY"),
+        retried=2,
     ),
     "429-retry-after-an-hour": Fault(
-        [rate_limited(**{"retry-after": "3600"})], 1, (f"within {DEADLINE:g} s", "Try again later")
+        [rate_limited(**{"retry-after": "3600"})], 1, ("asked to wait 3600 s", "interactive", "rate limit")
     ),
     "429-spend-limit": Fault(
         [rate_limited(**{"x-should-retry": "false"})],
         1,
         ("waiting will not lift", "said not to retry", "Anthropic Console", "429: Rate limited"),
     ),
-    "529-then-ok": Fault([error(529, "overloaded_error", "Overloaded"), ok], 2),
+    "529-then-ok": Fault([error(529, "overloaded_error", "Overloaded"), ok], 2, retried=1),
     "529-persistent": Fault(
-        [error(529, "overloaded_error", "Overloaded")] * 3, 3, ("overloaded", "Try again in a few minutes")
+        [error(529, "overloaded_error", "Overloaded")] * 3,
+        3,
+        ("overloaded", "Try again in a few minutes"),
+        retried=2,
     ),
     "500-persistent": Fault(
-        [error(500, "api_error", "Internal error")] * 3, 3, ("Internal error", "Try again shortly")
+        [error(500, "api_error", "Internal error")] * 3, 3, ("Internal error", "Try again shortly"), retried=2
     ),
-    "reset-then-ok": Fault([FakeMessagesAPI.reset, ok], 2),
+    "reset-then-ok": Fault([FakeMessagesAPI.reset, ok], 2, retried=1),
     "reset-persistent": Fault(
-        [FakeMessagesAPI.reset] * 3, 3, ("connection to the Anthropic API", "ANTHROPIC_BASE_URL")
+        [FakeMessagesAPI.reset] * 3, 3, ("connection to the Anthropic API", "ANTHROPIC_BASE_URL"), retried=2
     ),
-    "stall-persistent": Fault([FakeMessagesAPI.stall] * 3, 3, (f"did not answer within {TIMEOUT:g} s",)),
+    "stall-persistent": Fault(
+        [FakeMessagesAPI.stall] * 3, 3, (f"did not answer within {TIMEOUT:g} s",), retried=2
+    ),
     "drip": Fault([FakeMessagesAPI.drip], 1, (f"did not finish answering within {DEADLINE:g} s",)),
     "200-html": Fault(
         [lambda api: api.reply_raw(200, b"<html><h1>502 Bad Gateway</h1></html>", content_type="text/html")],
@@ -145,7 +156,7 @@ FAULTS = {
     ),
 }
 # Calls whose fault is a long wait or a drip get a short deadline; the others the default one.
-SHORT_DEADLINE = {"429-retry-after-an-hour", "drip"}
+SHORT_DEADLINE = {"drip"}
 
 
 @pytest.fixture
@@ -200,7 +211,13 @@ async def test_each_model_fault_ends_in_an_answer_or_a_failed_handoff_that_says_
     [handoff] = store.db.query(
         "SELECT id, status, output, error, tokens_in, tokens_out, cost_usd FROM handoffs"
     )
-    calls = list(store.db.query("SELECT status, calls, tokens_in FROM model_calls"))
+    rows = list(store.db.query("SELECT status, calls, tokens_in, error FROM model_calls"))
+    retried = [row for row in rows if row["status"] == "retried"]
+    calls = [row for row in rows if row["status"] != "retried"]
+    # Every retry is kept with the handoff, costing nothing, saying what was retried and why.
+    assert len(retried) == fault.retried
+    assert all(row["calls"] == 0 and row["tokens_in"] == 0 for row in retried)
+    assert all("from 127.0.0.1; retried after" in row["error"] for row in retried)
     if not fault.says:
         assert handoff["status"] == "done"
         assert handoff["id"] == result.handoff_id
@@ -215,19 +232,22 @@ async def test_each_model_fault_ends_in_an_answer_or_a_failed_handoff_that_says_
     # Answers paid for are counted, though the call failed; a call nothing answered cost nothing.
     assert (handoff["tokens_in"], handoff["tokens_out"]) == (100 * fault.paid, 50 * fault.paid)
     assert (handoff["cost_usd"] > 0) == bool(fault.paid)
-    assert calls == (
-        [{"status": "failed", "calls": fault.paid, "tokens_in": 100 * fault.paid}] if fault.paid else []
-    )
+    # Each paid answer is a model call of its own: "invalid" when a repair could follow, else "failed".
+    assert [call["calls"] for call in calls] == [1] * fault.paid
+    assert all(call["tokens_in"] == 100 for call in calls)
+    assert {call["status"] for call in calls} <= {"invalid" if name == "invalid-persistent" else "failed"}
     assert store.facts_for_handoffs([handoff["id"]]) == []
 
 
-def test_the_default_call_deadline_is_finite_and_covers_every_retry() -> None:
+def test_the_default_call_deadline_is_finite_and_covers_every_retry_of_the_policy() -> None:
     model = AnthropicModel(api_key="k", model_for=lambda role: "claude-haiku-4-5")
     assert model.timeout == 300.0
-    assert model.call_deadline == (300.0 + 60.0) * 3
-    short = AnthropicModel(api_key="k", model_for=lambda role: "m", timeout=2.0, max_retries=0)
-    assert short.call_deadline == 62.0  # the request's own timeout fires first
-    assert short.client.timeout == 2.0 and short.client.max_retries == 0
+    assert model.policy() == INTERACTIVE  # outside a run: a tool call's short patience
+    assert model.deadline(INTERACTIVE) == 300.0 * 3 + 10.0 + 5.0
+    assert model.deadline(BACKGROUND) == 300.0 * 9 + 600.0 + 5.0
+    short = AnthropicModel(api_key="k", model_for=lambda role: "m", timeout=2.0, retry=NO_RETRY)
+    assert short.deadline(short.policy()) == 7.0  # the request's own timeout fires first
+    assert short.client.timeout == 2.0 and short.client.max_retries == 0  # the SDK never retries
 
 
 def test_a_timeout_or_deadline_that_is_not_positive_is_refused() -> None:

@@ -22,6 +22,7 @@ from research_mcp.contracts import ExtractorPayload, SynthesisPayload
 from research_mcp.errors import ModelError
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
+from research_mcp.retry import BACKGROUND
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
 from tests.fake_http import ScriptedResponse
@@ -135,13 +136,13 @@ async def test_a_leaf_whose_model_calls_fail_for_good_is_named_and_the_run_finis
 
     assert run["status"] == "partial", run  # finished, with the failed parts named (and retryable)
     assert "2 failed parts or sources, named in the gaps" in run["summary"][1]
-    # The wind leaf: its extraction and its synthesis, each tried three times (two SDK retries).
+    # The wind leaf: its extraction and its synthesis, each tried 1 + 8 times (a run's retry policy).
     wind_calls = [
         prompt
         for prompt in (body["messages"][0]["content"] for body in anthropic_api.bodies[1:])  # after the plan
         if WIND in prompt or "Node: wind\n" in prompt
     ]
-    assert len(wind_calls) == 6
+    assert len(wind_calls) == 2 * (1 + BACKGROUND.max_retries)
     # The report is built from the parts that worked, and says what is missing and why.
     assert run["metrics"]["citations_verified"] == 2
     assert "## Not covered (failed)" in report
@@ -157,9 +158,10 @@ async def test_a_leaf_whose_model_calls_fail_for_good_is_named_and_the_run_finis
 # --- web search fails ----------------------------------------------------------------------------
 
 TAVILY_FAULTS = {
-    "429-beyond-retries": (
-        [("reply", (429, {"detail": {"error": "slow down"}}), {"Retry-After": "0"})] * 3,
-        3,
+    "429-beyond-retries": (  # a run's search retries under the background policy: 8 times
+        [("reply", (429, {"detail": {"error": "slow down"}}), {"Retry-After": "0"})]
+        * (1 + BACKGROUND.max_retries),
+        1 + BACKGROUND.max_retries,
         "rate-limiting",
     ),
     "401": (

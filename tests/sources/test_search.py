@@ -11,6 +11,7 @@ import pytest
 
 from research_mcp.config import Settings
 from research_mcp.errors import InvalidInput, NotConfigured, SourceError
+from research_mcp.retry import RetryPolicy
 from research_mcp.sources.search import SearchHit, WebSearch
 
 from .fake_tavily import FakeTavily
@@ -135,7 +136,7 @@ async def test_a_persistent_rate_limit_fails_clearly_after_max_retries(tavily: F
         tavily.reply(429, {"detail": {"error": "Too many requests"}}, headers={"Retry-After": "0"})
     tavily.reply(200, {"results": []})  # must not be reached: the bound is 1 try + 2 retries
 
-    async with WebSearch(KEY, tavily.url, max_retries=2) as web:
+    async with WebSearch(KEY, tavily.url, retry=RetryPolicy("test", max_retries=2, max_wait=10)) as web:
         with pytest.raises(SourceError, match=r"rate-limiting this key \(HTTP 429\).*after 2 retries"):
             await web.search("q")
 
@@ -161,7 +162,7 @@ async def test_a_lasting_gateway_failure_is_tavilys_side_after_max_retries(tavil
         tavily.reply(503, {"detail": {"error": "unavailable"}}, headers={"Retry-After": "0"})
     tavily.reply(200, {"results": []})  # must not be reached: the bound is 1 try + 2 retries
 
-    async with WebSearch(KEY, tavily.url, max_retries=2) as web:
+    async with WebSearch(KEY, tavily.url, retry=RetryPolicy("test", max_retries=2, max_wait=10)) as web:
         with pytest.raises(SourceError, match=r"Tavily failed on its side \(HTTP 503\)"):
             await web.search("q")
 
@@ -180,7 +181,7 @@ async def test_a_retry_after_longer_than_max_retry_wait_fails_at_once_without_re
     retry_after = "120" if spelling == "seconds" else in_two_minutes()
     tavily.reply(429, headers={"Retry-After": retry_after})
 
-    async with WebSearch(KEY, tavily.url, max_retry_wait=10) as web:
+    async with WebSearch(KEY, tavily.url, retry=RetryPolicy("test", max_retries=2, max_wait=10)) as web:
         with pytest.raises(SourceError, match=r"asked to wait 1[12]\d s, more than this server waits \(10 s"):
             await web.search("q")
 

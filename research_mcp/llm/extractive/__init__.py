@@ -63,6 +63,9 @@ class ExtractiveModel:
             ScoutOutput: (ScoutInput, partial(scout, embedder=embedder, today=today)),
         }
 
+    def model_for(self, role: str) -> str:
+        return ""  # no model: the same for every role (cache keys made before model_for stay valid)
+
     async def generate(self, request: ModelRequest[OutputT]) -> Generation[OutputT]:
         entry = self._registry.get(request.output_type)
         if entry is None:

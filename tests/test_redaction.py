@@ -1,0 +1,85 @@
+"""The redaction layer: configured secrets, whole or echoed in part, never pass."""
+
+from __future__ import annotations
+
+import io
+import logging
+
+import pytest
+
+from research_mcp.config import Settings
+from research_mcp.redaction import MARK, Redactor, redact_logs
+
+KEY = "sk-ant-api03-Xq7RkP2mWv9LtB4nYc8JhD3sFg6AzE1uKo5"
+OTHER = "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"
+
+
+def test_a_secret_is_replaced_wherever_it_occurs() -> None:
+    redact = Redactor([KEY, OTHER])
+    assert (
+        redact(f"invalid x-api-key {KEY}; also {OTHER}.{KEY}")
+        == f"invalid x-api-key {MARK}; also {MARK}.{MARK}"
+    )
+
+
+@pytest.mark.parametrize("cut", [16, 24, len(KEY) - 1])
+def test_an_echo_cut_short_at_either_end_is_replaced_too(cut: int) -> None:
+    redact = Redactor([KEY])
+    assert redact(f"key {KEY[:cut]}… rejected") == f"key {MARK}… rejected"
+    assert redact(f"key …{KEY[-cut:]} rejected") == f"key …{MARK} rejected"
+
+
+def test_ordinary_text_and_short_runs_are_left_alone() -> None:
+    redact = Redactor([KEY, "short", "", None])
+    text = f"a short text about sk-ant-api03 keys and {KEY[:15]}"
+    assert redact(text) == text
+    assert redact.secrets == (KEY,)  # values under 8 characters are not secrets
+
+
+def test_every_string_in_a_structured_answer_is_redacted() -> None:
+    redact = Redactor([KEY])
+    answer = {"facts": [{"statement": f"the key is {KEY}", "n": 3}], KEY: (KEY, None)}
+    assert redact.value(answer) == {
+        "facts": [{"statement": f"the key is {MARK}", "n": 3}],
+        MARK: (MARK, None),
+    }
+
+
+def test_the_settings_name_the_four_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {
+        "ANTHROPIC_API_KEY": KEY,
+        "TAVILY_API_KEY": OTHER,
+        "QDRANT_API_KEY": "qd-Ue4Ri9Ow2Pa7Sd1Fg6Hj3Kl8Zx5Cv0Bn",
+        "RESEARCH_MCP_HTTP_TOKEN": "tok-Mq2Wn7Eb4Rv9Tc1Yx6Ul3Io8Pz5As0Dk",
+    }.items():
+        monkeypatch.setenv(name, value)
+    assert len(Redactor.from_settings(Settings()).secrets) == 4
+    monkeypatch.delenv("RESEARCH_MCP_HTTP_TOKEN")
+    for name in ("ANTHROPIC_API_KEY", "TAVILY_API_KEY", "QDRANT_API_KEY"):
+        monkeypatch.delenv(name)
+    assert not Redactor.from_settings(Settings())
+
+
+def test_logs_are_redacted_in_message_arguments_and_tracebacks() -> None:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logger = logging.getLogger("research_mcp.test_redaction")
+    logger.addHandler(handler)
+    logger.propagate = False
+    detach = redact_logs(Redactor([KEY]), logger)
+    try:
+        logger.warning("Anthropic said: %s", f"bad key {KEY}")
+        try:
+            raise ValueError(f"echoed {KEY}")
+        except ValueError:
+            logger.exception("failed")
+        detach()
+        logger.warning("after detach: %s", KEY[:20])
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = True
+    text = stream.getvalue()
+    assert KEY[:16] not in text.split("after detach")[0]
+    assert f"Anthropic said: bad key {MARK}" in text
+    assert f"ValueError: echoed {MARK}" in text  # the traceback's text too
+    assert f"after detach: {KEY[:20]}" in text  # detached: the filter is gone
