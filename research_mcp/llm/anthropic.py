@@ -31,7 +31,6 @@ import httpx2
 from anthropic.types import (
     Message,
     MessageParam,
-    TextBlock,
     TextBlockParam,
     ToolChoiceToolParam,
     ToolParam,
@@ -41,10 +40,11 @@ from pydantic import BaseModel
 
 from research_mcp.config import Settings
 from research_mcp.errors import ModelError, NotConfigured
+from research_mcp.llm.anthropic_errors import api_error, message_text, raise_on_stop
 from research_mcp.llm.base import Generation, ModelRequest, OutputT, Usage, validated
 from research_mcp.llm.pricing import cost_usd, pricing_note
 from research_mcp.redaction import Redactor
-from research_mcp.retry import RetryingTransport, RetryPolicy, current_policy, retry_outcome
+from research_mcp.retry import RetryingTransport, RetryPolicy, current_policy
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_TOKENS",
@@ -192,14 +192,17 @@ class AnthropicModel:
                 "Try again later."
             ) from None
         except anthropic.APIError as error:
-            raise ModelError(self.redact(str(self._model_error(error, model, policy)))) from None
+            failure = api_error(
+                error, model=model, policy=policy, timeout=self.timeout, base_url=self.client.base_url
+            )
+            raise ModelError(self.redact(str(failure))) from None
         try:
             _check_shape(reply, self.client.base_url)
         except ModelError as error:
             raise ModelError(self.redact(str(error))) from None
         usage = _usage(model, reply)
         try:
-            _raise_on_stop(reply, request, model, max_tokens)
+            raise_on_stop(reply, request, model, max_tokens)
         except ModelError as error:
             stopped = ModelError(self.redact(str(error)))
             stopped.usage = usage  # a cut-off or refused answer is paid for all the same
@@ -216,89 +219,6 @@ class AnthropicModel:
         note = pricing_note(model)
         if note:
             logger.warning("%s", note)
-
-    def _model_error(self, error: anthropic.APIError, model: str, policy: RetryPolicy) -> ModelError:
-        """An SDK failure as a ModelError that says what to do (retryable ones were already retried)."""
-        retried = f"after retrying (up to {policy.max_retries} times)"
-        outcome = retry_outcome(error.response) if isinstance(error, anthropic.APIStatusError) else None
-        if outcome is not None and outcome.asked is not None:
-            retried = (
-                f"(it asked to wait {outcome.asked:.0f} s, more than this {outcome.policy.name} call "
-                f"waits: {outcome.policy.max_wait:g} s in all)"
-            )
-        elif outcome is not None:
-            retried = f"after {outcome.retries} retries over {outcome.waited:.1f} s"
-        if isinstance(error, anthropic.APITimeoutError):
-            return ModelError(
-                f"The Anthropic API did not answer within {self.timeout:g} s {retried}. "
-                "Try again, or narrow the request so the answer is shorter."
-            )
-        if isinstance(error, anthropic.APIConnectionError):
-            cause = error.__cause__
-            why = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
-            return ModelError(
-                f"The connection to the Anthropic API at {self.client.base_url} failed{why} {retried}. "
-                "Check the network, and ANTHROPIC_BASE_URL if it is set."
-            )
-        if not isinstance(error, anthropic.APIStatusError):
-            return ModelError(f"The Anthropic SDK failed: {error.message}")
-        status = error.status_code
-        if error.response.headers.get("x-should-retry") == "false":
-            retried = "(the API said not to retry it)"
-        detail = f"{status}: {error.api_message or error.message}"
-        if error.request_id:
-            detail += f"; request id {error.request_id}"
-        if isinstance(error, anthropic.AuthenticationError):
-            return ModelError(
-                f"Anthropic rejected the API key ({detail}). Check ANTHROPIC_API_KEY, or choose "
-                "RESEARCH_MCP_MODEL=extractive to research without a language model."
-            )
-        if isinstance(error, anthropic.PermissionDeniedError):
-            return ModelError(
-                f"The API key is not allowed to use model {model!r} or this API ({detail}). Check the key's "
-                "workspace and model access in the Anthropic Console, or choose another model with "
-                "RESEARCH_MCP_ANTHROPIC_MODEL or RESEARCH_MCP_ROLE_MODELS."
-            )
-        if isinstance(error, anthropic.NotFoundError):
-            return ModelError(
-                f"Anthropic did not find model {model!r} ({detail}). Set RESEARCH_MCP_ANTHROPIC_MODEL or "
-                "RESEARCH_MCP_ROLE_MODELS to a model your key can use, and check ANTHROPIC_BASE_URL "
-                "if it is set."
-            )
-        if isinstance(error, anthropic.PaymentRequiredError):
-            return ModelError(
-                f"Anthropic refused the call for billing reasons ({detail}). "
-                "Check the account's credits and spend limits in the Anthropic Console."
-            )
-        if (
-            isinstance(error, anthropic.RateLimitError)
-            and error.response.headers.get("x-should-retry") == "false"
-        ):
-            return ModelError(
-                f"Anthropic refused the call with a limit that waiting will not lift ({detail}; "
-                "the API said not to retry it), such as the organisation's spend limit. Check the "
-                "limits and credits in the Anthropic Console."
-            )
-        if isinstance(error, anthropic.RateLimitError):
-            return ModelError(
-                f"Anthropic's rate limit was still exceeded {retried} ({detail}). Wait a minute and try "
-                "again, or lower RESEARCH_MCP_CONCURRENCY."
-            )
-        if status == 413:
-            return ModelError(
-                f"The request was too large for the API ({detail}). Narrow it: fewer or shorter sources."
-            )
-        if isinstance(error, anthropic.BadRequestError):
-            return ModelError(
-                f"Anthropic rejected the request as invalid ({detail}).{_bad_request_hint(error, model)}"
-            )
-        if status == 529:
-            return ModelError(
-                f"Anthropic's API is overloaded ({detail}) {retried}. Try again in a few minutes."
-            )
-        if status >= 500:
-            return ModelError(f"Anthropic's API failed ({detail}) {retried}. Try again shortly.")
-        return ModelError(f"The Anthropic API refused the call ({detail}).")
 
 
 def _should_retry(response: httpx2.Response) -> bool:
@@ -362,17 +282,11 @@ def _submitted(reply: Message) -> ToolUseBlock | None:
     )
 
 
-def _text(reply: Message) -> str:
-    return "\n".join(
-        block.text for block in reply.content if isinstance(block, TextBlock) and block.text
-    ).strip()
-
-
 def _repair_turns(previous: Message, feedback: str, redact: Redactor) -> list[MessageParam]:
     """The previous answer (redacted, as everything an upstream sent) and the errors it drew, to
     append before asking again."""
     submitted = _submitted(previous)
-    text = redact(_text(previous))
+    text = redact(message_text(previous))
     if submitted is None:
         # Consecutive user turns are merged by the API, so an answer with no text needs no assistant turn.
         turns: list[MessageParam] = [{"role": "assistant", "content": text}] if text else []
@@ -392,33 +306,6 @@ def _repair_turns(previous: Message, feedback: str, redact: Redactor) -> list[Me
     ]
 
 
-def _raise_on_stop(reply: Message, request: ModelRequest[Any], model: str, max_tokens: int) -> None:
-    """Stop reasons that no repair can fix."""
-    what = request.output_type.__name__
-    if reply.stop_reason == "max_tokens":
-        raise ModelError(
-            f"The {request.role}'s answer ({what}) was cut off at the {max_tokens}-token output limit "
-            f"of {model!r}, so it is incomplete. Raise max_tokens for this role, or narrow the request "
-            "(fewer questions, fewer or shorter sources)."
-        )
-    if reply.stop_reason == "refusal":
-        said = _text(reply)
-        details = reply.stop_details
-        if details is not None and details.explanation:
-            said = f"{said} {details.explanation}".strip()
-        category = f" (category: {details.category})" if details is not None and details.category else ""
-        raise ModelError(
-            f"Model {model!r} refused to produce the {request.role}'s {what}{category}: "
-            f"{said or 'it gave no reason'}. Rephrase or narrow the request, or leave out the source that "
-            "triggered it."
-        )
-    if reply.stop_reason == "model_context_window_exceeded":
-        raise ModelError(
-            f"The {request.role}'s prompt and answer do not fit in {model!r}'s context window. "
-            "Narrow the request: fewer or shorter sources."
-        )
-
-
 def _usage(model: str, reply: Message) -> Usage:
     """One call's usage; cache reads and writes count as input tokens and are priced as such."""
     usage = reply.usage
@@ -431,15 +318,3 @@ def _usage(model: str, reply: Message) -> Usage:
         cost_usd=cost_usd(model, usage.input_tokens, usage.output_tokens, cache_read, cache_write),
         calls=1,
     )
-
-
-def _bad_request_hint(error: anthropic.BadRequestError, model: str) -> str:
-    said = (error.api_message or error.message).lower()
-    if "tool_choice" in said or "tool use" in said:
-        return (
-            f" Model {model!r} may not support forced tool use; choose one that does "
-            "(e.g. claude-sonnet-4-6) with RESEARCH_MCP_ANTHROPIC_MODEL or RESEARCH_MCP_ROLE_MODELS."
-        )
-    if "too long" in said or "context" in said:
-        return " Narrow the request: fewer or shorter sources."
-    return ""
