@@ -14,7 +14,7 @@ away). Values shorter than `MIN_SECRET` are not treated as secrets: replacing th
 ordinary text, and no real key is that short.
 
 `RedactingFilter` does the same to every log record (message, arguments, traceback) on the
-handlers it is attached to; `redact_logs` attaches it to the root logger's handlers.
+handlers it is attached to; `redact_logs` attaches it to every handler configured so far.
 """
 
 from __future__ import annotations
@@ -126,13 +126,21 @@ class RedactingFilter(logging.Filter):
 
 
 def redact_logs(redact: Redactor, logger: logging.Logger | None = None) -> Callable[[], None]:
-    """Attach a `RedactingFilter` to every handler of `logger` (the root logger by default); the
-    returned function detaches them again."""
-    target = logger or logging.getLogger()
+    """Attach a `RedactingFilter` to every handler of `logger`, or, by default, to every handler
+    configured so far (the root logger's, and those of loggers that do not propagate, such as
+    uvicorn's); the returned function detaches them again."""
     if not redact:
         return lambda: None
+    if logger is not None:
+        handlers = list(logger.handlers)
+    else:
+        loggers = [logging.getLogger()] + [
+            item
+            for item in logging.getLogger().manager.loggerDict.values()
+            if isinstance(item, logging.Logger)
+        ]
+        handlers = list(dict.fromkeys(handler for item in loggers for handler in item.handlers))
     log_filter = RedactingFilter(redact)
-    handlers = list(target.handlers)
     for handler in handlers:
         handler.addFilter(log_filter)
 

@@ -83,3 +83,18 @@ def test_logs_are_redacted_in_message_arguments_and_tracebacks() -> None:
     assert f"Anthropic said: bad key {MARK}" in text
     assert f"ValueError: echoed {MARK}" in text  # the traceback's text too
     assert f"after detach: {KEY[:20]}" in text  # detached: the filter is gone
+
+
+def test_by_default_every_configured_handler_is_covered_even_of_a_logger_that_does_not_propagate() -> None:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logger = logging.getLogger("research_mcp.test_redaction.uvicorn_like")
+    logger.addHandler(handler)
+    logger.propagate = False  # as uvicorn's loggers: the root's handlers never see these records
+    detach = redact_logs(Redactor([KEY]))
+    try:
+        logger.error("request failed: %s", KEY)
+    finally:
+        detach()
+        logger.removeHandler(handler)
+    assert stream.getvalue() == f"request failed: {MARK}\n"
