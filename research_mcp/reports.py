@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from datetime import datetime
 
 from research_mcp.citations import WRITTEN_CITATION
 from research_mcp.contracts import (
@@ -27,6 +26,7 @@ from research_mcp.contracts import (
     View,
 )
 from research_mcp.errors import InvalidInput, NotFound
+from research_mcp.runs.snapshot import read_snapshot
 from research_mcp.storage.models import Citation, Run
 from research_mcp.storage.outputs import StoredCuration, StoredExtraction, StoredSynthesis
 from research_mcp.storage.store import Store
@@ -90,11 +90,7 @@ def assemble_result(store: Store, run_id: str) -> ResearchResult:
                 relevance=round(counts[sid] / top, 2),
             )
         )
-    usage = store.run_usage(run_id)
-    started, finished = run.started_at, run.finished_at
-    elapsed = 0.0
-    if started and finished:
-        elapsed = (datetime.fromisoformat(finished) - datetime.fromisoformat(started)).total_seconds()
+    totals = read_snapshot(store, run).totals
     # The scouts' searches, and the searches leaves ran themselves (one "search" event each).
     searches = sum(
         curation.searches
@@ -103,12 +99,12 @@ def assemble_result(store: Store, run_id: str) -> ResearchResult:
     ) + len(store.events_for_run(run_id, "search"))
     metadata = ResearchMetadata(
         searches=searches,
-        sources_read=store.sources_read(run_id),
-        llm_calls=usage.llm_calls,
-        tokens_in=usage.tokens_in,
-        tokens_out=usage.tokens_out,
-        cost_usd=round(usage.cost_usd, 6),
-        elapsed_s=round(elapsed, 2),
+        sources_read=totals.sources,
+        llm_calls=totals.llm_calls,
+        tokens_in=totals.tokens_in,
+        tokens_out=totals.tokens_out,
+        cost_usd=round(totals.cost_usd, 6),
+        elapsed_s=round(totals.elapsed_s, 2),
         citations_made=output.citations.made,
         citations_verified=output.citations.verified,
         citations_dropped=output.citations.dropped,

@@ -10,7 +10,7 @@ from typing import Any
 from research_mcp.citations import CITATION
 from research_mcp.contracts import Source
 from research_mcp.reports import assemble_result, result_synthesis
-from research_mcp.runs.snapshot import plan_tree, run_totals
+from research_mcp.runs.snapshot import plan_tree, read_snapshot, run_totals
 from research_mcp.storage.outputs import StoredCuration
 from research_mcp.storage.store import Store
 
@@ -29,6 +29,7 @@ def _source_location(source: Source) -> str:
 def run_document(store: Store, run_id: str) -> dict[str, Any]:
     """Everything about a finished run, as JSON-ready data."""
     run = store.get_run(run_id)
+    snapshot = read_snapshot(store, run)
     result = assemble_result(store, run_id)
     output = result_synthesis(store, run)
     cited_in_text = [int(number) for number in CITATION.findall(result.findings)]
@@ -68,6 +69,7 @@ def run_document(store: Store, run_id: str) -> dict[str, Any]:
             "started_at": run.started_at,
             "finished_at": run.finished_at,
             "error": run.error,
+            "totals": snapshot.totals.as_dict(),
         },
         "findings": result.findings,
         "sources": sources,
@@ -96,7 +98,7 @@ def run_document(store: Store, run_id: str) -> dict[str, Any]:
         ],
         "plan": [
             {"plan_id": tree.plan_id, "query": tree.query, "root": tree.root.as_dict()}
-            for tree in plan_tree(store, run)
+            for tree in snapshot.trees(store)
         ],
     }
 

@@ -35,6 +35,7 @@ from research_mcp.roles.planner import plan_research
 from research_mcp.roles.scout import scout
 from research_mcp.run_document import live_snapshot
 from research_mcp.runs.manager import Progress, RunManager
+from research_mcp.runs.snapshot import read_snapshot
 from research_mcp.sources.library import SourceLibrary
 from research_mcp.storage.knowledge_base import KnowledgeBase
 from research_mcp.storage.models import Run
@@ -216,17 +217,16 @@ class ResearchService:
         return self.run_handle(await self.runs.wait(run_id, wait_seconds, progress))
 
     def run_handle(self, run: Run) -> CompactReturn:
-        run_id = run.id
-        done, total = self.runs.node_counts(run_id)
-        usage = self.store.run_usage(run_id)
-        status = run.status
+        snapshot = read_snapshot(self.store, run)
+        run_id, status, totals = snapshot.id, snapshot.status, snapshot.totals
+        done, total = totals.nodes_done, totals.nodes_total
         metrics: dict[str, Any] = {
             "nodes_done": done,
             "nodes_total": total,
-            "sources": self.store.sources_read(run_id),
-            "facts": self.store.count_facts(run_id),
-            "tokens": usage.tokens_in + usage.tokens_out,
-            "cost_usd": round(usage.cost_usd, 4),
+            "sources": totals.sources,
+            "facts": totals.facts,
+            "tokens": totals.tokens,
+            "cost_usd": round(totals.cost_usd, 4),
         }
         result = self.store.get_handoff(run.result_handoff_id) if run.result_handoff_id else None
         output = result.output_as(StoredSynthesis) if result else None
@@ -254,7 +254,7 @@ class ResearchService:
                 ]
         elif status in ("failed", "cancelled"):
             summary = [
-                f"run {status}: {run.error or ''}",
+                f"run {status}: {snapshot.error or ''}",
                 f"{done}/{total} nodes finished; execute again to resume",
             ]
             next_calls = [f"execute_plan(run_id='{run_id}')", f"report_results(id='{run_id}', view='tree')"]
@@ -269,7 +269,7 @@ class ResearchService:
                 summary=summary,
                 metrics=metrics,
                 next=next_calls,
-                backend=run.backend,
+                backend=snapshot.backend,
             )
         )
 

@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from research_mcp.runs.snapshot import NodeState, PlanTree, RunRow, RunTotals, plan_tree, run_totals
+from research_mcp.runs.snapshot import NodeState, PlanTree, RunRow, RunTotals, read_snapshot
 from research_mcp.storage.models import Run
 from research_mcp.storage.store import Store
 
@@ -109,8 +109,8 @@ class LiveProgress:
     def refresh(self, store: Store) -> None:
         assert self.run_id is not None
         run = store.get_run(self.run_id)
-        trees = plan_tree(store, run)
-        totals = run_totals(store, run)
+        snapshot = read_snapshot(store, run)
+        trees, totals = snapshot.trees(store), snapshot.totals
         if self._display is not None:
             self._display.update(self._renderable(run, trees, totals), refresh=True)
         else:

@@ -20,15 +20,16 @@ from dataclasses import dataclass, field
 import anyio
 import anyio.abc
 
-from research_mcp.contracts import FINISHED, RETRYABLE, Budget, Confidence, PlanNode, SynthesisInput
+from research_mcp.contracts import FINISHED, RETRYABLE, Budget, PlanNode
 from research_mcp.errors import BudgetExhausted, InvalidInput, ResearchError
 from research_mcp.retry import BACKGROUND, patience
 from research_mcp.roles.base import BudgetTracker, RoleDeps
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, node_key, plan_nodes
 from research_mcp.runs.engine import execute_node
+from research_mcp.runs.partial import partial_report
+from research_mcp.runs.snapshot import node_counts
 from research_mcp.storage.models import Run, StoredPlan
-from research_mcp.storage.outputs import CitationCounts, StoredSynthesis
 from research_mcp.storage.store import Store, now, process_owner
 
 __all__ = ["FINISHED", "RETRYABLE", "RunManager"]
@@ -133,7 +134,7 @@ class RunManager:
 
         async def report() -> None:
             if progress is not None and not live.done.is_set():
-                done, total = self.node_counts(run_id)
+                done, total = node_counts(self.store, self.store.get_run(run_id))
                 if total:  # no nodes yet: the run is still laying out its plan
                     await progress(done, total, f"{done}/{total} nodes done")
 
@@ -161,10 +162,6 @@ class RunManager:
                 await anyio.sleep(POLL_OTHER_PROCESS_S)
                 run = self.store.get_run(run_id)
         return run
-
-    def node_counts(self, run_id: str) -> tuple[int, int]:
-        nodes = self.store.nodes_for_run(run_id)
-        return sum(1 for node in nodes if node.status == "done"), len(nodes)
 
     async def _run(self, live: LiveRun, deps: RoleDeps) -> None:
         store = self.store
@@ -325,70 +322,3 @@ def first_error(error: BaseException) -> BaseException:
             if isinstance(leaf, kind):
                 return leaf
     return leaves[0]
-
-
-def partial_report(store: Store, run_id: str, reason: str, backend: str) -> str:
-    """A report built without a model from the syntheses that finished before a budget stopped the run."""
-    syntheses = [
-        (h.id, h.input_as(SynthesisInput), output)
-        for h in store.handoffs_for_run(run_id, role="synthesizer")
-        if h.status == "done" and (output := h.output_as(StoredSynthesis)) is not None
-    ]
-    covered = {fid for _, _, output in syntheses for fid in output.fact_ids}
-    # Keep the highest syntheses only: those whose facts are not all inside another finished synthesis.
-    tops = [
-        (handoff_id, asked, output)
-        for handoff_id, asked, output in syntheses
-        if not any(
-            other_id != handoff_id and set(output.fact_ids) < set(other.fact_ids)
-            for other_id, _, other in syntheses
-        )
-    ]
-    sections = [f"## {asked.title if asked else ''}\n\n{output.report}" for _, asked, output in tops]
-    # Verified facts of extractions that finished but were not synthesized yet: paid for, so shown.
-    extractions = [h.id for h in store.handoffs_for_run(run_id, role="extractor") if h.status == "done"]
-    loose = [f for f in store.facts_for_handoffs(extractions) if f.verified and f.id not in covered]
-    if loose:
-        sections.append(
-            "## Facts found before the stop (not yet synthesized)\n\n"
-            + "\n".join(f"- {fact.statement} [F{fact.id}]" for fact in loose)
-        )
-        covered |= {fact.id for fact in loose}
-    nodes = store.nodes_for_run(run_id)
-    finished = [n.title for n in nodes if n.status == "done"]
-    unfinished = [n.title for n in nodes if n.status != "done"]
-    report = f"**Partial report: {reason}** Finished parts follow.\n\n" + ("\n\n".join(sections) or "(none)")
-    handoff_id = store.start_handoff(
-        role="synthesizer",
-        input=SynthesisInput(
-            title="partial report", questions=[], input_handoffs=[handoff_id for handoff_id, _, _ in tops]
-        ).model_dump(mode="json", exclude={"discovery"}),
-        backend=backend,
-        run_id=run_id,
-        node_id="partial",
-    )
-    cited = sorted({fid for _, _, output in tops for fid in output.cited} | {f.id for f in loose})
-    store.finish_handoff(
-        handoff_id,
-        status="done",
-        output=StoredSynthesis(
-            report=report,
-            key_findings=[finding for _, _, output in tops for finding in output.key_findings],
-            confidence=Confidence(level="low", reasoning=f"The run stopped early: {reason}."[:1000]),
-            gaps=[f"not researched (budget): {title}" for title in unfinished],
-            contradictions=[],
-            suggested_followups=[],
-            fact_ids=sorted(covered),
-            cited=cited,
-            citations=CitationCounts(
-                made=sum(output.citations.made for _, _, output in tops) + len(loose),
-                verified=sum(output.citations.verified for _, _, output in tops) + len(loose),
-                dropped=sum(output.citations.dropped for _, _, output in tops),
-                links_dropped=sum(output.citations.links_dropped for _, _, output in tops),
-            ),
-            finished_nodes=finished,
-        ),
-        summary=[f"partial report: {reason}", f"{len(finished)} nodes finished, {len(unfinished)} not"],
-        model="none",
-    )
-    return handoff_id

@@ -1,14 +1,19 @@
-"""What a run has done so far, read from the store: its plan tree with each node's state, its totals,
-and the list of recent runs. The terminal's live view, `research-mcp runs` and the exports read it.
+"""One snapshot of a run's state, read from the store in one place.
+
+Everything that shows a run reads it here: the MCP handle (`service.run_handle`), the progress the
+host is sent while it waits (`RunManager.wait`), the terminal's live view and `research-mcp runs`
+(cli/progress.py), the report's metadata (reports.py) and the exports (cli/exports.py). Nodes done,
+sources read, facts, tokens, cost and elapsed time are each counted once, by `read_snapshot`, so the
+handle, the terminal and the export of a run cannot disagree.
 
 A node's state is its row's status (pending, running, done, failed, cancelled), except that a node
 finished before the run's current attempt started is `cached`: a resumed run read it back and did
-not run it again.
+not run it again. Both count as done.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,12 +26,18 @@ __all__ = [
     "NodeState",
     "PlanTree",
     "RunRow",
+    "RunSnapshot",
     "RunTotals",
     "elapsed_s",
+    "latest_run_id",
+    "node_counts",
     "plan_tree",
+    "read_snapshot",
     "recent_runs",
     "run_totals",
 ]
+
+DONE_STATES = ("done", "cached")
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,8 @@ class PlanTree:
 
 @dataclass(frozen=True)
 class RunTotals:
+    """A run's figures, as every view shows them."""
+
     nodes_done: int
     nodes_total: int
     sources: int
@@ -76,6 +89,50 @@ class RunTotals:
     tokens: int
     cost_usd: float
     elapsed_s: float
+    tokens_in: int = 0
+    tokens_out: int = 0
+    llm_calls: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "nodes_done": self.nodes_done,
+            "nodes_total": self.nodes_total,
+            "sources": self.sources,
+            "facts": self.facts,
+            "facts_verified": self.facts_verified,
+            "tokens": self.tokens,
+            "cost_usd": round(self.cost_usd, 6),
+            "elapsed_s": round(self.elapsed_s, 2),
+        }
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """A run's row, its nodes' states and its totals, read together."""
+
+    id: str
+    status: str
+    error: str | None
+    backend: str
+    plan_ids: list[str]
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    result_handoff_id: str | None
+    totals: RunTotals
+    states: dict[str, str] = field(default_factory=dict)  # node key -> state
+
+    def trees(self, store: Store) -> list[PlanTree]:
+        """The run's plan trees (one per plan), each node with its state; a final synthesis node last."""
+        trees = []
+        for plan_id in self.plan_ids:
+            plan = store.get_plan(plan_id)
+            trees.append(PlanTree(plan_id, plan.query, _node(plan_id, plan.tree.root, self.states)))
+        if len(trees) > 1:
+            state = self.states.get("final", "pending")
+            final = NodeState("final", "final", "executor", "Answer to all subqueries", state)
+            trees.append(PlanTree("final", "one answer to all the plans", final))
+        return trees
 
 
 @dataclass(frozen=True)
@@ -142,57 +199,82 @@ def _node(plan_id: str, node: PlanNode, states: dict[str, str]) -> NodeState:
     )
 
 
-def plan_tree(store: Store, run: Run) -> list[PlanTree]:
-    """The run's plan trees (one per plan), each node with its state; a final synthesis node last."""
+def node_counts(store: Store, run: Run) -> tuple[int, int]:
+    """Nodes done (run now or read back) and nodes known, of a run."""
     states = _node_states(store, run)
-    trees = []
-    for plan_id in run.plan_ids:
-        plan = store.get_plan(plan_id)
-        trees.append(PlanTree(plan_id, plan.query, _node(plan_id, plan.tree.root, states)))
-    if len(trees) > 1:
-        final = NodeState(
-            "final", "final", "executor", "Answer to all subqueries", states.get("final", "pending")
-        )
-        trees.append(PlanTree("final", "one answer to all the plans", final))
-    return trees
+    return sum(1 for state in states.values() if state in DONE_STATES), len(states)
 
 
-def run_totals(store: Store, run: Run) -> RunTotals:
-    """Nodes done, sources read, facts (verified and all), tokens, cost and elapsed time of a run."""
-    run_id = run.id
+def read_snapshot(store: Store, run: Run | str) -> RunSnapshot:
+    """The run (as the store returns it, or its id) with its node states and its totals."""
+    if isinstance(run, str):
+        run = store.get_run(run)
     states = _node_states(store, run)
-    usage = store.run_usage(run_id)
-    facts, verified = store.fact_counts(run_id)
-    return RunTotals(
-        nodes_done=sum(1 for state in states.values() if state in ("done", "cached")),
+    usage = store.run_usage(run.id)
+    facts, verified = store.fact_counts(run.id)
+    totals = RunTotals(
+        nodes_done=sum(1 for state in states.values() if state in DONE_STATES),
         nodes_total=len(states),
-        sources=store.sources_read(run_id),
+        sources=store.sources_read(run.id),
         facts=facts,
         facts_verified=verified,
         tokens=usage.tokens_in + usage.tokens_out,
         cost_usd=usage.cost_usd,
         elapsed_s=elapsed_s(run),
+        tokens_in=usage.tokens_in,
+        tokens_out=usage.tokens_out,
+        llm_calls=usage.llm_calls,
     )
+    return RunSnapshot(
+        id=run.id,
+        status=run.status,
+        error=run.error,
+        backend=run.backend,
+        plan_ids=list(run.plan_ids),
+        created_at=run.created_at,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        result_handoff_id=run.result_handoff_id,
+        totals=totals,
+        states=states,
+    )
+
+
+def plan_tree(store: Store, run: Run) -> list[PlanTree]:
+    """The run's plan trees, each node with its state (see `RunSnapshot.trees`)."""
+    return read_snapshot(store, run).trees(store)
+
+
+def run_totals(store: Store, run: Run) -> RunTotals:
+    """Nodes done, sources read, facts (verified and all), tokens, cost and elapsed time of a run."""
+    return read_snapshot(store, run).totals
+
+
+def latest_run_id(store: Store) -> str | None:
+    """The newest run's id (what `last` stands for), or None before the first run."""
+    run = store.latest_run()
+    return run.id if run is not None else None
 
 
 def recent_runs(store: Store, limit: int) -> list[RunRow]:
     """The `limit` most recent runs, newest first."""
     rows = []
     for run in store.recent_runs(limit):
+        snapshot = read_snapshot(store, run)
         queries = []
-        for plan_id in run.plan_ids:
+        for plan_id in snapshot.plan_ids:
             try:
                 queries.append(store.get_plan(plan_id).query)
             except NotFound:
                 queries.append(plan_id)
         rows.append(
             RunRow(
-                id=run.id,
-                status=run.status,
+                id=snapshot.id,
+                status=snapshot.status,
                 query=" + ".join(queries),
-                backend=run.backend,
-                created_at=run.created_at,
-                totals=run_totals(store, run),
+                backend=snapshot.backend,
+                created_at=snapshot.created_at,
+                totals=snapshot.totals,
             )
         )
     return rows

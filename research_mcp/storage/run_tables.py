@@ -87,15 +87,15 @@ class RunTables(StoreDatabase):
         return Run.model_validate(row)
 
     def latest_run_for(self, plan_ids: list[str]) -> Run | None:
-        row = self._one(
-            "SELECT * FROM runs WHERE plan_ids = ? ORDER BY created_at DESC, rowid DESC LIMIT 1",
-            (as_json(plan_ids),),
-        )
-        return None if row is None else Run.model_validate(row)
+        runs = self.recent_runs(1, plan_ids=plan_ids)
+        return runs[0] if runs else None
 
-    def recent_runs(self, limit: int) -> list[Run]:
-        """The `limit` most recently created runs, newest first."""
-        rows = self._all("SELECT * FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,))
+    def recent_runs(self, limit: int, *, plan_ids: list[str] | None = None) -> list[Run]:
+        """The `limit` most recently created runs (of exactly these plans, when given), newest first."""
+        where, params = ("WHERE plan_ids = ? ", [as_json(plan_ids)]) if plan_ids is not None else ("", [])
+        rows = self._all(
+            f"SELECT * FROM runs {where}ORDER BY created_at DESC, rowid DESC LIMIT ?", (*params, limit)
+        )
         return [Run.model_validate(row) for row in rows]
 
     def latest_run(self) -> Run | None:
