@@ -31,7 +31,7 @@ from research_mcp.storage.models import Citation, Run
 from research_mcp.storage.outputs import StoredCuration, StoredExtraction, StoredSynthesis
 from research_mcp.storage.store import Store
 
-__all__ = ["approx_tokens", "assemble_result", "page_of", "report_markdown", "view_items"]
+__all__ = ["approx_tokens", "assemble_result", "not_ready", "page_of", "report_markdown", "view_items"]
 
 CHARS_PER_TOKEN = 3
 MIN_MAX_TOKENS = 200
@@ -69,7 +69,7 @@ def assemble_result(store: Store, run_id: str) -> ResearchResult:
     run = store.get_run(run_id)
     output = result_synthesis(store, run)
     if output is None:
-        raise InvalidInput(f"run {run_id} has no report yet (status {run.status}); wait with execute_plan.")
+        raise InvalidInput(not_ready(run))
     facts = store.get_facts(_cited(output))
     citations = store.citations([fact.id for fact in facts])
     # Each source, with how many of the facts it supports (as their source or corroborating them).
@@ -117,6 +117,18 @@ def assemble_result(store: Store, run_id: str) -> ResearchResult:
         gaps=output.gaps,
         metadata=metadata,
         suggested_followups=output.suggested_followups,
+    )
+
+
+def not_ready(run: Run) -> str:
+    """Why a run has no report, and what gives it one: waiting on it, or resuming it."""
+    run_id, status = run.id, run.status
+    reason = f"run {run_id} is {status}" + (f": {run.error}" if run.error else "")
+    if status in ("pending", "running"):
+        return f"{reason}; it has no report yet: wait on it with execute_plan(run_id='{run_id}')."
+    return (
+        f"{reason}; it has no report yet. Its finished parts are kept: resume it with "
+        f"execute_plan(run_id='{run_id}') (or in a terminal: research-mcp run --resume {run_id})."
     )
 
 
@@ -175,7 +187,7 @@ def _run_view(store: Store, run_id: str, view: View) -> list[str]:
             for h in store.handoffs_for_run(run_id)
         ]
     if view == "summary" and run.status not in FINISHED:
-        return [f"run {run_id} is {run.status}" + (f": {run.error}" if run.error else "")]
+        return [not_ready(run)]
     result = assemble_result(store, run_id)
     if view == "summary":
         first = [line for line in result.findings.splitlines() if line.strip()][:6]

@@ -255,7 +255,7 @@ class ResearchService:
         elif status in ("failed", "cancelled"):
             summary = [
                 f"run {status}: {snapshot.error or ''}",
-                f"{done}/{total} nodes finished; execute again to resume",
+                f"{done}/{total} nodes finished and kept; execute_plan(run_id='{run_id}') resumes it",
             ]
             next_calls = [f"execute_plan(run_id='{run_id}')", f"report_results(id='{run_id}', view='tree')"]
         else:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -415,6 +416,12 @@ def run(
                 click.echo(f"run {resume} had already finished", err=True)
                 click.echo(export_run(store, resume, "md"))
                 return
+            # The folders it read documents from are searched and read again, --corpus given or not.
+            known = {str(path) for path in settings.corpus}
+            roots = [Path(root) for root in store.corpus_roots(resume) if root not in known]
+            settings = settings.model_copy(
+                update={"corpus": [*settings.corpus, *(root for root in roots if root.is_dir())]}
+            )
         except ResearchError as error:
             raise _user_error(error) from None
         finally:
@@ -427,9 +434,10 @@ def run(
         if stop.run_id is None:
             click.echo("interrupted before the run started; nothing to resume.", err=True)
         else:
+            folders = "".join(f" --corpus {shlex.quote(str(path))}" for path in corpus)
             click.echo(
                 f"interrupted: run {stop.run_id} {stop.status or 'cancelled'}. "
-                f"Resume it with: research-mcp run --resume {stop.run_id}",
+                f"Resume it with: research-mcp run --resume {stop.run_id}{folders}",
                 err=True,
             )
         sys.exit(INTERRUPTED)

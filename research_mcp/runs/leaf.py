@@ -1,7 +1,11 @@
 """Leaf work: choose a leaf's sources, fan out one extractor per (source, task spec), synthesize.
 
-A source that fails is named in the run context's failures and skipped, so its siblings finish; an
-extraction finished before a restart is read back, never run again.
+A source that fails is named in the run context's failures and skipped, so its siblings finish.
+The sources a leaf chose are recorded (a `sources_chosen` event, with the searches' failures), so a
+leaf resumed after an interrupt or a crash reads the same sources again instead of searching anew:
+an extraction finished before the interruption is read back, never run again, one cancelled is run
+again, and the synthesizer gets every one of them, in the order of the sources, as an uninterrupted
+run would have given them.
 """
 
 from __future__ import annotations
@@ -66,9 +70,9 @@ async def extract_sources(
     """One extractor per (source, task spec), in parallel; a source that fails is logged and skipped."""
     specs: list[ExtractorTaskSpec | None] = list(node.task_specs) or [None]
     done = _done_extractions(rc, key)
-    handoffs: list[str] = []
+    handoffs: dict[tuple[int, int], str] = {}
 
-    async def one(ref: str, spec: ExtractorTaskSpec | None) -> None:
+    async def one(slot: tuple[int, int], ref: str, spec: ExtractorTaskSpec | None) -> None:
         if not rc.deps.budget.take_source():
             rc.failures.setdefault(key, []).append(
                 f"Source not read: {ref}: the run's budget of {rc.deps.budget.max_sources} sources was reached"
@@ -79,7 +83,7 @@ async def extract_sources(
             asked = tuple(spec.questions) if spec is not None else tuple(questions)
             reuse = done.get((source.id, asked))
             if reuse is not None:
-                handoffs.append(reuse)
+                handoffs[slot] = reuse
                 return
             result = await extract(
                 rc.deps,
@@ -90,16 +94,17 @@ async def extract_sources(
                 node_id=key,
                 iteration=iteration,
             )
-            handoffs.append(result.handoff_id)
+            handoffs[slot] = result.handoff_id
         except (SourceError, ModelError, NotConfigured) as error:
             rc.failures.setdefault(key, []).append(f"Source not read: {ref}: {error}")
             rc.deps.store.add_event(rc.run_id, "source_failed", f"{ref}: {error}", node_id=key)
 
     async with anyio.create_task_group() as group:
-        for ref in refs:
-            for spec in specs:
-                group.start_soon(one, ref, spec)
-    return sorted(handoffs)
+        for position, ref in enumerate(refs):
+            for index, spec in enumerate(specs):
+                group.start_soon(one, (position, index), ref, spec)
+    # In the order of the sources, not of completion: the same sources give the synthesizer the same inputs.
+    return [handoffs[slot] for slot in sorted(handoffs)]
 
 
 def _done_extractions(rc: RunContext, key: str) -> dict[tuple[int, tuple[str, ...]], str]:
@@ -112,9 +117,36 @@ def _done_extractions(rc: RunContext, key: str) -> dict[tuple[int, tuple[str, ..
     return found
 
 
+def _chosen_before(rc: RunContext, key: str) -> dict[str, list[str]] | None:
+    """The sources this leaf chose in an earlier attempt of the run, and the failures of that choice."""
+    for event in reversed(rc.deps.store.events_for_run(rc.run_id, "sources_chosen")):
+        if event.node_id == key and event.data:
+            return {"refs": list(event.data["refs"]), "failures": list(event.data["failures"])}
+    return None
+
+
+async def leaf_sources(rc: RunContext, node: PlanNode, key: str, discovered: list[str]) -> list[str]:
+    """The leaf's sources: those it chose before an interruption, else a new choice, recorded."""
+    chosen = _chosen_before(rc, key)
+    if chosen is not None:
+        rc.failures.setdefault(key, []).extend(
+            f for f in chosen["failures"] if f not in rc.failures.get(key, [])
+        )
+        return chosen["refs"]
+    refs = await choose_sources(rc, node, discovered, skip=set())
+    rc.deps.store.add_event(
+        rc.run_id,
+        "sources_chosen",
+        f"{len(refs)} sources chosen for {node.title!r}",
+        node_id=key,
+        data={"refs": refs, "failures": list(rc.failures.get(key, []))},
+    )
+    return refs
+
+
 async def run_leaf(rc: RunContext, node: PlanNode, key: str, discovered: list[str]) -> str:
     questions = leaf_questions(node)
-    refs = await choose_sources(rc, node, discovered, skip=set())
+    refs = await leaf_sources(rc, node, key, discovered)
     if not refs:
         rc.deps.store.add_event(rc.run_id, "no_sources", f"no sources found for {node.title!r}", node_id=key)
     prior = await prior_findings(rc, node, key, questions)

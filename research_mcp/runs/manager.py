@@ -30,12 +30,14 @@ from research_mcp.runs.engine import execute_node
 from research_mcp.runs.partial import partial_report
 from research_mcp.runs.snapshot import node_counts
 from research_mcp.storage.models import Run, StoredPlan
+from research_mcp.storage.sqlite import owner_alive
 from research_mcp.storage.store import Store, now, process_owner
 
 __all__ = ["FINISHED", "RETRYABLE", "RunManager"]
 
 logger = logging.getLogger(__name__)
 
+CANCELLED = "cancelled by the host"
 PROGRESS_EVERY_S = 5.0
 POLL_OTHER_PROCESS_S = 0.5  # how often a run owned by another process is read back while waiting on it
 
@@ -116,15 +118,27 @@ class RunManager:
         self.live[run_id] = live
         self.task_group.start_soon(self._run, live, deps)
 
-    async def cancel(self, run_id: str, *, wait: float = 5.0) -> bool:
-        """Cancel a live run and wait (at most `wait` s) until it has recorded itself as cancelled."""
+    async def cancel(self, run_id: str, *, wait: float = 5.0) -> None:
+        """Cancel a run and record it `cancelled`: a live run is stopped (its finished work kept, what
+        was under way cancelled) and waited on for at most `wait` s; a run left `running` by a process
+        that is gone is recorded cancelled at once. A finished run is left as it is."""
         live = self.live.get(run_id)
-        if live is None:
-            return False
-        live.scope.cancel()
-        with anyio.move_on_after(wait):
-            await live.done.wait()
-        return True
+        if live is not None:
+            live.scope.cancel()
+            with anyio.move_on_after(wait):
+                await live.done.wait()
+            if live.done.is_set():
+                return
+        run = self.store.get_run(run_id)
+        if run.status not in ("pending", "running"):
+            return
+        owner = run.owner
+        if live is None and owner and owner != self.owner and owner_alive(owner):
+            raise InvalidInput(
+                f"run {run_id} is being executed by another research-mcp process ({owner}); "
+                "cancel it through that process."
+            )
+        self.store.update_run(run_id, status="cancelled", finished_at=now(), error=CANCELLED)
 
     async def wait(self, run_id: str, seconds: float, progress: Progress | None = None) -> Run:
         """Wait at most `seconds` for the run to finish, reporting progress at each node and every 5 s."""
@@ -183,7 +197,7 @@ class RunManager:
                     error=limited,
                 )
             if live.scope.cancelled_caught:
-                store.update_run(run_id, status="cancelled", finished_at=now(), error="cancelled by the host")
+                store.update_run(run_id, status="cancelled", finished_at=now(), error=CANCELLED)
         except Exception as raised:  # top-level boundary of a background task: record, never crash the server
             try:
                 self._record_failure(run_id, first_error(raised), deps)

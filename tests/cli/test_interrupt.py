@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli.conftest import SCRIPT, cli, cli_env
+from tests.cli.conftest import SCRIPT, cli, cli_env, write_corpus
 from tests.fake_http import RecordedRequest, ScriptedResponse
 from tests.llm.fake_anthropic import FakeMessagesAPI
 
@@ -231,3 +231,104 @@ def test_a_partial_run_exits_0_naming_what_failed_and_run_resume_last_retries_on
     assert api.count("PlannerOutput", since=before) == 0
     assert api.count("ExtractorOutput", "ALPHA", since=before) == 0  # what worked is not asked again
     assert api.count("ExtractorOutput", "BETA", since=before) == 1
+
+
+CORPUS_PLAN = {
+    "root": {
+        "kind": "executor",
+        "title": "harbour crossings",
+        "children": [
+            {"kind": "leaf", "title": "crossings leaf", "questions": ["How do people cross the harbour?"]},
+        ],
+    },
+    "rationale": "one leaf, its sources found in the corpus",
+}
+
+
+def test_ctrl_c_mid_extraction_then_resume_without_corpus_feeds_every_finished_extraction_to_the_synthesis(
+    api: RoutedMessagesAPI, tmp_path: Path
+) -> None:
+    """The issue's case: a leaf that searched the corpus is interrupted with two of its three extractions
+    done; `run --resume` (no --corpus) reads the same three sources, reruns only the cancelled one and
+    gives the synthesizer all three, not an empty list."""
+    home = tmp_path / "home"
+    database = home / "research.db"
+    corpus = write_corpus(tmp_path / "notes")
+    env = cli_env(
+        home, RESEARCH_MCP_MODEL="anthropic", ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=api.url
+    )
+    api.route(("PlannerOutput",), tool_input=CORPUS_PLAN)
+    api.route(
+        ("ExtractorOutput", "opened in 1932"), tool_input=extraction("The harbour bridge opened in 1932")
+    )
+    api.route(
+        ("ExtractorOutput", "opened in 1992"), tool_input=extraction("The harbour tunnel opened in 1992")
+    )
+    api.route(("ExtractorOutput", "since 1840"), stall=True)
+
+    process = subprocess.Popen(
+        [str(SCRIPT), "run", "How do people cross the harbour?", "--corpus", str(corpus)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: api.count("ExtractorOutput", "since 1840") == 1, "the ferries extraction to hang")
+        wait_for(lambda: extractions_done(database) == 2, "the other two extractions to finish")
+        interrupted_at = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+        exited_after = time.monotonic() - interrupted_at
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+    assert process.returncode == 130, stderr
+    last = stderr.strip().splitlines()[-1]
+    run_id = last.split("--resume ", 1)[1].split()[0]
+    assert last.endswith(f"--corpus {corpus}")  # the hint names the folder the run searched
+    assert run_status(database, run_id) == "cancelled"
+    assert exited_after < 15, exited_after  # not the 35-50 s of waiting out every extraction
+
+    before = len(api.requests)
+    api.route(
+        ("ExtractorOutput", "since 1840"),
+        tool_input=extraction("Ferries have crossed the harbour since 1840"),
+    )
+    api.route(("SynthesisOutput", "Node: crossings leaf"), tool_input=SYNTHESIS)
+    api.route(("SynthesisOutput", "harbour crossings"), tool_input=SYNTHESIS)
+    resumed = cli("run", "--resume", run_id, env=env)  # no --corpus: the run's own folders are used
+
+    assert resumed.returncode == 0, resumed.stderr
+    assert run_status(database, run_id) == "done"
+    assert api.count("ExtractorOutput", since=before) == 1  # only the cancelled extraction again
+    assert api.count("ExtractorOutput", "since 1840", since=before) == 1
+    (leaf_synthesis,) = [
+        json.dumps(r.json)
+        for r in api.requests[before:]
+        if "Node: crossings leaf" in json.dumps(r.json) and "SynthesisOutput" in json.dumps(r.json)
+    ]
+    for fact in ("opened in 1932", "opened in 1992", "since 1840"):
+        assert fact in leaf_synthesis, fact  # every finished extraction reaches the synthesizer
+    exported = json.loads(cli("export", run_id, "--format", "json", env=env).stdout)
+    assert sorted(fact["statement"] for fact in exported["facts"]) == [
+        "Ferries have crossed the harbour since 1840",
+        "The harbour bridge opened in 1932",
+        "The harbour tunnel opened in 1992",
+    ]
+
+
+def extractions_done(database: Path) -> int:
+    if not database.exists():
+        return 0
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as conn:
+        try:
+            (count,) = conn.execute(
+                "SELECT COUNT(*) FROM handoffs WHERE role = 'extractor' AND status = 'done'"
+            ).fetchone()
+        except sqlite3.OperationalError:
+            return 0
+    return int(count)

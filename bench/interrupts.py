@@ -1,0 +1,344 @@
+"""The interrupt matrix: a run stopped at many points, by Ctrl-C or by an MCP cancel, then resumed,
+must end with the report an uninterrupted run gives.
+
+One corpus of notes (three subjects, twelve documents) and one question with two sub-questions, on
+the extractive backend (no model, no network, deterministic). A template data folder holds the
+corpus already indexed; every point starts from a copy of it, so earlier runs' facts never reach a
+later one. The uninterrupted run is made the same way, once per mode.
+
+- **sigint**: `research-mcp run QUESTION --corpus NOTES` in a subprocess gets SIGINT once the store
+  holds k events (k = 1, 2, ...) or k finished handoffs; then `research-mcp run --resume RUN_ID`
+  (without --corpus, as a user types it) finishes it.
+- **mcp**: in one process, through an in-memory MCP client, `execute_plan(plan_id)` then
+  `execute_plan(run_id, cancel=true)` at the same kinds of points, then `execute_plan(run_id)` until
+  the run is done.
+
+For each point it records whether the run was recorded `cancelled` (a point reached after the run
+ended counts as not interrupted), how long the CLI took to exit or the cancel to answer, and
+whether the resumed report equals the uninterrupted one: the same findings with each citation
+replaced by the fact it cites (statement, quote, source), the same facts, sources, confidence and
+gaps. Fact and source ids are left out: they number rows in the order parallel work finished; so is
+which of several documents stating the same sentence is a fact's first source (the others corroborate
+it): a fact is compared with every source that states it.
+
+Run: .venv/bin/python -m bench.interrupts [--points 20] [--mode sigint|mcp|both] [--paragraphs 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+
+QUESTION = "How does uvicorn handle graceful shutdown and what does the --reload option do?"
+SCRIPT = Path(sys.executable).parent / "research-mcp"
+SUBJECTS = {
+    "shutdown": "Uvicorn handles graceful shutdown by waiting for open connections to close. On SIGTERM the "
+    "server stops accepting new connections. The timeout-graceful-shutdown option bounds how long it "
+    "waits. Lifespan shutdown events run after connections close.",
+    "reload": "The --reload option makes uvicorn restart the server when source files change. It uses "
+    "watchfiles when installed, else polling. Reload is meant for development, not production. The "
+    "--reload-dir option selects the folders to watch.",
+    "workers": "The --workers option starts several worker processes. Each worker runs its own event "
+    "loop. Workers are restarted when they die. Gunicorn can manage uvicorn workers too.",
+}
+COUNTS = {
+    "events": "SELECT COUNT(*) FROM events",
+    "handoffs": "SELECT COUNT(*) FROM handoffs WHERE status = 'done' AND role != 'planner'",
+}
+
+
+@dataclass
+class Point:
+    mode: str
+    trigger: str  # "events" or "handoffs"
+    k: int
+    cancelled: bool = False
+    stop_s: float = 0.0  # SIGINT to exit, or cancel call to its answer
+    status_after: str = ""
+    equal: bool = False
+    error: str = ""
+
+
+def write_corpus(folder: Path, paragraphs: int = 40) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for index in range(12):
+        name, base = list(SUBJECTS.items())[index % 3]
+        detail = " ".join(
+            f"Paragraph {j} about {name}: detail number {(index * 37 + j * 11) % 997} was measured in test {j}."
+            for j in range(paragraphs)
+        )
+        (folder / f"{name}{index}.md").write_text(f"# {name.title()} notes {index}\n\n{base}\n\n{detail}\n")
+    return folder
+
+
+def cli_env(home: Path) -> dict[str, str]:
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "TAVILY_", "RESEARCH_MCP_"))
+    }
+    env.update(RESEARCH_MCP_HOME=str(home), RESEARCH_MCP_MODEL="extractive", HF_HUB_OFFLINE="1")
+    return env
+
+
+def make_template(root: Path, corpus: Path) -> Path:
+    template = root / "template"
+    subprocess.run(
+        [str(SCRIPT), "index", str(corpus)], env=cli_env(template), capture_output=True, check=True, text=True
+    )
+    return template
+
+
+def fresh_home(template: Path, home: Path) -> Path:
+    shutil.rmtree(home, ignore_errors=True)
+    shutil.copytree(template, home)
+    return home
+
+
+def count(database: Path, trigger: str) -> int:
+    try:
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as conn:
+            return int(conn.execute(COUNTS[trigger]).fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+def fingerprint(document: dict[str, Any]) -> dict[str, Any]:
+    """What must be equal between a resumed and an uninterrupted run: ids replaced by what they name."""
+    refs = {source["id"]: source["url_or_path"] for source in document["sources"]}
+    facts = {
+        fact["id"]: (
+            fact["statement"],
+            fact["quote"],
+            fact["verified"],
+            # Every source that states it: which of several equal statements was recorded first, and so
+            # became the fact the others merged into, depends on which parallel extraction finished first.
+            tuple(
+                sorted(
+                    {
+                        refs.get(fact["source_id"], ""),
+                        *(refs.get(a["source_id"], "") for a in fact["also_in"]),
+                    }
+                )
+            ),
+        )
+        for fact in document["facts"]
+    }
+    findings = re.sub(r"\[(F\d+)\]", lambda m: f"[{facts.get(m[1], m[1])}]", document["findings"])
+    return {
+        "findings": findings,
+        "facts": sorted(facts.values()),
+        "sources": sorted(refs.values()),
+        "confidence": document["confidence"],
+        "gaps": sorted(document["gaps"]),
+    }
+
+
+def exported(home: Path, run_id: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [str(SCRIPT), "export", run_id, "--format", "json"], env=cli_env(home), capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr.strip())
+    return fingerprint(json.loads(done.stdout))
+
+
+def latest_run(database: Path) -> tuple[str, str]:
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as conn:
+        row = conn.execute(
+            "SELECT id, status FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1"
+        ).fetchone()
+    return str(row[0]), str(row[1])
+
+
+def compare(point: Point, resumed: dict[str, Any], clean: dict[str, Any]) -> None:
+    point.equal = resumed == clean
+    if not point.equal:
+        differ = [key for key in clean if resumed.get(key) != clean[key]]
+        point.error = point.error or f"differs in {', '.join(differ)}"
+        if os.environ.get("BENCH_DIFF"):
+            for key in differ:
+                print(f"--- {key}\nclean:   {clean[key]}\nresumed: {resumed.get(key)}", file=sys.stderr)
+
+
+# --- Ctrl-C of research-mcp run ------------------------------------------------------------------
+
+
+def clean_cli(template: Path, home: Path, corpus: Path) -> dict[str, Any]:
+    fresh_home(template, home)
+    subprocess.run(
+        [str(SCRIPT), "run", QUESTION, "--corpus", str(corpus)],
+        env=cli_env(home),
+        capture_output=True,
+        check=True,
+    )
+    return exported(home, latest_run(home / "research.db")[0])
+
+
+def sigint_point(template: Path, home: Path, corpus: Path, point: Point, clean: dict[str, Any]) -> None:
+    database = fresh_home(template, home) / "research.db"
+    base = count(database, point.trigger)
+    process = subprocess.Popen(
+        [str(SCRIPT), "run", QUESTION, "--corpus", str(corpus)],
+        env=cli_env(home),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    while count(database, point.trigger) < base + point.k and process.poll() is None:
+        time.sleep(0.005)
+    sent = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=300)
+    point.stop_s = time.monotonic() - sent
+    run_id, point.status_after = latest_run(database)
+    point.cancelled = process.returncode == 130 and point.status_after == "cancelled"
+    if process.returncode not in (0, 130) or point.status_after == "running":
+        point.error = f"exit {process.returncode}, status {point.status_after}: {stderr.strip()[-300:]}"
+    resumed = subprocess.run(
+        [str(SCRIPT), "run", "--resume", run_id], env=cli_env(home), capture_output=True, text=True
+    )
+    if resumed.returncode != 0:
+        point.error = f"resume exit {resumed.returncode}: {resumed.stderr.strip()[-300:]}"
+        return
+    compare(point, exported(home, run_id), clean)
+
+
+# --- MCP cancel ----------------------------------------------------------------------------------
+
+
+async def mcp_run(home: Path, corpus: Path, point: Point | None) -> tuple[str, Point | None]:
+    from research_mcp.config import Settings
+    from research_mcp.server.app import create_server
+
+    settings = Settings.model_validate(
+        {
+            "RESEARCH_MCP_HOME": str(home),
+            "RESEARCH_MCP_CORPUS": str(corpus),
+            "RESEARCH_MCP_MODEL": "extractive",
+        }
+    )
+    assert settings.home == home and settings.corpus == [corpus]
+    database = home / "research.db"
+    async with Client(create_server(settings)) as client:
+        plan = await client.call_tool("plan_research", {"query": QUESTION})
+        base = count(database, point.trigger) if point else 0
+        started = await client.call_tool(
+            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 0}
+        )
+        run_id = started.structured_content["id"]
+        if point is not None:
+            while count(database, point.trigger) < base + point.k:
+                status = latest_run(database)[1]
+                if status not in ("pending", "running"):
+                    break
+                await anyio.sleep(0.005)
+            sent = time.monotonic()
+            answer = await client.call_tool("execute_plan", {"run_id": run_id, "cancel": True})
+            point.stop_s = time.monotonic() - sent
+            point.status_after = answer.structured_content["status"]
+            point.cancelled = point.status_after == "cancelled" == latest_run(database)[1]
+            if point.status_after == "running":
+                point.error = "the cancel answered 'running'"
+        status = ""
+        for _ in range(20):
+            handle = await client.call_tool("execute_plan", {"run_id": run_id, "wait_seconds": 55})
+            status = handle.structured_content["status"]
+            if status not in ("pending", "running"):
+                break
+        if status != "done" and point is not None:
+            point.error = f"resumed run ended {status}"
+    return run_id, point
+
+
+def mcp_point(template: Path, home: Path, corpus: Path, point: Point, clean: dict[str, Any]) -> None:
+    fresh_home(template, home)
+    run_id, _ = anyio.run(mcp_run, home, corpus, point)
+    compare(point, exported(home, run_id), clean)
+
+
+def clean_mcp(template: Path, home: Path, corpus: Path) -> dict[str, Any]:
+    fresh_home(template, home)
+    run_id, _ = anyio.run(mcp_run, home, corpus, None)
+    return exported(home, run_id)
+
+
+# --- the matrix ----------------------------------------------------------------------------------
+
+
+def points_of(mode: str, n: int) -> list[Point]:
+    """n points: after the k-th event for the first half, after the k-th finished handoff for the rest."""
+    by_events = (n + 1) // 2
+    return [Point(mode, "events", k) for k in range(1, by_events + 1)] + [
+        Point(mode, "handoffs", k) for k in range(1, n - by_events + 1)
+    ]
+
+
+def matrix(modes: list[str], n: int, root: Path, *, paragraphs: int = 40, quiet: bool = False) -> list[Point]:
+    corpus = write_corpus(root / "notes", paragraphs)
+    template = make_template(root, corpus)
+    results: list[Point] = []
+    for mode in modes:
+        clean = (clean_cli if mode == "sigint" else clean_mcp)(template, root / f"clean-{mode}", corpus)
+        for index, point in enumerate(points_of(mode, n)):
+            run_point = sigint_point if mode == "sigint" else mcp_point
+            try:
+                run_point(template, root / f"{mode}-{index}", corpus, point, clean)
+            except (RuntimeError, subprocess.SubprocessError, OSError) as error:
+                point.error = str(error)[-300:]
+            results.append(point)
+            if not quiet:
+                print(
+                    f"{mode:6} after {point.k:2} {point.trigger:8}: "
+                    f"{'cancelled' if point.cancelled else 'ran to its end':14} "
+                    f"stop {point.stop_s:5.2f} s  resumed report {'equal' if point.equal else 'DIFFERENT'}"
+                    + (f"  ({point.error})" if point.error else ""),
+                    flush=True,
+                )
+    return results
+
+
+def summary(results: list[Point]) -> list[str]:
+    lines = []
+    for mode in dict.fromkeys(point.mode for point in results):
+        own = [point for point in results if point.mode == mode]
+        stopped = [point for point in own if point.cancelled]
+        slowest = max((point.stop_s for point in stopped), default=0.0)
+        lines.append(
+            f"{mode}: {len(own)} points, {len(stopped)} interrupted mid-run (recorded cancelled), "
+            f"{sum(point.equal for point in own)}/{len(own)} resumed reports equal to the uninterrupted one, "
+            f"{sum(bool(point.error) for point in own)} errors; slowest stop {slowest:.2f} s"
+        )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--points", type=int, default=20, help="points per mode")
+    parser.add_argument("--mode", choices=["sigint", "mcp", "both"], default="both")
+    parser.add_argument("--paragraphs", type=int, default=40, help="filler paragraphs per note (run length)")
+    args = parser.parse_args()
+    modes = ["sigint", "mcp"] if args.mode == "both" else [args.mode]
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="research-mcp-interrupts-") as tmp:
+        results = matrix(modes, args.points, Path(tmp), paragraphs=args.paragraphs)
+    print("\n".join(summary(results)))
+    print(f"({time.perf_counter() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

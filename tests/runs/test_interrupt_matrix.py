@@ -1,0 +1,22 @@
+"""A small interrupt matrix (bench/interrupts.py, a few points): a run cancelled over MCP mid-run is
+recorded cancelled at once and, resumed, ends with the report of an uninterrupted run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.interrupts import matrix
+
+
+@pytest.mark.timeout(600)
+def test_runs_cancelled_over_mcp_at_two_points_resume_to_the_uninterrupted_report(tmp_path: Path) -> None:
+    results = matrix(["mcp"], 2, tmp_path, paragraphs=6, quiet=True)
+
+    assert [(point.trigger, point.k) for point in results] == [("events", 1), ("handoffs", 1)]
+    for point in results:
+        assert point.error == "", point
+        assert point.cancelled, point  # recorded cancelled, and the cancel answered so
+        assert point.stop_s < 6, point
+        assert point.equal, point
