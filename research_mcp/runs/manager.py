@@ -14,6 +14,7 @@ waits on it through the store instead of running it a second time.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -39,9 +40,10 @@ logger = logging.getLogger(__name__)
 
 CANCELLED = "cancelled by the host"
 PROGRESS_EVERY_S = 5.0
+PROGRESS_SEND_S = 1.0  # at most this long for one progress notification to be written
 POLL_OTHER_PROCESS_S = 0.5  # how often a run owned by another process is read back while waiting on it
 
-Progress = Callable[[int, int, str], Awaitable[None]]
+Progress = Callable[[float, int, str], Awaitable[None]]
 
 
 @dataclass
@@ -141,16 +143,29 @@ class RunManager:
         self.store.update_run(run_id, status="cancelled", finished_at=now(), error=CANCELLED)
 
     async def wait(self, run_id: str, seconds: float, progress: Progress | None = None) -> Run:
-        """Wait at most `seconds` for the run to finish, reporting progress at each node and every 5 s."""
+        """Wait at most `seconds` for the run to finish, reporting progress at each node and every 5 s.
+
+        Progress values strictly increase (MCP requires it): nodes done, and between two nodes a
+        heartbeat creeping toward the next whole number. Each notification is sent whole before the
+        deadline or not at all, and none once the run has finished, so none follows the response."""
         live = self.live.get(run_id)
         if live is None:
             return self._as_known(await self._wait_elsewhere(run_id, seconds))
+        deadline = anyio.current_time() + seconds
+        last: float | None = None
 
         async def report() -> None:
-            if progress is not None and not live.done.is_set():
-                done, total = node_counts(self.store, self.store.get_run(run_id))
-                if total:  # no nodes yet: the run is still laying out its plan
-                    await progress(done, total, f"{done}/{total} nodes done")
+            nonlocal last
+            if progress is None or live.done.is_set():
+                return
+            done, total = node_counts(self.store, self.store.get_run(run_id))
+            value = next_progress(last, done, total)
+            room = deadline - anyio.current_time()
+            if value is None or room <= 0:  # no nodes yet (the plan is being laid out), or nothing new
+                return
+            last = value
+            with anyio.CancelScope(shield=True), anyio.move_on_after(min(room, PROGRESS_SEND_S)):
+                await progress(value, total, f"{done}/{total} nodes done")
 
         with anyio.move_on_after(seconds):
             await report()  # where the run stands, at once: the host sees it is alive
@@ -324,6 +339,18 @@ def final_roles(plan_id: str, root: PlanNode) -> dict[str, str]:
         elif not node.phases:
             roles[node_key(plan_id, node.id)] = "synthesizer"
     return roles
+
+
+def next_progress(last: float | None, done: int, total: int) -> float | None:
+    """The next progress value: `done` when it is new, else halfway from the last value to the next whole
+    number (a heartbeat that still increases); None when there is nothing to say (no nodes, all done)."""
+    if total <= 0:
+        return None
+    if last is None or done > last:
+        return float(done)
+    if done >= total:
+        return None
+    return last + (math.floor(last) + 1 - last) / 2
 
 
 def first_error(error: BaseException) -> BaseException:

@@ -155,8 +155,8 @@ async def execute_plan(
     if cancel and run_id is None:
         raise InvalidInput("cancel needs the run_id of the run to stop.")
 
-    async def progress(done: int, total: int, message: str) -> None:
-        await ctx.report_progress(done, total, message)
+    async def progress(value: float, total: int, message: str) -> None:
+        await ctx.report_progress(value, total, message)
 
     service = _service(ctx)
     return compact(

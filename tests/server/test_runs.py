@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import anyio
@@ -12,6 +13,7 @@ from research_mcp.config import Settings
 from research_mcp.contracts import ExtractorPayload
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
+from research_mcp.runs import manager
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
 
@@ -185,3 +187,42 @@ async def test_a_plain_resume_after_a_crash_does_not_rerun_a_finished_leaf_that_
     assert resumed.structured_content["status"] == "partial"  # the refused source is still named
     nodes = {n.node_id: n for n in store.nodes_for_run(run_id)}
     assert all(nodes[key].runs_started == 1 for key in done_before), nodes
+
+
+async def test_progress_values_strictly_increase_within_a_call_and_none_follows_its_response(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(manager, "PROGRESS_EVERY_S", 0.05)  # heartbeats between nodes, many of them
+    server = create_server(model=ScriptedModel(team_script, latency=0.3))
+    seen: list[tuple[str, float]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append(("progress", value))
+
+    async with Client(server) as client:
+        plan_id = await plan(client)
+        first = await client.call_tool(
+            "execute_plan", {"plan_id": plan_id, "wait_seconds": 0.4}, progress_callback=on_progress
+        )
+        seen.append(("response", 0))
+        second = await client.call_tool(
+            "execute_plan",
+            {"run_id": first.structured_content["id"], "wait_seconds": 20},
+            progress_callback=on_progress,
+        )
+        seen.append(("response", 0))
+        await anyio.sleep(0.3)  # a late notification would arrive here
+        assert second.structured_content["status"] == "done"
+
+    assert seen[-1] == ("response", 0)
+    calls: list[list[float]] = [[]]
+    for kind, value in seen:
+        if kind == "response":
+            calls.append([])
+        else:
+            calls[-1].append(value)
+    calls.pop()
+    assert len(calls) == 2 and all(calls)
+    for values in calls:
+        assert all(b > a for a, b in pairwise(values)), values
+    assert any(value != int(value) for values in calls for value in values)  # heartbeats did happen
