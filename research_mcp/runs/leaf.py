@@ -2,7 +2,8 @@
 
 A source that fails is named in the run context's failures and skipped, so its siblings finish.
 The sources a leaf chose are recorded (a `sources_chosen` event, with the searches' failures), so a
-leaf resumed after an interrupt or a crash reads the same sources again instead of searching anew:
+leaf resumed after an interrupt or a crash reads the same sources again instead of searching anew
+(unless a search failed then, or found nothing: that choice is made again):
 an extraction finished before the interruption is read back, never run again, one cancelled is run
 again, and the synthesizer gets every one of them, in the order of the sources, as an uninterrupted
 run would have given them.
@@ -118,7 +119,7 @@ def _done_extractions(rc: RunContext, key: str) -> dict[tuple[int, tuple[str, ..
 
 
 def _chosen_before(rc: RunContext, key: str) -> dict[str, list[str]] | None:
-    """The sources this leaf chose in an earlier attempt of the run, and the failures of that choice."""
+    """The sources this leaf chose in an earlier attempt of the run, and the searches that failed then."""
     for event in reversed(rc.deps.store.events_for_run(rc.run_id, "sources_chosen")):
         if event.node_id == key and event.data:
             return {"refs": list(event.data["refs"]), "failures": list(event.data["failures"])}
@@ -128,10 +129,8 @@ def _chosen_before(rc: RunContext, key: str) -> dict[str, list[str]] | None:
 async def leaf_sources(rc: RunContext, node: PlanNode, key: str, discovered: list[str]) -> list[str]:
     """The leaf's sources: those it chose before an interruption, else a new choice, recorded."""
     chosen = _chosen_before(rc, key)
-    if chosen is not None:
-        rc.failures.setdefault(key, []).extend(
-            f for f in chosen["failures"] if f not in rc.failures.get(key, [])
-        )
+    # A choice whose searches failed, or that found nothing, is made again (a retry is meant to).
+    if chosen is not None and chosen["refs"] and not chosen["failures"]:
         return chosen["refs"]
     refs = await choose_sources(rc, node, discovered, skip=set())
     rc.deps.store.add_event(
