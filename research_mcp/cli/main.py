@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -440,7 +441,11 @@ def run(
                 f"Resume it with: research-mcp run --resume {stop.run_id}{folders}",
                 err=True,
             )
-        sys.exit(INTERRUPTED)
+        # The run is recorded and the store closed; worker threads that cannot be interrupted (a model
+        # still loading, abandoned embedding work) would otherwise hold the exit for seconds.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(INTERRUPTED)
     except RunFailed as failure:
         raise click.ClickException(" ".join(str(failure).split())) from None
     run_id = handle["id"]

@@ -46,7 +46,8 @@ async def prior_findings(rc: RunContext, node: PlanNode, key: str, questions: li
         if (plan_id, leaf_id) != (rc.plan_id, node.id):
             others |= asked
     facts = await anyio.to_thread.run_sync(
-        lambda: knowledge.prior_findings(questions, own=own, others=others - own)
+        lambda: knowledge.prior_findings(questions, own=own, others=others - own),
+        abandon_on_cancel=True,  # a read: a cancelled run need not wait for it (or the model to load)
     )
     if facts:
         store.add_event(

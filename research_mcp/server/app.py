@@ -6,6 +6,7 @@ import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from typing import Any
 
 import anyio
@@ -135,7 +136,8 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
                 return choose_backend(config, ctx=ctx, anthropic=anthropic)
 
             async with anyio.create_task_group() as group:
-                group.start_soon(anyio.to_thread.run_sync, knowledge.warm_up)
+                # Abandoned on shutdown: a Ctrl-C in the first seconds does not wait for the model to load.
+                group.start_soon(partial(anyio.to_thread.run_sync, knowledge.warm_up, abandon_on_cancel=True))
                 service = ResearchService(
                     settings=config,
                     store=store,
