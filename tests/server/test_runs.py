@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from itertools import pairwise
 from typing import Any
 
@@ -76,7 +77,7 @@ async def test_cancel_stops_a_run_and_executing_again_finishes_it() -> None:
         started = await client.call_tool("execute_plan", {"plan_id": plan_id, "wait_seconds": 0})
         run_id = started.structured_content["id"]
         cancelled = await client.call_tool("execute_plan", {"run_id": run_id, "cancel": True})
-        assert cancelled.structured_content["status"] == "cancelled"
+        assert cancelled.structured_content["status"] == "cancelled", cancelled.structured_content
         resumed = await client.call_tool("execute_plan", {"run_id": run_id, "wait_seconds": 20})
         assert resumed.structured_content["status"] == "done"
 
@@ -226,3 +227,29 @@ async def test_progress_values_strictly_increase_within_a_call_and_none_follows_
     for values in calls:
         assert all(b > a for a, b in pairwise(values)), values
     assert any(value != int(value) for values in calls for value in values)  # heartbeats did happen
+
+
+async def test_cancel_of_a_run_left_running_by_a_dead_process_records_it_cancelled_and_says_how_to_resume() -> (
+    None
+):
+    async with Client(create_server(model=ScriptedModel(team_script))) as client:
+        plan_id = await plan(client)
+        store = Store(Settings().database_path)
+        run_id = store.create_run([plan_id], "scripted", None)
+        store.update_run(
+            run_id, status="running", owner=f"{socket.gethostname()}:999999999"
+        )  # its process died
+
+        cancelled = await client.call_tool("execute_plan", {"run_id": run_id, "cancel": True})
+        assert store.get_run(run_id).status == "cancelled"
+        summary = await client.call_tool("report_results", {"id": run_id})
+        report = await client.call_tool("report_results", {"id": run_id, "view": "report"})
+        resumed = await client.call_tool("execute_plan", {"run_id": run_id, "wait_seconds": 20})
+
+    assert cancelled.structured_content["status"] == "cancelled"
+    assert f"execute_plan(run_id='{run_id}') resumes it" in " ".join(cancelled.structured_content["summary"])
+    for answer in (summary, report):
+        text = " ".join(getattr(block, "text", "") for block in answer.content)
+        assert f"resume it with execute_plan(run_id='{run_id}')" in text, text
+        assert f"research-mcp run --resume {run_id}" in text
+    assert resumed.structured_content["status"] == "done"
