@@ -197,7 +197,11 @@ class RunManager:
         run_id = live.run_id
         try:
             run = store.get_run(run_id)
-            store.update_run(run_id, status="running", started_at=now(), attempt=run.attempt + 1, error=None)
+            attempt = run.attempt + 1
+            store.update_run(run_id, status="running", started_at=now(), attempt=attempt, error=None)
+            # The corpus folders this attempt searches: a resume from a terminal searches them again.
+            corpus = [str(path) for path in deps.settings.corpus]
+            store.add_event(run_id, "attempt", f"attempt {attempt} started", data={"corpus": corpus})
             # A background run has no one waiting on it: it rides out an overload of minutes.
             with patience(BACKGROUND), live.scope:
                 result_id = await self._execute(run_id, run.plan_ids, deps, live)

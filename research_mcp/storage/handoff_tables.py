@@ -98,17 +98,6 @@ class HandoffTables(StoreDatabase):
         )
         return int(row["n"]) if row else 0
 
-    def corpus_roots(self, run_id: str) -> list[str]:
-        """The corpus folders holding the documents the run's extractors read, first read first."""
-        rows = self._all(
-            "SELECT json_extract(s.metadata, '$.root') AS root, MIN(h.rowid) AS first FROM handoffs h"
-            " JOIN sources s ON s.id = json_extract(h.input, '$.source_id')"
-            " WHERE h.run_id = ? AND h.role = 'extractor' AND s.kind = 'corpus'"
-            " GROUP BY root ORDER BY first",
-            (run_id,),
-        )
-        return [str(row["root"]) for row in rows if row["root"]]
-
     def run_usage(self, run_id: str) -> RunUsage:
         row = self._one(
             "SELECT COUNT(*) AS handoffs, COALESCE(SUM(tokens_in), 0) AS tokens_in,"

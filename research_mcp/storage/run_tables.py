@@ -232,6 +232,21 @@ class RunTables(StoreDatabase):
                 (run_id, node_id, kind, message, as_json(data), now()),
             )
 
+    def corpus_roots(self, run_id: str) -> list[str]:
+        """The corpus folders the run searched (as its attempts recorded them) and those holding the
+        documents its extractors read."""
+        rows = self._all(
+            "SELECT json_extract(s.metadata, '$.root') AS root, MIN(h.rowid) AS first FROM handoffs h"
+            " JOIN sources s ON s.id = json_extract(h.input, '$.source_id')"
+            " WHERE h.run_id = ? AND h.role = 'extractor' AND s.kind = 'corpus'"
+            " GROUP BY root ORDER BY first",
+            (run_id,),
+        )
+        roots = [str(row["root"]) for row in rows if row["root"]]
+        for event in self.events_for_run(run_id, "attempt"):
+            roots += [root for root in (event.data or {}).get("corpus", []) if root not in roots]
+        return roots
+
     def events_for_run(self, run_id: str, kind: str | None = None) -> list[RunEvent]:
         sql = "SELECT * FROM events WHERE run_id = ?" + (" AND kind = ?" if kind else "") + " ORDER BY id"
         rows = self._all(sql, (run_id, kind) if kind else (run_id,))

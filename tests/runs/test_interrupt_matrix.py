@@ -20,3 +20,17 @@ def test_runs_cancelled_over_mcp_at_two_points_resume_to_the_uninterrupted_repor
         assert point.cancelled, point  # recorded cancelled, and the cancel answered so
         assert point.stop_s < 6, point
         assert point.equal, point
+
+
+@pytest.mark.timeout(600)
+def test_ctrl_c_before_any_source_is_read_resumes_without_corpus_to_the_uninterrupted_report(
+    tmp_path: Path,
+) -> None:
+    """SIGINT at the run's first event; `run --resume` without --corpus still searches the run's corpus."""
+    (point,) = matrix(["sigint"], 1, tmp_path, paragraphs=6, quiet=True)
+
+    assert (point.trigger, point.k) == ("events", 1)
+    assert point.error == "", point
+    assert point.cancelled, point
+    assert point.stop_s < 10, point
+    assert point.equal, point
