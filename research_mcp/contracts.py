@@ -76,8 +76,12 @@ RoleName = Literal["planner", "executor", "extractor", "synthesizer", "scout"]
 HandoffStatus = Literal["running", "done", "failed", "cancelled"]
 # "partial": finished, but some parts failed; they are named in the gaps, and
 # execute_plan(run_id, retry=true) retries them alone.
-RunStatus = Literal["pending", "running", "done", "partial", "failed", "cancelled", "budget_exhausted"]
-FINISHED: frozenset[RunStatus] = frozenset({"done", "partial", "budget_exhausted"})  # a report to read
+# "no_sources": finished, but no search found a source and no known fact applied: nothing was
+# researched; the run's error says how to add sources (RESEARCH_MCP_CORPUS, TAVILY_API_KEY, leaf sources).
+RunStatus = Literal[
+    "pending", "running", "done", "partial", "failed", "cancelled", "budget_exhausted", "no_sources"
+]
+FINISHED: frozenset[RunStatus] = frozenset({"done", "partial", "budget_exhausted", "no_sources"})  # a report
 RETRYABLE: frozenset[RunStatus] = frozenset({"partial"})  # finished, but a retry may fill its gaps
 View = Literal["summary", "report", "sources", "facts", "confidence", "gaps", "followups", "tree", "handoff"]
 

@@ -230,7 +230,13 @@ class ResearchService:
         }
         result = self.store.get_handoff(run.result_handoff_id) if run.result_handoff_id else None
         output = result.output_as(StoredSynthesis) if result else None
-        if status in FINISHED and result is not None and output is not None:
+        if status == "no_sources":
+            summary = [str(run.error), "nothing was researched: no search found a source"]
+            next_calls = [
+                "plan_research(query=<same>) once sources are added",
+                f"report_results(id='{run_id}')",
+            ]
+        elif status in FINISHED and result is not None and output is not None:
             metrics["citations_verified"] = output.citations.verified
             metrics["citations_made"] = output.citations.made
             summary = [
@@ -302,10 +308,14 @@ class ResearchService:
     async def scout(
         self, topic: str, queries: list[str], limit: int, *, model: ModelBackend
     ) -> CompactReturn:
+        coverage = self.sources.corpus_coverage()  # taken before searching: what the searches saw
         result = await scout(self.deps(model), topic, queries=queries, limit=limit)
         output = self.store.get_handoff(result.handoff_id).output_as(StoredCuration) or StoredCuration()
         ranked = output.sources
         top = "; ".join(item.title[:50] for item in ranked[:3])
+        metrics: dict[str, Any] = {"ranked": len(ranked), "searches": output.searches}
+        if coverage is not None:  # the corpus is still being indexed: say how much was searched
+            metrics["corpus"] = coverage.removeprefix("corpus: ")
         return fit_compact(
             CompactReturn(
                 id=result.handoff_id,
@@ -313,10 +323,10 @@ class ResearchService:
                 status="done",
                 summary=[
                     f"{len(ranked)} sources ranked from {output.candidates} candidates",
-                    f"top: {top}",
+                    f"top: {top}" if ranked else f"nothing relevant found: {self.sources.nothing_found()}",
                 ]
-                + ([] if ranked else [f"sources: {self.sources.describe()}"]),
-                metrics={"ranked": len(ranked), "searches": output.searches},
+                + ([coverage] if coverage else []),
+                metrics=metrics,
                 next=[f"report_results(id='{result.handoff_id}', view='sources')"],
                 backend=model.name,
             )

@@ -9,6 +9,7 @@ done are read back, not run again.
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 from dataclasses import dataclass, field
@@ -23,6 +24,9 @@ from research_mcp.config import Settings
 __all__ = ["Interrupted", "RunFailed", "RunRequest", "drive"]
 
 WAIT_S = 30.0  # each execute_plan call waits this long (the tool allows at most 55 s)
+CORPUS_STATUS = "research://corpus/status"
+CORPUS_POLL_S = 0.2
+CORPUS_NOTE_S = 2.0  # at most one line about indexing this often
 
 
 class RunFailed(Exception):
@@ -91,6 +95,7 @@ async def drive(settings: Settings, request: RunRequest, progress: LiveProgress)
 async def _run(
     client: Client, request: RunRequest, state: _State, progress: LiveProgress, group: Any
 ) -> dict[str, Any]:
+    await _wait_for_corpus(client, progress)
     if request.resume is not None:
         state.phase = "starting"
         handle = _handle(
@@ -135,6 +140,24 @@ async def _run(
     finally:
         watcher.cancel()
     return handle
+
+
+async def _wait_for_corpus(client: Client, progress: LiveProgress) -> None:
+    """A terminal run searches the whole corpus: wait for the server's indexing pass, saying how far
+    it has got every few seconds (a server answering a host does not wait: its results say what
+    they could search)."""
+    shown, last = "", 0.0
+    while True:
+        result = await client.read_resource(CORPUS_STATUS)
+        status = json.loads(getattr(result.contents[0], "text", "{}"))
+        if status.get("phase") in (None, "ready", "stopped", "failed", "not_configured"):
+            if shown and status.get("line"):
+                progress.note(status["line"])
+            return
+        if status["line"] != shown and anyio.current_time() - last >= CORPUS_NOTE_S:
+            progress.note(status["line"])
+            shown, last = status["line"], anyio.current_time()
+        await anyio.sleep(CORPUS_POLL_S)
 
 
 async def _cancel(client: Client, run_id: str) -> dict[str, Any]:

@@ -143,39 +143,26 @@ def doctor() -> None:
         f"concurrency:  {settings.concurrency} model calls at once",
         connect_hint(),
     ]
+    from research_mcp.cli.corpus import doctor_lines
+
+    lines[4:4] = doctor_lines(settings)  # after the corpus folders
+    if not settings.corpus and not settings.tavily_api_key:
+        lines.append(
+            "problem: nothing to search: set RESEARCH_MCP_CORPUS to folders of your documents, "
+            "or TAVILY_API_KEY for web search (or give sources to each plan leaf)"
+        )
     click.echo("\n".join(lines))
 
 
 @main.command()
 @click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
 def index(folder: Path) -> None:
-    """Index a folder of documents (md, txt, html, pdf) into the local corpus; only changed files again."""
-    from research_mcp.server.app import open_corpus, open_knowledge_index, open_parser
-    from research_mcp.storage.store import Store
+    """Index a folder of documents (md, txt, html, pdf) into the local corpus; only changed files again.
 
-    settings = _settings()
-    roots = [*settings.corpus, folder.resolve()]
-    settings = settings.model_copy(update={"corpus": roots})
-    store = Store(settings.database_path)
-    knowledge_index = open_knowledge_index(settings)
-    parser = open_parser(settings)
-    try:
-        corpus = open_corpus(settings, store, knowledge_index, parser)
-        try:
-            report = corpus.index(folder.resolve())
-        except ResearchError as failure:  # a store that cannot be written: one line, not a traceback
-            raise _user_error(failure) from None
-        click.echo(
-            f"{folder}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-            f"{report.removed} removed; {corpus.document_count()} documents in the corpus"
-        )
-        for error in report.errors:
-            click.echo(f"skipped: {error}", err=True)
-        click.echo(f"add it to RESEARCH_MCP_CORPUS so the server searches it: {folder.resolve()}")
-    finally:
-        parser.close()
-        knowledge_index.close()
-        store.close()
+    Shows progress; Ctrl-C keeps what was indexed, and running it again goes on from there."""
+    from research_mcp.cli.corpus import index_folder
+
+    index_folder(_settings(), folder)
 
 
 @main.command()
@@ -454,6 +441,8 @@ def run(
         raise click.ClickException(
             f"run {run_id} {handle['status']} ({summary}); fix the cause, then: research-mcp run --resume {run_id}"
         )
+    if handle["status"] == "no_sources":  # exit 1: an empty report is not an answer
+        raise click.ClickException(f"run {run_id}: {handle['summary'][0]}")
     if handle["status"] == "budget_exhausted":
         click.echo(f"run {run_id}: the budget ran out; the report below is partial.", err=True)
     if handle["status"] == "partial":

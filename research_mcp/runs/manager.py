@@ -208,12 +208,19 @@ class RunManager:
                 # Failures reach the top synthesis from every node below it (see synthesizer.py).
                 failed = store.get_handoff(result_id).failures
                 limited = deps.budget.source_limit_reached()
+                nothing = not limited and store.sources_read(run_id) == 0 and store.count_facts(run_id) == 0
                 store.update_run(
                     run_id,
-                    status="budget_exhausted" if limited else "partial" if failed else "done",
+                    status="budget_exhausted"
+                    if limited
+                    else "no_sources"
+                    if nothing
+                    else "partial"
+                    if failed
+                    else "done",
                     finished_at=now(),
                     result_handoff_id=result_id,
-                    error=limited,
+                    error=limited or (deps.sources.nothing_found() if nothing else None),
                 )
             if live.scope.cancelled_caught:
                 store.update_run(run_id, status="cancelled", finished_at=now(), error=CANCELLED)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from functools import partial
 from typing import Any
 
 import anyio
@@ -15,9 +15,7 @@ from mcp.server.mcpserver import Context
 
 from research_mcp import __version__
 from research_mcp.config import Settings
-from research_mcp.errors import StoreError
 from research_mcp.llm.base import ModelBackend
-from research_mcp.llm.embeddings import corpus_embedder, default_embedder
 from research_mcp.llm.select import choose_backend
 from research_mcp.redaction import Redactor, redact_logs
 from research_mcp.runs.manager import RunManager
@@ -29,6 +27,7 @@ from research_mcp.server.tools import build_tools
 from research_mcp.server.view import AppsOnly, build_apps, link_view
 from research_mcp.service import ResearchService
 from research_mcp.sources.fetch import SafeFetcher
+from research_mcp.sources.indexing import index_in_background
 from research_mcp.sources.library import SourceLibrary
 from research_mcp.sources.parsing import DocumentParser
 from research_mcp.sources.search import WebSearch
@@ -46,15 +45,19 @@ INSTRUCTIONS = (
 )
 
 
-def open_knowledge_index(settings: Settings) -> KnowledgeIndex:
+def open_knowledge_index(settings: Settings, *, lazy: bool = False) -> KnowledgeIndex:
     """The process's one knowledge index: a Qdrant server at QDRANT_URL, else embedded under the data
-    folder. Never raises for an unavailable Qdrant (the index is then a no-op, with one warning)."""
+    folder. Never raises for an unavailable Qdrant (the index is then a no-op, with one warning).
+    ``lazy`` defers the connection (and importing qdrant-client) to first use."""
+    from research_mcp.llm.embeddings import corpus_embedder, default_embedder
+
     return KnowledgeIndex.open(
         path=settings.qdrant_path,
         url=settings.qdrant_url,
         api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None,
         embedder=default_embedder(),
         chunk_embedder=corpus_embedder(),
+        lazy=lazy,
     )
 
 
@@ -68,7 +71,7 @@ def open_parser(settings: Settings) -> DocumentParser:
 
 
 def open_corpus(settings: Settings, store: Store, index: KnowledgeIndex, parser: DocumentParser) -> Any:
-    """The local corpus over RESEARCH_MCP_CORPUS (indexed incrementally at start), or None."""
+    """The local corpus over RESEARCH_MCP_CORPUS (the server indexes it in the background), or None."""
     if not settings.corpus:
         return None
     from research_mcp.sources.corpus import Corpus
@@ -76,36 +79,22 @@ def open_corpus(settings: Settings, store: Store, index: KnowledgeIndex, parser:
     return Corpus(store, settings.corpus, index=index, parser=parser)
 
 
-def bring_corpus_up_to_date(corpus: Any) -> None:
-    """Index the corpus at start. A file that cannot be read is skipped with a note; a store that
-    cannot be written (a read-only or full data folder) leaves the index as it was, said on stderr,
-    and the server starts all the same: searches find what was indexed before."""
-    try:
-        report = corpus.index()
-    except StoreError as err:
-        logger.warning(
-            "corpus index not updated, searches use it as it was (it may be stale or empty): %s",
-            " ".join(str(err).split()),
-        )
-        return
-    for error in report.errors:
-        logger.warning("corpus: %s", error)
-    logger.info(
-        "corpus: %d documents (%d new or changed)", corpus.document_count(), report.added + report.updated
-    )
-
-
 def create_server(settings: Settings | None = None, *, model: ModelBackend | None = None) -> MCPServer[Any]:
     """The research-mcp server. `model` replaces backend choice (tests and benchmarks use a scripted one)."""
+
+    running: list[ResearchService] = []  # the service while the server runs, for static resources
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[ServerState]:
         config = settings or Settings()
         redact = Redactor.from_settings(config)
         store = Store(config.database_path)
+        stop_indexing = threading.Event()
         async with AsyncExitStack() as stack:
             stack.callback(redact_logs(redact))  # the last thing undone: logs stay redacted to the end
-            index = await anyio.to_thread.run_sync(open_knowledge_index, config)
+            # Nothing slow before the host's first request is answered: Qdrant connects, and the
+            # corpus is indexed, in the background; searches meanwhile use what is indexed.
+            index = open_knowledge_index(config, lazy=True)
             stack.callback(index.close)  # after the runs below have stopped
             knowledge = KnowledgeBase(store, index, web_max_age=config.web_max_age)
             parser = open_parser(config)
@@ -117,8 +106,6 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
             web = WebSearch.from_settings(config)
             stack.push_async_callback(web.aclose)
             corpus = open_corpus(config, store, index, parser)
-            if corpus is not None:
-                await anyio.to_thread.run_sync(bring_corpus_up_to_date, corpus)
             library = SourceLibrary(
                 store, fetcher=fetcher, web=web, corpus=corpus, web_max_age=config.web_max_age
             )
@@ -136,8 +123,10 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
                 return choose_backend(config, ctx=ctx, anthropic=anthropic)
 
             async with anyio.create_task_group() as group:
-                # Abandoned on shutdown: a Ctrl-C in the first seconds does not wait for the model to load.
-                group.start_soon(partial(anyio.to_thread.run_sync, knowledge.warm_up, abandon_on_cancel=True))
+                # Connect now (off the event loop), so this server holds the local folder's lock.
+                group.start_soon(anyio.to_thread.run_sync, index.connect)
+                if corpus is not None:
+                    group.start_soon(index_in_background, corpus, stop_indexing)
                 service = ResearchService(
                     settings=config,
                     store=store,
@@ -145,9 +134,12 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
                     runs=RunManager(store, group),
                     knowledge=knowledge,
                 )
+                running.append(service)
                 try:
                     yield ServerState(service, choose_model)
                 finally:
+                    running.remove(service)
+                    stop_indexing.set()  # the pass ends after the file or batch at hand
                     group.cancel_scope.cancel()
         store.close()
 
@@ -163,6 +155,6 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
         # an unknown prompt is invalid params.
         middleware=[AppsOnly(), TaskRequests(), UnknownPrompts()],
     )
-    register_resources(server)
+    register_resources(server, lambda: running[-1] if running else None)
     register_prompts(server)
     return server

@@ -1,8 +1,10 @@
-"""Resources: a run's report as Markdown and any handoff as JSON."""
+"""Resources: a run's report as Markdown, any handoff as JSON, and the corpus index's state."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Callable
 from typing import Any
 
 from mcp.server import MCPServer
@@ -11,11 +13,14 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from research_mcp.errors import NotFound, ResearchError
 from research_mcp.reports import report_markdown
 from research_mcp.server.context import ToolContext
+from research_mcp.service import ResearchService
 
 __all__ = ["register_resources"]
 
 
-def register_resources(server: MCPServer[Any]) -> None:
+def register_resources(server: MCPServer[Any], running: Callable[[], ResearchService | None]) -> None:
+    """``running`` gives the service of the server while it runs (static resources get no context)."""
+
     @server.resource("research://runs/{run_id}/report.md", mime_type="text/markdown")
     def run_report(run_id: str, ctx: ToolContext) -> str:
         """The finished report of a run, with sources and confidence."""
@@ -35,3 +40,17 @@ def register_resources(server: MCPServer[Any]) -> None:
             return json.dumps(service.store.get_handoff(handoff_id).model_dump(mode="json"), indent=1)
         except NotFound as error:
             raise ResourceNotFoundError(str(error)) from error
+
+    @server.resource("research://corpus/status", mime_type="application/json")
+    def corpus_status() -> str:
+        """How far indexing of the local corpus (RESEARCH_MCP_CORPUS) has got."""
+        service = running()
+        if service is None:
+            raise ResourceError("the server is starting or stopping; read this again in a moment")
+        corpus = service.sources.corpus
+        if corpus is None:
+            return json.dumps(
+                {"phase": "not_configured", "line": "corpus: not configured (set RESEARCH_MCP_CORPUS)"}
+            )
+        status = corpus.status()
+        return json.dumps({**dataclasses.asdict(status), "line": status.line()}, indent=1)

@@ -8,9 +8,11 @@ file becomes a title and a text, and how the text is cut into chunks: ``document
 PDF are parsed in a worker process under the source time limit and a memory limit
 (``parsing.py``), so no file can stall or crash indexing.
 
-Indexing is incremental. A file whose size and modification time match what is stored is not
-read; one that differs is read and hashed (sha256), and only when the hash changed is it chunked
-again and its chunks embedded again. Files gone from disk are removed.
+
+Indexing is incremental and resumable (``indexing.py``): a file whose size and modification time
+match what is stored is not read; one that differs is read and hashed (sha256), and only when the
+hash changed is it chunked again and its chunks embedded again. Files gone from disk are removed.
+An interrupted pass keeps what it committed and embedded. ``progress`` tells how far it has got.
 
 Path safety: every path is resolved (symlinks followed, ``..`` collapsed) and must then lie inside
 a configured folder, tested with ``Path.is_relative_to`` on resolved paths (a string prefix test
@@ -22,24 +24,22 @@ Ranking: BM25, vectors and title links fused by reciprocal rank fusion; see ``ra
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
-import stat as stat_mode
-import time
+import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from research_mcp.errors import InvalidInput, NotConfigured, NotFound, SourceError
-from research_mcp.sources.documents import (
-    chunk_spans,
-    describe_file_kind,
-    embedding_text,
-    read_document,
-    read_regular_file,
-    size_cap,
+from research_mcp.errors import InvalidInput, NotConfigured, NotFound
+from research_mcp.sources.documents import chunk_spans, embedding_text
+from research_mcp.sources.indexing import (
+    CorpusStatus,
+    IndexProgress,
+    IndexReport,
+    index_corpus,
+    rebuild_vectors,
 )
 from research_mcp.sources.parsing import DocumentParser
 from research_mcp.sources.ranking import (
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from research_mcp.storage.store import Store
     from research_mcp.storage.vectors import KnowledgeIndex
 
-__all__ = ["Corpus", "CorpusDocument", "CorpusHit", "IndexReport", "SearchMode", "fts_query"]
+__all__ = ["Corpus", "CorpusDocument", "CorpusHit", "CorpusStatus", "IndexReport", "SearchMode", "fts_query"]
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +71,10 @@ DEFAULT_PARSE_TIMEOUT = 20.0
 #: bm25() column weights (text, title): a query word in the title says what the whole document is
 #: about, so it counts as much as two in the body, the usual BM25F-style title boost.
 BM25_WEIGHTS = (1.0, 2.0)
+#: The relevance floor (cosine of all-MiniLM-L6-v2 embeddings): a query no chunk comes this close
+#: to has nothing relevant in the corpus. Calibrated by ``python -m bench.relevance``; recalibrate
+#: it there when the embedding model changes.
+RELEVANCE_FLOOR = 0.3
 #: Documents each retriever ranks per requested hit, before fusion.
 POOL_FACTOR = 5
 MIN_POOL = 50
@@ -79,10 +83,6 @@ MIN_POOL = 50
 LEXICAL_CHUNKS_PER_DOC = 10
 #: The first-pass documents whose matched passages are searched for other documents' titles.
 LINK_SEEDS = 3
-#: Chunks embedded and upserted together: bounds the memory one indexing step holds.
-EMBED_BATCH = 256
-#: Seconds between two progress log lines of a long re-embedding.
-PROGRESS_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -108,28 +108,6 @@ class CorpusDocument:
     title: str
     text: str
     content_hash: str
-
-
-@dataclass(frozen=True)
-class IndexReport:
-    """What one indexing pass did; ``read`` counts the files whose bytes were read."""
-
-    added: int
-    updated: int
-    unchanged: int
-    removed: int
-    errors: list[str] = field(default_factory=list)
-    read: int = 0
-
-
-@dataclass
-class _Tally:
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    removed: int = 0
-    read: int = 0
-    errors: list[str] = field(default_factory=list)
 
 
 class Corpus:
@@ -161,6 +139,7 @@ class Corpus:
             index = KnowledgeIndex.open(location=":memory:", embedder=embedder)
         self._index = index
         self._titles: tuple[tuple[Any, ...], TitleIndex] | None = None
+        self.progress = IndexProgress(known=self.document_count())
 
     @property
     def dense_available(self) -> bool:
@@ -194,10 +173,32 @@ class Corpus:
         owners = [root for root in self.roots if resolved.is_relative_to(root)]
         return max(owners, key=lambda root: len(root.parts)) if owners else None
 
-    # --- indexing ------------------------------------------------------------------------------
+    # --- indexing (the pass itself: indexing.py) ---------------------------------------------
 
-    def index(self, folder: Path | None = None) -> IndexReport:
-        """Bring the index up to date with the files on disk (all folders, or one folder inside one)."""
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def vectors(self) -> KnowledgeIndex | None:
+        """The index holding chunk vectors; None when search is lexical only."""
+        return self._index
+
+    def status(self) -> CorpusStatus:
+        """How far indexing has got, for tool results, the status resource and ``doctor``."""
+        return self.progress.status()
+
+    def index(
+        self,
+        folder: Path | None = None,
+        *,
+        progress: IndexProgress | None = None,
+        stop: threading.Event | None = None,
+    ) -> IndexReport:
+        """Bring the index up to date with the files on disk (all folders, or one folder inside one).
+
+        Setting ``stop`` ends the pass after the file or batch at hand; what it did is kept.
+        """
         if folder is None:
             scopes = [(root, root) for root in self.roots]
         else:
@@ -207,115 +208,14 @@ class Corpus:
             owner = self._owner(top)
             assert owner is not None
             scopes = [(owner, top)]
-        tally = _Tally()
-        stale_vectors = self.dense_available and self._vectors_out_of_step()
-        pending: list[tuple[int, str, dict[str, Any]]] = []
         parser = self._parser or DocumentParser(timeout=DEFAULT_PARSE_TIMEOUT)
         try:
-            for root, top in scopes:
-                if not top.is_dir():
-                    tally.errors.append(f"{top}: folder not found; its documents are kept until it is back")
-                    continue
-                self._index_scope(root, top, tally, pending, parser, embed=not stale_vectors)
+            return index_corpus(self, scopes, parser, progress or self.progress, stop)
         finally:
             if parser is not self._parser:
                 parser.close()
-        try:
-            self._embed(pending)
-            if self.dense_available and (stale_vectors or self._vectors_out_of_step()):
-                self.rebuild_vectors()
-        except NotConfigured as err:
-            tally.errors.append(f"vectors: {err}")
-            self._drop_vectors(err)
-        return IndexReport(
-            added=tally.added,
-            updated=tally.updated,
-            unchanged=tally.unchanged,
-            removed=tally.removed,
-            errors=tally.errors,
-            read=tally.read,
-        )
 
-    def _index_scope(
-        self,
-        root: Path,
-        top: Path,
-        tally: _Tally,
-        pending: list[tuple[int, str, dict[str, Any]]],
-        parser: DocumentParser,
-        *,
-        embed: bool,
-    ) -> None:
-        known = {
-            row.path: row
-            for row in self._store.corpus_files(str(root))
-            if top == root or PurePosixPath(row.path).is_relative_to(top.relative_to(root).as_posix())
-        }
-        seen: set[str] = set()
-        for file in self._walk(root, top, tally.errors):
-            rel = file.relative_to(root).as_posix()
-            if rel in seen:
-                continue
-            seen.add(rel)
-            row = known.get(rel)
-            try:
-                stat = file.stat()
-            except OSError as err:
-                tally.errors.append(f"{rel}: cannot be read ({err.strerror}); skipped")
-                continue
-            if not stat_mode.S_ISREG(stat.st_mode):
-                self._fail(
-                    tally, row, f"{rel}: {describe_file_kind(stat.st_mode)}, not a regular file; skipped"
-                )
-                continue
-            if row is not None and row.size == stat.st_size and row.mtime_ns == stat.st_mtime_ns:
-                tally.unchanged += 1
-                continue
-            cap = size_cap(file.suffix.lower())
-            if stat.st_size > cap:
-                self._fail(tally, row, f"{rel}: larger than {cap // 2**20} MB; skipped")
-                continue
-            try:
-                data = read_regular_file(file, cap)
-            except SourceError as err:
-                self._fail(tally, row, f"{rel}: {err}")
-                continue
-            except OSError as err:
-                tally.errors.append(f"{rel}: cannot be read ({err.strerror}); skipped")
-                continue
-            tally.read += 1
-            digest = hashlib.sha256(data).hexdigest()
-            if row is not None and row.content_hash == digest:
-                self._store.touch_corpus_document(row.id, size=stat.st_size, mtime_ns=stat.st_mtime_ns)
-                tally.unchanged += 1
-                continue
-            try:
-                document = read_document(data, file.suffix.lower(), rel, parser)
-            except SourceError as err:
-                self._fail(tally, row, f"{rel}: {err}")
-                continue
-            if document is None:  # an empty file: nothing to find in it, nothing to report
-                self._fail(tally, row, None)
-                continue
-            title, text = document
-            chunks = self._save(root, rel, title, text, digest, stat, row)
-            if embed:
-                pending.extend(chunks)
-            if row is None:
-                tally.added += 1
-            else:
-                tally.updated += 1
-            if len(pending) >= EMBED_BATCH:
-                try:
-                    self._embed(pending)
-                except NotConfigured as err:
-                    self._drop_vectors(err)
-        gone = [row for path, row in known.items() if path not in seen]
-        for row in gone:
-            self._delete(row.id)
-        tally.removed += len(gone)
-
-    def _walk(self, root: Path, top: Path, errors: list[str]) -> Iterator[Path]:
+    def walk(self, root: Path, top: Path, errors: list[str]) -> Iterator[Path]:
         """Files to index under ``top``, resolved, in a stable order; escaping symlinks reported."""
 
         def unreadable(err: OSError) -> None:
@@ -352,15 +252,15 @@ class Corpus:
             return None
         return target
 
-    def _fail(self, tally: _Tally, row: CorpusFileState | None, message: str | None) -> None:
-        """Report a file that cannot be indexed; its earlier version, if any, leaves the index."""
-        if message is not None:
-            tally.errors.append(message)
-        if row is not None:
-            self._delete(row.id)
-            tally.removed += 1
+    def known_files(self, root: Path) -> list[CorpusFileState]:
+        """What the index holds of the files of one folder, to compare with the disk."""
+        return self._store.corpus_files(str(root))
 
-    def _save(
+    def touch_document(self, doc_id: int, stat: os.stat_result) -> None:
+        """A file touched but unchanged: remember its new size and time, so it is not read again."""
+        self._store.touch_corpus_document(doc_id, size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+
+    def save_document(
         self,
         root: Path,
         rel: str,
@@ -370,7 +270,7 @@ class Corpus:
         stat: os.stat_result,
         row: CorpusFileState | None,
     ) -> list[tuple[int, str, dict[str, Any]]]:
-        """Store a new or changed document and its chunks; return the chunks to embed."""
+        """Store a new or changed document and its chunks (one transaction); return the chunks to embed."""
         spans = list(chunk_spans(text))
         doc_id, old_chunks, chunk_ids = self._store.save_corpus_document(
             doc_id=None if row is None else row.id,
@@ -390,55 +290,19 @@ class Corpus:
             for chunk_id, (start, end) in zip(chunk_ids, spans, strict=True)
         ]
 
-    def _delete(self, doc_id: int) -> None:
+    def delete_document(self, doc_id: int) -> None:
         chunk_ids = self._store.delete_corpus_document(doc_id)
         if chunk_ids and self._index is not None:
             self._index.delete("chunks", chunk_ids)
 
-    def _drop_vectors(self, err: NotConfigured) -> None:
+    def drop_vectors(self, err: NotConfigured) -> None:
         """The embedder cannot run (its model is missing): go on with lexical search alone."""
         logger.warning("corpus search goes on without vectors: %s", err)
         self._index = None
 
-    def _embed(self, pending: list[tuple[int, str, dict[str, Any]]]) -> None:
-        if self._index is not None and pending:
-            self._index.add("chunks", pending)
-        pending.clear()
-
-    def _vectors_out_of_step(self) -> bool:
-        assert self._index is not None
-        return self._index.count("chunks") != self._store.corpus_chunk_count()
-
     def rebuild_vectors(self, progress: Callable[[int, int], None] | None = None) -> None:
-        """Re-embed every chunk from SQLite: the vector index is derived data and may be lost.
-
-        Also how a change of embedder is caught up: its collection starts empty. Chunks are read
-        and embedded EMBED_BATCH at a time, so memory does not grow with the corpus. ``progress``
-        is called after each batch with (chunks embedded, chunks in all); a log line reports the
-        same at most every PROGRESS_SECONDS.
-        """
-        if self._index is None:
-            return
-        total = self._store.corpus_chunk_count()
-        embedder = self._index.embedder_for("chunks")
-        logger.info("re-embedding %d corpus chunks from SQLite with %s", total, embedder.name)
-        self._index.reset("chunks")
-        last, done, started = 0, 0, time.monotonic()
-        logged = started
-        while True:
-            chunks = self._store.corpus_chunks_after(last, EMBED_BATCH)
-            if not chunks:
-                break
-            self._index.add(
-                "chunks", [(c.id, embedding_text(c.title, c.text), {"doc_id": c.doc_id}) for c in chunks]
-            )
-            last, done = chunks[-1].id, done + len(chunks)
-            if progress is not None:
-                progress(done, total)
-            if time.monotonic() - logged >= PROGRESS_SECONDS:
-                logged = time.monotonic()
-                logger.info("re-embedding corpus chunks: %d of %d", done, total)
-        logger.info("re-embedded %d corpus chunks in %.1f s", done, time.monotonic() - started)
+        """Re-embed every chunk from SQLite: the vector index is derived data and may be lost."""
+        rebuild_vectors(self, progress)
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -448,6 +312,24 @@ class Corpus:
 
     def document_count(self) -> int:
         return self._store.corpus_document_count(self._root_names)
+
+    def document_at(self, path: str | Path) -> int:
+        """The id of the indexed document at a local path inside the corpus folders; InvalidInput
+        (saying why) for a path outside them, one that is no document, or one not indexed yet."""
+        resolved = self.resolve(path)
+        owner = self._owner(resolved)
+        assert owner is not None
+        rel = resolved.relative_to(owner).as_posix()
+        row = next((f for f in self._store.corpus_files(str(owner)) if f.path == rel), None)
+        if row is not None:
+            return row.id
+        if not resolved.is_file() or resolved.suffix.lower() not in SUFFIXES:
+            raise InvalidInput(
+                f"{str(path)!r} is not a document research-mcp reads ({', '.join(sorted(SUFFIXES))} files)."
+            )
+        status = self.status()
+        why = status.line() if not status.complete else "it was skipped when the corpus was indexed"
+        raise InvalidInput(f"{str(path)!r} is in the corpus but not indexed ({why}); try again later.")
 
     def read(self, doc_id: int) -> CorpusDocument:
         """A document of the configured folders by id; NotFound otherwise."""
@@ -467,11 +349,20 @@ class Corpus:
     # --- search --------------------------------------------------------------------------------
 
     def search(
-        self, query: str, *, limit: int = 10, mode: SearchMode = "hybrid", follow_links: bool = True
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        mode: SearchMode = "hybrid",
+        follow_links: bool = True,
+        min_similarity: float | None = None,
     ) -> list[CorpusHit]:
         """Documents best matching ``query``, best first.
 
         ``mode`` and ``follow_links`` isolate one signal, for evaluation; the default uses them all.
+        ``min_similarity`` is a relevance floor: when no chunk of the corpus is that close in meaning
+        to the query (cosine of the embeddings), nothing is relevant and no document is returned,
+        however many share a word with it. Without vectors the floor cannot be applied.
         """
         if limit < 1:
             raise InvalidInput(f"limit must be at least 1, not {limit!r}.")
@@ -479,10 +370,15 @@ class Corpus:
             return []
         pool = max(limit * POOL_FACTOR, MIN_POOL)
         rankings: list[list[tuple[int, int | None]]] = []
+        dense: list[tuple[int, int]] = []
+        if mode in ("hybrid", "dense") or min_similarity is not None:
+            dense, best = self._dense(query, pool)
+            if min_similarity is not None and best is not None and best < min_similarity:
+                return []
         if mode in ("hybrid", "lexical"):
             rankings.append(list(self._lexical(query, pool)))
         if mode in ("hybrid", "dense"):
-            rankings.append(list(self._dense(query, pool)))
+            rankings.append(list(dense))
         fused = Fusion(rankings)
         if mode == "hybrid" and follow_links:
             linked = self._linked(query, [(d, fused.chunk[d]) for d in fused.order[:LINK_SEEDS]])
@@ -538,18 +434,20 @@ class Corpus:
             self._titles = (key, TitleIndex(iter(self._store.corpus_titles(self._root_names))))
         return self._titles[1]
 
-    def _dense(self, query: str, pool: int) -> list[tuple[int, int]]:
-        """Cosine-similarity ranking of documents by their best chunk: ``[(doc_id, chunk_id)]``."""
+    def _dense(self, query: str, pool: int) -> tuple[list[tuple[int, int]], float | None]:
+        """Cosine-similarity ranking of documents by their best chunk, ``[(doc_id, chunk_id)]``, and
+        the best cosine of a chunk in scope (None without vectors)."""
         if self._index is None or not self._index.available:
-            return []
+            return [], None
         try:
             hits = self._index.search("chunks", query, limit=pool, min_score=-1.0)
         except NotConfigured as err:
-            self._drop_vectors(err)
-            return []
+            self.drop_vectors(err)
+            return [], None
         ranking = best_per_document((int(h.payload["doc_id"]), h.id) for h in hits if "doc_id" in h.payload)
         in_scope = self._in_scope([doc_id for doc_id, _ in ranking])
-        return [(doc_id, chunk_id) for doc_id, chunk_id in ranking if doc_id in in_scope]
+        scores = [h.score for h in hits if h.payload.get("doc_id") in in_scope]
+        return [(d, c) for d, c in ranking if d in in_scope], max(scores, default=None)
 
     def _in_scope(self, doc_ids: Sequence[int]) -> dict[int, CorpusDocumentInfo]:
         """Those documents that exist and belong to a configured folder, by id."""

@@ -6,6 +6,7 @@ already in the store), or plain text given by the user (stored as `text:<hash>`)
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import re
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from research_mcp.contracts import Source
 from research_mcp.errors import InvalidInput, NotConfigured, SourceError
+from research_mcp.sources.corpus import RELEVANCE_FLOOR
 
 if TYPE_CHECKING:
     from research_mcp.sources.corpus import Corpus
@@ -29,6 +31,8 @@ logger = logging.getLogger(__name__)
 MIN_TEXT_CHARS = 20
 _STORED = re.compile(r"^S(\d+)$")
 _CORPUS = re.compile(r"^corpus:(\d+)$")
+# A local file: file:// URL, or one line starting like an absolute, home or relative path.
+_PATH = re.compile(r"^(?:file:|~[/\\]|\.{1,2}[/\\]|/|[A-Za-z]:[/\\])[^\n]*$", re.IGNORECASE)
 _TRACKING = re.compile(r"^(utm_|fbclid$|gclid$|mc_)")
 
 
@@ -44,7 +48,7 @@ class Candidate:
     published: str | None = None
 
 
-def classify_ref(ref: str) -> Literal["web", "corpus", "stored", "text"]:
+def classify_ref(ref: str) -> Literal["web", "corpus", "stored", "path", "text"]:
     ref = ref.strip()
     if ref.lower().startswith(("http://", "https://")):
         return "web"
@@ -52,6 +56,8 @@ def classify_ref(ref: str) -> Literal["web", "corpus", "stored", "text"]:
         return "corpus"
     if _STORED.match(ref):
         return "stored"
+    if _PATH.match(ref):
+        return "path"
     return "text"
 
 
@@ -96,6 +102,9 @@ class SourceLibrary:
             return self.store.get_source(int(ref[1:]))
         if kind == "web":
             return await self._read_web(ref)
+        if kind == "path":
+            ref = f"corpus:{self._corpus_document_at(ref)}"
+            kind = "corpus"
         if kind == "corpus":
             if self.corpus is None:
                 raise NotConfigured("No local corpus is configured: set RESEARCH_MCP_CORPUS to your folders.")
@@ -117,6 +126,25 @@ class SourceLibrary:
         return self.store.add_source(
             ref=f"text:{digest[:16]}", kind="text", title=title or ref[:60], text=ref, content_hash=digest
         )
+
+    def _corpus_document_at(self, ref: str) -> int:
+        """A local path (or file:// URL) is read only as the corpus document it is; never as text."""
+        path = ref
+        if ref.lower().startswith("file:"):
+            from urllib.parse import unquote, urlsplit
+
+            parts = urlsplit(ref)
+            if parts.netloc not in ("", "localhost"):
+                raise InvalidInput(
+                    f"{ref!r} names a file on another host; only local files in the corpus are read."
+                )
+            path = unquote(parts.path)
+        if self.corpus is None:
+            raise InvalidInput(
+                f"{ref!r} is a local file, and local files are read only from the corpus folders: add its "
+                "folder to RESEARCH_MCP_CORPUS, or give the text itself or a URL."
+            )
+        return self.corpus.document_at(path)
 
     async def _read_web(self, url: str) -> Source:
         known = self.store.latest_source(canonical_url(url))
@@ -145,7 +173,18 @@ class SourceLibrary:
         self.searches += 1
         found: list[Candidate] = []
         if self.corpus is not None:
-            for hit in self.corpus.search(query, limit=limit):
+            import anyio
+
+            coverage = self.corpus_coverage()
+            if coverage is not None and failures is not None:
+                failures.append(
+                    f"{coverage}: the search for {query!r} saw only the documents indexed so far; "
+                    "retry once indexing has finished"
+                )
+            # In a worker thread: a search embeds the query, and may wait while a batch is stored.
+            search = functools.partial(self.corpus.search, query, limit=limit, min_similarity=RELEVANCE_FLOOR)
+            hits = await anyio.to_thread.run_sync(search)
+            for hit in hits:
                 found.append(
                     Candidate(
                         ref=hit.ref, title=hit.title, snippet=hit.snippet, score=hit.score, origin="corpus"
@@ -177,6 +216,31 @@ class SourceLibrary:
                 seen.add(key)
                 unique.append(candidate)
         return unique
+
+    def corpus_coverage(self) -> str | None:
+        """While the corpus is being indexed, a line saying how much of it is searchable; else None."""
+        if self.corpus is None:
+            return None
+        status = self.corpus.status()
+        return None if status.complete else status.line()
+
+    def nothing_found(self) -> str:
+        """Why a run found no source, and how to give it some."""
+        if not self.web_configured and self.corpus is None:
+            return (
+                "no sources to search: set RESEARCH_MCP_CORPUS (folders of your documents) or "
+                "TAVILY_API_KEY (web search), or give each plan leaf its sources"
+            )
+        searched = [
+            *(["the web"] if self.web_configured else []),
+            *([f"a corpus of {self.corpus.document_count():,} documents"] if self.corpus is not None else []),
+        ]
+        coverage = self.corpus_coverage()
+        return (
+            f"no relevant sources found in {' and '.join(searched)}"
+            + (f" ({coverage})" if coverage else "")
+            + "; add documents on it to RESEARCH_MCP_CORPUS, set TAVILY_API_KEY, or give leaf sources"
+        )
 
     def describe(self) -> dict[str, str]:
         corpus = f"{self.corpus.document_count()} documents" if self.corpus is not None else "not configured"

@@ -18,12 +18,6 @@ import re
 from email.message import Message
 from typing import Literal
 
-import lxml.html
-import pypdf
-import trafilatura
-from lxml import etree
-from pypdf.errors import PyPdfError
-
 from research_mcp.errors import SourceError
 
 __all__ = ["DocumentType", "extract_text"]
@@ -142,6 +136,11 @@ def _decode(data: bytes, charset: str | None) -> str:
 
 
 def _html(markup: str, url: str) -> tuple[str, str]:
+    # Imported here: trafilatura and lxml take a good part of a second, and a server answers first.
+    import lxml.html
+    import trafilatura
+    from lxml import etree
+
     title = ""
     tree = None
     try:
@@ -162,6 +161,9 @@ def _html(markup: str, url: str) -> tuple[str, str]:
 
 
 def _pdf(data: bytes, url: str) -> tuple[str, str]:
+    import pypdf  # imported when first needed, as above
+    from pypdf.errors import PyPdfError
+
     try:
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):

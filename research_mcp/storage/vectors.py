@@ -25,13 +25,13 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
-
-import numpy as np
-from qdrant_client import QdrantClient, models
-from qdrant_client.http.exceptions import ApiException
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from research_mcp.contracts import Embedder
+
+if TYPE_CHECKING:  # qdrant-client and numpy take a second or more to import: only when first used
+    import numpy as np
+    from qdrant_client import QdrantClient, models
 
 __all__ = ["Collection", "IndexedHit", "KnowledgeIndex"]
 
@@ -42,6 +42,8 @@ T = TypeVar("T")
 
 #: Points sent to Qdrant per upsert request.
 UPSERT_BATCH = 256
+#: Ids read per scroll request when listing what the index holds.
+SCROLL_PAGE = 2048
 #: Seconds a Qdrant server gets to answer before it counts as down.
 SERVER_TIMEOUT = 5
 
@@ -59,9 +61,15 @@ class KnowledgeIndex:
     """Facts and chunks as vectors, searchable by meaning and filterable by payload."""
 
     def __init__(
-        self, client: QdrantClient | None, embedder: Embedder, *, chunk_embedder: Embedder | None = None
+        self,
+        client: QdrantClient | None,
+        embedder: Embedder,
+        *,
+        chunk_embedder: Embedder | None = None,
+        connect: Callable[[], QdrantClient | None] | None = None,
     ) -> None:
         self._client = client
+        self._connect = connect  # run once, on first use, when the index was opened lazily
         self._embedder = embedder
         self._embedders: dict[Collection, Embedder] = {
             "facts": embedder,
@@ -69,7 +77,6 @@ class KnowledgeIndex:
         }
         self._lock = threading.Lock()
         self._ready: set[str] = set()
-        self._local = client is not None and not _is_server(client)
 
     @classmethod
     def open(
@@ -81,57 +88,48 @@ class KnowledgeIndex:
         embedder: Embedder,
         chunk_embedder: Embedder | None = None,
         location: str | None = None,
+        lazy: bool = False,
     ) -> KnowledgeIndex:
         """Connect to Qdrant: ``location=":memory:"``, a server ``url``, or a local folder ``path``.
 
         ``embedder`` embeds facts, and corpus chunks too unless ``chunk_embedder`` is given.
         Never raises because Qdrant is unavailable; returns an index whose ``available`` is False.
+        ``lazy`` defers importing qdrant-client and connecting until the index is first used (or
+        :meth:`connect` is called), so a server can answer its host first.
         """
-        if location is not None:
-            client: QdrantClient | None = QdrantClient(location=location)
-        elif url is not None:
-            client = cls._open_server(url, api_key)
-        elif path is not None:
-            client = cls._open_local(path)
-        else:
+        if location is None and url is None and path is None:
             raise ValueError("KnowledgeIndex.open needs a path, a url or a location")
-        return cls(client, embedder, chunk_embedder=chunk_embedder)
 
-    @staticmethod
-    def _open_local(path: Path) -> QdrantClient | None:
-        busy = f"the local Qdrant folder {str(path)!r} is in use by another process"
-        try:
-            # Probe first: a QdrantClient that loses the lock race leaks its open lock file.
-            if _folder_in_use(path):
-                _warn_unavailable(busy)
-                return None
-            # Our own lock serialises every call, so the client may move between worker threads.
-            client = QdrantClient(path=str(path), force_disable_check_same_thread=True)
-        except OSError as err:  # a read-only or full disk, a folder we may not write
-            _warn_unavailable(f"the local Qdrant folder {str(path)!r} cannot be written ({_one_line(err)})")
-            return None
-        except RuntimeError as err:
-            if "already accessed by another instance" not in str(err):
-                raise
-            _warn_unavailable(busy)
-            return None
-        return client
+        def connect() -> QdrantClient | None:
+            from qdrant_client import QdrantClient
 
-    @staticmethod
-    def _open_server(url: str, api_key: str | None) -> QdrantClient | None:
-        # check_compatibility would warn from a background thread; the probe below is our check.
-        client = QdrantClient(url=url, api_key=api_key, timeout=SERVER_TIMEOUT, check_compatibility=False)
-        try:
-            client.get_collections()
-        except ApiException as err:
-            client.close()
-            _warn_unavailable(f"the Qdrant server at {url!r} could not be used ({_one_line(err)})")
-            return None
-        return client
+            if location is not None:
+                return QdrantClient(location=location)
+            if url is not None:
+                return _connect_server(url, api_key)
+            assert path is not None
+            return _connect_local(path)
+
+        index = cls(None, embedder, chunk_embedder=chunk_embedder, connect=connect)
+        if not lazy:
+            index.connect()
+        return index
+
+    def connect(self) -> bool:
+        """Open the connection now if it is still deferred; whether the index is available."""
+        return self.available
 
     @property
     def available(self) -> bool:
-        return self._client is not None
+        with self._lock:
+            return self._connected() is not None
+
+    def _connected(self) -> QdrantClient | None:
+        """The client, connecting first if that was deferred; call with the lock held."""
+        if self._connect is not None:
+            connect, self._connect = self._connect, None
+            self._client = connect()
+        return self._client
 
     @property
     def embedder(self) -> Embedder:
@@ -157,6 +155,9 @@ class KnowledgeIndex:
         """As :meth:`add`, for ``(id, vector, payload)`` already embedded by this index's embedder."""
         if not self.available or not items:
             return
+        import numpy as np
+        from qdrant_client import models
+
         points = [
             models.PointStruct(id=point_id, vector=vector.astype(np.float32).tolist(), payload=payload)
             for point_id, vector, payload in items
@@ -194,6 +195,8 @@ class KnowledgeIndex:
         where: dict[str, str | int] | None = None,
     ) -> list[IndexedHit]:
         """As :meth:`search`, for a vector already embedded (shape ``(dim,)``)."""
+        import numpy as np
+
         dim = self._embedders[collection].dim
         if vector.shape != (dim,):
             raise ValueError(f"expected a vector of shape ({dim},), got {vector.shape!r}")
@@ -225,6 +228,8 @@ class KnowledgeIndex:
         def delete(client: QdrantClient) -> None:
             name = self._name(collection)
             if self._exists(client, name):
+                from qdrant_client import models
+
                 client.delete(name, points_selector=models.PointIdsList(points=list(ids)), wait=True)
 
         self._call(delete, None)
@@ -249,9 +254,29 @@ class KnowledgeIndex:
 
         return self._call(count, 0)
 
+    def ids(self, collection: Collection) -> set[int]:
+        """Every id the collection holds (empty when unavailable): what a resumed indexing skips."""
+
+        def ids(client: QdrantClient) -> set[int]:
+            name = self._name(collection)
+            found: set[int] = set()
+            if not self._exists(client, name):
+                return found
+            offset = None
+            while True:
+                points, offset = client.scroll(
+                    name, limit=SCROLL_PAGE, offset=offset, with_payload=False, with_vectors=False
+                )
+                found.update(int(point.id) for point in points)
+                if offset is None:
+                    return found
+
+        return self._call(ids, set())
+
     def close(self) -> None:
         """Release Qdrant (and the local folder's lock). Safe to call twice."""
         with self._lock:
+            self._connect = None  # never opened: nothing to release
             client, self._client = self._client, None
         if client is not None:
             client.close()
@@ -269,8 +294,10 @@ class KnowledgeIndex:
         result is ``unavailable``; a server failure also makes the index unavailable
         from then on, with one warning.
         """
+        from qdrant_client.http.exceptions import ApiException
+
         with self._lock:
-            client = self._client
+            client = self._connected()
             if client is None:
                 return unavailable
             try:
@@ -303,6 +330,8 @@ class KnowledgeIndex:
     def _ensure(self, client: QdrantClient, collection: Collection) -> str:
         name = self._name(collection)
         if not self._exists(client, name):
+            from qdrant_client import models
+
             embedder = self._embedders[collection]
             client.create_collection(
                 name,
@@ -322,7 +351,7 @@ class KnowledgeIndex:
             if c.name.startswith(prefix) and c.name != current
         ]
         for name in stale:
-            if self._local:
+            if not _is_server(client):  # the embedded Qdrant is ours alone
                 logger.info("dropping %s: it holds another embedder's vectors (now %s)", name, current)
                 client.delete_collection(name)
             else:
@@ -337,9 +366,47 @@ def _is_server(client: QdrantClient) -> bool:
     return not isinstance(client._client, QdrantLocal)
 
 
+def _connect_local(path: Path) -> QdrantClient | None:
+    from qdrant_client import QdrantClient
+
+    busy = f"the local Qdrant folder {str(path)!r} is in use by another process"
+    try:
+        # Probe first: a QdrantClient that loses the lock race leaks its open lock file.
+        if _folder_in_use(path):
+            _warn_unavailable(busy)
+            return None
+        # Our own lock serialises every call, so the client may move between worker threads.
+        return QdrantClient(path=str(path), force_disable_check_same_thread=True)
+    except OSError as err:  # a read-only or full disk, a folder we may not write
+        _warn_unavailable(f"the local Qdrant folder {str(path)!r} cannot be written ({_one_line(err)})")
+        return None
+    except RuntimeError as err:
+        if "already accessed by another instance" not in str(err):
+            raise
+        _warn_unavailable(busy)
+        return None
+
+
+def _connect_server(url: str, api_key: str | None) -> QdrantClient | None:
+    from qdrant_client import QdrantClient
+    from qdrant_client.http.exceptions import ApiException
+
+    # check_compatibility would warn from a background thread; the probe below is our check.
+    client = QdrantClient(url=url, api_key=api_key, timeout=SERVER_TIMEOUT, check_compatibility=False)
+    try:
+        client.get_collections()
+    except ApiException as err:
+        client.close()
+        _warn_unavailable(f"the Qdrant server at {url!r} could not be used ({_one_line(err)})")
+        return None
+    return client
+
+
 def _filter(where: dict[str, str | int] | None) -> models.Filter | None:
     if not where:
         return None
+    from qdrant_client import models
+
     return models.Filter(
         must=[
             models.FieldCondition(key=key, match=models.MatchValue(value=value))

@@ -9,6 +9,7 @@ import pytest
 from mcp import Client
 
 from research_mcp.server.app import create_server
+from tests.server.indexing import wait_until_indexed
 
 NOTES = {
     "kelp forests.md": "# Kelp forests\n\nKelp forests grow in cold, nutrient-rich coastal waters. "
@@ -32,6 +33,7 @@ def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 async def test_a_no_key_user_researches_their_own_notes_and_gets_a_cited_report(corpus: Path) -> None:
     async with Client(create_server(), mode="legacy") as client:
+        assert (await wait_until_indexed(client))["line"] == "corpus: 3 documents indexed"
         scouted = await client.call_tool("scout_sources", {"topic": "how fast does giant kelp grow"})
         assert "Kelp forests" in scouted.structured_content["summary"][1]
         ranked = await client.call_tool(
@@ -58,6 +60,7 @@ async def test_a_no_key_user_researches_their_own_notes_and_gets_a_cited_report(
 
 async def test_extract_source_reads_a_corpus_document_by_id(corpus: Path) -> None:
     async with Client(create_server()) as client:
+        await wait_until_indexed(client)
         result = await client.call_tool(
             "extract_source",
             {"source": "corpus:1", "questions": ["What share of the ocean floor do reefs cover?"]},

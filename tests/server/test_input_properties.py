@@ -51,6 +51,7 @@ from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.reports import MAX_MAX_TOKENS, MIN_MAX_TOKENS
 from research_mcp.server import inputs
 from research_mcp.server.app import create_server
+from tests.server.indexing import wait_until_indexed
 
 TOOLS = ("plan_research", "execute_plan", "extract_source", "scout_sources", "report_results")
 CALL_TIMEOUT = 30  # seconds; a call that takes longer counts as a hang
@@ -287,6 +288,7 @@ def start_probe(
     portal = stack.enter_context(start_blocking_portal("asyncio"))
     client = Client(server) if mode == "default" else Client(server, mode="legacy")
     stack.enter_context(portal.wrap_async_context_manager(client))
+    portal.call(wait_until_indexed, client)
     probe = InputProbe(portal, client, fail_on_crash=fail_on_crash)
     crashes = logging.getLogger("mcp.server.mcpserver.server")
     crashes.addHandler(probe.causes)

@@ -78,6 +78,7 @@ async def test_with_nothing_to_search_the_plan_and_the_run_say_how_to_give_sourc
         run = await client.call_tool(
             "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
         )
+    assert run.structured_content["status"] == "no_sources"  # not `done` with an empty report
     for result in (plan, run):
         assert any(
             "RESEARCH_MCP_CORPUS" in line and "TAVILY_API_KEY" in line

@@ -17,7 +17,6 @@ from research_mcp.contracts import Embedder
 from research_mcp.errors import InvalidInput, NotFound, SourceError
 from research_mcp.llm.embeddings import MiniLMEmbedder, StaticEmbedder, default_embedder
 from research_mcp.sources.corpus import (
-    EMBED_BATCH,
     Corpus,
     CorpusDocument,
     CorpusHit,
@@ -25,6 +24,7 @@ from research_mcp.sources.corpus import (
     fts_query,
 )
 from research_mcp.sources.documents import CHUNK_MAX_CHARS, CHUNK_MIN_CHARS, chunk_spans, read_regular_file
+from research_mcp.sources.indexing import EMBED_BATCH
 from research_mcp.storage.store import Store
 from research_mcp.storage.vectors import KnowledgeIndex
 from tests.sources import hostile
@@ -105,7 +105,7 @@ def paths(hits: Sequence[CorpusHit]) -> list[str]:
 def test_indexing_a_folder_makes_each_document_findable_by_its_topic_with_its_title(corpus: Corpus) -> None:
     report = corpus.index()
 
-    assert report == IndexReport(added=5, updated=0, unchanged=0, removed=0, errors=[], read=5)
+    assert report == IndexReport(added=5, updated=0, unchanged=0, removed=0, errors=[], read=5, embedded=5)
     assert corpus.document_count() == 5
     found = {
         query: (hits[0].path, hits[0].title, hits[0].ref == f"corpus:{hits[0].doc_id}")
@@ -177,7 +177,7 @@ def test_a_changed_file_alone_is_read_chunked_and_embedded_again(
 
     report = corpus.index()
 
-    assert report == IndexReport(added=0, updated=1, unchanged=4, removed=0, errors=[], read=1)
+    assert report == IndexReport(added=0, updated=1, unchanged=4, removed=0, errors=[], read=1, embedded=1)
     assert embedder.texts == embedded + 1  # the one chunk of the changed file
     assert paths(corpus.search("basaltic", mode="lexical")) == []
     assert paths(corpus.search("pyroclastic", mode="lexical")) == ["volcano.txt"]
@@ -223,7 +223,7 @@ def test_indexing_one_subfolder_leaves_the_rest_of_the_corpus_alone(corpus: Corp
 
     report = corpus.index(folder / "notes")
 
-    assert report == IndexReport(added=1, updated=0, unchanged=1, removed=0, errors=[], read=1)
+    assert report == IndexReport(added=1, updated=0, unchanged=1, removed=0, errors=[], read=1, embedded=1)
     assert corpus.document_count() == 6
 
 
@@ -235,7 +235,10 @@ def test_vectors_lost_with_the_knowledge_index_are_rebuilt_from_sqlite(store: St
 
         report = corpus.index()
 
-        assert report == IndexReport(added=0, updated=0, unchanged=5, removed=0, errors=[], read=0)
+        # Not one file read again: the chunks come from SQLite, each embedded once.
+        assert report == IndexReport(
+            added=0, updated=0, unchanged=5, removed=0, errors=[], read=0, embedded=5
+        )
         assert paths(corpus.search("coral bleaching", limit=1, mode="dense")) == ["reef.pdf"]
 
 

@@ -1,0 +1,156 @@
+"""How soon `research-mcp serve` answers a host: `initialize` and `tools/list` over stdio.
+
+Each start spawns the installed console script with a fresh data folder (and, with --notes N, a
+corpus of N generated notes it has never indexed), writes `initialize`, then `tools/list`, as a
+host does, and times each answer from the moment the process was spawned. Prints the median and
+p90 over the starts, and the import time of the server module (`python -X importtime`).
+
+    python -m bench.startup [--starts 10] [--notes 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import IO
+
+SCRIPT = Path(sys.executable).with_name("research-mcp")
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "bench.startup", "version": "0"},
+    },
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+LIST_TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+
+
+def write_notes(folder: Path, count: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        (folder / f"note-{i:05d}.md").write_text(
+            f"# Note {i}\n\nObservation {i} at site {i * 7 % 101}: {i % 13 + 2} changes over {i % 9 + 1} days.\n",
+            encoding="utf-8",
+        )
+
+
+def _send(stdin: IO[str], message: dict[str, object]) -> None:
+    stdin.write(json.dumps(message) + "\n")
+    stdin.flush()
+
+
+def _answer(stdout: IO[str], ident: int) -> dict[str, object]:
+    while True:
+        line = stdout.readline()
+        if not line:
+            raise RuntimeError("the server closed stdout before answering")
+        message = json.loads(line)
+        if message.get("id") == ident:
+            return dict(message)
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) a process has used so far, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def one_start(home: Path, corpus: Path | None) -> tuple[float, float, float]:
+    """Seconds from spawn to the `initialize` answer and to the `tools/list` answer, and the CPU
+    seconds the server had used when `tools/list` was answered (on a busy machine, wall time
+    includes waiting for a core; CPU time does not)."""
+    env = {"PATH": os.environ.get("PATH", ""), "RESEARCH_MCP_HOME": str(home), "HF_HUB_OFFLINE": "1"}
+    if corpus is not None:
+        env["RESEARCH_MCP_CORPUS"] = str(corpus)
+    started = time.perf_counter()
+    with subprocess.Popen(
+        [str(SCRIPT), "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    ) as process:
+        assert process.stdin is not None and process.stdout is not None
+        _send(process.stdin, INITIALIZE)
+        if "result" not in _answer(process.stdout, 1):
+            raise RuntimeError("initialize failed")
+        initialized = time.perf_counter() - started
+        _send(process.stdin, INITIALIZED)
+        _send(process.stdin, LIST_TOOLS)
+        tools = _answer(process.stdout, 2)
+        listed = time.perf_counter() - started
+        cpu = cpu_seconds(process.pid)
+        if len(tools["result"]["tools"]) != 5:  # type: ignore[index]
+            raise RuntimeError("tools/list did not list the five tools")
+        process.stdin.close()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    return initialized, listed, cpu
+
+
+def import_seconds() -> float:
+    """Cumulative import time of research_mcp.server.app, as `python -X importtime` reports it."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import research_mcp.server.app"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    last = [line for line in done.stderr.splitlines() if re.search(r"\|\s*research_mcp\.server\.app$", line)]
+    return int(last[-1].split("|")[1]) / 1e6
+
+
+def _p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--starts", type=int, default=10)
+    parser.add_argument("--notes", type=int, default=0, help="generated notes in a never-indexed corpus")
+    args = parser.parse_args()
+    inits, lists, cpus, imports = [], [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = None
+        if args.notes:
+            corpus = Path(tmp) / "notes"
+            write_notes(corpus, args.notes)
+        for start in range(args.starts):
+            initialized, listed, cpu = one_start(Path(tmp) / f"home{start}", corpus)
+            inits.append(initialized)
+            lists.append(listed)
+            cpus.append(cpu)
+            imports.append(import_seconds())
+    print(f"starts: {args.starts}; corpus: {args.notes} notes never indexed; cores: {os.cpu_count()}")
+    rows = (
+        ("initialize", inits),
+        ("tools/list", lists),
+        ("server CPU to there", cpus),
+        ("import server.app", imports),
+    )
+    for name, values in rows:
+        print(
+            f"{name:20} median {statistics.median(values):.3f} s  p90 {_p90(values):.3f} s  "
+            f"min {min(values):.3f} s"
+        )
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()

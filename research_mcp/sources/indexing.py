@@ -1,0 +1,524 @@
+"""Bringing a corpus's index up to date with its folders, in steps that are each safe to interrupt.
+
+1. **scan**: walk the folders and ``stat`` every file, reading none. A file whose size and
+   modification time match what is stored is up to date; files gone from disk leave the index.
+2. **read**: each new or changed file is read and hashed (sha256); only when the hash changed is
+   it parsed, chunked and committed to SQLite, in a transaction of its own, so it is searchable
+   (full text) at once. Its chunks are embedded in batches of :data:`EMBED_BATCH`.
+3. **vectors**: every chunk in SQLite that the vector index lacks is embedded (those an
+   interrupted pass left, or all of them once the embedding model changed), and vectors of chunks
+   gone are deleted.
+
+So an interrupted pass keeps every document it committed: the next one reads only files not yet
+committed and embeds only chunks not yet embedded. :class:`IndexProgress` is the pass's live state,
+read by other threads (the server's status resource and tool results, the terminal's progress bar).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import os
+import stat as stat_mode
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from research_mcp.errors import NotConfigured, ResearchError, SourceError
+from research_mcp.sources.documents import (
+    describe_file_kind,
+    embedding_text,
+    read_document,
+    read_regular_file,
+    size_cap,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from research_mcp.sources.parsing import DocumentParser
+    from research_mcp.storage.models import CorpusFileState
+    from research_mcp.storage.store import Store
+    from research_mcp.storage.vectors import KnowledgeIndex
+
+__all__ = [
+    "EMBED_BATCH",
+    "CorpusStatus",
+    "IndexProgress",
+    "IndexReport",
+    "Phase",
+    "index_corpus",
+    "index_in_background",
+    "rebuild_vectors",
+]
+
+logger = logging.getLogger(__name__)
+
+Phase = Literal["waiting", "scanning", "reading", "embedding", "ready", "stopped", "failed"]
+
+#: A file at least this large is named in the log, with its size, when it is read.
+LARGE_FILE_BYTES = 5 * 1024 * 1024
+#: Chunks embedded at once: small enough that a stop request waits for little, large enough to batch.
+EMBED_BATCH = 64
+#: Chunks read from SQLite at once when looking for those the vector index lacks.
+SCAN_BATCH = 1024
+#: Seconds between two progress log lines of a long re-embedding.
+PROGRESS_SECONDS = 5.0
+
+Chunk = tuple[int, str, dict[str, Any]]
+
+
+class Corpus(Protocol):
+    """What a pass needs of the corpus it indexes (``corpus.Corpus``; a protocol keeps imports one-way)."""
+
+    progress: IndexProgress
+
+    @property
+    def store(self) -> Store: ...
+    @property
+    def vectors(self) -> KnowledgeIndex | None: ...
+    def walk(self, root: Path, top: Path, errors: list[str]) -> Iterator[Path]: ...
+    def known_files(self, root: Path) -> list[CorpusFileState]: ...
+    def document_count(self) -> int: ...
+    def status(self) -> CorpusStatus: ...
+    def touch_document(self, doc_id: int, stat: os.stat_result) -> None: ...
+    def save_document(
+        self,
+        root: Path,
+        rel: str,
+        title: str,
+        text: str,
+        digest: str,
+        stat: os.stat_result,
+        row: CorpusFileState | None,
+    ) -> list[Chunk]: ...
+    def delete_document(self, doc_id: int) -> None: ...
+    def drop_vectors(self, err: NotConfigured) -> None: ...
+    def index(self, *, stop: threading.Event | None = None) -> IndexReport: ...
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    """What one indexing pass did; ``read`` counts the files whose bytes were read."""
+
+    added: int
+    updated: int
+    unchanged: int
+    removed: int
+    errors: list[str] = field(default_factory=list)
+    read: int = 0
+    embedded: int = 0
+    stopped: bool = False
+
+
+@dataclass(frozen=True)
+class CorpusStatus:
+    """The corpus index at one moment, as the tools and ``doctor`` report it."""
+
+    phase: Phase
+    documents_total: int
+    documents_indexed: int
+    chunks_to_embed: int = 0
+    chunks_embedded: int = 0
+    eta_s: float | None = None
+    error: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.phase == "ready"
+
+    def line(self) -> str:
+        """One line for a tool result or a log: ``corpus: 412 of 1,930 documents indexed (about 3 min left)``."""
+        eta = f" (about {_duration(self.eta_s)} left)" if self.eta_s is not None else ""
+        if self.phase == "ready":
+            return f"corpus: {self.documents_indexed:,} documents indexed"
+        if self.phase in ("waiting", "scanning"):
+            return (
+                f"corpus: indexing is starting (scanning the folders); {self.documents_indexed:,} "
+                "documents indexed earlier are searchable"
+            )
+        if self.phase == "failed":
+            return (
+                f"corpus: indexing failed ({self.error}); searches use the {self.documents_indexed:,} "
+                "documents indexed before"
+            )
+        counts = f"{self.documents_indexed:,} of {self.documents_total:,} documents indexed"
+        if self.phase == "stopped":
+            return f"corpus: indexing stopped at {counts}; the next pass goes on from there"
+        if self.phase == "embedding":
+            counts += f", vectors for {self.chunks_embedded:,} of {self.chunks_to_embed:,} chunks"
+        return f"corpus: {counts}{eta}"
+
+
+class IndexProgress:
+    """The live state of indexing passes, updated by the indexing thread and read by any other.
+
+    ``on_change``, when given, is called (in the indexing thread) with each new status.
+    """
+
+    def __init__(self, on_change: Callable[[CorpusStatus], None] | None = None, *, known: int = 0) -> None:
+        self._lock = threading.Lock()
+        self._on_change = on_change
+        self._status = CorpusStatus(phase="waiting", documents_total=known, documents_indexed=known)
+        self._phase_started = time.monotonic()
+        self._phase_done = 0
+
+    def status(self) -> CorpusStatus:
+        """The state now, its time left estimated at this moment (a long batch makes it grow)."""
+        with self._lock:
+            status = self._status
+            return dataclasses.replace(status, eta_s=self._eta(dict(status.__dict__)))
+
+    def _set(self, **changes: Any) -> None:
+        with self._lock:
+            old = self._status
+            if "phase" in changes and changes["phase"] != old.phase:
+                self._phase_started, self._phase_done = time.monotonic(), 0
+            values = {**old.__dict__, **changes}
+            values["eta_s"] = self._eta(values)
+            self._status = status = CorpusStatus(**values)
+        if self._on_change is not None:
+            self._on_change(status)
+
+    def _eta(self, values: dict[str, Any]) -> float | None:
+        if values["phase"] == "reading":
+            done, left = self._phase_done, values["documents_total"] - values["documents_indexed"]
+        elif values["phase"] == "embedding":
+            done, left = self._phase_done, values["chunks_to_embed"] - values["chunks_embedded"]
+        else:
+            return None
+        if done == 0:
+            return None
+        return (time.monotonic() - self._phase_started) / done * max(left, 0)
+
+    def scanning(self) -> None:
+        self._set(phase="scanning", error=None)
+
+    def reading(self, total: int, up_to_date: int) -> None:
+        self._set(phase="reading", documents_total=total, documents_indexed=up_to_date)
+
+    def document_done(self) -> None:
+        with self._lock:
+            self._phase_done += 1
+        self._set(documents_indexed=self.status().documents_indexed + 1)
+
+    def embedding(self, chunks: int) -> None:
+        self._set(phase="embedding", chunks_to_embed=chunks, chunks_embedded=0)
+
+    def chunks_done(self, count: int) -> None:
+        with self._lock:
+            self._phase_done += count
+        self._set(chunks_embedded=self.status().chunks_embedded + count)
+
+    def finished(self, documents: int, *, stopped: bool) -> None:
+        if stopped:
+            self._set(phase="stopped")
+        else:
+            self._set(phase="ready", documents_total=documents, documents_indexed=documents)
+
+    def failed(self, error: str) -> None:
+        self._set(phase="failed", error=error)
+
+
+@dataclass
+class _Tally:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    read: int = 0
+    embedded: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Work:
+    """A file the scan found new or changed."""
+
+    root: Path
+    rel: str
+    file: Path
+    stat: os.stat_result
+    row: CorpusFileState | None
+
+
+def index_corpus(
+    corpus: Corpus,
+    scopes: list[tuple[Path, Path]],
+    parser: DocumentParser,
+    progress: IndexProgress | None = None,
+    stop: threading.Event | None = None,
+) -> IndexReport:
+    """One pass over ``scopes`` (``(corpus folder, folder inside it)`` pairs); see the module doc."""
+    progress = progress or IndexProgress()
+    stop = stop or threading.Event()
+    tally = _Tally()
+    progress.scanning()
+    work: list[_Work] = []
+    for root, top in scopes:
+        if not top.is_dir():
+            tally.errors.append(f"{top}: folder not found; its documents are kept until it is back")
+            continue
+        work += _scan(corpus, root, top, tally)
+    progress.reading(total=tally.unchanged + len(work), up_to_date=tally.unchanged)
+    pending: list[Chunk] = []
+    for item in work:
+        if stop.is_set():
+            break
+        _read(corpus, item, tally, pending, parser)
+        progress.document_done()
+        if len(pending) >= EMBED_BATCH:
+            _embed(corpus, pending, tally)
+    _embed(corpus, pending, tally)
+    if not stop.is_set():
+        tally.embedded += _embed_missing(corpus, progress, stop)
+    progress.finished(corpus.document_count(), stopped=stop.is_set())
+    return IndexReport(
+        added=tally.added,
+        updated=tally.updated,
+        unchanged=tally.unchanged,
+        removed=tally.removed,
+        errors=tally.errors,
+        read=tally.read,
+        embedded=tally.embedded,
+        stopped=stop.is_set(),
+    )
+
+
+def _scan(corpus: Corpus, root: Path, top: Path, tally: _Tally) -> list[_Work]:
+    """The new or changed files under ``top``; files gone from disk are removed from the index."""
+    known = {
+        row.path: row
+        for row in corpus.known_files(root)
+        if top == root or PurePosixPath(row.path).is_relative_to(top.relative_to(root).as_posix())
+    }
+    seen: set[str] = set()
+    work: list[_Work] = []
+    for file in corpus.walk(root, top, tally.errors):
+        rel = file.relative_to(root).as_posix()
+        if rel in seen:
+            continue
+        seen.add(rel)
+        row = known.get(rel)
+        try:
+            stat = file.stat()
+        except OSError as err:
+            tally.errors.append(f"{rel}: cannot be read ({err.strerror}); skipped")
+            continue
+        if not stat_mode.S_ISREG(stat.st_mode):
+            _fail(
+                corpus, tally, row, f"{rel}: {describe_file_kind(stat.st_mode)}, not a regular file; skipped"
+            )
+            continue
+        if row is not None and row.size == stat.st_size and row.mtime_ns == stat.st_mtime_ns:
+            tally.unchanged += 1
+        else:
+            work.append(_Work(root, rel, file, stat, row))
+    gone = [row for path, row in known.items() if path not in seen]
+    for row in gone:
+        corpus.delete_document(row.id)
+    tally.removed += len(gone)
+    return work
+
+
+def _read(corpus: Corpus, item: _Work, tally: _Tally, pending: list[Chunk], parser: DocumentParser) -> None:
+    """Read one new or changed file into the store; its chunks to embed join ``pending``."""
+    rel, row, stat = item.rel, item.row, item.stat
+    cap = size_cap(item.file.suffix.lower())
+    if stat.st_size > cap:
+        _fail(corpus, tally, row, f"{rel}: larger than {cap // 2**20} MB; skipped")
+        return
+    if stat.st_size >= LARGE_FILE_BYTES:
+        logger.info("corpus: reading %s, a large file (%.1f MB)", rel, stat.st_size / 2**20)
+    try:
+        data = read_regular_file(item.file, cap)
+    except SourceError as err:
+        _fail(corpus, tally, row, f"{rel}: {err}")
+        return
+    except OSError as err:
+        tally.errors.append(f"{rel}: cannot be read ({err.strerror}); skipped")
+        return
+    tally.read += 1
+    digest = hashlib.sha256(data).hexdigest()
+    if row is not None and row.content_hash == digest:
+        corpus.touch_document(row.id, stat)
+        tally.unchanged += 1
+        return
+    try:
+        document = read_document(data, item.file.suffix.lower(), rel, parser)
+    except SourceError as err:
+        _fail(corpus, tally, row, f"{rel}: {err}")
+        return
+    if document is None:  # an empty file: nothing to find in it, nothing to report
+        _fail(corpus, tally, row, None)
+        return
+    title, text = document
+    pending.extend(corpus.save_document(item.root, rel, title, text, digest, stat, row))
+    if row is None:
+        tally.added += 1
+    else:
+        tally.updated += 1
+
+
+def _fail(corpus: Corpus, tally: _Tally, row: CorpusFileState | None, message: str | None) -> None:
+    """Report a file that cannot be indexed; its earlier version, if any, leaves the index."""
+    if message is not None:
+        tally.errors.append(message)
+    if row is not None:
+        corpus.delete_document(row.id)
+        tally.removed += 1
+
+
+def _embed(corpus: Corpus, pending: list[Chunk], tally: _Tally) -> None:
+    index = corpus.vectors
+    if index is not None and pending:
+        try:
+            index.add("chunks", pending)
+            tally.embedded += len(pending)
+        except NotConfigured as err:
+            tally.errors.append(f"vectors: {err}")
+            corpus.drop_vectors(err)
+    pending.clear()
+
+
+def _embed_missing(corpus: Corpus, progress: IndexProgress, stop: threading.Event) -> int:
+    """Embed every chunk in SQLite the vector index lacks; delete vectors of chunks gone."""
+    index = corpus.vectors
+    if index is None or not index.available:
+        return 0
+    stored = corpus.store.corpus_chunk_count()
+    if index.count("chunks") == stored:
+        return 0
+    held = index.ids("chunks")
+    ids: set[int] = set()
+    missing: list[Chunk] = []
+    last = 0
+    while chunks := corpus.store.corpus_chunks_after(last, SCAN_BATCH):  # chunk ids only grow
+        ids.update(c.id for c in chunks)
+        missing += [
+            (c.id, embedding_text(c.title, c.text), {"doc_id": c.doc_id}) for c in chunks if c.id not in held
+        ]
+        last = chunks[-1].id
+    extra = held.difference(ids)
+    if extra:
+        index.delete("chunks", sorted(extra))
+    if not missing:
+        return 0
+    logger.info("corpus: embedding %d chunks the vector index lacks", len(missing))
+    progress.embedding(len(missing))
+    embedded = 0
+    for start in range(0, len(missing), EMBED_BATCH):
+        if stop.is_set():
+            break
+        batch = missing[start : start + EMBED_BATCH]
+        try:
+            index.add("chunks", batch)
+        except NotConfigured as err:
+            corpus.drop_vectors(err)
+            break
+        embedded += len(batch)
+        progress.chunks_done(len(batch))
+    return embedded
+
+
+#: Seconds between the progress lines a background pass logs.
+LOG_EVERY_S = 5.0
+#: Skipped files named one by one in the log of a background pass; the rest are counted.
+LOGGED_ERRORS = 20
+
+
+async def index_in_background(
+    corpus: Corpus, stop: threading.Event, *, log_every: float = LOG_EVERY_S
+) -> None:
+    """One pass in a worker thread, logging progress to stderr every ``log_every`` seconds.
+
+    Never raises: a pass that fails is logged and shown in the corpus status, and searches go on
+    over what was indexed before. Set ``stop`` to end the pass early (a server shutting down).
+    """
+    import anyio
+
+    finished = anyio.Event()
+
+    async def log_progress() -> None:
+        while not finished.is_set():
+            with anyio.move_on_after(log_every):
+                await finished.wait()
+            if not finished.is_set():
+                logger.info("%s", corpus.status().line())
+
+    started = time.monotonic()
+    async with anyio.create_task_group() as group:
+        group.start_soon(log_progress)
+        try:
+            report = await anyio.to_thread.run_sync(_background_pass, corpus, stop)
+        finally:
+            finished.set()
+    if report is None:
+        return
+    for error in report.errors[:LOGGED_ERRORS]:
+        logger.warning("corpus: %s", error)
+    if len(report.errors) > LOGGED_ERRORS:
+        logger.warning("corpus: %d more files skipped", len(report.errors) - LOGGED_ERRORS)
+    logger.info(
+        "%s; this pass took %.1f s: %d added, %d updated, %d removed, %d skipped",
+        corpus.status().line(),
+        time.monotonic() - started,
+        report.added,
+        report.updated,
+        report.removed,
+        len(report.errors),
+    )
+
+
+def _background_pass(corpus: Corpus, stop: threading.Event) -> IndexReport | None:
+    try:
+        return corpus.index(stop=stop)
+    except ResearchError as error:  # a data folder that cannot be written (read-only, full)
+        message = " ".join(str(error).split())
+        logger.warning("corpus index not updated, searches use it as it was: %s", message)
+        corpus.progress.failed(message[:200])
+        return None
+    except Exception as error:  # the top of a background thread: record it, never take the server down
+        logger.exception("corpus indexing failed; searches use what was indexed before")
+        corpus.progress.failed(" ".join(str(error).split())[:200] or type(error).__name__)
+        return None
+
+
+def rebuild_vectors(corpus: Corpus, progress: Callable[[int, int], None] | None = None) -> None:
+    """Re-embed every chunk from SQLite into an emptied collection (``research-mcp reindex``).
+
+    Chunks are read and embedded EMBED_BATCH at a time, so memory does not grow with the corpus.
+    ``progress`` is called after each batch with (chunks embedded, chunks in all); a log line reports
+    the same at most every PROGRESS_SECONDS.
+    """
+    index = corpus.vectors
+    if index is None:
+        return
+    total = corpus.store.corpus_chunk_count()
+    logger.info("re-embedding %d corpus chunks from SQLite with %s", total, index.embedder_for("chunks").name)
+    index.reset("chunks")
+    last, done, started = 0, 0, time.monotonic()
+    logged = started
+    while chunks := corpus.store.corpus_chunks_after(last, EMBED_BATCH):
+        index.add("chunks", [(c.id, embedding_text(c.title, c.text), {"doc_id": c.doc_id}) for c in chunks])
+        last, done = chunks[-1].id, done + len(chunks)
+        if progress is not None:
+            progress(done, total)
+        if time.monotonic() - logged >= PROGRESS_SECONDS:
+            logged = time.monotonic()
+            logger.info("re-embedding corpus chunks: %d of %d", done, total)
+    logger.info("re-embedded %d corpus chunks in %.1f s", done, time.monotonic() - started)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    if seconds < 5400:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"

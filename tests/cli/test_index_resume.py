@@ -1,0 +1,96 @@
+"""`research-mcp index` interrupted with Ctrl-C keeps what it did; run again, it reads only the rest.
+
+And `doctor` says when the corpus folders leave nothing to search, and how to fix that.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from research_mcp.config import Settings
+from research_mcp.server.app import open_knowledge_index
+from research_mcp.sources.indexing import EMBED_BATCH
+from tests.cli.conftest import SCRIPT, cli, cli_env
+from tests.server.test_startup import write_notes
+
+NOTES = 160
+COMMITTED_BEFORE_CTRL_C = 20
+
+
+def documents(home: Path) -> int:
+    path = home / "research.db"
+    if not path.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM corpus_documents").fetchone()[0])
+    except sqlite3.OperationalError:  # the table is not made yet
+        return 0
+
+
+@pytest.mark.timeout(600)  # two indexing processes embedding 160 notes, on two cores shared with others
+def test_an_interrupted_index_keeps_its_documents_and_the_next_reads_only_the_rest(tmp_path: Path) -> None:
+    notes = write_notes(tmp_path / "notes", NOTES)
+    home = tmp_path / "home"
+    env = cli_env(home)
+    indexing = subprocess.Popen(
+        [str(SCRIPT), "index", str(notes)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while documents(home) < COMMITTED_BEFORE_CTRL_C and indexing.poll() is None:
+        assert time.monotonic() < deadline, "indexing made no progress"
+        time.sleep(0.05)
+    indexing.send_signal(signal.SIGINT)
+    _, stderr = indexing.communicate(timeout=120)
+    kept = documents(home)
+
+    assert indexing.returncode == 130, stderr
+    assert COMMITTED_BEFORE_CTRL_C <= kept < NOTES
+    assert f"interrupted: {kept} documents indexed so far are kept" in stderr
+
+    again = cli("index", str(notes), env=env, timeout=600)
+
+    assert again.returncode == 0, again.stderr
+    assert f"{NOTES - kept} added, 0 updated, {kept} unchanged, 0 removed" in again.stdout
+    embedded = int(re.search(r"(\d+) chunks embedded", again.stdout).group(1))  # type: ignore[union-attr]
+    # One chunk per note: those not yet read, and at most the one batch in flight at Ctrl-C.
+    assert NOTES - kept <= embedded <= NOTES - kept + EMBED_BATCH
+    settings = Settings(RESEARCH_MCP_HOME=str(home))
+    index = open_knowledge_index(settings)
+    try:
+        assert index.count("chunks") == NOTES  # every note has its vector, none twice
+    finally:
+        index.close()
+
+
+def test_doctor_flags_corpus_folders_that_leave_nothing_to_search(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "picture.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    missing = tmp_path / "missing"
+    env = cli_env(tmp_path / "home", RESEARCH_MCP_CORPUS=f"{missing}:{empty}")
+
+    done = cli("doctor", env=env)
+
+    assert done.returncode == 0, done.stderr
+    assert f"problem: {missing}: no such folder; create it, or fix RESEARCH_MCP_CORPUS" in done.stdout
+    assert f"problem: {empty}: holds no documents research-mcp reads" in done.stdout
+    assert "corpus index: empty" in done.stdout
+
+
+def test_doctor_says_there_is_nothing_to_search_without_a_corpus_or_web_search(tmp_path: Path) -> None:
+    done = cli("doctor", env=cli_env(tmp_path / "home"))
+
+    assert "problem: nothing to search: set RESEARCH_MCP_CORPUS" in done.stdout
