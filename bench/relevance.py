@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from bench.retrieval import DEFAULT_DATA, write_documents
-from research_mcp.llm.embeddings import default_embedder
+from research_mcp.llm.embeddings import corpus_embedder, default_embedder
 from research_mcp.sources.corpus import RELEVANCE_FLOOR, Corpus
 from research_mcp.storage.store import Store
 from research_mcp.storage.vectors import KnowledgeIndex
@@ -59,7 +59,9 @@ def best_cosine(corpus: Corpus, index: KnowledgeIndex, query: str) -> float:
 
 def measure(folder: Path, tmp: Path, on_topic: list[str]) -> tuple[list[float], list[float]]:
     store = Store(tmp / f"{folder.name}.db")
-    with KnowledgeIndex.open(location=":memory:", embedder=default_embedder()) as index:
+    with KnowledgeIndex.open(
+        location=":memory:", embedder=default_embedder(), chunk_embedder=corpus_embedder()
+    ) as index:
         corpus = Corpus(store, [folder], index=index)
         corpus.index()
         on = [best_cosine(corpus, index, q) for q in on_topic]

@@ -71,10 +71,10 @@ DEFAULT_PARSE_TIMEOUT = 20.0
 #: bm25() column weights (text, title): a query word in the title says what the whole document is
 #: about, so it counts as much as two in the body, the usual BM25F-style title boost.
 BM25_WEIGHTS = (1.0, 2.0)
-#: The relevance floor (cosine of all-MiniLM-L6-v2 embeddings): a query no chunk comes this close
+#: The relevance floor (cosine of the corpus embedder's vectors, the static MiniLM): a query no chunk comes this close
 #: to has nothing relevant in the corpus. Calibrated by ``python -m bench.relevance``; recalibrate
 #: it there when the embedding model changes.
-RELEVANCE_FLOOR = 0.3
+RELEVANCE_FLOOR = 0.35
 #: Documents each retriever ranks per requested hit, before fusion.
 POOL_FACTOR = 5
 MIN_POOL = 50

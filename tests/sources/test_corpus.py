@@ -255,7 +255,10 @@ def test_a_new_chunk_embedder_re_embeds_every_chunk_once_and_drops_the_old_vecto
         corpus = Corpus(store, [folder], index=after)
         report = corpus.index()
 
-        assert report == IndexReport(added=0, updated=0, unchanged=5, removed=0, errors=[], read=0)
+        # Not one file read again: every chunk comes from SQLite and is embedded once by the new embedder.
+        assert report == IndexReport(
+            added=0, updated=0, unchanged=5, removed=0, errors=[], read=0, embedded=chunks
+        )
         assert static.texts == chunks
         assert paths(corpus.search("coral bleaching", limit=1, mode="dense")) == ["reef.pdf"]
         assert after.count("chunks") == chunks
