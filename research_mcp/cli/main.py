@@ -140,6 +140,7 @@ def doctor() -> None:
         f"web search:   {web}",
         f"corpus:       {corpus}",
         f"knowledge:    qdrant {qdrant}",
+        f"index drift:  {_index_drift(settings)}",
         f"concurrency:  {settings.concurrency} model calls at once",
         connect_hint(),
     ]
@@ -152,6 +153,37 @@ def doctor() -> None:
             "or TAVILY_API_KEY for web search (or give sources to each plan leaf)"
         )
     click.echo("\n".join(lines))
+
+
+def _index_drift(settings: Settings) -> str:
+    """How far the facts index is from the store (read only: nothing is healed here)."""
+    from research_mcp.server.app import open_knowledge_index
+    from research_mcp.storage.healing import heal
+    from research_mcp.storage.knowledge_base import KnowledgeBase
+    from research_mcp.storage.store import Store
+
+    if not settings.database_path.exists():
+        return "no store yet"
+    try:
+        store = Store(settings.database_path)
+    except ResearchError as error:
+        return f"not checked: {' '.join(str(error).split())}"
+    try:
+        knowledge_index = open_knowledge_index(settings)
+        try:
+            drift = heal(KnowledgeBase(store, knowledge_index), dry_run=True)
+        finally:
+            knowledge_index.close()
+    finally:
+        store.close()
+    if not drift.available:
+        return "not checked: the index is unavailable (a running server holds it and heals it itself)"
+    if drift.in_step:
+        return drift.describe()
+    return (
+        f"{drift.describe()}; a running server heals it in the background, "
+        "`research-mcp reindex` rebuilds it at once"
+    )
 
 
 @main.command()

@@ -31,6 +31,7 @@ from research_mcp.sources.indexing import index_in_background
 from research_mcp.sources.library import SourceLibrary
 from research_mcp.sources.parsing import DocumentParser
 from research_mcp.sources.search import WebSearch
+from research_mcp.storage.healing import keep_healed
 from research_mcp.storage.knowledge_base import KnowledgeBase
 from research_mcp.storage.store import Store
 from research_mcp.storage.vectors import KnowledgeIndex
@@ -127,6 +128,10 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
                 group.start_soon(anyio.to_thread.run_sync, index.connect)
                 if corpus is not None:
                     group.start_soon(index_in_background, corpus, stop_indexing)
+                # The facts index is compared with the store and healed in the background, at once
+                # and after any indexing failure; the host's first request never waits for it.
+                stop_healing = threading.Event()
+                group.start_soon(keep_healed, knowledge, stop_healing)
                 service = ResearchService(
                     settings=config,
                     store=store,
@@ -140,6 +145,7 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
                 finally:
                     running.remove(service)
                     stop_indexing.set()  # the pass ends after the file or batch at hand
+                    stop_healing.set()  # a heal under way ends after the batch at hand
                     group.cancel_scope.cancel()
         store.close()
 

@@ -165,6 +165,11 @@ class FactTables(StoreDatabase):
         )
         return [int(row["id"]) for row in rows]
 
+    def count_known_facts(self) -> int:
+        """How many facts are verified and canonical: what the knowledge index should hold."""
+        rows = self._all("SELECT count(*) AS n FROM facts WHERE verified = 1 AND canonical_id IS NULL", ())
+        return int(rows[0]["n"])
+
     def questions_asking(self, fact_ids: Sequence[int]) -> dict[int, set[str]]:
         """The questions of the extractions that found each fact."""
         if not fact_ids:

@@ -78,6 +78,8 @@ class KnowledgeBase:
         self.index = index
         self.web_max_age = web_max_age
         self._merging = threading.Lock()  # one fact at a time is compared with the known ones
+        #: Facts were stored but could not be indexed in this process: the index needs healing.
+        self.dirty = False
 
     @property
     def available(self) -> bool:
@@ -100,18 +102,23 @@ class KnowledgeBase:
         self.merge_or_index(ids)
         return ids
 
-    def merge_or_index(self, fact_ids: Sequence[int]) -> None:
+    def merge_or_index(self, fact_ids: Sequence[int]) -> bool:
         """For each stored verified fact: merge it into a known one it duplicates, or index it.
 
-        Blocking (it embeds); thread-safe. A failure is logged: the facts stay in SQLite, unmerged,
-        and `research-mcp reindex` indexes them later.
+        Blocking (it embeds); thread-safe. Whether the facts reached the index: when the index is
+        unavailable or fails, the facts stay in SQLite, unmerged, the failure is logged and the index
+        is marked :attr:`dirty`; healing (:func:`research_mcp.storage.healing.heal`, run by the server
+        in the background) or `research-mcp reindex` indexes them later.
         """
-        if not self.available or not fact_ids:
-            return
+        if not fact_ids:
+            return True
+        if not self.available:
+            self.dirty = True
+            return False
         try:
             rows = self.store.known_facts(fact_ids)
             if not rows:
-                return
+                return True
             assert self.index is not None
             # Embedding is the slow part and needs no lock; searching and merging do, so that two
             # extractions stating one claim at once cannot both index it as new.
@@ -120,13 +127,25 @@ class KnowledgeBase:
                 self._merge_or_index(rows, vectors)
         except _INDEX_FAILURES:
             logger.exception(
-                "facts %s are stored but not indexed; `research-mcp reindex` catches up", fact_ids
+                "facts %s are stored but not indexed; the server heals the index in the background, "
+                "`research-mcp reindex` rebuilds it at once",
+                fact_ids,
             )
+            self.dirty = True
+            return False
+        if not self.available:  # Qdrant stopped answering during the call (it logged why)
+            self.dirty = True
+            return False
+        return True
 
     def _merge_or_index(self, rows: list[KnownFact], vectors: Any) -> None:
         assert self.index is not None
+        # Merged meanwhile (healing and a live extraction may both hold one fact): not indexed again.
+        still_known = {row.id for row in self.store.known_facts([row.id for row in rows])}
         unique = []
         for row, vector in zip(rows, vectors, strict=True):
+            if row.id not in still_known:
+                continue
             target = self._duplicate_of(row, vector)
             if target is None:
                 unique.append((row.id, vector, _payload(row)))

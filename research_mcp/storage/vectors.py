@@ -273,6 +273,39 @@ class KnowledgeIndex:
 
         return self._call(ids, set())
 
+    def id_page(
+        self, collection: Collection, *, after: int | None = None, limit: int = SCROLL_PAGE
+    ) -> tuple[list[int], int | None]:
+        """One page of the ids the collection holds (ids only, no vectors or payloads), from the
+        scroll position ``after`` (None: the start), and the position of the next page (None: no more).
+        Empty when the index is unavailable."""
+
+        def page(client: QdrantClient) -> tuple[list[int], int | None]:
+            name = self._name(collection)
+            if not self._exists(client, name):
+                return [], None
+            points, offset = client.scroll(
+                name, limit=limit, offset=after, with_payload=False, with_vectors=False
+            )
+            return [int(point.id) for point in points], None if offset is None else int(offset)
+
+        nothing: tuple[list[int], int | None] = ([], None)
+        return self._call(page, nothing)
+
+    def held(self, collection: Collection, ids: Sequence[int]) -> set[int]:
+        """Which of these ids the collection holds (empty when unavailable)."""
+        if not ids:
+            return set()
+
+        def held(client: QdrantClient) -> set[int]:
+            name = self._name(collection)
+            if not self._exists(client, name):
+                return set()
+            points = client.retrieve(name, ids=list(ids), with_payload=False, with_vectors=False)
+            return {int(point.id) for point in points}
+
+        return self._call(held, set())
+
     def close(self) -> None:
         """Release Qdrant (and the local folder's lock). Safe to call twice."""
         with self._lock:
