@@ -7,6 +7,11 @@ point in turn (half by elapsed time, half when the store holds N finished handof
 few ms later), checks `PRAGMA integrity_check`, restarts it and resumes with execute_plan(run_id=...),
 then finishes the run and compares its report with an uninterrupted run's.
 
+The facts index: after each kill (before the restart) the drift between the store's verified
+canonical facts and the Qdrant points is measured (what the next start has to heal), and after the
+chain, once the last server has stopped, the two id sets must be equal: the healing at each start
+(research_mcp/storage/healing.py) caught up with whatever a kill left unindexed.
+
 Run alone: .venv/bin/python -m bench.kill9 [--chains 5] [--points 6]
 """
 
@@ -18,10 +23,27 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from research_mcp.config import Settings
+from research_mcp.llm.embeddings import default_embedder
+from research_mcp.storage.healing import IndexDrift, heal
+from research_mcp.storage.knowledge_base import KnowledgeBase
+from research_mcp.storage.store import Store
+from research_mcp.storage.vectors import KnowledgeIndex
 from tests.reliability.killharness import kill_chain, kill_points, uninterrupted_report
 
 RUN_SECONDS = 2.0
 HANDOFFS = 21
+
+
+def index_drift(home: Path) -> IndexDrift:
+    """The facts index against the store of a data folder no server holds (read only: a dry run)."""
+    settings = Settings(RESEARCH_MCP_HOME=home)
+    store = Store(settings.database_path)
+    try:
+        with KnowledgeIndex.open(path=settings.qdrant_path, embedder=default_embedder()) as index:
+            return heal(KnowledgeBase(store, index), dry_run=True)
+    finally:
+        store.close()
 
 
 def run(chains: int, points: int) -> None:
@@ -30,13 +52,17 @@ def run(chains: int, points: int) -> None:
     integrity: Counter[str] = Counter()
     recovered: Counter[str] = Counter()
     unequal = 0
+    after_kills: list[IndexDrift] = []
+    at_end: list[IndexDrift] = []
     with tempfile.TemporaryDirectory(prefix="research-mcp-kill9-") as tmp:
         clean = uninterrupted_report(Path(tmp) / "clean")
         for chain in range(chains):
             report = kill_chain(
                 Path(tmp) / f"chain{chain}",
                 kill_points(points, seed=1000 + chain, run_seconds=RUN_SECONDS, handoffs=HANDOFFS),
+                after_kill=lambda home: after_kills.append(index_drift(home)),
             )
+            at_end.append(index_drift(Path(tmp) / f"chain{chain}"))
             for name in (
                 "kills",
                 "acknowledged",
@@ -55,6 +81,7 @@ def run(chains: int, points: int) -> None:
                 f"chain {chain}: {report.kills} kills ({', '.join(report.points)}); final {report.final_status}; "
                 f"acknowledged {report.acknowledged}, lost {report.lost}; nodes repeated {report.nodes_repeated}; "
                 f"requests repeated {report.requests_repeated}; model requests {report.requests} (22 uninterrupted)"
+                + f"; facts index at the end: {at_end[-1].describe()}"
                 + (f"; errors {report.errors}" if report.errors else ""),
                 flush=True,
             )
@@ -71,6 +98,12 @@ def run(chains: int, points: int) -> None:
         "nodes marked done from their committed final handoff\n"
         f"integrity_check: {dict(integrity)}\n"
         f"final report differs from the uninterrupted run's: {unequal} of {chains}\n"
+        f"facts index after a kill, before the restart healed it: drifted after "
+        f"{sum(not d.in_step for d in after_kills)} of {len(after_kills)} kills, "
+        f"{sum(d.missing for d in after_kills)} facts missing and {sum(d.extra for d in after_kills)} extra in all\n"
+        f"facts index equal to the store (same ids) after recovery: {sum(d.in_step for d in at_end)} of "
+        f"{len(at_end)} runs ({sum(d.facts for d in at_end)} facts; "
+        f"{sum(d.missing for d in at_end)} missing, {sum(d.extra for d in at_end)} extra)\n"
         f"[{time.perf_counter() - started:.0f} s]"
     )
 

@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -484,8 +485,11 @@ def kill_chain(
     delay: float = 0.25,
     concurrency: int = 4,
     timeout: float = 120.0,
+    after_kill: Callable[[Path], None] | None = None,
 ) -> KillReport:
-    """One run killed at each point in turn (each kill during the previous resume), then finished."""
+    """One run killed at each point in turn (each kill during the previous resume), then finished.
+
+    ``after_kill(home)`` runs after each kill, before the restart (the data folder is free then)."""
     home.mkdir(parents=True, exist_ok=True)
     database = home / "research.db"
     report = KillReport()
@@ -534,6 +538,8 @@ def kill_chain(
                 for key in after.done_keys:
                     done_since.setdefault(key, len(api.keys))
                 report.integrity.append(integrity(database))
+                if after_kill is not None:
+                    after_kill(home)
                 server = _start(home, api, concurrency)
                 resumed = server.call("execute_plan", {"run_id": run_id, "wait_seconds": 0})
                 if resumed.get("isError"):
