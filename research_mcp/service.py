@@ -239,6 +239,8 @@ class ResearchService:
         elif status in FINISHED and result is not None and output is not None:
             metrics["citations_verified"] = output.citations.verified
             metrics["citations_made"] = output.citations.made
+            if output.unmet_criteria:
+                metrics["criteria_unmet"] = len(output.unmet_criteria)
             summary = [
                 *result.summary[:2],
                 f"{done}/{total} nodes; confidence {output.confidence.level}",

@@ -8,6 +8,8 @@ from typing import Any
 from research_mcp.citations import CitationChecker, normalize
 from research_mcp.contracts import (
     ChildReport,
+    Confidence,
+    ConfidenceLevel,
     Fact,
     SynthesisFact,
     SynthesisInput,
@@ -18,7 +20,7 @@ from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
 from research_mcp.roles.framing import frame
 from research_mcp.storage.outputs import StoredSynthesis
 
-__all__ = ["gather_inputs", "synthesize"]
+__all__ = ["cap_confidence", "gate_synthesis", "gather_inputs", "synthesize"]
 
 MAX_FACTS = 150
 NOT_COVERED = "## Not covered (failed)"
@@ -204,3 +206,60 @@ async def synthesize(
         iteration=iteration,
         max_tokens=8192,
     )
+
+
+_LEVELS: dict[ConfidenceLevel, int] = {"low": 0, "medium": 1, "high": 2}
+
+
+def cap_confidence(confidence: Confidence, cap: ConfidenceLevel, why: str) -> Confidence:
+    """`confidence` no higher than `cap`; when lowered, the reasoning says to what and why."""
+    if _LEVELS[confidence.level] <= _LEVELS[cap]:
+        return confidence
+    reasoning = (
+        f"Capped at {cap} by code ({why}); the synthesis said {confidence.level}: {confidence.reasoning}"
+    )
+    return Confidence(level=cap, reasoning=reasoning[:1000])
+
+
+def gate_synthesis(
+    deps: RoleDeps,
+    handoff_id: str,
+    *,
+    unmet: list[str],
+    gaps: list[str],
+    cap: ConfidenceLevel,
+    run_id: str | None,
+    node_id: str | None,
+    iteration: int,
+) -> str:
+    """A phase that stopped with criteria unmet: the kept synthesis, committed again by code (no model
+    call) with the unmet criteria among its gaps and its confidence capped. Returns the new handoff."""
+    store = deps.store
+    kept = store.get_handoff(handoff_id)
+    output = kept.output_as(StoredSynthesis)
+    if output is None:
+        raise ValueError(f"handoff {handoff_id} is no finished synthesis")
+    gated = output.model_copy(
+        update={
+            "gaps": [*gaps, *(gap for gap in output.gaps if gap not in gaps)],
+            "confidence": cap_confidence(output.confidence, cap, f"phase criteria unmet: {', '.join(unmet)}"),
+            "unmet_criteria": unmet,
+            "cached": False,
+            "cached_from": None,
+        }
+    )
+    new_id = store.start_handoff(
+        role="synthesizer",
+        input=kept.input.model_dump(mode="json"),
+        backend=deps.model.name,
+        run_id=run_id,
+        node_id=node_id,
+        iteration=iteration,
+    )
+    first = kept.summary[0] if kept.summary else ""
+    second = (
+        f"confidence {gated.confidence.level}; {len(gated.gaps)} gaps; "
+        f"{len(unmet)} phase criteria unmet: {', '.join(unmet)}"
+    )
+    store.finish_handoff(new_id, status="done", output=gated, summary=[first, second[:200]], model="none")
+    return new_id

@@ -1,19 +1,28 @@
 """Phase gates: after a synthesis, check the phase's success criteria; while unmet, within
-`max_iterations` and budget, widen the node's leaves (more sources, the gaps as questions) and
-synthesize again, at the same level: the tree never deepens. Each iteration's delta is an event.
+`max_iterations` and the phase's budget, widen the node's leaves (more sources, the gaps as questions)
+and synthesize again, at the same level: the tree never deepens. Each iteration's delta is an event.
+
+The best synthesis of the phase is kept, not the last: the one meeting most criteria, then citing
+most verified facts. A phase that stops with criteria unmet (max_iterations reached, or its budget
+spent) does not pass silently: the kept synthesis is committed again by code with one gap per unmet
+criterion, naming the evidence it was judged on, and its confidence capped (`medium` when some
+criteria were met, `low` when none were); the run stays `done` and its handle says so.
 """
 
 from __future__ import annotations
 
-from research_mcp.contracts import ExtractorInput, Phase, PlanNode, SynthesisOutput
+import time
+from dataclasses import dataclass, field
+
+from research_mcp.contracts import Budget, ConfidenceLevel, ExtractorInput, Phase, PlanNode, SynthesisOutput
 from research_mcp.errors import BudgetExhausted
 from research_mcp.roles.base import RoleResult
-from research_mcp.roles.synthesizer import synthesize
+from research_mcp.roles.synthesizer import gate_synthesis, synthesize
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
 from research_mcp.runs.leaf import choose_sources, extract_sources
 from research_mcp.storage.outputs import StoredSynthesis
 
-__all__ = ["criteria_status", "run_phases"]
+__all__ = ["PhaseSpending", "criteria_status", "run_phases", "unmet_gap"]
 
 _LEVELS = {"low": 0, "medium": 1, "high": 2}
 
@@ -45,6 +54,73 @@ def criteria_status(
     return status
 
 
+def unmet_gap(
+    phase: Phase, criterion: str, output: StoredSynthesis, source_of: dict[int, tuple[int, int]]
+) -> str:
+    """An unmet criterion as a gap a reader can act on: what was required, and the evidence found."""
+    criteria = phase.criteria
+    head = f"Phase {phase.name!r} criterion unmet: "
+    if criterion == "corroboration":
+        weakest = min(
+            (corroboration(finding.fact_ids, source_of) for finding in output.key_findings), default=0
+        )
+        return head + (
+            f"each key finding agreed by {criteria.min_corroboration} sources; "
+            f"{len(output.key_findings)} key findings, the weakest agreed by {weakest}"
+        )
+    if criterion.startswith("theme:"):
+        theme = criterion.split(":", 1)[1]
+        return head + f"theme {theme!r} covered; no verified finding of the report mentions it"
+    if criterion == "contradictions_resolved":
+        return (
+            head
+            + f"contradictions resolved; {len(output.contradictions)} remain: "
+            + "; ".join(output.contradictions[:2])
+        )
+    return head + (
+        f"confidence at least {criteria.min_confidence}; the synthesis reached {output.confidence.level} "
+        f"({output.confidence.reasoning[:200]})"
+    )
+
+
+@dataclass
+class PhaseSpending:
+    """What a phase has spent since it started, against the phase's own budget."""
+
+    budget: Budget | None
+    tokens: int
+    cost_usd: float
+    started: float = field(default_factory=time.monotonic)
+    sources: int = 0
+
+    def exceeded(self, rc: RunContext) -> str | None:
+        limits, spent = self.budget, rc.deps.budget
+        if limits is None:
+            return None
+        if limits.max_tokens is not None and spent.tokens - self.tokens >= limits.max_tokens:
+            return f"{spent.tokens - self.tokens} of its {limits.max_tokens} tokens spent"
+        if limits.max_cost_usd is not None and spent.cost_usd - self.cost_usd >= limits.max_cost_usd:
+            return f"${spent.cost_usd - self.cost_usd:.4f} of its ${limits.max_cost_usd:.4f} spent"
+        if limits.max_seconds is not None and time.monotonic() - self.started >= limits.max_seconds:
+            return f"its {limits.max_seconds:g} s time limit reached"
+        return None
+
+    def stop_reason(self, rc: RunContext) -> str | None:
+        """Why no further iteration may start: tokens, cost or time spent, or every source read."""
+        if self.sources_left() == 0:
+            return f"its {self.sources} sources read"
+        return self.exceeded(rc)
+
+    def sources_left(self) -> int | None:
+        if self.budget is None or self.budget.max_sources is None:
+            return None
+        return max(self.budget.max_sources - self.sources, 0)
+
+
+class _PhaseBudgetSpent(Exception):
+    """The phase's own budget is spent: the phase stops, the run goes on."""
+
+
 def _synthesis(rc: RunContext, handoff_id: str) -> tuple[StoredSynthesis, dict[int, tuple[int, int]]]:
     """A synthesis handoff's output, and the source and corroborations of each fact in its scope."""
     store = rc.deps.store
@@ -54,100 +130,159 @@ def _synthesis(rc: RunContext, handoff_id: str) -> tuple[StoredSynthesis, dict[i
     return output, {f.id: (f.source_id, f.corroborations) for f in store.get_facts(output.fact_ids)}
 
 
+def _merit(status: dict[str, bool], output: StoredSynthesis) -> tuple[int, int]:
+    """How good a phase's synthesis is: criteria met, then verified facts cited."""
+    return sum(status.values()), output.citations.verified
+
+
 async def run_phases(
     rc: RunContext, node: PlanNode, key: str, child_handoffs: list[str], result: RoleResult[SynthesisOutput]
 ) -> str:
     store = rc.deps.store
     handoff_id = result.handoff_id
-    leaves = [child for child in node.children if child.kind == "leaf"]
     inputs = list(child_handoffs)
     for phase in node.phases:
-        tokens_at_start = rc.deps.budget.tokens
+        spending = PhaseSpending(phase.budget, rc.deps.budget.tokens, rc.deps.budget.cost_usd)
+        output, source_of = _synthesis(rc, handoff_id)
+        status = criteria_status(phase, output, source_of)
+        best = (handoff_id, status, 0)
+        stopped = ""
         for iteration in range(1, phase.max_iterations + 1):
-            output, source_of = _synthesis(rc, handoff_id)
-            before = criteria_status(phase, output, source_of)
-            unmet = [name for name, met in before.items() if not met]
+            unmet = [name for name, met in status.items() if not met]
             if not unmet:
-                store.add_event(rc.run_id, "phase_met", f"phase {phase.name!r} met", node_id=key, data=before)
+                store.add_event(rc.run_id, "phase_met", f"phase {phase.name!r} met", node_id=key, data=status)
                 break
             if iteration == phase.max_iterations:
-                store.add_event(
-                    rc.run_id,
-                    "phase_unmet",
-                    f"phase {phase.name!r} stopped at max_iterations={phase.max_iterations} with {unmet} unmet",
-                    node_id=key,
-                    data=before,
-                )
+                stopped = f"stopped at max_iterations={phase.max_iterations}"
                 break
-            spent = rc.deps.budget.tokens - tokens_at_start
-            if phase.budget and phase.budget.max_tokens and spent >= phase.budget.max_tokens:
-                store.add_event(rc.run_id, "phase_budget", f"phase {phase.name!r} budget spent", node_id=key)
+            if reason := spending.stop_reason(rc):
+                stopped = f"budget spent: {reason}"
                 break
-            # The model's gaps, not the failures code added to them: those are no search queries.
-            gaps = [gap for gap in output.gaps if gap not in output.failures]
-            missing_themes = [name.split(":", 1)[1] for name in unmet if name.startswith("theme:")]
-            added_sources: list[str] = []
-            new_extractions: list[str] = []
             try:
-                for leaf in leaves:
-                    leaf_key = node_key(rc.plan_id, leaf.id)
-                    used = {
-                        asked.source_ref
-                        for h in store.handoffs_for_run(rc.run_id, role="extractor", node_id=leaf_key)
-                        if (asked := h.input_as(ExtractorInput)) is not None
-                    }
-                    widened = leaf.model_copy(
-                        update={
-                            "sources": [],
-                            "search_queries": [*leaf.search_queries, *missing_themes, *gaps[:2]],
-                        }
-                    )
-                    refs = await choose_sources(rc, widened, [], skip=used)
-                    questions = (
-                        leaf_questions(leaf) + [f"What about {theme}?" for theme in missing_themes] + gaps[:2]
-                    )
-                    added_sources += refs
-                    new_extractions += await extract_sources(
-                        rc, leaf, leaf_key, refs, questions=questions[:10], iteration=iteration
-                    )
-                inputs += new_extractions
-                result = await synthesize(
-                    rc.deps,
-                    title=node.title,
-                    questions=list(node.questions) or [q for leaf in leaves for q in leaf_questions(leaf)],
-                    input_handoffs=inputs,
-                    run_id=rc.run_id,
-                    node_id=key,
-                    iteration=iteration,
-                    failures=[
-                        *rc.failures.get(key, []),
-                        *(f for leaf in leaves for f in rc.failures.get(node_key(rc.plan_id, leaf.id), [])),
-                    ],
+                handoff_id, delta = await _iterate(
+                    rc, node, key, phase, output, unmet, inputs, iteration, spending
                 )
+            except _PhaseBudgetSpent as spent:
+                stopped = f"budget spent: {spent}"
+                break
             except BudgetExhausted:
                 store.add_event(
                     rc.run_id, "phase_budget", f"budget spent in phase {phase.name!r}", node_id=key
                 )
                 raise
-            handoff_id = result.handoff_id
-            after_output, source_of = _synthesis(rc, handoff_id)
-            after = criteria_status(phase, after_output, source_of)
+            before = status
+            output, source_of = _synthesis(rc, handoff_id)
+            status = criteria_status(phase, output, source_of)
+            kept_output = _synthesis(rc, best[0])[0]
+            if _merit(status, output) > _merit(best[1], kept_output):
+                best = (handoff_id, status, iteration)
             store.add_event(
                 rc.run_id,
                 "iteration",
-                f"phase {phase.name!r} iteration {iteration}: {len(added_sources)} sources, "
-                f"{len(new_extractions)} extractions added",
+                f"phase {phase.name!r} iteration {iteration}: {len(delta['sources_added'])} sources, "
+                f"{len(delta['extractions_added'])} extractions added",
                 node_id=key,
                 data={
                     "iteration": iteration,
                     "why": unmet,
-                    "changed": {
-                        "sources_added": added_sources,
-                        "extractions_added": new_extractions,
-                        "questions_added": missing_themes + gaps[:2],
-                    },
+                    "changed": delta,
                     "criteria_before": before,
-                    "criteria_after": after,
+                    "criteria_after": status,
+                    "kept_iteration": best[2],
                 },
             )
+        handoff_id, status, kept_at = best
+        unmet = [name for name, met in status.items() if not met]
+        if unmet:
+            store.add_event(
+                rc.run_id,
+                "phase_unmet",
+                f"phase {phase.name!r} {stopped or 'stopped'} with {unmet} unmet; "
+                f"kept the synthesis of iteration {kept_at}",
+                node_id=key,
+                data=status,
+            )
+            if stopped.startswith("budget"):
+                store.add_event(rc.run_id, "phase_budget", f"phase {phase.name!r} {stopped}", node_id=key)
+            output, source_of = _synthesis(rc, handoff_id)
+            cap: ConfidenceLevel = "medium" if len(unmet) < len(status) else "low"
+            gaps = [unmet_gap(phase, name, output, source_of) for name in unmet]
+            if stopped.startswith("budget"):
+                gaps.append(f"Phase {phase.name!r} {stopped}")
+            handoff_id = gate_synthesis(
+                rc.deps,
+                handoff_id,
+                unmet=[f"{phase.name}: {name}" for name in unmet],
+                gaps=gaps,
+                cap=cap,
+                run_id=rc.run_id,
+                node_id=key,
+                iteration=kept_at,
+            )
     return handoff_id
+
+
+async def _iterate(
+    rc: RunContext,
+    node: PlanNode,
+    key: str,
+    phase: Phase,
+    output: StoredSynthesis,
+    unmet: list[str],
+    inputs: list[str],
+    iteration: int,
+    spending: PhaseSpending,
+) -> tuple[str, dict[str, list[str]]]:
+    """One iteration: widen each leaf with the missing themes and the gaps, then synthesize again.
+    `inputs` grows with the new extractions. Returns the new synthesis handoff and the delta."""
+    store = rc.deps.store
+    leaves = [child for child in node.children if child.kind == "leaf"]
+    # The model's gaps, not the failures code added to them: those are no search queries.
+    gaps = [gap for gap in output.gaps if gap not in output.failures]
+    missing_themes = [name.split(":", 1)[1] for name in unmet if name.startswith("theme:")]
+    added_sources: list[str] = []
+    new_extractions: list[str] = []
+    for leaf in leaves:
+        if reason := spending.exceeded(rc):
+            raise _PhaseBudgetSpent(reason)
+        leaf_key = node_key(rc.plan_id, leaf.id)
+        used = {
+            asked.source_ref
+            for h in store.handoffs_for_run(rc.run_id, role="extractor", node_id=leaf_key)
+            if (asked := h.input_as(ExtractorInput)) is not None
+        }
+        widened = leaf.model_copy(
+            update={"sources": [], "search_queries": [*leaf.search_queries, *missing_themes, *gaps[:2]]}
+        )
+        refs = await choose_sources(rc, widened, [], skip=used)
+        left = spending.sources_left()
+        if left is not None:
+            refs = refs[:left]
+        spending.sources += len(refs)
+        questions = leaf_questions(leaf) + [f"What about {theme}?" for theme in missing_themes] + gaps[:2]
+        added_sources += refs
+        new_extractions += await extract_sources(
+            rc, leaf, leaf_key, refs, questions=questions[:10], iteration=iteration
+        )
+    inputs += new_extractions
+    if reason := spending.exceeded(rc):
+        raise _PhaseBudgetSpent(reason)
+    result = await synthesize(
+        rc.deps,
+        title=node.title,
+        questions=list(node.questions) or [q for leaf in leaves for q in leaf_questions(leaf)],
+        input_handoffs=inputs,
+        run_id=rc.run_id,
+        node_id=key,
+        iteration=iteration,
+        failures=[
+            *rc.failures.get(key, []),
+            *(f for leaf in leaves for f in rc.failures.get(node_key(rc.plan_id, leaf.id), [])),
+        ],
+    )
+    delta = {
+        "sources_added": added_sources,
+        "extractions_added": new_extractions,
+        "questions_added": missing_themes + gaps[:2],
+    }
+    return result.handoff_id, delta

@@ -87,7 +87,8 @@ class StoredSynthesis(SynthesisOutput, _Reusable):
     `fact_ids`: the facts in its scope; `cited`: those its report cites; `citations`: citations
     made, verified and dropped; `failures`: parts not researched, and why (also in `gaps`);
     `prior_fact_ids`: known facts from earlier research; `finished_nodes`: for a partial report
-    (a run stopped by its budget), the nodes that had finished."""
+    (a run stopped by its budget), the nodes that had finished; `unmet_criteria`: the phase criteria
+    still unmet when the phase stopped (also in `gaps`, and capping `confidence`)."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -103,6 +104,7 @@ class StoredSynthesis(SynthesisOutput, _Reusable):
     citations: CitationCounts = Field(default_factory=CitationCounts)
     prior_fact_ids: list[int] = Field(default_factory=list)
     finished_nodes: list[str] = Field(default_factory=list)
+    unmet_criteria: list[str] = Field(default_factory=list)
 
 
 class CuratedSource(BaseModel):

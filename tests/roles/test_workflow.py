@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -141,6 +142,112 @@ async def test_an_unmet_phase_criterion_iterates_until_max_iterations_and_logs_e
     assert any(e.kind == "phase_unmet" and "max_iterations=3" in e.message for e in events)
     # Re-synthesis happens at the same level: no node was added to the tree.
     assert len(store().nodes_for_run(run["id"])) == 3
+
+
+async def test_a_phase_left_unmet_names_the_criterion_in_the_gaps_and_caps_the_confidence() -> None:
+    # The scripted synthesizer says "high" for three facts or more; no criterion met caps it at low.
+    phase = {"name": "coverage", "criteria": {"themes": ["geothermal"]}, "max_iterations": 2}
+    async with Client(create_server(model=ScriptedModel(team_script))) as client:
+        run = await run_plan(client, plan_of(leaf("solar", TEXT_A), leaf("wind", TEXT_B), phases=[phase]))
+        gaps = await client.call_tool("report_results", {"id": run["id"], "view": "gaps"})
+        confidence = await client.call_tool("report_results", {"id": run["id"], "view": "confidence"})
+    assert run["status"] == "done"
+    assert run["metrics"]["criteria_unmet"] == 1
+    assert "1 phase criteria unmet: coverage: theme:geothermal" in " ".join(run["summary"])
+    assert "confidence low" in run["summary"][2]
+    assert "Phase 'coverage' criterion unmet: theme 'geothermal' covered" in gaps.structured_content["text"]
+    text = confidence.structured_content["text"]
+    assert text.startswith("low: Capped at low by code (phase criteria unmet: coverage: theme:geothermal)")
+    assert "the synthesis said high" in text
+
+
+def geothermal_notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A corpus of six notes a widened leaf finds by searching for the theme "geothermal"."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for number in range(6):
+        (folder / f"geothermal {number}.txt").write_text(
+            f"Geothermal plant number {number} draws heat from hot rock {number + 2} kilometres down.",
+            encoding="utf-8",
+        )
+    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
+
+
+async def test_a_phase_keeps_its_best_synthesis_not_its_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first synthesis covers "electricity"; the re-syntheses, over new sources, cover nothing.
+    geothermal_notes(tmp_path, monkeypatch)
+    calls = 0
+
+    def script(request: ModelRequest[Any]) -> Any:
+        nonlocal calls
+        if isinstance(request.payload, SynthesisPayload) and request.payload.title == "energy":
+            calls += 1
+            if calls > 1:
+                return SynthesisOutput(
+                    report="# energy\n\nNothing new.",
+                    confidence=Confidence(level="high", reasoning="scripted"),
+                )
+        return team_script(request)
+
+    phase = {"name": "coverage", "criteria": {"themes": ["electricity", "geothermal"]}, "max_iterations": 3}
+    async with Client(create_server(model=ScriptedModel(script))) as client:
+        run = await run_plan(client, plan_of(leaf("solar", TEXT_A), phases=[phase]))
+        report = await client.call_tool("report_results", {"id": run["id"], "view": "report"})
+    assert calls == 3  # the first synthesis and two iterations
+    events = store().events_for_run(run["id"])
+    assert [e.data["kept_iteration"] for e in events if e.kind == "iteration" and e.data] == [0, 0]
+    assert any(e.kind == "phase_unmet" and "kept the synthesis of iteration 0" in e.message for e in events)
+    assert "electricity" in report.structured_content["text"]
+    # One criterion of two was met: the confidence is capped at medium, not low.
+    assert "confidence medium" in run["summary"][2]
+
+
+async def test_a_phase_stops_when_its_own_token_budget_is_spent_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    geothermal_notes(tmp_path, monkeypatch)
+    model = ScriptedModel(team_script)
+    phase = {
+        "name": "coverage",
+        "criteria": {"themes": ["tidal"]},
+        "max_iterations": 5,
+        "budget": {"max_tokens": 1},
+    }
+    async with Client(create_server(model=model)) as client:
+        solar = leaf("solar", TEXT_A, search_queries=["geothermal plant"])
+        run = await run_plan(client, plan_of(solar, phases=[phase]))
+        gaps = await client.call_tool("report_results", {"id": run["id"], "view": "gaps"})
+    assert run["status"] == "done"  # a phase budget stops the phase, not the run
+    # The first iteration's extractions spent the phase's single token: it stops before re-synthesizing.
+    extractions = store().handoffs_for_run(run["id"], role="extractor")
+    assert any(handoff.iteration == 1 for handoff in extractions)
+    syntheses = store().handoffs_for_run(run["id"], role="synthesizer")
+    assert not any(e.kind == "iteration" for e in store().events_for_run(run["id"]))
+    assert all(handoff.iteration == 0 for handoff in syntheses)
+    assert "Phase 'coverage' budget spent: " in gaps.structured_content["text"]
+    assert "of its 1 tokens spent" in gaps.structured_content["text"]
+
+
+async def test_a_phase_reads_no_more_sources_than_its_budget_allows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    geothermal_notes(tmp_path, monkeypatch)
+    phase = {
+        "name": "coverage",
+        "criteria": {"themes": ["tidal"]},
+        "max_iterations": 4,
+        "budget": {"max_sources": 2},
+    }
+    async with Client(create_server(model=ScriptedModel(team_script))) as client:
+        solar = leaf("solar", TEXT_A, search_queries=["geothermal plant"])
+        run = await run_plan(client, plan_of(solar, phases=[phase]))
+        gaps = await client.call_tool("report_results", {"id": run["id"], "view": "gaps"})
+    iterations = [e.data for e in store().events_for_run(run["id"]) if e.kind == "iteration" and e.data]
+    added = [source for data in iterations for source in data["changed"]["sources_added"]]
+    assert len(added) == 2  # two of the six geothermal notes, then the phase stops
+    assert "Phase 'coverage' budget spent: its 2 sources read" in gaps.structured_content["text"]
 
 
 async def test_a_met_phase_criterion_stops_iterating() -> None:
