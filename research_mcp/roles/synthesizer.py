@@ -133,10 +133,12 @@ async def synthesize(
     facts += [fact for fact in deps.store.canonical_facts(prior_facts) if fact.id not in found]
     # Ordered by what the facts say, not by their ids (the order parallel extractions finished in), so
     # the same facts make the same payload, the same cut at MAX_FACTS and the same report on every run.
+    in_scope = len(facts)
     facts = sorted(
         facts,
         key=lambda f: (not f.verified, -f.corroborations, -f.confidence, normalize(f.statement), f.quote),
     )[:MAX_FACTS]
+    evidence_gaps, cap = _evidence_gaps(questions, facts, in_scope)
     synthesis_input = SynthesisInput(
         title=title, questions=questions, input_handoffs=input_handoffs, discovery=discovery
     )
@@ -164,6 +166,12 @@ async def synthesize(
         output.report = _with_failures(check.report, failed)
         # A failure a gap already names (a child's gap arrives prefixed with its title) is not added twice.
         output.gaps = [*output.gaps, *(f for f in failed if not any(f in gap for gap in output.gaps))]
+        # What code knows is missing whatever the backend said: unanswered questions, cut lists.
+        output.gaps += [gap for gap in evidence_gaps if not any(gap[-80:] in said for said in output.gaps)]
+        if cap is not None:
+            output.confidence = cap_confidence(output.confidence, *cap)
+        if not check.verified:
+            output.confidence = cap_confidence(output.confidence, "low", "the report cites no verified fact")
         for finding in output.key_findings:
             finding.fact_ids = [fact_id for fact_id in finding.fact_ids if fact_id in allowed]
         return {
@@ -209,6 +217,31 @@ async def synthesize(
 
 
 _LEVELS: dict[ConfidenceLevel, int] = {"low": 0, "medium": 1, "high": 2}
+
+
+def _evidence_gaps(
+    questions: Sequence[str], facts: Sequence[Fact], in_scope: int
+) -> tuple[list[str], tuple[ConfidenceLevel, str] | None]:
+    """Gaps code can see in the synthesis input, whatever the backend: a question no verified fact was
+    extracted for (judged only where facts say which question they answer), facts cut at MAX_FACTS;
+    and the confidence cap they imply."""
+    gaps: list[str] = []
+    answered = {normalize(fact.question) for fact in facts if fact.verified and fact.question}
+    unanswered = []
+    if any(fact.question for fact in facts):
+        unanswered = [q for q in dict.fromkeys(questions) if normalize(q) not in answered]
+        gaps += [f"No verified fact was found for: {q}"[:500] for q in unanswered]
+    if in_scope > MAX_FACTS:
+        gaps.append(
+            f"Cut short: {in_scope - MAX_FACTS} of {in_scope} facts in scope were not given to the "
+            f"synthesis (at most {MAX_FACTS}; the least verified and corroborated were left out)"
+        )
+    if not any(fact.verified for fact in facts):
+        return gaps, ("low", "no verified fact in its input")
+    if unanswered:
+        share = f"{len(unanswered)} of {len(set(questions))} questions without a verified fact"
+        return gaps, ("low" if len(unanswered) * 2 > len(set(questions)) else "medium", share)
+    return gaps, None
 
 
 def cap_confidence(confidence: Confidence, cap: ConfidenceLevel, why: str) -> Confidence:

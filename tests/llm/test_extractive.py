@@ -255,6 +255,64 @@ async def test_the_synthesizer_cites_only_verified_facts_and_lists_uncovered_que
     assert "does not detect contradictions" in output.confidence.reasoning
 
 
+async def test_weak_evidence_gives_low_confidence_and_strong_corroborated_evidence_high(
+    model: ExtractiveModel,
+) -> None:
+    question = "When did the observatory open?"
+
+    def scored(fact_id: int, score: float, source: int) -> SynthesisFact:
+        said = f"The observatory opened in {1900 + fact_id}."
+        return fact(fact_id, said, question=question, source=source).model_copy(update={"confidence": score})
+
+    weak = SynthesisPayload(title="t", questions=[question], input_handoffs=[], facts=[scored(1, 0.26, 1)])
+    strong = SynthesisPayload(
+        title="t",
+        questions=[question],
+        input_handoffs=[],
+        facts=[scored(2, 0.9, 1), scored(2, 0.9, 2).model_copy(update={"id": 3})],
+    )
+
+    weak_output = await ask(model, SynthesisOutput, weak)
+    strong_output = await ask(model, SynthesisOutput, strong)
+
+    assert weak_output.confidence.level == "low"
+    assert "best evidence per question 0.26" in weak_output.confidence.reasoning
+    assert weak_output.gaps == [f"Not established by the verified facts: {question}"]
+    assert strong_output.confidence.level == "high"
+
+
+async def test_a_list_cut_short_in_the_report_is_recorded_as_a_gap(model: ExtractiveModel) -> None:
+    question = "Which moons does Saturn have?"
+    moons = [
+        "Titan",
+        "Rhea",
+        "Iapetus",
+        "Dione",
+        "Tethys",
+        "Enceladus",
+        "Mimas",
+        "Hyperion",
+        "Phoebe",
+        "Janus",
+    ]
+    facts = [
+        fact(
+            index,
+            f"{moon} is a moon of Saturn with {index + 3} known craters.",
+            question=question,
+            source=index,
+        )
+        for index, moon in enumerate(moons, 1)
+    ]
+    payload = SynthesisPayload(title="Saturn", questions=[question], input_handoffs=[], facts=facts)
+
+    output = await ask(model, SynthesisOutput, payload)
+
+    shown = len(CITATION.findall(output.report.split("## Which moons")[1].split("_Extractive")[0]))
+    assert shown == 8
+    assert any(gap.startswith("Cut short: 2 more verified lines on 'Which moons") for gap in output.gaps)
+
+
 async def test_the_synthesizer_files_a_fact_without_a_question_under_the_nearest_question(
     model: ExtractiveModel,
 ) -> None:

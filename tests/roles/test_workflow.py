@@ -423,3 +423,16 @@ async def test_a_corroboration_criterion_is_met_by_facts_merged_across_sources()
         run = await run_plan(client, plan)
     events = store().events_for_run(run["id"])
     assert [e.kind for e in events if e.kind.startswith("phase")] == ["phase_met"]
+
+
+async def test_a_question_no_verified_fact_answers_is_a_gap_and_caps_any_backends_confidence() -> None:
+    # The scripted synthesizer says "high" and names no gap; the extractor answers only the first question.
+    solar = leaf("solar", TEXT_A, questions=["What is known about solar?", "What does tidal power cost?"])
+    async with Client(create_server(model=ScriptedModel(team_script))) as client:
+        run = await run_plan(client, plan_of(solar))
+        gaps = await client.call_tool("report_results", {"id": run["id"], "view": "gaps"})
+        confidence = await client.call_tool("report_results", {"id": run["id"], "view": "confidence"})
+    assert "No verified fact was found for: What does tidal power cost?" in gaps.structured_content["text"]
+    assert "What is known about solar?" not in gaps.structured_content["text"]
+    text = confidence.structured_content["text"]
+    assert text.startswith("medium: Capped at medium by code (1 of 2 questions without a verified fact)")

@@ -10,6 +10,12 @@ Lines are ordered verified first, then by corroborations, then by confidence. On
 are cited; a group without one is left out of the report and counted. A question is a gap when no
 verified fact under it has confidence of at least `COVERED_CONFIDENCE`. Child reports are carried
 by their cited lines. Contradictions are not detected, and the confidence reasoning says so.
+
+Confidence is computed from the evidence: `high` only when every question is covered, half of them
+by two or more sources, and the mean of each question's best evidence score is at least
+`STRONG_EVIDENCE`; `medium` when half the questions are covered and that mean reaches
+`COVERED_CONFIDENCE`; `low` otherwise. Every unanswered question is a gap, and so is every list cut
+short (lines beyond `LINES_PER_QUESTION`, findings beyond `MAX_FINDINGS`, gaps beyond `MAX_GAPS`).
 """
 
 from __future__ import annotations
@@ -33,7 +39,10 @@ __all__ = ["COVERED_CONFIDENCE", "DUPLICATE", "synthesize"]
 
 DUPLICATE = 0.9
 COVERED_CONFIDENCE = 0.4
+STRONG_EVIDENCE = 0.6
 LINES_PER_QUESTION = 8
+MAX_FINDINGS = 15
+MAX_GAPS = 10
 CHILD_LINES = 6
 MAX_REPORT = 19000
 OTHER = "Other findings"
@@ -88,7 +97,9 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
     sections = [f"# {payload.title}"]
     findings: list[Finding] = []
     gaps: list[str] = []
+    cuts: list[str] = []
     corroborated = 0
+    best: list[float] = []  # each question's strongest verified evidence
     for question, question_lines in lines.items():
         cited = [line for line in question_lines if line.verified_ids]
         if question == OTHER and not cited:
@@ -98,7 +109,17 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
             sections.append("\n".join(line.render() for line in cited[:LINES_PER_QUESTION]))
         else:
             sections.append("_No verified fact answers this._")
+        if len(cited) > LINES_PER_QUESTION:
+            cuts.append(
+                _clip(
+                    f"Cut short: {len(cited) - LINES_PER_QUESTION} more verified lines on {question!r} are "
+                    f"not in the report (it shows {LINES_PER_QUESTION}); the facts view lists them",
+                    500,
+                )
+            )
         covered = any(line.confidence >= COVERED_CONFIDENCE for line in cited)
+        if question != OTHER:
+            best.append(max((line.confidence for line in cited), default=0.0))
         if question != OTHER and not covered:
             gaps.append(_clip(f"Not established by the verified facts: {question}", 500))
         if covered and cited[0].corroborations >= 2:
@@ -138,11 +159,15 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
 
     asked = [question for question in lines if question != OTHER]
     question_gaps = [gap for gap in gaps if gap.startswith("Not established")]
+    if len(findings) > MAX_FINDINGS:
+        cuts.append(
+            f"Cut short: {len(findings) - MAX_FINDINGS} key findings beyond {MAX_FINDINGS} not listed"
+        )
     return SynthesisOutput(
         report=report,
-        key_findings=findings[:15],
-        confidence=_confidence(asked, question_gaps, corroborated, payload, len(verified)),
-        gaps=gaps[:10],
+        key_findings=findings[:MAX_FINDINGS],
+        confidence=_confidence(asked, question_gaps, corroborated, payload, len(verified), best),
+        gaps=_bounded([*question_gaps, *cuts, *(gap for gap in gaps if gap not in question_gaps)]),
         contradictions=[],
         suggested_followups=[_as_question(gap) for gap in question_gaps[:5]],
     )
@@ -224,15 +249,30 @@ def _key_lines(report: str, verified: set[int]) -> list[str]:
     return carried
 
 
+def _bounded(gaps: list[str]) -> list[str]:
+    """At most MAX_GAPS gaps; when more, the last one says how many more were not listed."""
+    if len(gaps) <= MAX_GAPS:
+        return gaps
+    return [*gaps[: MAX_GAPS - 1], f"Cut short: {len(gaps) - MAX_GAPS + 1} more gaps not listed"]
+
+
 def _confidence(
-    asked: list[str], gaps: list[str], corroborated: int, payload: SynthesisPayload, verified: int
+    asked: list[str],
+    gaps: list[str],
+    corroborated: int,
+    payload: SynthesisPayload,
+    verified: int,
+    best: list[float],
 ) -> Confidence:
+    """From the evidence: the questions covered, how strong each one's best evidence is (the mean of
+    the best scores, 0 for a question without one), and how many are corroborated by two sources."""
     covered = len(asked) - len(gaps)
     children = [child.confidence for child in payload.child_reports]
+    strength = sum(best) / len(best) if best else 0.0
     if asked:
-        if covered == len(asked) and corroborated * 2 >= len(asked):
+        if covered == len(asked) and corroborated * 2 >= len(asked) and strength >= STRONG_EVIDENCE:
             level: ConfidenceLevel = "high"
-        elif covered * 2 >= len(asked):
+        elif covered * 2 >= len(asked) and strength >= COVERED_CONFIDENCE:
             level = "medium"
         else:
             level = "low"
@@ -244,7 +284,9 @@ def _confidence(
         level = "medium"
     reasoning = (
         f"{covered} of {len(asked)} questions answered by a verified fact with confidence at least "
-        f"{COVERED_CONFIDENCE}; {corroborated} of them corroborated by two or more sources; "
+        f"{COVERED_CONFIDENCE}; best evidence per question {', '.join(f'{b:.2f}' for b in best) or 'none'} "
+        f"(mean {strength:.2f}; high needs {STRONG_EVIDENCE}); "
+        f"{corroborated} of them corroborated by two or more sources; "
         f"{verified} verified facts"
         + (f"; parts: {', '.join(children)}" if children else "")
         + ". The extractive backend does not detect contradictions."
