@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -20,10 +21,11 @@ from research_mcp.roles.framing import frame
 from research_mcp.storage.models import NewFact
 from research_mcp.storage.outputs import StoredExtraction, StoredOutput
 
-__all__ = ["MAX_SOURCE_CHARS", "extract", "insight_triggers"]
+__all__ = ["MAX_QUESTIONS", "MAX_SOURCE_CHARS", "asked_questions", "extract", "insight_triggers"]
 
 # What a model reads of one source; longer texts are cut here and the cut is said in the prompt.
 MAX_SOURCE_CHARS = 60_000
+MAX_QUESTIONS = 10
 _LIMITATIONS = re.compile(
     r"^\s*(#+\s*)?(\d+(\.\d+)*\s*)?(limitations?|future work|threats to validity)\b", re.I | re.M
 )
@@ -74,6 +76,15 @@ def _summary(output: ExtractorOutput) -> list[str]:
     ]
 
 
+def asked_questions(
+    task_spec: ExtractorTaskSpec | None, questions: Sequence[str], added: Sequence[str] = ()
+) -> list[str]:
+    """The questions an extraction asks: the task spec's (else the leaf's), then those an iteration
+    added, without repeats, at most MAX_QUESTIONS."""
+    own = list(task_spec.questions) if task_spec is not None else list(questions)
+    return list(dict.fromkeys([*own, *added]))[:MAX_QUESTIONS]
+
+
 async def extract(
     deps: RoleDeps,
     source: Source,
@@ -84,9 +95,11 @@ async def extract(
     run_id: str | None = None,
     node_id: str | None = None,
     iteration: int = 0,
+    added_questions: Sequence[str] = (),
 ) -> RoleResult[ExtractorOutput]:
-    """Extract facts from one source. With a task spec, its questions are the ones asked, verbatim."""
-    asked = list(task_spec.questions) if task_spec is not None else list(questions or [])
+    """Extract facts from one source. With a task spec, its questions are the ones asked, verbatim,
+    followed by `added_questions` (what a later iteration asks: missing themes, gaps), never dropped."""
+    asked = asked_questions(task_spec, questions or [], added_questions)
     extractor_input = ExtractorInput(
         source_id=source.id,
         source_ref=source.ref,

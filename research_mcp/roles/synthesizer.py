@@ -20,11 +20,12 @@ from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
 from research_mcp.roles.framing import frame
 from research_mcp.storage.outputs import StoredSynthesis
 
-__all__ = ["cap_confidence", "gate_synthesis", "gather_inputs", "synthesize"]
+__all__ = ["UNANSWERED", "cap_confidence", "gate_synthesis", "gather_inputs", "synthesize"]
 
 MAX_FACTS = 150
 NOT_COVERED = "## Not covered (failed)"
 MAX_FAILURE_CHARS = 400
+UNANSWERED = "No verified fact was found for: "
 
 
 def gather_inputs(
@@ -223,14 +224,15 @@ def _evidence_gaps(
     questions: Sequence[str], facts: Sequence[Fact], in_scope: int
 ) -> tuple[list[str], tuple[ConfidenceLevel, str] | None]:
     """Gaps code can see in the synthesis input, whatever the backend: a question no verified fact was
-    extracted for (judged only where facts say which question they answer), facts cut at MAX_FACTS;
-    and the confidence cap they imply."""
+    extracted for (judged only where verified facts answer some of these questions), facts cut at
+    MAX_FACTS; and the confidence cap they imply."""
     gaps: list[str] = []
     answered = {normalize(fact.question) for fact in facts if fact.verified and fact.question}
     unanswered = []
-    if any(fact.question for fact in facts):
+    # Judged only where facts were extracted for these questions (task specs may ask others).
+    if answered & {normalize(q) for q in questions}:
         unanswered = [q for q in dict.fromkeys(questions) if normalize(q) not in answered]
-        gaps += [f"No verified fact was found for: {q}"[:500] for q in unanswered]
+        gaps += [f"{UNANSWERED}{q}"[:500] for q in unanswered]
     if in_scope > MAX_FACTS:
         gaps.append(
             f"Cut short: {in_scope - MAX_FACTS} of {in_scope} facts in scope were not given to the "

@@ -12,12 +12,13 @@ run would have given them.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 import anyio
 
 from research_mcp.contracts import ExtractorInput, ExtractorTaskSpec, PlanNode, Source
 from research_mcp.errors import ModelError, NotConfigured, SourceError
-from research_mcp.roles.extractor import extract
+from research_mcp.roles.extractor import asked_questions, extract
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
 from research_mcp.runs.prior import prior_findings
@@ -66,9 +67,18 @@ async def choose_sources(
 
 
 async def extract_sources(
-    rc: RunContext, node: PlanNode, key: str, refs: list[str], *, questions: list[str], iteration: int = 0
+    rc: RunContext,
+    node: PlanNode,
+    key: str,
+    refs: list[str],
+    *,
+    questions: list[str],
+    iteration: int = 0,
+    added_questions: Sequence[str] = (),
 ) -> list[str]:
-    """One extractor per (source, task spec), in parallel; a source that fails is logged and skipped."""
+    """One extractor per (source, task spec), in parallel; a source that fails is logged and skipped.
+    `added_questions` (an iteration's) follow each task spec's own questions. A source already asked
+    the same questions is not asked again: its extraction is reused."""
     specs: list[ExtractorTaskSpec | None] = list(node.task_specs) or [None]
     done = _done_extractions(rc, key)
     handoffs: dict[tuple[int, int], str] = {}
@@ -81,7 +91,7 @@ async def extract_sources(
             return
         try:
             source: Source = await rc.deps.sources.read(ref)
-            asked = tuple(spec.questions) if spec is not None else tuple(questions)
+            asked = tuple(asked_questions(spec, questions, added_questions))
             reuse = done.get((source.id, asked))
             if reuse is not None:
                 handoffs[slot] = reuse
@@ -91,6 +101,7 @@ async def extract_sources(
                 source,
                 questions=questions,
                 task_spec=spec,
+                added_questions=added_questions,
                 run_id=rc.run_id,
                 node_id=key,
                 iteration=iteration,

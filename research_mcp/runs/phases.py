@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from research_mcp.contracts import Budget, ConfidenceLevel, ExtractorInput, Phase, PlanNode, SynthesisOutput
 from research_mcp.errors import BudgetExhausted
 from research_mcp.roles.base import RoleResult
-from research_mcp.roles.synthesizer import gate_synthesis, synthesize
+from research_mcp.roles.synthesizer import UNANSWERED, gate_synthesis, synthesize
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
 from research_mcp.runs.leaf import choose_sources, extract_sources
 from research_mcp.storage.outputs import StoredSynthesis
@@ -130,6 +130,19 @@ def _synthesis(rc: RunContext, handoff_id: str) -> tuple[StoredSynthesis, dict[i
     return output, {f.id: (f.source_id, f.corroborations) for f in store.get_facts(output.fact_ids)}
 
 
+def _gap_questions(output: StoredSynthesis) -> list[str]:
+    """The synthesis's gaps as questions to ask again: an unanswered question as itself; not the
+    failures, the lists cut short or the phase's own notes code added (those are no questions)."""
+    questions = []
+    for gap in output.gaps:
+        if gap in output.failures or gap.startswith(("Cut short:", "Phase ")):
+            continue
+        for prefix in (UNANSWERED, "Not established by the verified facts: "):
+            gap = gap.removeprefix(prefix)
+        questions.append(gap)
+    return list(dict.fromkeys(questions))
+
+
 def _merit(status: dict[str, bool], output: StoredSynthesis) -> tuple[int, int]:
     """How good a phase's synthesis is: criteria met, then verified facts cited."""
     return sum(status.values()), output.citations.verified
@@ -237,9 +250,9 @@ async def _iterate(
     `inputs` grows with the new extractions. Returns the new synthesis handoff and the delta."""
     store = rc.deps.store
     leaves = [child for child in node.children if child.kind == "leaf"]
-    # The model's gaps, not the failures code added to them: those are no search queries.
-    gaps = [gap for gap in output.gaps if gap not in output.failures]
+    gaps = _gap_questions(output)
     missing_themes = [name.split(":", 1)[1] for name in unmet if name.startswith("theme:")]
+    added = [f"What about {theme}?" for theme in missing_themes] + gaps[:2]
     added_sources: list[str] = []
     new_extractions: list[str] = []
     for leaf in leaves:
@@ -259,10 +272,18 @@ async def _iterate(
         if left is not None:
             refs = refs[:left]
         spending.sources += len(refs)
-        questions = leaf_questions(leaf) + [f"What about {theme}?" for theme in missing_themes] + gaps[:2]
         added_sources += refs
+        # New sources and the sources already read alike are asked the new questions: a source read
+        # before is asked again (a new extraction, since its questions differ), not passed over.
+        reread = sorted(used - set(refs))
         new_extractions += await extract_sources(
-            rc, leaf, leaf_key, refs, questions=questions[:10], iteration=iteration
+            rc,
+            leaf,
+            leaf_key,
+            [*refs, *reread],
+            questions=leaf_questions(leaf),
+            added_questions=added,
+            iteration=iteration,
         )
     inputs += new_extractions
     if reason := spending.exceeded(rc):

@@ -436,3 +436,20 @@ async def test_a_question_no_verified_fact_answers_is_a_gap_and_caps_any_backend
     assert "What is known about solar?" not in gaps.structured_content["text"]
     text = confidence.structured_content["text"]
     assert text.startswith("medium: Capped at medium by code (1 of 2 questions without a verified fact)")
+
+
+async def test_an_unmet_theme_is_asked_of_the_source_already_read_after_the_task_specs_own_questions() -> (
+    None
+):
+    spec = {"questions": ["What is the panel efficiency?"]}
+    phase = {"name": "coverage", "criteria": {"themes": ["geothermal"]}, "max_iterations": 2}
+    model = ScriptedModel(team_script)
+    async with Client(create_server(model=model)) as client:
+        await run_plan(client, plan_of(leaf("solar", TEXT_A, task_specs=[spec]), phases=[phase]))
+    asked = [call.payload.questions for call in model.calls_for("extractor")]
+    assert all(isinstance(call.payload, ExtractorPayload) for call in model.calls_for("extractor"))
+    # The first reading asks the spec's question; the iteration asks the same source again, adding the theme.
+    assert asked == [
+        ["What is the panel efficiency?"],
+        ["What is the panel efficiency?", "What about geothermal?"],
+    ]
