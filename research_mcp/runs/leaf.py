@@ -12,7 +12,7 @@ run would have given them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import anyio
 
@@ -75,16 +75,18 @@ async def extract_sources(
     questions: list[str],
     iteration: int = 0,
     added_questions: Sequence[str] = (),
+    already_read: Collection[str] = (),
 ) -> list[str]:
     """One extractor per (source, task spec), in parallel; a source that fails is logged and skipped.
     `added_questions` (an iteration's) follow each task spec's own questions. A source already asked
-    the same questions is not asked again: its extraction is reused."""
+    the same questions is not asked again: its extraction is reused. A source in `already_read` is
+    not counted against the run's source budget again."""
     specs: list[ExtractorTaskSpec | None] = list(node.task_specs) or [None]
     done = _done_extractions(rc, key)
     handoffs: dict[tuple[int, int], str] = {}
 
     async def one(slot: tuple[int, int], ref: str, spec: ExtractorTaskSpec | None) -> None:
-        if not rc.deps.budget.take_source():
+        if ref not in already_read and not rc.deps.budget.take_source():
             rc.failures.setdefault(key, []).append(
                 f"Source not read: {ref}: the run's budget of {rc.deps.budget.max_sources} sources was reached"
             )

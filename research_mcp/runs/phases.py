@@ -283,6 +283,7 @@ async def _iterate(
             [*refs, *reread],
             questions=leaf_questions(leaf),
             added_questions=added,
+            already_read=reread,
             iteration=iteration,
         )
     inputs += new_extractions

@@ -453,3 +453,14 @@ async def test_an_unmet_theme_is_asked_of_the_source_already_read_after_the_task
         ["What is the panel efficiency?"],
         ["What is the panel efficiency?", "What about geothermal?"],
     ]
+
+
+async def test_asking_a_source_again_does_not_count_it_twice_against_the_runs_source_budget() -> None:
+    phase = {"name": "coverage", "criteria": {"themes": ["geothermal"]}, "max_iterations": 2}
+    model = ScriptedModel(team_script)
+    async with Client(create_server(model=model)) as client:
+        run = await run_plan(
+            client, plan_of(leaf("solar", TEXT_A), phases=[phase]), budget={"max_sources": 1}
+        )
+    assert len(model.calls_for("extractor")) == 2  # read once, asked again with the theme
+    assert run["status"] == "done"
