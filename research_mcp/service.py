@@ -263,7 +263,8 @@ class ResearchService:
         elif status in ("failed", "cancelled"):
             summary = [
                 f"run {status}: {snapshot.error or ''}",
-                f"{done}/{total} nodes finished and kept; execute_plan(run_id='{run_id}') resumes it",
+                # The resume call is the first suggestion below; said once, the error keeps its room.
+                f"{done}/{total} nodes finished and kept; the first call in next resumes it",
             ]
             next_calls = [f"execute_plan(run_id='{run_id}')", f"report_results(id='{run_id}', view='tree')"]
         else:

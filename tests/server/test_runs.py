@@ -247,7 +247,8 @@ async def test_cancel_of_a_run_left_running_by_a_dead_process_records_it_cancell
         resumed = await client.call_tool("execute_plan", {"run_id": run_id, "wait_seconds": 20})
 
     assert cancelled.structured_content["status"] == "cancelled"
-    assert f"execute_plan(run_id='{run_id}') resumes it" in " ".join(cancelled.structured_content["summary"])
+    assert "resumes it" in " ".join(cancelled.structured_content["summary"])
+    assert cancelled.structured_content["next"][0] == f"execute_plan(run_id='{run_id}')"
     for answer in (summary, report):
         text = " ".join(getattr(block, "text", "") for block in answer.content)
         assert f"resume it with execute_plan(run_id='{run_id}')" in text, text
