@@ -61,12 +61,8 @@ def gather_inputs(
 
 def _source_links(deps: RoleDeps, facts: Sequence[Fact]) -> set[str]:
     """The addresses of the sources behind the facts in scope: the only links free text may keep."""
-    refs = set()
-    for source_id in {fact.source_id for fact in facts}:
-        ref = deps.store.get_source(source_id).ref
-        if "://" in ref:
-            refs.add(ref)
-    return refs
+    refs = deps.store.source_refs({fact.source_id for fact in facts})
+    return {ref for ref in refs.values() if "://" in ref}
 
 
 def _prompt(payload: SynthesisPayload, prior: Collection[int] = ()) -> str:

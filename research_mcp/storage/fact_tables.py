@@ -8,7 +8,7 @@ fact by `canonical_id`; its citations move to the canonical fact (`merge_fact`).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from research_mcp.contracts import Fact, Source
@@ -50,6 +50,15 @@ class FactTables(StoreDatabase):
         if row is None:
             raise NotFound("source", f"S{source_id}")
         return _source(row)
+
+    def source_refs(self, source_ids: Collection[int]) -> dict[int, str]:
+        """The address of each of these sources, without reading their stored text."""
+        ids = sorted(set(source_ids))
+        if not ids:
+            return {}
+        marks = ", ".join("?" for _ in ids)
+        rows = self._all(f"SELECT id, ref FROM sources WHERE id IN ({marks})", ids)
+        return {int(row["id"]): str(row["ref"]) for row in rows}
 
     def latest_source(self, ref: str) -> Source | None:
         row = self._one(
