@@ -28,6 +28,7 @@ from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server
 from tests.cdp import Browser, chromium_path
 from tests.server.apps_host import AppsHost, serve
+from tests.server.indexing import wait_until_indexed
 
 pytestmark = pytest.mark.skipif(
     chromium_path() is None,
@@ -140,8 +141,10 @@ def test_a_finished_run_renders_its_tree_and_each_citation_opens_onto_its_verifi
     with apps_session() as (portal, client):  # no model given: the extractive backend
         host = AppsHost(portal, client)
         host.load()
+        # The run searches the corpus once it is indexed (a search during indexing says it saw part).
+        assert portal.call(wait_until_indexed, client)["phase"] == "ready"
         run = start_run(host, None, "How fast does giant kelp grow?", wait=30)
-        assert run["status"] == "done"
+        assert run["status"] == "done", run
         expected = snapshot(host, run["id"])
         with serve(host) as urls:
             page, frame = open_view(browser, urls, theme)
