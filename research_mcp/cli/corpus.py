@@ -17,7 +17,7 @@ from typing import IO
 import click
 
 from research_mcp.config import Settings
-from research_mcp.sources.indexing import CorpusStatus, IndexProgress, IndexReport
+from research_mcp.sources.index_progress import CorpusStatus, IndexProgress, IndexReport
 
 __all__ = ["corpus_problems", "doctor_lines", "index_folder"]
 
@@ -131,7 +131,7 @@ def doctor_lines(settings: Settings) -> list[str]:
 
 def corpus_problems(settings: Settings) -> list[str]:
     """What leaves the configured corpus with nothing to search, each with how to fix it."""
-    from research_mcp.sources.corpus import SUFFIXES
+    from research_mcp.sources.folders import SUFFIXES
 
     problems = []
     for folder in settings.corpus:
@@ -144,17 +144,24 @@ def corpus_problems(settings: Settings) -> list[str]:
             problems.append(f"{path}: not a folder; RESEARCH_MCP_CORPUS takes folders, not files")
         elif not os.access(path, os.R_OK | os.X_OK):
             problems.append(f"{path}: cannot be read by this user; fix its permissions (chmod u+rx)")
-        elif not _holds_documents(path, SUFFIXES):
+        elif not _holds_documents(path):
             problems.append(
-                f"{path}: holds no documents research-mcp reads ({', '.join(sorted(SUFFIXES))}); "
+                f"{path}: holds no documents research-mcp reads ({', '.join(sorted(SUFFIXES))}, or text "
+                "files named without a suffix, any of them gzipped); "
                 "add some, or point RESEARCH_MCP_CORPUS at the folder that has them"
             )
     return problems
 
 
-def _holds_documents(folder: Path, suffixes: frozenset[str]) -> bool:
-    for _here, dirnames, filenames in os.walk(folder):
+def _holds_documents(folder: Path) -> bool:
+    from research_mcp.sources.folders import document_name, sniff_text_file
+
+    for here, dirnames, filenames in os.walk(folder):
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        if any(not n.startswith(".") and Path(n).suffix.lower() in suffixes for n in filenames):
-            return True
+        for name in filenames:
+            named = document_name(name)
+            if named is not None and (
+                not named.sniffed or sniff_text_file(Path(here) / name, gzipped=named.gzipped)
+            ):
+                return True
     return False

@@ -1,23 +1,16 @@
 """The user's own documents: folders indexed into SQLite full-text search and vectors, searched hybrid.
 
-Files: ``.md``, ``.markdown``, ``.txt``, ``.html``, ``.htm`` and ``.pdf`` (anything else, and hidden
-files and folders, are skipped). Only regular files are read: a FIFO, a device or a socket with such
-a name is skipped with a note and never opened (opening a FIFO blocks, reading a device never
-ends), and a file larger than its cap (PDF 50 MB, other kinds 10 MB) is skipped with a note. How a
-file becomes a title and a text, and how the text is cut into chunks: ``documents.py``; HTML and
-PDF are parsed in a worker process under the source time limit and a memory limit
-(``parsing.py``), so no file can stall or crash indexing.
-
+Which files are documents, and the path checks: ``folders.py``. Only regular files are read: a
+FIFO, a device or a socket with a document's name is skipped with a note and never opened
+(opening a FIFO blocks, reading a device never ends), and a file larger than its cap (PDF 50 MB,
+other kinds 10 MB) is skipped with a note. How a file becomes a title and a text, and how the text
+is cut into chunks: ``documents.py``; HTML and PDF are parsed in a worker process under the source
+time limit and a memory limit (``parsing.py``), so no file can stall or crash indexing.
 
 Indexing is incremental and resumable (``indexing.py``): a file whose size and modification time
 match what is stored is not read; one that differs is read and hashed (sha256), and only when the
 hash changed is it chunked again and its chunks embedded again. Files gone from disk are removed.
 An interrupted pass keeps what it committed and embedded. ``progress`` tells how far it has got.
-
-Path safety: every path is resolved (symlinks followed, ``..`` collapsed) and must then lie inside
-a configured folder, tested with ``Path.is_relative_to`` on resolved paths (a string prefix test
-would let ``/data/corpus-secret`` pass for ``/data/corpus``). The indexer walks without following
-symlinked folders and skips, reporting it, any symlink that points outside the corpus folders.
 
 Ranking: BM25, vectors and title links fused by reciprocal rank fusion; see ``ranking.py``.
 """
@@ -34,13 +27,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from research_mcp.errors import InvalidInput, NotConfigured, NotFound
 from research_mcp.sources.documents import chunk_spans, embedding_text
-from research_mcp.sources.indexing import (
-    CorpusStatus,
-    IndexProgress,
-    IndexReport,
-    index_corpus,
-    rebuild_vectors,
-)
+from research_mcp.sources.folders import SUFFIXES, CorpusFolders, document_name, sniff_text_file
+from research_mcp.sources.index_progress import CorpusStatus, IndexProgress, IndexReport
+from research_mcp.sources.indexing import index_corpus, rebuild_vectors
 from research_mcp.sources.parsing import DocumentParser
 from research_mcp.sources.ranking import (
     WORD,
@@ -64,7 +53,6 @@ logger = logging.getLogger(__name__)
 
 SearchMode = Literal["hybrid", "lexical", "dense"]
 
-SUFFIXES = frozenset({".md", ".markdown", ".txt", ".html", ".htm", ".pdf"})
 #: Seconds one HTML or PDF file may take to parse when no parser is given (the server's is built
 #: with RESEARCH_MCP_SOURCE_TIMEOUT).
 DEFAULT_PARSE_TIMEOUT = 20.0
@@ -132,7 +120,8 @@ class Corpus:
     ) -> None:
         self._store = store
         self._parser = parser
-        self.roots = [Path(root).expanduser().resolve() for root in roots]
+        self.folders = CorpusFolders(roots)
+        self.roots = self.folders.roots
         if index is None and embedder is not None:
             from research_mcp.storage.vectors import KnowledgeIndex
 
@@ -145,33 +134,11 @@ class Corpus:
     def dense_available(self) -> bool:
         return self._index is not None and self._index.available
 
-    # --- paths ---------------------------------------------------------------------------------
+    # --- paths (folders.py) ------------------------------------------------------------------
 
     def resolve(self, path: str | Path) -> Path:
-        """The resolved path, if it lies inside a configured folder; InvalidInput otherwise.
-
-        A relative path is taken relative to each folder in turn.
-        """
-        if not self.roots:
-            raise InvalidInput("No corpus folders are configured: set RESEARCH_MCP_CORPUS to your folders.")
-        raw = Path(path).expanduser()
-        candidates = [raw] if raw.is_absolute() else [root / raw for root in self.roots]
-        for candidate in candidates:
-            try:
-                resolved = candidate.resolve()
-            except (OSError, RuntimeError, ValueError):  # symlink loops, NUL bytes
-                continue
-            if self._owner(resolved) is not None:
-                return resolved
-        raise InvalidInput(
-            f"{str(path)!r} is outside the corpus folders ({', '.join(str(r) for r in self.roots)}); "
-            f"give a path inside one of them (symlinks are followed before the check)."
-        )
-
-    def _owner(self, resolved: Path) -> Path | None:
-        """The most specific configured folder holding a resolved path."""
-        owners = [root for root in self.roots if resolved.is_relative_to(root)]
-        return max(owners, key=lambda root: len(root.parts)) if owners else None
+        """The resolved path, if it lies inside a configured folder; InvalidInput otherwise."""
+        return self.folders.resolve(path)
 
     # --- indexing (the pass itself: indexing.py) ---------------------------------------------
 
@@ -205,7 +172,7 @@ class Corpus:
             top = self.resolve(folder)
             if not top.is_dir():
                 raise InvalidInput(f"{str(folder)!r} is not a folder; give a folder inside the corpus.")
-            owner = self._owner(top)
+            owner = self.folders.owner(top)
             assert owner is not None
             scopes = [(owner, top)]
         parser = self._parser or DocumentParser(timeout=DEFAULT_PARSE_TIMEOUT)
@@ -216,41 +183,7 @@ class Corpus:
                 parser.close()
 
     def walk(self, root: Path, top: Path, errors: list[str]) -> Iterator[Path]:
-        """Files to index under ``top``, resolved, in a stable order; escaping symlinks reported."""
-
-        def unreadable(err: OSError) -> None:
-            errors.append(f"{err.filename}: cannot be listed ({err.strerror}); skipped")
-
-        for dirpath, dirnames, filenames in os.walk(top, onerror=unreadable, followlinks=False):
-            here = Path(dirpath)
-            for name in sorted(dirnames):
-                if not name.startswith(".") and (here / name).is_symlink():
-                    self._check_link(here / name, errors)  # never followed; its target is walked if ours
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            for name in sorted(filenames):
-                path = here / name
-                if name.startswith(".") or path.suffix.lower() not in SUFFIXES:
-                    continue
-                if path.is_symlink():
-                    target = self._check_link(path, errors)
-                    # A target that is not a regular file (a FIFO, a device) is reported by the indexer.
-                    if target is None or target.is_dir() or target.suffix.lower() not in SUFFIXES:
-                        continue
-                    path = target
-                if self._owner(path) == root:  # a file of a nested corpus folder belongs to that one
-                    yield path
-
-    def _check_link(self, link: Path, errors: list[str]) -> Path | None:
-        """The target of a symlink inside the corpus folders; None (reported) for one outside or broken."""
-        try:
-            target = link.resolve(strict=True)
-        except (OSError, RuntimeError):
-            errors.append(f"{link}: broken symlink; skipped")
-            return None
-        if self._owner(target) is None:
-            errors.append(f"{link}: symlink points outside the corpus folders ({target}); skipped")
-            return None
-        return target
+        return self.folders.walk(root, top, errors)
 
     def known_files(self, root: Path) -> list[CorpusFileState]:
         """What the index holds of the files of one folder, to compare with the disk."""
@@ -317,15 +250,21 @@ class Corpus:
         """The id of the indexed document at a local path inside the corpus folders; InvalidInput
         (saying why) for a path outside them, one that is no document, or one not indexed yet."""
         resolved = self.resolve(path)
-        owner = self._owner(resolved)
+        owner = self.folders.owner(resolved)
         assert owner is not None
         rel = resolved.relative_to(owner).as_posix()
         row = next((f for f in self._store.corpus_files(str(owner)) if f.path == rel), None)
         if row is not None:
             return row.id
-        if not resolved.is_file() or resolved.suffix.lower() not in SUFFIXES:
+        named = document_name(resolved.name)
+        if not resolved.is_file() or named is None:
             raise InvalidInput(
-                f"{str(path)!r} is not a document research-mcp reads ({', '.join(sorted(SUFFIXES))} files)."
+                f"{str(path)!r} is not a document research-mcp reads ({', '.join(sorted(SUFFIXES))} files, "
+                "text files named without a suffix, and any of them gzipped)."
+            )
+        if named.sniffed and not sniff_text_file(resolved, gzipped=named.gzipped):
+            raise InvalidInput(
+                f"{str(path)!r} is not a text document (it holds binary data); give a document."
             )
         status = self.status()
         why = status.line() if not status.complete else "it was skipped when the corpus was indexed"

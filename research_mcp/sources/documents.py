@@ -17,12 +17,13 @@ import os
 import re
 import stat as stat_mode
 from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from research_mcp.errors import SourceError
 
 if TYPE_CHECKING:
+    from research_mcp.sources.folders import DocumentName
     from research_mcp.sources.parsing import DocumentParser
 
 __all__ = [
@@ -55,9 +56,12 @@ _FRONT_MATTER_TITLE = re.compile(r"^title:[ \t]*[\"']?(.+?)[\"']?[ \t]*$", re.MU
 _HTML_TITLE = re.compile(rb"<title[^>]*>\s*[^<\s]", re.IGNORECASE)
 
 
-def read_document(data: bytes, suffix: str, rel: str, parser: DocumentParser) -> tuple[str, str] | None:
-    """``(title, text)`` of a file's bytes, None for an empty file; SourceError when unreadable."""
-    stem = PurePosixPath(rel).stem
+def read_document(
+    data: bytes, named: DocumentName, rel: str, parser: DocumentParser
+) -> tuple[str, str] | None:
+    """``(title, text)`` of a file's (uncompressed) bytes, None for an empty file; SourceError when
+    unreadable. ``named`` says how its name says to read it (``folders.document_name``)."""
+    suffix, stem = named.kind, named.title
     if not data.strip():
         return None
     if suffix in (".html", ".htm", ".pdf"):
@@ -77,7 +81,8 @@ def read_document(data: bytes, suffix: str, rel: str, parser: DocumentParser) ->
 
 
 def size_cap(suffix: str) -> int:
-    """The largest file of this kind that is read: PDFs 50 MB, text, Markdown and HTML 10 MB."""
+    """The largest file of this kind that is read (compressed, and again uncompressed): PDFs 50 MB,
+    text, Markdown and HTML 10 MB."""
     return MAX_FILE_BYTES if suffix == ".pdf" else MAX_TEXT_FILE_BYTES
 
 

@@ -16,7 +16,6 @@ read by other threads (the server's status resource and tool results, the termin
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import os
@@ -26,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from research_mcp.errors import NotConfigured, ResearchError, SourceError
 from research_mcp.sources.documents import (
@@ -36,6 +35,8 @@ from research_mcp.sources.documents import (
     read_regular_file,
     size_cap,
 )
+from research_mcp.sources.folders import document_name, gunzip
+from research_mcp.sources.index_progress import CorpusStatus, IndexProgress, IndexReport
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -47,18 +48,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EMBED_BATCH",
-    "CorpusStatus",
-    "IndexProgress",
-    "IndexReport",
-    "Phase",
     "index_corpus",
     "index_in_background",
     "rebuild_vectors",
 ]
 
 logger = logging.getLogger(__name__)
-
-Phase = Literal["waiting", "scanning", "reading", "embedding", "ready", "stopped", "failed"]
 
 #: A file at least this large is named in the log, with its size, when it is read.
 LARGE_FILE_BYTES = 5 * 1024 * 1024
@@ -99,129 +94,6 @@ class Corpus(Protocol):
     def delete_document(self, doc_id: int) -> None: ...
     def drop_vectors(self, err: NotConfigured) -> None: ...
     def index(self, *, stop: threading.Event | None = None) -> IndexReport: ...
-
-
-@dataclass(frozen=True)
-class IndexReport:
-    """What one indexing pass did; ``read`` counts the files whose bytes were read."""
-
-    added: int
-    updated: int
-    unchanged: int
-    removed: int
-    errors: list[str] = field(default_factory=list)
-    read: int = 0
-    embedded: int = 0
-    stopped: bool = False
-
-
-@dataclass(frozen=True)
-class CorpusStatus:
-    """The corpus index at one moment, as the tools and ``doctor`` report it."""
-
-    phase: Phase
-    documents_total: int
-    documents_indexed: int
-    chunks_to_embed: int = 0
-    chunks_embedded: int = 0
-    eta_s: float | None = None
-    error: str | None = None
-
-    @property
-    def complete(self) -> bool:
-        return self.phase == "ready"
-
-    def line(self) -> str:
-        """One line for a tool result or a log: ``corpus: 412 of 1,930 documents indexed (about 3 min left)``."""
-        eta = f" (about {_duration(self.eta_s)} left)" if self.eta_s is not None else ""
-        if self.phase == "ready":
-            return f"corpus: {self.documents_indexed:,} documents indexed"
-        if self.phase in ("waiting", "scanning"):
-            return (
-                f"corpus: indexing is starting (scanning the folders); {self.documents_indexed:,} "
-                "documents indexed earlier are searchable"
-            )
-        if self.phase == "failed":
-            return (
-                f"corpus: indexing failed ({self.error}); searches use the {self.documents_indexed:,} "
-                "documents indexed before"
-            )
-        counts = f"{self.documents_indexed:,} of {self.documents_total:,} documents indexed"
-        if self.phase == "stopped":
-            return f"corpus: indexing stopped at {counts}; the next pass goes on from there"
-        if self.phase == "embedding":
-            counts += f", vectors for {self.chunks_embedded:,} of {self.chunks_to_embed:,} chunks"
-        return f"corpus: {counts}{eta}"
-
-
-class IndexProgress:
-    """The live state of indexing passes, updated by the indexing thread and read by any other.
-
-    ``on_change``, when given, is called (in the indexing thread) with each new status.
-    """
-
-    def __init__(self, on_change: Callable[[CorpusStatus], None] | None = None, *, known: int = 0) -> None:
-        self._lock = threading.Lock()
-        self._on_change = on_change
-        self._status = CorpusStatus(phase="waiting", documents_total=known, documents_indexed=known)
-        self._phase_started = time.monotonic()
-        self._phase_done = 0
-
-    def status(self) -> CorpusStatus:
-        """The state now, its time left estimated at this moment (a long batch makes it grow)."""
-        with self._lock:
-            status = self._status
-            return dataclasses.replace(status, eta_s=self._eta(dict(status.__dict__)))
-
-    def _set(self, **changes: Any) -> None:
-        with self._lock:
-            old = self._status
-            if "phase" in changes and changes["phase"] != old.phase:
-                self._phase_started, self._phase_done = time.monotonic(), 0
-            values = {**old.__dict__, **changes}
-            values["eta_s"] = self._eta(values)
-            self._status = status = CorpusStatus(**values)
-        if self._on_change is not None:
-            self._on_change(status)
-
-    def _eta(self, values: dict[str, Any]) -> float | None:
-        if values["phase"] == "reading":
-            done, left = self._phase_done, values["documents_total"] - values["documents_indexed"]
-        elif values["phase"] == "embedding":
-            done, left = self._phase_done, values["chunks_to_embed"] - values["chunks_embedded"]
-        else:
-            return None
-        if done == 0:
-            return None
-        return (time.monotonic() - self._phase_started) / done * max(left, 0)
-
-    def scanning(self) -> None:
-        self._set(phase="scanning", error=None)
-
-    def reading(self, total: int, up_to_date: int) -> None:
-        self._set(phase="reading", documents_total=total, documents_indexed=up_to_date)
-
-    def document_done(self) -> None:
-        with self._lock:
-            self._phase_done += 1
-        self._set(documents_indexed=self.status().documents_indexed + 1)
-
-    def embedding(self, chunks: int) -> None:
-        self._set(phase="embedding", chunks_to_embed=chunks, chunks_embedded=0)
-
-    def chunks_done(self, count: int) -> None:
-        with self._lock:
-            self._phase_done += count
-        self._set(chunks_embedded=self.status().chunks_embedded + count)
-
-    def finished(self, documents: int, *, stopped: bool) -> None:
-        if stopped:
-            self._set(phase="stopped")
-        else:
-            self._set(phase="ready", documents_total=documents, documents_indexed=documents)
-
-    def failed(self, error: str) -> None:
-        self._set(phase="failed", error=error)
 
 
 @dataclass
@@ -328,7 +200,9 @@ def _scan(corpus: Corpus, root: Path, top: Path, tally: _Tally) -> list[_Work]:
 def _read(corpus: Corpus, item: _Work, tally: _Tally, pending: list[Chunk], parser: DocumentParser) -> None:
     """Read one new or changed file into the store; its chunks to embed join ``pending``."""
     rel, row, stat = item.rel, item.row, item.stat
-    cap = size_cap(item.file.suffix.lower())
+    named = document_name(item.file.name)
+    assert named is not None  # the walk yields documents only
+    cap = size_cap(named.kind)
     if stat.st_size > cap:
         _fail(corpus, tally, row, f"{rel}: larger than {cap // 2**20} MB; skipped")
         return
@@ -349,7 +223,7 @@ def _read(corpus: Corpus, item: _Work, tally: _Tally, pending: list[Chunk], pars
         tally.unchanged += 1
         return
     try:
-        document = read_document(data, item.file.suffix.lower(), rel, parser)
+        document = read_document(gunzip(data, cap) if named.gzipped else data, named, rel, parser)
     except SourceError as err:
         _fail(corpus, tally, row, f"{rel}: {err}")
         return
@@ -512,13 +386,3 @@ def rebuild_vectors(corpus: Corpus, progress: Callable[[int, int], None] | None 
             logged = time.monotonic()
             logger.info("re-embedding corpus chunks: %d of %d", done, total)
     logger.info("re-embedded %d corpus chunks in %.1f s", done, time.monotonic() - started)
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    if seconds < 90:
-        return f"{max(1, round(seconds))} s"
-    if seconds < 5400:
-        return f"{round(seconds / 60)} min"
-    return f"{seconds / 3600:.1f} h"

@@ -1,0 +1,221 @@
+"""The corpus folders: which of their files are documents, and whether a path lies inside them.
+
+A document is named for what it holds: ``.md``, ``.markdown``, ``.txt``, ``.text``, ``.rst``,
+``.html``, ``.htm`` or ``.pdf``, or a name with no such suffix at all (``README``, ``COPYING``,
+``GPL-3``, ``LGPL-2.1``, ``README.Debian``): those are read when their first 8 KB look like text
+(no NUL byte, valid UTF-8, almost no control characters), so a licence or a README is found and a
+program or an image is passed over without a note. Any of them may be gzip-compressed
+(``changelog.Debian.gz``, ``guide.txt.gz``, as Debian ships its docs); the uncompressed size is
+capped like the file's. Other suffixes (``.py``, ``.json``, ``.png``) and hidden files and folders
+are not documents.
+
+Path safety: every path is resolved (symlinks followed, ``..`` collapsed) and must then lie inside
+a configured folder, tested with ``Path.is_relative_to`` on resolved paths (a string prefix test
+would let ``/data/corpus-secret`` pass for ``/data/corpus``). The walk does not follow symlinked
+folders and skips, reporting it, any symlink that points outside the corpus folders.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import stat as stat_mode
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from research_mcp.errors import InvalidInput, SourceError
+
+__all__ = [
+    "SUFFIXES",
+    "CorpusFolders",
+    "DocumentName",
+    "document_name",
+    "gunzip",
+    "looks_like_text",
+    "sniff_text_file",
+]
+
+SUFFIXES = frozenset({".md", ".markdown", ".txt", ".text", ".rst", ".html", ".htm", ".pdf"})
+COMPRESSED = ".gz"
+#: Bytes looked at to tell a text file named without a suffix from a binary one.
+SNIFF_BYTES = 8192
+#: Control characters (other than tab, newline, carriage return, form feed) a text may hold, per byte.
+MAX_CONTROL_SHARE = 0.01
+_TEXT_CONTROLS = frozenset("\t\n\r\f")
+
+
+@dataclass(frozen=True)
+class DocumentName:
+    """How a file's name says to read it.
+
+    ``kind`` is the document suffix (``.md``, ``.html``, ``.pdf``, ...) or ``""`` for a name
+    without one, read as plain text if it looks like text; ``title`` is the name without its
+    document suffixes, the title of a document that declares none.
+    """
+
+    kind: str
+    gzipped: bool
+    title: str
+
+    @property
+    def sniffed(self) -> bool:
+        """True when only the content can tell whether this is a document."""
+        return self.kind == ""
+
+
+def document_name(name: str) -> DocumentName | None:
+    """How to read a file of this name, or None when it is no document."""
+    if name.startswith("."):
+        return None
+    gzipped = name.lower().endswith(COMPRESSED)
+    inner = name[: -len(COMPRESSED)] if gzipped else name
+    if not inner:
+        return None
+    suffix = PurePosixPath(inner).suffix
+    if suffix.lower() in SUFFIXES:
+        return DocumentName(kind=suffix.lower(), gzipped=gzipped, title=inner[: -len(suffix)] or inner)
+    if _not_a_file_type(suffix[1:]):
+        return DocumentName(kind="", gzipped=gzipped, title=inner)
+    return None
+
+
+def _not_a_file_type(suffix: str) -> bool:
+    """A dotted tail that names no file type: none, a version (``LGPL-2.1``) or a capitalised word
+    (``README.Debian``); file types are lower-case words (``.py``, ``.json``)."""
+    return not suffix or suffix.isdigit() or (suffix.isalpha() and suffix != suffix.lower())
+
+
+def looks_like_text(head: bytes) -> bool:
+    """Whether the first bytes of a file are text: no NUL, valid UTF-8, almost no control characters."""
+    if not head.strip() or b"\x00" in head:
+        return False
+    try:
+        text = codecs.getincrementaldecoder("utf-8-sig")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return False
+    controls = sum(1 for char in text if char < " " and char not in _TEXT_CONTROLS)
+    return controls <= MAX_CONTROL_SHARE * max(len(text), 1)
+
+
+def sniff_text_file(path: Path, *, gzipped: bool = False) -> bool:
+    """Whether a regular file (uncompressed first, when gzipped) begins like text; False for anything
+    that is not a regular file or cannot be read. Opened without blocking, like every corpus read."""
+    try:
+        if not stat_mode.S_ISREG(os.stat(path).st_mode):  # never open a device or a FIFO to look
+            return False
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb", buffering=0) as handle:
+        if not stat_mode.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        try:
+            head = handle.read(SNIFF_BYTES)
+        except OSError:
+            return False
+    if gzipped:
+        try:
+            head = zlib.decompressobj(wbits=31).decompress(head, SNIFF_BYTES)
+        except zlib.error:
+            return False
+    return looks_like_text(head)
+
+
+def gunzip(data: bytes, cap: int) -> bytes:
+    """The uncompressed bytes of a gzip file (every member), at most ``cap`` of them: a file that
+    would grow past it (a bomb) is refused before it is all uncompressed; SourceError otherwise."""
+    out: list[bytes] = []
+    size = 0
+    rest = data
+    while rest:
+        member = zlib.decompressobj(wbits=31)
+        try:
+            chunk = member.decompress(rest, cap + 1 - size)
+        except zlib.error as err:
+            raise SourceError(f"is not a valid gzip file ({err}); skipped") from None
+        size += len(chunk)
+        out.append(chunk)
+        if size > cap or member.unconsumed_tail:
+            raise SourceError(f"holds more than {cap // 2**20} MB once uncompressed; skipped")
+        if not member.eof:
+            raise SourceError("is a truncated gzip file; skipped")
+        rest = member.unused_data.lstrip(b"\x00")  # members may be padded with NULs
+    return b"".join(out)
+
+
+class CorpusFolders:
+    """The configured folders, resolved: what lies inside them and which of their files to index."""
+
+    def __init__(self, roots: Sequence[Path]) -> None:
+        self.roots = [Path(root).expanduser().resolve() for root in roots]
+
+    def resolve(self, path: str | Path) -> Path:
+        """The resolved path, if it lies inside a configured folder; InvalidInput otherwise.
+
+        A relative path is taken relative to each folder in turn.
+        """
+        if not self.roots:
+            raise InvalidInput("No corpus folders are configured: set RESEARCH_MCP_CORPUS to your folders.")
+        raw = Path(path).expanduser()
+        candidates = [raw] if raw.is_absolute() else [root / raw for root in self.roots]
+        for candidate in candidates:
+            try:
+                resolved = candidate.resolve()
+            except (OSError, RuntimeError, ValueError):  # symlink loops, NUL bytes
+                continue
+            if self.owner(resolved) is not None:
+                return resolved
+        raise InvalidInput(
+            f"{str(path)!r} is outside the corpus folders ({', '.join(str(r) for r in self.roots)}); "
+            f"give a path inside one of them (symlinks are followed before the check)."
+        )
+
+    def owner(self, resolved: Path) -> Path | None:
+        """The most specific configured folder holding a resolved path."""
+        owners = [root for root in self.roots if resolved.is_relative_to(root)]
+        return max(owners, key=lambda root: len(root.parts)) if owners else None
+
+    def walk(self, root: Path, top: Path, errors: list[str]) -> Iterator[Path]:
+        """Files to index under ``top``, resolved, in a stable order; escaping symlinks reported.
+
+        Files named without a document suffix are yielded only when they begin like text.
+        """
+
+        def unreadable(err: OSError) -> None:
+            errors.append(f"{err.filename}: cannot be listed ({err.strerror}); skipped")
+
+        for dirpath, dirnames, filenames in os.walk(top, onerror=unreadable, followlinks=False):
+            here = Path(dirpath)
+            for name in sorted(dirnames):
+                if not name.startswith(".") and (here / name).is_symlink():
+                    self._check_link(here / name, errors)  # never followed; its target is walked if ours
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in sorted(filenames):
+                path = here / name
+                if document_name(name) is None:
+                    continue
+                if path.is_symlink():
+                    target = self._check_link(path, errors)
+                    # A target that is not a regular file (a FIFO, a device) is reported by the indexer.
+                    if target is None or target.is_dir() or document_name(target.name) is None:
+                        continue
+                    path = target
+                named = document_name(path.name)
+                if named is not None and named.sniffed and not sniff_text_file(path, gzipped=named.gzipped):
+                    continue  # a program, an image: no document, and nothing to report
+                if self.owner(path) == root:  # a file of a nested corpus folder belongs to that one
+                    yield path
+
+    def _check_link(self, link: Path, errors: list[str]) -> Path | None:
+        """The target of a symlink inside the corpus folders; None (reported) for one outside or broken."""
+        try:
+            target = link.resolve(strict=True)
+        except (OSError, RuntimeError):
+            errors.append(f"{link}: broken symlink; skipped")
+            return None
+        if self.owner(target) is None:
+            errors.append(f"{link}: symlink points outside the corpus folders ({target}); skipped")
+            return None
+        return target

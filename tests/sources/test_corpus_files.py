@@ -1,0 +1,141 @@
+"""Which files of a real folder the corpus takes as documents: Debian-style docs named without a
+suffix, gzipped docs, and the files it passes over (programs, images, code), against real SQLite."""
+
+from __future__ import annotations
+
+import gzip
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from research_mcp.errors import InvalidInput, SourceError
+from research_mcp.sources.corpus import Corpus
+from research_mcp.sources.folders import document_name, gunzip
+from research_mcp.storage.store import Store
+
+GPL = "GNU GENERAL PUBLIC LICENSE\nVersion 3, 29 June 2007\n\nEveryone is permitted to copy and distribute verbatim copies.\n"
+LGPL = (
+    "GNU LESSER GENERAL PUBLIC LICENSE\nVersion 2.1, February 1999\n\nThe licensee may relink the library.\n"
+)
+README_DEBIAN = (
+    "Notes for Debian\n\nThe dpkg database lives under /var/lib/dpkg and records every installed package.\n"
+)
+CHANGELOG = (
+    "zlib (1:1.2.13) unstable; urgency=medium\n\n  * Fix the inflate window overflow in the deflate stream.\n"
+)
+GUIDE = "# Tidal guide\n\nSpring tides follow the new and the full moon.\n"
+# An ELF header and a PNG header: binaries, whatever their names say.
+PROGRAM = b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 8
+IMAGE = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(200)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = Store(tmp_path / "research.db")
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    root = tmp_path / "doc"
+    (root / "dpkg").mkdir(parents=True)
+    (root / "GPL-3").write_text(GPL)
+    (root / "LGPL-2.1").write_text(LGPL)
+    (root / "dpkg" / "README.Debian").write_text(README_DEBIAN)
+    (root / "dpkg" / "changelog.Debian.gz").write_bytes(gzip.compress(CHANGELOG.encode()))
+    (root / "guide.md.gz").write_bytes(gzip.compress(GUIDE.encode()))
+    (root / "dpkg-query").write_bytes(PROGRAM)
+    (root / "logo.png").write_bytes(IMAGE)
+    (root / "setup.py").write_text("print('code is not a document')\n")
+    (root / "data.json").write_text('{"not": "a document"}\n')
+    return root
+
+
+def indexed(store: Store, folder: Path) -> dict[str, str]:
+    """Path -> title of every document the index holds for the folder."""
+    corpus = Corpus(store, [folder])
+    return {row.path: corpus.read(row.id).title for row in corpus.known_files(corpus.roots[0])}
+
+
+def test_text_files_named_without_a_suffix_and_gzipped_docs_are_indexed_and_binaries_are_not(
+    store: Store, folder: Path
+) -> None:
+    report = Corpus(store, [folder]).index()
+    assert report.errors == []  # a program or an image named without a suffix is no document to report
+    assert indexed(store, folder) == {
+        "GPL-3": "GPL-3",
+        "LGPL-2.1": "LGPL-2.1",
+        "dpkg/README.Debian": "README.Debian",
+        "dpkg/changelog.Debian.gz": "changelog.Debian",
+        "guide.md.gz": "Tidal guide",  # a gzipped Markdown file keeps its heading as its title
+    }
+
+
+def test_a_gzipped_document_is_searched_and_read_uncompressed(store: Store, folder: Path) -> None:
+    corpus = Corpus(store, [folder])
+    corpus.index()
+    [hit] = [hit for hit in corpus.search("inflate window overflow", limit=3) if hit.path.endswith(".gz")]
+    assert hit.path == "dpkg/changelog.Debian.gz"
+    assert "inflate window overflow" in corpus.read(hit.doc_id).text
+    assert corpus.document_at(folder / "dpkg" / "changelog.Debian.gz") == hit.doc_id
+
+
+def test_a_gzip_bomb_and_a_broken_gzip_are_skipped_with_their_reason(store: Store, folder: Path) -> None:
+    # 11 MB of zeros compress to about 11 KB: past the 10 MB text cap once uncompressed.
+    (folder / "bomb.txt.gz").write_bytes(gzip.compress(b"a" * (11 * 2**20)))
+    (folder / "broken.md.gz").write_bytes(b"\x1f\x8b\x08\x00garbage that inflates to nothing")
+    errors = Corpus(store, [folder]).index().errors
+    assert any(e.startswith("bomb.txt.gz: holds more than 10 MB once uncompressed") for e in errors), errors
+    assert any(e.startswith("broken.md.gz: is not a valid gzip file") for e in errors), errors
+    assert "bomb.txt.gz" not in indexed(store, folder)
+
+
+def test_a_fifo_named_like_a_readme_is_passed_over_without_being_opened(store: Store, folder: Path) -> None:
+    os.mkfifo(folder / "README")  # opening it for reading would block the indexer forever
+    report = Corpus(store, [folder]).index()
+    assert "README" not in indexed(store, folder)
+    assert report.added == 5
+
+
+def test_extract_source_refuses_a_binary_or_code_file_by_path_with_what_it_reads(
+    store: Store, folder: Path
+) -> None:
+    corpus = Corpus(store, [folder])
+    corpus.index()
+    with pytest.raises(InvalidInput, match="is not a document research-mcp reads"):
+        corpus.document_at(folder / "setup.py")
+    with pytest.raises(InvalidInput, match="not a text document"):
+        corpus.document_at(folder / "dpkg-query")
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "gzipped", "title"),
+    [
+        ("GPL-3", "", False, "GPL-3"),
+        ("Apache-2.0", "", False, "Apache-2.0"),
+        ("README.Debian", "", False, "README.Debian"),
+        ("NEWS.Debian.gz", "", True, "NEWS.Debian"),
+        ("Notes.PDF", ".pdf", False, "Notes"),
+        ("page.htm.gz", ".htm", True, "page"),
+        ("guide.rst", ".rst", False, "guide"),
+    ],
+)
+def test_a_files_name_says_how_to_read_it(name: str, kind: str, gzipped: bool, title: str) -> None:
+    named = document_name(name)
+    assert named is not None
+    assert (named.kind, named.gzipped, named.title) == (kind, gzipped, title)
+
+
+@pytest.mark.parametrize("name", ["setup.py", "data.json", "photo.jpeg", ".bashrc", ".gz", "archive.tar.gz"])
+def test_names_of_code_data_and_hidden_files_are_no_documents(name: str) -> None:
+    assert document_name(name) is None
+
+
+def test_gunzip_reads_every_member_and_refuses_a_truncated_stream() -> None:
+    two = gzip.compress(b"first member. ") + gzip.compress(b"second member.")
+    assert gunzip(two, 1024) == b"first member. second member."
+    with pytest.raises(SourceError, match="truncated"):
+        gunzip(gzip.compress(b"x" * 5000)[:-12], 2**20)
