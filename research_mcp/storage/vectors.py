@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from research_mcp.contracts import Embedder
+from research_mcp.storage.qdrant import connect_local, connect_server, is_server, one_line, warn_unavailable
 
 if TYPE_CHECKING:  # qdrant-client and numpy take a second or more to import: only when first used
     import numpy as np
@@ -44,8 +45,6 @@ T = TypeVar("T")
 UPSERT_BATCH = 256
 #: Ids read per scroll request when listing what the index holds.
 SCROLL_PAGE = 2048
-#: Seconds a Qdrant server gets to answer before it counts as down.
-SERVER_TIMEOUT = 5
 
 
 @dataclass(frozen=True)
@@ -106,9 +105,9 @@ class KnowledgeIndex:
             if location is not None:
                 return QdrantClient(location=location)
             if url is not None:
-                return _connect_server(url, api_key)
+                return connect_server(url, api_key)
             assert path is not None
-            return _connect_local(path)
+            return connect_local(path)
 
         index = cls(None, embedder, chunk_embedder=chunk_embedder, connect=connect)
         if not lazy:
@@ -338,7 +337,7 @@ class KnowledgeIndex:
             except ApiException as err:
                 self._client = None
                 client.close()
-                _warn_unavailable(f"Qdrant stopped answering ({_one_line(err)})")
+                warn_unavailable(f"Qdrant stopped answering ({one_line(err)})")
                 return unavailable
 
     def _name(self, collection: Collection) -> str:
@@ -384,55 +383,13 @@ class KnowledgeIndex:
             if c.name.startswith(prefix) and c.name != current
         ]
         for name in stale:
-            if not _is_server(client):  # the embedded Qdrant is ours alone
+            if not is_server(client):  # the embedded Qdrant is ours alone
                 logger.info("dropping %s: it holds another embedder's vectors (now %s)", name, current)
                 client.delete_collection(name)
             else:
                 logger.info(
                     "%s holds another embedder's vectors (now %s); left on the shared server", name, current
                 )
-
-
-def _is_server(client: QdrantClient) -> bool:
-    from qdrant_client.local.qdrant_local import QdrantLocal
-
-    return not isinstance(client._client, QdrantLocal)
-
-
-def _connect_local(path: Path) -> QdrantClient | None:
-    from qdrant_client import QdrantClient
-
-    busy = f"the local Qdrant folder {str(path)!r} is in use by another process"
-    try:
-        # Probe first: a QdrantClient that loses the lock race leaks its open lock file.
-        if _folder_in_use(path):
-            _warn_unavailable(busy)
-            return None
-        # Our own lock serialises every call, so the client may move between worker threads.
-        return QdrantClient(path=str(path), force_disable_check_same_thread=True)
-    except OSError as err:  # a read-only or full disk, a folder we may not write
-        _warn_unavailable(f"the local Qdrant folder {str(path)!r} cannot be written ({_one_line(err)})")
-        return None
-    except RuntimeError as err:
-        if "already accessed by another instance" not in str(err):
-            raise
-        _warn_unavailable(busy)
-        return None
-
-
-def _connect_server(url: str, api_key: str | None) -> QdrantClient | None:
-    from qdrant_client import QdrantClient
-    from qdrant_client.http.exceptions import ApiException
-
-    # check_compatibility would warn from a background thread; the probe below is our check.
-    client = QdrantClient(url=url, api_key=api_key, timeout=SERVER_TIMEOUT, check_compatibility=False)
-    try:
-        client.get_collections()
-    except ApiException as err:
-        client.close()
-        _warn_unavailable(f"the Qdrant server at {url!r} could not be used ({_one_line(err)})")
-        return None
-    return client
 
 
 def _filter(where: dict[str, str | int] | None) -> models.Filter | None:
@@ -445,32 +402,4 @@ def _filter(where: dict[str, str | int] | None) -> models.Filter | None:
             models.FieldCondition(key=key, match=models.MatchValue(value=value))
             for key, value in where.items()
         ]
-    )
-
-
-def _folder_in_use(path: Path) -> bool:
-    """Whether another client holds the local folder's lock (taken as qdrant-client takes it)."""
-    import portalocker  # qdrant-client's own dependency for this lock
-
-    lock_path = path / ".lock"
-    if not lock_path.is_file():
-        return False
-    with lock_path.open("r+") as lock_file:
-        try:
-            portalocker.lock(lock_file, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
-        except portalocker.exceptions.LockException:
-            return True
-        portalocker.unlock(lock_file)
-    return False
-
-
-def _one_line(err: Exception) -> str:
-    return " ".join(str(err).split())[:200] or type(err).__name__
-
-
-def _warn_unavailable(reason: str) -> None:
-    logger.warning(
-        "Knowledge index unavailable: %s. Research continues and facts are kept in SQLite; "
-        "run `research-mcp reindex` once Qdrant is reachable again.",
-        reason,
     )
