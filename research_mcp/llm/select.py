@@ -33,7 +33,7 @@ def client_can_sample(ctx: Any) -> bool:
 def choose_backend(
     settings: Settings, *, ctx: Any = None, anthropic: ModelBackend | None = None
 ) -> ModelBackend:
-    """The backend for this call (`cli.main.backend_line` says why, for people)."""
+    """The backend for this call (`cli.doctor.backend_line` says why, for people)."""
     wanted = settings.model
     has_key = settings.anthropic_key is not None
     if wanted == "anthropic" or (wanted == "auto" and has_key):

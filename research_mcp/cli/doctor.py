@@ -1,0 +1,122 @@
+"""What `research-mcp doctor` says about the configuration in effect, and `reindex`'s rebuild."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from research_mcp.config import Settings
+from research_mcp.errors import ResearchError
+
+if TYPE_CHECKING:
+    from research_mcp.storage.store import Store
+    from research_mcp.storage.vectors import KnowledgeIndex
+
+__all__ = ["backend_line", "connect_hint", "doctor_report", "index_drift", "rebuild_knowledge_index"]
+
+
+def connect_hint() -> str:
+    """How to add this very server to Claude Code: the absolute path of the running script."""
+    script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else Path("research-mcp")
+    command = str(script) if script.name == "research-mcp" and script.exists() else "research-mcp"
+    return f"connect it with: claude mcp add research-mcp -- {command} serve"
+
+
+def backend_line(settings: Settings) -> str:
+    """What model backend a session will get, and why."""
+    if settings.model == "auto":
+        if settings.anthropic_key is not None:
+            return f"anthropic ({settings.anthropic_model}; ANTHROPIC_API_KEY is set)"
+        return "auto: sampling when the host supports it, else extractive (no API key set)"
+    return f"{settings.model} (RESEARCH_MCP_MODEL={settings.model})"
+
+
+def doctor_report(settings: Settings) -> str:
+    """The configuration in effect and why, with each problem and how to fix it."""
+    web = "tavily" if settings.tavily_api_key else "not configured (set TAVILY_API_KEY)"
+    corpus = ", ".join(str(path) for path in settings.corpus) or "not configured (set RESEARCH_MCP_CORPUS)"
+    qdrant = settings.qdrant_url or f"embedded at {settings.qdrant_path}"
+    lines = [
+        f"data folder:  {settings.home}",
+        f"model:        {backend_line(settings)}",
+        f"web search:   {web}",
+        f"corpus:       {corpus}",
+        f"knowledge:    qdrant {qdrant}",
+        f"index drift:  {index_drift(settings)}",
+        f"concurrency:  {settings.concurrency} model calls at once",
+        connect_hint(),
+    ]
+    from research_mcp.cli.corpus import doctor_lines
+
+    lines[4:4] = doctor_lines(settings)  # after the corpus folders
+    if not settings.corpus and not settings.tavily_api_key:
+        lines.append(
+            "problem: nothing to search: set RESEARCH_MCP_CORPUS to folders of your documents, "
+            "or TAVILY_API_KEY for web search (or give sources to each plan leaf)"
+        )
+    return "\n".join(lines)
+
+
+def index_drift(settings: Settings) -> str:
+    """How far the facts index is from the store (read only: nothing is healed here)."""
+    from research_mcp.server.app import open_knowledge_index
+    from research_mcp.storage.healing import heal
+    from research_mcp.storage.knowledge_base import KnowledgeBase
+    from research_mcp.storage.store import Store
+
+    if not settings.database_path.exists():
+        return "no store yet"
+    try:
+        store = Store(settings.database_path)
+    except ResearchError as error:
+        return f"not checked: {' '.join(str(error).split())}"
+    try:
+        knowledge_index = open_knowledge_index(settings)
+        try:
+            drift = heal(KnowledgeBase(store, knowledge_index), dry_run=True)
+        finally:
+            knowledge_index.close()
+    finally:
+        store.close()
+    if not drift.available:
+        return "not checked: the index is unavailable (a running server holds it and heals it itself)"
+    if drift.in_step:
+        return drift.describe()
+    return (
+        f"{drift.describe()}; a running server heals it in the background, "
+        "`research-mcp reindex` rebuilds it at once"
+    )
+
+
+def rebuild_knowledge_index(settings: Settings) -> str:
+    """Rebuild the knowledge index (fact and corpus chunk vectors) from the SQLite store; what it holds now."""
+    from research_mcp.server.app import open_knowledge_index
+    from research_mcp.storage.knowledge_base import KnowledgeBase
+    from research_mcp.storage.store import Store
+
+    store = Store(settings.database_path)
+    knowledge_index = open_knowledge_index(settings)
+    try:
+        if not knowledge_index.available:
+            raise click.ClickException(
+                "the knowledge index cannot be opened (see the warning above): stop the research-mcp "
+                "server using this data folder, or start the Qdrant server, and run reindex again."
+            )
+        facts = KnowledgeBase(store, knowledge_index).reindex_facts()
+        chunks = _reindex_chunks(store, knowledge_index)
+        return f"knowledge index rebuilt from {settings.database_path}: {facts} facts, {chunks} corpus chunks"
+    finally:
+        knowledge_index.close()
+        store.close()
+
+
+def _reindex_chunks(store: Store, knowledge_index: KnowledgeIndex) -> int:
+    """Re-embed every corpus chunk from SQLite (the corpus module owns how a chunk is embedded)."""
+    from research_mcp.sources.corpus import Corpus
+
+    corpus = Corpus(store, [], index=knowledge_index)
+    corpus.rebuild_vectors()
+    return knowledge_index.count("chunks")
