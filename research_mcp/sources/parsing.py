@@ -17,7 +17,8 @@ process down. So each document is parsed in a worker process (``parse_worker.py`
 
 Workers are reused: up to ``max_workers`` live at once and idle ones wait for the next document,
 so the common case costs a pipe round trip, not a process start (about half a second, the parsers'
-imports). The pipe carries the document's bytes one way and one JSON line back, never pickles, so
+imports). A worker idle for ``idle_seconds`` (a minute) is stopped, so a server that indexed a
+folder of HTML or PDF and now waits for its host does not keep the parsers' memory. The pipe carries the document's bytes one way and one JSON line back, never pickles, so
 a worker subverted by a document cannot run code in the server. A worker's stdout is that pipe,
 its stderr the server's stderr; it ignores SIGINT (the server decides what a Ctrl-C stops). The
 memory limit needs ``RLIMIT_AS`` and ``/proc`` (Linux); elsewhere (macOS ignores the limit, Windows
@@ -47,6 +48,8 @@ _STOP_GRACE = 2.0
 #: Seconds a new worker may take to import the parsers and say it is ready (half a second when idle).
 _START_TIMEOUT = 60.0
 _READY = b"ready\n"
+#: Seconds an idle worker is kept for the next document before it is stopped.
+IDLE_WORKER_SECONDS = 60.0
 
 
 class DocumentParser:
@@ -58,14 +61,21 @@ class DocumentParser:
     """
 
     def __init__(
-        self, *, timeout: float, memory_mb: int | None = DEFAULT_MEMORY_MB, max_workers: int = 2
+        self,
+        *,
+        timeout: float,
+        memory_mb: int | None = DEFAULT_MEMORY_MB,
+        max_workers: int = 2,
+        idle_seconds: float = IDLE_WORKER_SECONDS,
     ) -> None:
-        if timeout <= 0 or max_workers < 1:
-            raise ValueError("timeout must be positive and max_workers at least 1")
+        if timeout <= 0 or max_workers < 1 or idle_seconds <= 0:
+            raise ValueError("timeout and idle_seconds must be positive and max_workers at least 1")
         self.timeout = timeout
         self.memory_mb = memory_mb
+        self.idle_seconds = idle_seconds
         self._slots = threading.BoundedSemaphore(max_workers)
-        self._idle: list[_Worker] = []
+        self._idle: list[tuple[_Worker, float]] = []  # each with when it became idle, newest last
+        self._reaper: threading.Timer | None = None
         self._lock = threading.Lock()
         self._closed = False
 
@@ -101,7 +111,10 @@ class DocumentParser:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
-        for worker in idle:
+            if self._reaper is not None:
+                self._reaper.cancel()
+                self._reaper = None
+        for worker, _ in idle:
             worker.stop()
 
     def __enter__(self) -> DocumentParser:
@@ -115,7 +128,7 @@ class DocumentParser:
             if self._closed:
                 raise SourceError("The document parser is shut down: the server is stopping.")
             while self._idle:
-                worker = self._idle.pop()
+                worker, _ = self._idle.pop()  # the most recently used: the others may age out
                 if worker.alive():
                     return worker
                 worker.kill()
@@ -124,9 +137,29 @@ class DocumentParser:
     def _give_back(self, worker: _Worker) -> None:
         with self._lock:
             if not self._closed:
-                self._idle.append(worker)
+                self._idle.append((worker, time.monotonic()))
+                self._schedule_reaping(self.idle_seconds)
                 return
         worker.stop()
+
+    def _schedule_reaping(self, delay: float) -> None:
+        """Look for workers idle too long in ``delay`` seconds, unless a look is already due; lock held."""
+        if self._reaper is None:
+            self._reaper = threading.Timer(delay, self._reap)
+            self._reaper.daemon = True
+            self._reaper.start()
+
+    def _reap(self) -> None:
+        """Stop the workers idle for ``idle_seconds``; look again when the next one would be."""
+        with self._lock:
+            self._reaper = None
+            now = time.monotonic()
+            stale = [worker for worker, since in self._idle if now - since >= self.idle_seconds]
+            self._idle = [(worker, since) for worker, since in self._idle if now - since < self.idle_seconds]
+            if self._idle and not self._closed:
+                self._schedule_reaping(min(since for _, since in self._idle) + self.idle_seconds - now)
+        for worker in stale:
+            worker.stop()
 
     def _lost_message(self, name: str, lost: _WorkerLost, limit: float) -> str:
         if lost.starting:

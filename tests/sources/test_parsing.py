@@ -4,11 +4,13 @@ naming the document, and the parser goes on serving the next document."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -148,3 +150,33 @@ def test_a_worker_left_parsing_by_a_dead_server_ends_itself_after_the_limit() ->
         worker.stdout.close()
     assert code == -signal.SIGALRM
     assert time.monotonic() - started < 0.5 + ALARM_GRACE + 20
+
+
+def worker_pids() -> set[int]:
+    """This process's children that are parse workers, from /proc (Linux)."""
+    me = os.getpid()
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                command = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if int(stat[1]) == me and b"research_mcp.sources.parse_worker" in command:
+                found.add(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads child processes from /proc")
+def test_an_idle_worker_is_stopped_after_its_idle_time_and_a_new_one_serves_the_next_document() -> None:
+    with DocumentParser(timeout=5, idle_seconds=0.5) as parser:
+        before = worker_pids()
+        assert parser.extract(GOOD, "application/pdf", "tides.pdf")[1] == "Tides"
+        [worker] = worker_pids() - before  # kept for the next document
+        deadline = time.monotonic() + 30
+        while worker in worker_pids() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert worker not in worker_pids()  # stopped once idle for half a second
+        assert parser.extract(GOOD, "application/pdf", "tides.pdf")[1] == "Tides"
+        assert len(worker_pids() - before) == 1
