@@ -5,6 +5,10 @@ corpus of N generated notes it has never indexed), writes `initialize`, then `to
 host does, and times each answer from the moment the process was spawned. Prints the median and
 p90 over the starts, and the import time of the server module (`python -X importtime`).
 
+The last start then stays up as a host's server does: it waits until the corpus is indexed, asks
+`scout_sources` once (so the search embedders are loaded), and reads the resident memory (VmRSS)
+of the server and its parser workers, idle after that.
+
     python -m bench.startup [--starts 10] [--notes 0]
 """
 
@@ -19,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
@@ -46,7 +51,7 @@ def write_notes(folder: Path, count: int) -> None:
         )
 
 
-def _send(stdin: IO[str], message: dict[str, object]) -> None:
+def _send(stdin: IO[str], message: Mapping[str, object]) -> None:
     stdin.write(json.dumps(message) + "\n")
     stdin.flush()
 
@@ -67,7 +72,51 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def one_start(home: Path, corpus: Path | None) -> tuple[float, float, float]:
+STATUS = {
+    "jsonrpc": "2.0",
+    "id": 3,
+    "method": "resources/read",
+    "params": {"uri": "research://corpus/status"},
+}
+SCOUT = {
+    "jsonrpc": "2.0",
+    "id": 4,
+    "method": "tools/call",
+    "params": {"name": "scout_sources", "arguments": {"topic": "changes observed at a site"}},
+}
+
+
+def tree_rss_mb(pid: int) -> tuple[float, float]:
+    """Resident memory of a process and of its children (the parser workers), in MB, from /proc."""
+
+    def rss(one: int) -> float:
+        for line in Path(f"/proc/{one}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return rss(pid), sum(rss(int(child)) for child in children)
+
+
+def idle_memory(process: subprocess.Popen[str], indexed: bool) -> tuple[float, float]:
+    """(server MB, workers MB) once the corpus is indexed and one search has been answered."""
+    assert process.stdin is not None and process.stdout is not None
+    while indexed:
+        _send(process.stdin, STATUS)
+        status = json.loads(_answer(process.stdout, 3)["result"]["contents"][0]["text"])  # type: ignore[index]
+        if status["phase"] in ("ready", "failed", "stopped"):
+            break
+        time.sleep(0.5)
+    _send(process.stdin, SCOUT)
+    _answer(process.stdout, 4)
+    time.sleep(3)
+    return tree_rss_mb(process.pid)
+
+
+def one_start(
+    home: Path, corpus: Path | None, *, memory: bool = False
+) -> tuple[float, float, float, tuple[float, float] | None]:
     """Seconds from spawn to the `initialize` answer and to the `tools/list` answer, and the CPU
     seconds the server had used when `tools/list` was answered (on a busy machine, wall time
     includes waiting for a core; CPU time does not)."""
@@ -95,12 +144,13 @@ def one_start(home: Path, corpus: Path | None) -> tuple[float, float, float]:
         cpu = cpu_seconds(process.pid)
         if len(tools["result"]["tools"]) != 5:  # type: ignore[index]
             raise RuntimeError("tools/list did not list the five tools")
+        idle = idle_memory(process, corpus is not None) if memory else None
         process.stdin.close()
         try:
             process.wait(timeout=60)
         except subprocess.TimeoutExpired:
             process.kill()
-    return initialized, listed, cpu
+    return initialized, listed, cpu, idle
 
 
 def import_seconds() -> float:
@@ -131,8 +181,10 @@ def main() -> None:
         if args.notes:
             corpus = Path(tmp) / "notes"
             write_notes(corpus, args.notes)
+        idle: tuple[float, float] | None = None
         for start in range(args.starts):
-            initialized, listed, cpu = one_start(Path(tmp) / f"home{start}", corpus)
+            last = start == args.starts - 1
+            initialized, listed, cpu, idle = one_start(Path(tmp) / f"home{start}", corpus, memory=last)
             inits.append(initialized)
             lists.append(listed)
             cpus.append(cpu)
@@ -148,6 +200,11 @@ def main() -> None:
         print(
             f"{name:20} median {statistics.median(values):.3f} s  p90 {_p90(values):.3f} s  "
             f"min {min(values):.3f} s"
+        )
+    if idle is not None:
+        print(
+            f"idle, {'indexed and ' if args.notes else ''}after one search: server {idle[0]:.0f} MB, "
+            f"parser workers {idle[1]:.0f} MB, together {sum(idle):.0f} MB"
         )
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
