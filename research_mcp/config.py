@@ -48,6 +48,8 @@ class Settings(BaseSettings):
     )
     # Seconds a page fetch (redirects included) or one web-search request may take before it fails.
     source_timeout: float = Field(default=20.0, gt=0, le=600, validation_alias="RESEARCH_MCP_SOURCE_TIMEOUT")
+    # Seconds between two rescans of the corpus folders while the server runs (0: only at start).
+    corpus_rescan: float = Field(default=60.0, ge=0, validation_alias="RESEARCH_MCP_CORPUS_RESCAN")
 
     qdrant_url: str | None = Field(default=None, validation_alias="QDRANT_URL")
     qdrant_api_key: SecretStr | None = Field(default=None, validation_alias="QDRANT_API_KEY")

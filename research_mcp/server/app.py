@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -27,10 +28,10 @@ from research_mcp.server.tools import build_tools
 from research_mcp.server.view import AppsOnly, build_apps, link_view
 from research_mcp.service import ResearchService
 from research_mcp.sources.fetch import SafeFetcher
-from research_mcp.sources.indexing import index_in_background
 from research_mcp.sources.library import SourceLibrary
 from research_mcp.sources.parsing import DocumentParser
 from research_mcp.sources.search import WebSearch
+from research_mcp.sources.watching import keep_indexed
 from research_mcp.storage.healing import keep_healed
 from research_mcp.storage.knowledge_base import KnowledgeBase
 from research_mcp.storage.store import Store
@@ -127,7 +128,8 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
                 # Connect now (off the event loop), so this server holds the local folder's lock.
                 group.start_soon(anyio.to_thread.run_sync, index.connect)
                 if corpus is not None:
-                    group.start_soon(index_in_background, corpus, stop_indexing)
+                    rescan = functools.partial(keep_indexed, rescan_seconds=config.corpus_rescan)
+                    group.start_soon(rescan, corpus, stop_indexing)
                 # The facts index is compared with the store and healed in the background, at once
                 # and after any indexing failure; the host's first request never waits for it.
                 stop_healing = threading.Event()

@@ -178,10 +178,9 @@ class CorpusFolders:
         return max(owners, key=lambda root: len(root.parts)) if owners else None
 
     def walk(self, root: Path, top: Path, errors: list[str]) -> Iterator[Path]:
-        """Files to index under ``top``, resolved, in a stable order; escaping symlinks reported.
-
-        Files named without a document suffix are yielded only when they begin like text.
-        """
+        """Files named as documents under ``top``, resolved, in a stable order; escaping symlinks
+        reported. Whether one named without a suffix is text is for the indexer to look (only at a
+        file new or changed since it last looked)."""
 
         def unreadable(err: OSError) -> None:
             errors.append(f"{err.filename}: cannot be listed ({err.strerror}); skipped")
@@ -202,9 +201,6 @@ class CorpusFolders:
                     if target is None or target.is_dir() or document_name(target.name) is None:
                         continue
                     path = target
-                named = document_name(path.name)
-                if named is not None and named.sniffed and not sniff_text_file(path, gzipped=named.gzipped):
-                    continue  # a program, an image: no document, and nothing to report
                 if self.owner(path) == root:  # a file of a nested corpus folder belongs to that one
                     yield path
 

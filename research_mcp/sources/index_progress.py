@@ -81,6 +81,8 @@ class IndexProgress:
         self._status = CorpusStatus(phase="waiting", documents_total=known, documents_indexed=known)
         self._phase_started = time.monotonic()
         self._phase_done = 0
+        #: Whether a pass of this process has checked the vector index against SQLite.
+        self.vectors_checked = False
 
     def status(self) -> CorpusStatus:
         """The state now, its time left estimated at this moment (a long batch makes it grow)."""
@@ -111,9 +113,14 @@ class IndexProgress:
         return (time.monotonic() - self._phase_started) / done * max(left, 0)
 
     def scanning(self) -> None:
-        self._set(phase="scanning", error=None)
+        """A pass begins by scanning the folders. A rescan of a corpus that is indexed stays
+        ``ready`` until it finds something to read: everything indexed is still searchable."""
+        if self.status().phase != "ready":
+            self._set(phase="scanning", error=None)
 
     def reading(self, total: int, up_to_date: int) -> None:
+        if self.status().phase == "ready" and total == up_to_date:
+            return  # a rescan that found nothing new or changed
         self._set(phase="reading", documents_total=total, documents_indexed=up_to_date)
 
     def document_done(self) -> None:
@@ -122,6 +129,8 @@ class IndexProgress:
         self._set(documents_indexed=self.status().documents_indexed + 1)
 
     def embedding(self, chunks: int) -> None:
+        if self.status().phase == "ready" and chunks == 0:
+            return
         self._set(phase="embedding", chunks_to_embed=chunks, chunks_embedded=0)
 
     def chunks_done(self, count: int) -> None:

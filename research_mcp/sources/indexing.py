@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
 
-from research_mcp.errors import NotConfigured, ResearchError, SourceError
+from research_mcp.errors import NotConfigured, SourceError
 from research_mcp.sources.documents import (
     describe_file_kind,
     embedding_text,
@@ -35,7 +35,7 @@ from research_mcp.sources.documents import (
     read_regular_file,
     size_cap,
 )
-from research_mcp.sources.folders import document_name, gunzip
+from research_mcp.sources.folders import document_name, gunzip, sniff_text_file
 from research_mcp.sources.index_progress import CorpusStatus, IndexProgress, IndexReport
 
 if TYPE_CHECKING:
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 __all__ = [
     "EMBED_BATCH",
     "index_corpus",
-    "index_in_background",
     "rebuild_vectors",
 ]
 
@@ -146,8 +145,12 @@ def index_corpus(
         if len(pending) >= EMBED_BATCH:
             _embed(corpus, pending, tally)
     _embed(corpus, pending, tally)
-    if not stop.is_set():
+    # The vector index is checked against SQLite by the process's first pass, and by any pass that
+    # changed the corpus; a rescan that found nothing new leaves it be.
+    changed = tally.added or tally.updated or tally.removed
+    if not stop.is_set() and (changed or not progress.vectors_checked):
         tally.embedded += _embed_missing(corpus, progress, stop)
+        progress.vectors_checked = not stop.is_set()
     progress.finished(corpus.document_count(), stopped=stop.is_set())
     return IndexReport(
         added=tally.added,
@@ -188,8 +191,12 @@ def _scan(corpus: Corpus, root: Path, top: Path, tally: _Tally) -> list[_Work]:
             continue
         if row is not None and row.size == stat.st_size and row.mtime_ns == stat.st_mtime_ns:
             tally.unchanged += 1
-        else:
-            work.append(_Work(root, rel, file, stat, row))
+            continue
+        named = document_name(file.name)
+        if named is not None and named.sniffed and not sniff_text_file(file, gzipped=named.gzipped):
+            _fail(corpus, tally, row, None)  # a program, an image: no document, nothing to report
+            continue
+        work.append(_Work(root, rel, file, stat, row))
     gone = [row for path, row in known.items() if path not in seen]
     for row in gone:
         corpus.delete_document(row.id)
@@ -297,69 +304,6 @@ def _embed_missing(corpus: Corpus, progress: IndexProgress, stop: threading.Even
         embedded += len(batch)
         progress.chunks_done(len(batch))
     return embedded
-
-
-#: Seconds between the progress lines a background pass logs.
-LOG_EVERY_S = 5.0
-#: Skipped files named one by one in the log of a background pass; the rest are counted.
-LOGGED_ERRORS = 20
-
-
-async def index_in_background(
-    corpus: Corpus, stop: threading.Event, *, log_every: float = LOG_EVERY_S
-) -> None:
-    """One pass in a worker thread, logging progress to stderr every ``log_every`` seconds.
-
-    Never raises: a pass that fails is logged and shown in the corpus status, and searches go on
-    over what was indexed before. Set ``stop`` to end the pass early (a server shutting down).
-    """
-    import anyio
-
-    finished = anyio.Event()
-
-    async def log_progress() -> None:
-        while not finished.is_set():
-            with anyio.move_on_after(log_every):
-                await finished.wait()
-            if not finished.is_set():
-                logger.info("%s", corpus.status().line())
-
-    started = time.monotonic()
-    async with anyio.create_task_group() as group:
-        group.start_soon(log_progress)
-        try:
-            report = await anyio.to_thread.run_sync(_background_pass, corpus, stop)
-        finally:
-            finished.set()
-    if report is None:
-        return
-    for error in report.errors[:LOGGED_ERRORS]:
-        logger.warning("corpus: %s", error)
-    if len(report.errors) > LOGGED_ERRORS:
-        logger.warning("corpus: %d more files skipped", len(report.errors) - LOGGED_ERRORS)
-    logger.info(
-        "%s; this pass took %.1f s: %d added, %d updated, %d removed, %d skipped",
-        corpus.status().line(),
-        time.monotonic() - started,
-        report.added,
-        report.updated,
-        report.removed,
-        len(report.errors),
-    )
-
-
-def _background_pass(corpus: Corpus, stop: threading.Event) -> IndexReport | None:
-    try:
-        return corpus.index(stop=stop)
-    except ResearchError as error:  # a data folder that cannot be written (read-only, full)
-        message = " ".join(str(error).split())
-        logger.warning("corpus index not updated, searches use it as it was: %s", message)
-        corpus.progress.failed(message[:200])
-        return None
-    except Exception as error:  # the top of a background thread: record it, never take the server down
-        logger.exception("corpus indexing failed; searches use what was indexed before")
-        corpus.progress.failed(" ".join(str(error).split())[:200] or type(error).__name__)
-        return None
 
 
 def rebuild_vectors(corpus: Corpus, progress: Callable[[int, int], None] | None = None) -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client
 
 from research_mcp.server.app import create_server
-from tests.server.indexing import wait_until_indexed
+from tests.server.indexing import corpus_status, wait_until_indexed
 
 NOTES = {
     "kelp forests.md": "# Kelp forests\n\nKelp forests grow in cold, nutrient-rich coastal waters. "
@@ -71,3 +72,26 @@ async def test_extract_source_reads_a_corpus_document_by_id(corpus: Path) -> Non
     assert not result.is_error, result.content
     text = facts.structured_content["text"]
     assert "[verified]" in text
+
+
+async def test_a_document_saved_while_the_server_runs_is_found_by_the_next_rescan(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RESEARCH_MCP_CORPUS_RESCAN", "0.2")
+    async with Client(create_server(), mode="legacy") as client:
+        assert (await wait_until_indexed(client))["line"] == "corpus: 3 documents indexed"
+        (corpus / "tundra.md").write_text(
+            "# Tundra\n\nPermafrost underlies most of the Arctic tundra and thaws a little each summer.\n",
+            encoding="utf-8",
+        )
+        with anyio.fail_after(60):
+            while (await corpus_status(client))["documents_indexed"] < 4:
+                await anyio.sleep(0.1)
+        scouted = await client.call_tool("scout_sources", {"topic": "permafrost in the Arctic tundra"})
+        assert "Tundra" in scouted.structured_content["summary"][1]
+        # Rescans that find nothing new keep the corpus ready: a search never says it saw only part.
+        for _ in range(10):
+            status = await corpus_status(client)
+            assert status["phase"] == "ready", status
+            await anyio.sleep(0.05)
+        assert "indexed so far" not in json.dumps(scouted.structured_content)
