@@ -3,7 +3,6 @@ sources said."""
 
 from __future__ import annotations
 
-import shutil
 import struct
 import subprocess
 from html.parser import HTMLParser
@@ -13,18 +12,9 @@ from typing import Any
 import pytest
 
 from research_mcp.cli.exports import render_html, safe_href
+from tests.cdp import CHROMIUM_FLAGS, chromium_path
 from tests.cli.conftest import HOSTILE_TITLE, FinishedRun, cli
 
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 LOADING_TAGS = {
     "script",
     "img",
@@ -105,7 +95,7 @@ def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
 def test_a_browser_renders_the_export_with_every_citation_linked_to_its_entry_and_nothing_loaded(
     harbour: FinishedRun, tmp_path: Path
 ) -> None:
-    if shutil.which("chromium") is None:
+    if chromium_path() is None:
         pytest.skip("chromium is not installed (make test installs Debian's chromium when it can)")
     page = tmp_path / "export.html"
     exported = cli("export", harbour.run_id, "--format", "html", "-o", str(page), env=harbour.env)

@@ -9,7 +9,7 @@ import random
 import zlib
 from collections.abc import Callable, Iterator
 
-from tests.sources.pdf import minimal_pdf
+from tests.sources.pdf import assemble, minimal_pdf
 
 
 def pdf_of(streams: list[bytes], *, filters: bytes = b"", info: bytes = b"", pages: int = 1) -> bytes:
@@ -34,24 +34,9 @@ def pdf_of(streams: list[bytes], *, filters: bytes = b"", info: bytes = b"", pag
         )
         kids.append(b"%d 0 R" % len(objects))
     objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(kids), pages)
-    trailer_info = b""
     if info:
         objects.append(info)
-        trailer_info = b" /Info %d 0 R" % len(objects)
-    pdf = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(pdf))
-        pdf += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(pdf)
-    pdf += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    pdf += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    pdf += b"trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        trailer_info,
-        xref,
-    )
-    return bytes(pdf)
+    return assemble(objects, info=len(objects) if info else None)
 
 
 def text_stream(line: str) -> bytes:

@@ -15,6 +15,12 @@ def minimal_pdf(line: str, title: str) -> bytes:
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
         f"<< /Title ({title}) >>".encode(),
     ]
+    return assemble(objects, info=6)
+
+
+def assemble(objects: list[bytes], *, info: int | None = None) -> bytes:
+    """A PDF file of numbered objects (the first the catalog), with its cross-reference table and a
+    trailer naming object `info` as the /Info dictionary."""
     pdf = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, start=1):
@@ -23,8 +29,10 @@ def minimal_pdf(line: str, title: str) -> bytes:
     xref = len(pdf)
     pdf += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     pdf += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    pdf += b"trailer\n<< /Size %d /Root 1 0 R /Info 6 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+    trailer_info = b" /Info %d 0 R" % info if info is not None else b""
+    pdf += b"trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n" % (
         len(objects) + 1,
+        trailer_info,
         xref,
     )
     return bytes(pdf)

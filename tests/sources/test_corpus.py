@@ -61,13 +61,6 @@ class CountingEmbedder:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store(tmp_path / "research.db")
-    yield opened
-    opened.close()
-
-
-@pytest.fixture
 def folder(tmp_path: Path) -> Path:
     root = tmp_path / "corpus"
     (root / "notes").mkdir(parents=True)

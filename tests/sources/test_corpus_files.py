@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,13 +28,6 @@ GUIDE = "# Tidal guide\n\nSpring tides follow the new and the full moon.\n"
 # An ELF header and a PNG header: binaries, whatever their names say.
 PROGRAM = b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 8
 IMAGE = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(200)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store(tmp_path / "research.db")
-    yield opened
-    opened.close()
 
 
 @pytest.fixture
