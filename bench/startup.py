@@ -27,19 +27,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
+from tests.handshake import INITIALIZED, LIST_TOOLS, initialize
+
 SCRIPT = Path(sys.executable).with_name("research-mcp")
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "bench.startup", "version": "0"},
-    },
-}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-LIST_TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+INITIALIZE = initialize("bench.startup")
 
 
 def write_notes(folder: Path, count: int) -> None:

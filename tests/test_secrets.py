@@ -16,21 +16,12 @@ from mcp import Client
 
 from research_mcp.config import Settings
 from research_mcp.server.app import create_server
+from tests.handshake import INITIALIZE
 from tests.llm.fake_anthropic import FakeMessagesAPI
 from tests.secrets_harness import ECHO, SECRETS, SOURCES, echo_secrets, occurrences
 from tests.sources.fake_tavily import FakeTavily
 
 SECRET = "sk-ant-api03-SECRET-must-never-be-stored-0123456789"
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
 TEXT = "The bridge opened in 1932. It carries eight lanes of traffic and a railway line."
 
 

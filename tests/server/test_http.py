@@ -27,20 +27,11 @@ from mcp.client.streamable_http import streamable_http_client
 
 from research_mcp.config import Settings
 from research_mcp.server.http import BindAddress, parse_bind, refusal
+from tests.handshake import INITIALIZE
 
 SCRIPT = Path(sys.executable).parent / "research-mcp"
 TOKEN = "correct-horse-battery-staple-0123456789"
 TOOLS = ["execute_plan", "extract_source", "plan_research", "report_results", "scout_sources"]
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
 MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 REEF = (
     "The Great Barrier Reef is the largest coral reef system in the world. "

@@ -20,6 +20,7 @@ from research_mcp.roles.framing import frame
 from research_mcp.server.app import create_server
 from research_mcp.service import fit_compact, result_bytes
 from research_mcp.storage.store import Store
+from tests.handshake import INITIALIZE
 
 TEXT = "Penguins live almost exclusively in the Southern Hemisphere. Emperor penguins breed in winter."
 
@@ -111,16 +112,7 @@ def test_a_source_cannot_close_its_frame_and_speak_as_the_prompt() -> None:
 
 def test_serve_writes_only_protocol_to_stdout_and_logs_where_its_store_is(tmp_path: Path) -> None:
     script = Path(sys.executable).with_name("research-mcp")
-    request = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    request = INITIALIZE
     env = {"PATH": os.environ["PATH"], "RESEARCH_MCP_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
         [str(script), "serve"],
@@ -139,16 +131,7 @@ def test_serve_writes_only_protocol_to_stdout_and_logs_where_its_store_is(tmp_pa
 
 def test_make_run_writes_only_protocol_to_stdout(tmp_path: Path) -> None:
     """A host configured with `make run` reads JSON-RPC from the first byte (make echoes nothing)."""
-    request = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    request = INITIALIZE
     env = {"PATH": os.environ["PATH"], "RESEARCH_MCP_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
         ["make", "--no-print-directory", "run"],
