@@ -3,16 +3,17 @@
 Without a key the capability is off (`configured` is False) and every call raises `NotConfigured`
 before any request is made; research then goes on with the local corpus and the URLs it was given.
 
-Why this module speaks Tavily's HTTP API with httpx instead of tavily-python's AsyncTavilyClient:
-the client maps a failed response to an exception that keeps only the error text. HTTP 429 becomes
-`UsageLimitExceededError(detail)` without the `Retry-After` header, so a retry cannot honour it;
-403, 432 (plan limit) and 433 (pay-as-you-go limit) all become the same `ForbiddenError`, so the user
-cannot be told which limit to raise; connection errors escape as raw httpx exceptions. The one way
-to recover the response is an event hook on an httpx client injected through `client=`, a
-parameter that exists only in recent releases (0.7.x, which our dependency range admits, has
-none) and whose handling of the injected client has changed between versions. The API we use
-is two JSON POSTs with a bearer token, so calling it directly is the smaller and sounder seam:
-one long-lived `httpx.AsyncClient`, every status and header in hand.
+The requests go through tavily-python's ``AsyncTavilyClient``, given our own ``httpx.AsyncClient``
+(its ``client=``), which closes the client's gaps around it rather than replacing it:
+
+- its transport is ``retry.RetryingTransport``: rate limits and passing gateway failures are retried
+  there, honouring ``Retry-After``, before tavily-python sees an answer;
+- a response event hook carries every answer that is not HTTP 200 out of tavily-python whole
+  (``_Refused``): tavily-python would keep only its error text, folding 403, 432 and 433 into one
+  ``ForbiddenError`` and dropping ``Retry-After``, so the user could not be told which limit to
+  raise. Its timeout is ours (``timeout``), and a connection failure is reported as one.
+
+tavily-python is imported when the first search is made (it imports requests and tiktoken).
 
 Failures, all `SourceError` with what to do next:
 
@@ -36,7 +37,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self, cast
 
@@ -47,6 +48,8 @@ from research_mcp.redaction import Redactor
 from research_mcp.retry import RetryingTransport, RetryPolicy, retry_outcome
 
 if TYPE_CHECKING:
+    from tavily import AsyncTavilyClient
+
     from research_mcp.config import Settings
 
 __all__ = ["DEFAULT_BASE_URL", "SearchHit", "WebSearch"]
@@ -97,6 +100,7 @@ class WebSearch:
         self._retry = retry
         self._timeout = timeout
         self._client: httpx.AsyncClient | None = None
+        self._tavily: AsyncTavilyClient | None = None
         # Tavily's answers and errors may echo a key: everything it sends back is redacted first.
         self._redact = redact if redact is not None else Redactor([self._api_key])
 
@@ -123,10 +127,15 @@ class WebSearch:
             raise InvalidInput("A web search needs a non-empty query.")
         if not 1 <= max_results <= MAX_RESULTS:
             raise InvalidInput(f"max_results must be between 1 and {MAX_RESULTS}, not {max_results!r}.")
-        payload: dict[str, Any] = {"query": query.strip(), "max_results": max_results}
-        if include_raw_content:
-            payload["include_raw_content"] = "text"
-        answer = self._redact.value(await self._post("/search", payload))
+        raw: Any = "text" if include_raw_content else None
+        client = self._client_for_tavily()
+        answer = self._redact.value(
+            await self._call(
+                client.search(
+                    query.strip(), max_results=max_results, include_raw_content=raw, timeout=self._timeout
+                )
+            )
+        )
         return _ranked_hits(_listed(answer, "results"))[:max_results]
 
     async def extract(self, urls: list[str]) -> dict[str, str]:
@@ -136,7 +145,8 @@ class WebSearch:
         texts: dict[str, str] = {}
         for start in range(0, len(unique), EXTRACT_BATCH):
             batch = unique[start : start + EXTRACT_BATCH]
-            answer = self._redact.value(await self._post("/extract", {"urls": batch, "format": "text"}))
+            extracted = self._client_for_tavily().extract(batch, format="text", timeout=self._timeout)
+            answer = self._redact.value(await self._call(extracted))
             for item in _listed(answer, "results"):
                 url, text = item.get("url"), item.get("raw_content")
                 if isinstance(url, str) and isinstance(text, str) and text.strip():
@@ -146,6 +156,7 @@ class WebSearch:
         return texts
 
     async def aclose(self) -> None:
+        self._tavily = None
         if self._client is not None:
             client, self._client = self._client, None
             await client.aclose()
@@ -160,8 +171,11 @@ class WebSearch:
         if not self._api_key:
             raise NotConfigured(NOT_CONFIGURED)
 
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
+    def _client_for_tavily(self) -> AsyncTavilyClient:
+        """tavily-python's client over ours: retries in the transport, every failure carried out whole."""
+        if self._tavily is None:
+            from tavily import AsyncTavilyClient
+
             transport = RetryingTransport(
                 httpx.AsyncHTTPTransport(), should_retry=_should_retry, policy=self._retry
             )
@@ -170,63 +184,75 @@ class WebSearch:
                 base_url=self._base_url,
                 headers={"Authorization": f"Bearer {self._api_key}", "X-Client-Source": "research-mcp"},
                 timeout=self._timeout,
+                event_hooks={"response": [_refuse_failures]},
             )
-        return self._client
-
-    async def _post(self, endpoint: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """The JSON answer, or a SourceError whose message is redacted (Tavily's own words are in it)."""
-        try:
-            return await self._post_retrying(endpoint, payload)
-        except SourceError as error:
-            raise SourceError(self._redact(str(error))) from None
-
-    async def _post_retrying(self, endpoint: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """POST `payload` (the transport retries rate limits and passing gateway failures within
-        the policy); the JSON answer or a SourceError."""
-        response = await self._send(endpoint, payload)
-        if response.status_code != 429:
-            return _json_answer(response)  # a gateway failure left after retries: Tavily's side
-        said = _tavily_said(response)
-        outcome = retry_outcome(response)
-        if outcome is not None and outcome.asked is not None:
-            raise SourceError(
-                f"Tavily is rate-limiting this key (HTTP 429) and asked to wait {outcome.asked:.0f} s, "
-                f"more than this server waits ({outcome.policy.max_wait:g} s in all); {ADVICE_RATE}.{said}"
+            self._tavily = AsyncTavilyClient(
+                api_key=self._api_key, api_base_url=self._base_url, client=self._client
             )
-        retries = outcome.retries if outcome is not None else 0
-        raise SourceError(
-            f"Tavily is rate-limiting this key (HTTP 429) and still was after {retries} "
-            f"retries; {ADVICE_RATE}.{said}"
-        )
+        return self._tavily
 
-    async def _send(self, endpoint: str, payload: dict[str, Any]) -> httpx.Response:
+    async def _call(self, request: Awaitable[Any]) -> dict[str, Any]:
+        """tavily-python's answer to one request, or a SourceError saying what to do, redacted
+        (Tavily's own words are in it)."""
+        from tavily.errors import TimeoutError as TavilyTimeout
+
         try:
-            return await self._http().post(endpoint, json=payload)
-        except httpx.TimeoutException as exc:
+            answer = await request
+        except _Refused as refused:
+            raise SourceError(self._redact(_refusal(refused.response))) from None
+        except (TavilyTimeout, httpx.TimeoutException) as exc:
             raise SourceError(
                 f"Tavily did not answer within {self._timeout:g} s ({type(exc).__name__}); try again "
                 f"later, or check TAVILY_API_BASE_URL if you set it."
             ) from exc
         except httpx.TransportError as exc:
             raise SourceError(
-                f"Could not reach Tavily at {self._base_url} ({type(exc).__name__}: {exc}); check the "
-                f"network connection, or TAVILY_API_BASE_URL if you set it."
+                self._redact(
+                    f"Could not reach Tavily at {self._base_url} ({type(exc).__name__}: {exc}); check the "
+                    f"network connection, or TAVILY_API_BASE_URL if you set it."
+                )
             ) from exc
+        except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError, from response.json()
+            raise SourceError(
+                "Tavily answered with something other than JSON; check TAVILY_API_BASE_URL if you set it."
+            ) from exc
+        if not isinstance(answer, dict):
+            raise SourceError("Tavily answered with JSON of an unexpected shape; try again later.")
+        return answer
 
 
-def _json_answer(response: httpx.Response) -> dict[str, Any]:
-    status = response.status_code
-    if status != 200:
-        raise SourceError(_status_message(status) + _tavily_said(response))
-    try:
-        answer = response.json()
-    except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError
-        raise SourceError(
-            "Tavily answered with something other than JSON; check TAVILY_API_BASE_URL if you set it."
-        ) from exc
-    if not isinstance(answer, dict):
-        raise SourceError("Tavily answered with JSON of an unexpected shape; try again later.")
-    return answer
+class _Refused(Exception):
+    """An answer other than HTTP 200, carried out of tavily-python with its status and headers."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        super().__init__(response.status_code)
+        self.response = response
+
+
+async def _refuse_failures(response: httpx.Response) -> None:
+    """The client's response hook: an answer that is not HTTP 200 (after the transport's retries)
+    leaves tavily-python as `_Refused`, before it maps it to an exception holding only its text."""
+    if response.status_code != 200:
+        await response.aread()
+        raise _Refused(response)
+
+
+def _refusal(response: httpx.Response) -> str:
+    """What went wrong, for a failed answer: a rate limit with its retries, or the status's meaning."""
+    said = _tavily_said(response)
+    if response.status_code != 429:
+        return _status_message(response.status_code) + said
+    outcome = retry_outcome(response)
+    if outcome is not None and outcome.asked is not None:
+        return (
+            f"Tavily is rate-limiting this key (HTTP 429) and asked to wait {outcome.asked:.0f} s, "
+            f"more than this server waits ({outcome.policy.max_wait:g} s in all); {ADVICE_RATE}.{said}"
+        )
+    retries = outcome.retries if outcome is not None else 0
+    return (
+        f"Tavily is rate-limiting this key (HTTP 429) and still was after {retries} "
+        f"retries; {ADVICE_RATE}.{said}"
+    )
 
 
 def _status_message(status: int) -> str:

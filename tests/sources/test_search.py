@@ -272,7 +272,12 @@ async def test_extract_returns_the_text_of_each_url_tavily_could_read(tavily: Fa
     assert texts == {"https://a.example": "Page A text."}
     [request] = tavily.requests
     assert request.path == "/extract"
-    assert request.json == {"urls": ["https://a.example", "https://b.example"], "format": "text"}
+    # tavily-python sends the time Tavily may take on its side: ours.
+    assert request.json == {
+        "urls": ["https://a.example", "https://b.example"],
+        "format": "text",
+        "timeout": 20.0,
+    }
 
 
 @pytest.mark.parametrize("max_results", [0, 21])
