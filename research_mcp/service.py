@@ -36,6 +36,7 @@ from research_mcp.roles.scout import scout
 from research_mcp.run_document import live_snapshot
 from research_mcp.runs.manager import Progress, RunManager
 from research_mcp.runs.snapshot import read_snapshot
+from research_mcp.scope import judge_scope
 from research_mcp.sources.library import SourceLibrary
 from research_mcp.storage.knowledge_base import KnowledgeBase
 from research_mcp.storage.models import Run
@@ -156,19 +157,23 @@ class ResearchService:
             assert record.root is not None
             nodes = record.root.walk()
             leaves = [n for n in nodes if not n.children]
+            next_calls = [
+                f"execute_plan(plan_id='{record.plan_id}')",
+                f"report_results(id='{record.plan_id}', view='tree')",
+            ]
             summary = [
                 f"{len(nodes)} nodes, {len(leaves)} leaves: " + "; ".join(n.title for n in leaves[:3]),
                 f"estimate: {est.model_calls} model calls, ~{est.tokens_in + est.tokens_out} tokens, "
                 f"${est.cost_usd}, ~{est.wall_s} s",
             ]
+            scope = judge_scope(query)
+            if scope.too_broad:  # said first, with the facets it was split into: narrower queries on offer
+                # In place of the leaf titles (long questions): the facets they ask about.
+                summary[0] = f"Too broad ({scope.reason}): {len(leaves)} leaves, " + ", ".join(scope.facets)
             if known:
                 summary.append(f"{known} known facts already bear on this query; leaves reuse them")
             elif self._searches_nothing(record.root):
                 summary.append(NO_SOURCES)
-            next_calls = [
-                f"execute_plan(plan_id='{record.plan_id}')",
-                f"report_results(id='{record.plan_id}', view='tree')",
-            ]
         return fit_compact(
             CompactReturn(
                 id=record.plan_id,

@@ -6,6 +6,8 @@
 - A conjunction of questions ("What is A? How does B …?", "A; and B", "What is A, and how does B
   …?") becomes one leaf per question (a question that is itself a comparison becomes an executor
   over its items, still within three executor levels).
+- A query too broad for one run ("survey the entire history of X": ``scope.py``) becomes one leaf per
+  facet of its subject (origins, milestones, today, outlook).
 - Anything else is one leaf asking the query.
 
 A suggested plan is adopted as given (ids cleared) when it passes the feasibility rules and the
@@ -19,6 +21,7 @@ import re
 from research_mcp.contracts import PlannerInput, PlannerOutput, PlanNode
 from research_mcp.feasibility import check_feasible
 from research_mcp.llm.extractive.scoring import STOPWORDS
+from research_mcp.scope import judge_scope
 
 __all__ = ["plan"]
 
@@ -78,6 +81,9 @@ def plan(payload: PlannerInput) -> PlannerOutput:
     elif items:
         children = [_item_leaf(item, query, items) for item in items]
         why = f"A comparison of {len(items)} items ({', '.join(items)}): one leaf per item, each asked the comparison."
+    elif (scope := judge_scope(query)).too_broad:
+        children = [_leaf(split) for split in scope.splits]
+        why = f"Too broad for one run ({scope.reason}): one leaf per facet."
     else:
         children = [_leaf(query)]
         why = "A single question: one leaf."
