@@ -28,7 +28,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from research_mcp.contracts import Embedder
-from research_mcp.storage.qdrant import connect_local, connect_server, is_server, one_line, warn_unavailable
+from research_mcp.storage.qdrant import (
+    commit_without_waiting,
+    connect_local,
+    connect_server,
+    is_server,
+    one_line,
+    warn_unavailable,
+)
 
 if TYPE_CHECKING:  # qdrant-client and numpy take a second or more to import: only when first used
     import numpy as np
@@ -357,6 +364,7 @@ class KnowledgeIndex:
             client.delete_collection(name)
             return False
         self._ready.add(name)
+        commit_without_waiting(client, name)
         return True
 
     def _ensure(self, client: QdrantClient, collection: Collection) -> str:
@@ -371,6 +379,7 @@ class KnowledgeIndex:
                 metadata={"embedder": embedder.name, "dim": embedder.dim},
             )
             self._ready.add(name)
+            commit_without_waiting(client, name)
             self._drop_other_embedders(client, collection)
         return name
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -158,6 +159,18 @@ def test_an_index_on_disk_keeps_its_items_after_it_is_closed_and_reopened(tmp_pa
     with KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder()) as reopened:
         assert reopened.count("facts") == 4
         assert_same_hits(reopened.search("facts", KITTEN_QUERY), before)
+
+
+def test_the_embedded_qdrant_commits_in_wal_mode_and_keeps_what_it_committed(tmp_path: Path) -> None:
+    """Each point is its own transaction in qdrant-client's local mode: in WAL mode a commit does not
+    wait for the disk (22.3 -> 4.6 s indexing 1,004 chunks, `python -m bench.scaling --sizes 1000`)."""
+    with KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder()) as first:
+        first.add("facts", FACTS)
+        [storage] = (tmp_path / "qdrant").glob("collection/*/storage.sqlite")
+        with sqlite3.connect(storage) as other:  # the journal mode is the file's, seen by any connection
+            assert other.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    with KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder()) as reopened:
+        assert reopened.count("facts") == 4
 
 
 class DimensionEmbedder:
