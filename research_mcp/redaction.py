@@ -10,8 +10,15 @@ a key back: in an error body, in a page, in a search result. Every such text pas
 
 A secret is replaced wherever it occurs whole, and so is any run of at least `MIN_ECHO` of its
 leading or trailing characters (an echo cut short, "sk-ant-api03-AbCd…", still gives half a key
-away). Values shorter than `MIN_SECRET` are not treated as secrets: replacing them would garble
-ordinary text, and no real key is that short.
+away).
+
+Short values are a different case: no issued key is shorter than `MIN_SECRET` (8) characters, but a
+user may configure one (a self-chosen `QDRANT_API_KEY`, a placeholder). Replacing such a value inside
+other words would garble ordinary text (a key `test` would turn "latest" into "la[redacted]"), so a
+value of `MIN_WORD_SECRET` (4) to 7 characters is replaced only where it stands as a whole word (not
+touching a letter, digit, `_` or `-`): an echo such as "invalid key 'test'" is still caught, and
+"testing" or "latest" are left alone. A value under 4 characters is not redacted at all: it cannot be
+told from ordinary text. `weak_secrets` names both kinds, and the server warns about them at start.
 
 `RedactingFilter` does the same to every log record (message, arguments, traceback) on the
 handlers it is attached to; `redact_logs` attaches it to every handler configured so far.
@@ -20,51 +27,64 @@ handlers it is attached to; `redact_logs` attaches it to every handler configure
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from research_mcp.config import Settings
 
-__all__ = ["MARK", "MIN_ECHO", "MIN_SECRET", "RedactingFilter", "Redactor", "redact_logs"]
+__all__ = [
+    "MARK",
+    "MIN_ECHO",
+    "MIN_SECRET",
+    "MIN_WORD_SECRET",
+    "RedactingFilter",
+    "Redactor",
+    "redact_logs",
+    "weak_secrets",
+]
 
 MARK = "[redacted]"
-MIN_SECRET = 8  # shorter configured values are not redacted
+MIN_SECRET = 8  # values this long are redacted wherever they occur
+MIN_WORD_SECRET = 4  # values of 4-7 characters are redacted where they stand as a whole word; shorter, never
 MIN_ECHO = 16  # a run of this many leading or trailing characters of a secret is redacted too
+_WORD = r"[\w-]"  # what a whole-word secret must not touch on either side
+
+SECRET_SETTINGS = ("anthropic_api_key", "tavily_api_key", "qdrant_api_key", "http_token")
 
 
 class Redactor:
     """Replaces configured secrets (and long runs of their first or last characters) with `MARK`."""
 
     def __init__(self, secrets: Iterable[str | None] = ()) -> None:
-        kept = {secret.strip() for secret in secrets if secret and len(secret.strip()) >= MIN_SECRET}
+        values = {secret.strip() for secret in secrets if secret and secret.strip()}
+        kept = {value for value in values if len(value) >= MIN_SECRET}
         self.secrets: tuple[str, ...] = tuple(sorted(kept, key=len, reverse=True))
+        words = sorted((v for v in values if MIN_WORD_SECRET <= len(v) < MIN_SECRET), key=len, reverse=True)
+        self.words: tuple[str, ...] = tuple(words)
+        self._words = (
+            re.compile(f"(?<!{_WORD})(?:{'|'.join(map(re.escape, words))})(?!{_WORD})") if words else None
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Redactor:
-        return cls(
-            value.get_secret_value()
-            for value in (
-                settings.anthropic_api_key,
-                settings.tavily_api_key,
-                settings.qdrant_api_key,
-                settings.http_token,
-            )
-            if value is not None
-        )
+        return cls(_configured(settings).values())
 
     def __bool__(self) -> bool:
-        return bool(self.secrets)
+        return bool(self.secrets or self.words)
 
     def __call__(self, text: str) -> str:
         for secret in self.secrets:
             if secret[:MIN_ECHO] in text or secret[-MIN_ECHO:] in text:
                 text = _scrub(text, secret)
+        if self._words is not None:
+            text = self._words.sub(MARK, text)
         return text
 
     def value(self, value: Any) -> Any:
         """`value` with every string in it redacted (dicts, lists and tuples walked)."""
-        if not self.secrets:
+        if not self:
             return value
         if isinstance(value, str):
             return self(value)
@@ -75,10 +95,41 @@ class Redactor:
         return value
 
     def count(self, text: str | bytes) -> int:
-        """How many times a secret (whole) occurs in `text`: 0 is the goal."""
+        """How many times a secret (whole; a short one as a whole word) occurs in `text`: 0 is the goal."""
         if isinstance(text, bytes):
-            return sum(text.count(secret.encode()) for secret in self.secrets)
-        return sum(text.count(secret) for secret in self.secrets)
+            text = text.decode("utf-8", errors="replace")
+        words = len(self._words.findall(text)) if self._words is not None else 0
+        return sum(text.count(secret) for secret in self.secrets) + words
+
+
+def _configured(settings: Settings) -> dict[str, str]:
+    """The configured secrets by environment variable."""
+    found = {}
+    for name in SECRET_SETTINGS:
+        value = getattr(settings, name)
+        if value is not None:
+            found[name.upper() if name != "http_token" else "RESEARCH_MCP_HTTP_TOKEN"] = (
+                value.get_secret_value()
+            )
+    return found
+
+
+def weak_secrets(settings: Settings) -> list[str]:
+    """A warning for each configured secret too short to be redacted everywhere (see the module docs)."""
+    warnings = []
+    for name, value in _configured(settings).items():
+        size = len(value.strip())
+        if MIN_WORD_SECRET <= size < MIN_SECRET:
+            warnings.append(
+                f"{name} is only {size} characters long, shorter than any real key: it is redacted only "
+                "where it stands as a whole word, never inside other words"
+            )
+        elif 0 < size < MIN_WORD_SECRET:
+            warnings.append(
+                f"{name} is only {size} characters long: too short to tell from ordinary text, it is "
+                "never redacted; use a longer value"
+            )
+    return warnings
 
 
 def _scrub(text: str, secret: str) -> str:

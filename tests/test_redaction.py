@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from research_mcp.config import Settings
-from research_mcp.redaction import MARK, Redactor, redact_logs
+from research_mcp.redaction import MARK, Redactor, redact_logs, weak_secrets
 
 KEY = "sk-ant-api03-Xq7RkP2mWv9LtB4nYc8JhD3sFg6AzE1uKo5"
 OTHER = "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"
@@ -30,10 +30,37 @@ def test_an_echo_cut_short_at_either_end_is_replaced_too(cut: int) -> None:
 
 
 def test_ordinary_text_and_short_runs_are_left_alone() -> None:
-    redact = Redactor([KEY, "short", "", None])
+    redact = Redactor([KEY, "", None])
     text = f"a short text about sk-ant-api03 keys and {KEY[:15]}"
     assert redact(text) == text
-    assert redact.secrets == (KEY,)  # values under 8 characters are not secrets
+    assert redact.secrets == (KEY,)
+
+
+def test_a_value_of_four_to_seven_characters_is_redacted_only_as_a_whole_word() -> None:
+    redact = Redactor(["test", "hunter2", "abc"])
+    assert redact("invalid api key 'test' (hunter2); test-suite, testing, latest, test_1, hunter22") == (
+        f"invalid api key '{MARK}' ({MARK}); test-suite, testing, latest, test_1, hunter22"
+    )
+    assert redact("key=test.") == f"key={MARK}."
+    # Under four characters a value cannot be told from ordinary text: it is never redacted.
+    assert redact("abc was rejected") == "abc was rejected"
+    assert (redact.secrets, redact.words) == ((), ("hunter2", "test"))
+    assert redact.count("test and hunter2, not testing") == 2
+
+
+def test_the_server_warns_about_a_configured_secret_too_short_to_redact_everywhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("QDRANT_API_KEY", "qd42")
+    monkeypatch.setenv("TAVILY_API_KEY", "ab")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    warnings = weak_secrets(Settings())
+    assert len(warnings) == 2
+    assert (
+        warnings[0].startswith("TAVILY_API_KEY is only 2 characters long") and "never redacted" in warnings[0]
+    )
+    assert warnings[1].startswith("QDRANT_API_KEY is only 4 characters long") and "whole word" in warnings[1]
+    assert "qd42" not in " ".join(warnings)
 
 
 def test_every_string_in_a_structured_answer_is_redacted() -> None:

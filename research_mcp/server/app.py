@@ -18,7 +18,7 @@ from research_mcp import __version__
 from research_mcp.config import Settings
 from research_mcp.llm.base import ModelBackend
 from research_mcp.llm.select import choose_backend
-from research_mcp.redaction import Redactor, redact_logs
+from research_mcp.redaction import Redactor, redact_logs, weak_secrets
 from research_mcp.runs.manager import RunManager
 from research_mcp.server.context import ServerState
 from research_mcp.server.prompts import UnknownPrompts, register_prompts
@@ -94,6 +94,8 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
         stop_indexing = threading.Event()
         async with AsyncExitStack() as stack:
             stack.callback(redact_logs(redact))  # the last thing undone: logs stay redacted to the end
+            for warning in weak_secrets(config):
+                logger.warning("%s", warning)
             # Nothing slow before the host's first request is answered: Qdrant connects, and the
             # corpus is indexed, in the background; searches meanwhile use what is indexed.
             index = open_knowledge_index(config, lazy=True)
