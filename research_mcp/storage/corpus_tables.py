@@ -1,5 +1,5 @@
-"""The local corpus's tables: documents, their chunks and the FTS5 index over them (kept in step by
-triggers). `sources/corpus.py` decides what to index and how to rank; these methods hold its SQL.
+"""The local corpus's tables: documents, their chunks and the FTS5 index over them (a document's chunks
+enter it in one statement when saved; triggers keep it in step on delete and update). `sources/corpus.py` decides what to index and how to rank; these methods hold its SQL.
 
 Every query that lists documents takes the configured corpus folders (`roots`), so a document of a
 folder no longer configured is never found.
@@ -62,13 +62,21 @@ class CorpusTables(StoreDatabase):
                 documents.update(doc_id, values)
                 old = [r[0] for r in conn.execute("SELECT id FROM corpus_chunks WHERE doc_id = ?", (doc_id,))]
                 chunks.delete_where("doc_id = ?", [doc_id])
-            new = []
-            for ordinal, (start, end) in enumerate(spans):
-                cursor = conn.execute(
-                    'INSERT INTO corpus_chunks (doc_id, ordinal, title, text, start, "end") VALUES (?, ?, ?, ?, ?, ?)',
-                    (doc_id, ordinal, title, text[start:end], start, end),
-                )
-                new.append(int(cursor.lastrowid or 0))
+            first = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM corpus_chunks").fetchone()[0]
+            conn.executemany(
+                'INSERT INTO corpus_chunks (id, doc_id, ordinal, title, text, start, "end") VALUES (?, ?, ?, ?, ?, ?, ?)',
+                (
+                    (first + ordinal, doc_id, ordinal, title, text[start:end], start, end)
+                    for ordinal, (start, end) in enumerate(spans)
+                ),
+            )
+            # One statement for the whole document (migration 006: no per-row trigger).
+            conn.execute(
+                "INSERT INTO corpus_chunks_fts (rowid, text, title) SELECT id, text, title FROM corpus_chunks"
+                " WHERE doc_id = ?",
+                (doc_id,),
+            )
+            new = list(range(first, first + len(spans)))
         return doc_id, old, new
 
     def delete_corpus_document(self, doc_id: int) -> list[int]:

@@ -235,12 +235,20 @@ def m005_run_owner(db: Database) -> None:
     db.table("runs").add_column("owner", str)
 
 
+def m006_corpus_fts_bulk(db: Database) -> None:
+    """A document's chunks enter the full-text index in one statement (`CorpusTables.save_corpus_document`),
+    not one trigger call per chunk: FTS5 flushes its pending terms at the end of every trigger statement,
+    which made a 10 MB text file take 3 s to index instead of 1. Deletes and updates keep their triggers."""
+    db.execute('DROP TRIGGER IF EXISTS "corpus_chunks_ai"')
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", m001_initial),
     ("002_corpus", m002_corpus),
     ("003_knowledge", m003_knowledge),
     ("004_indexes", m004_indexes),
     ("005_run_owner", m005_run_owner),
+    ("006_corpus_fts_bulk", m006_corpus_fts_bulk),
 ]
 
 
