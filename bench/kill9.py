@@ -18,6 +18,8 @@ Run alone: .venv/bin/python -m bench.kill9 [--chains 5] [--points 6]
 from __future__ import annotations
 
 import argparse
+import difflib
+import os
 import tempfile
 import time
 from collections import Counter
@@ -52,6 +54,7 @@ def run(chains: int, points: int) -> None:
     integrity: Counter[str] = Counter()
     recovered: Counter[str] = Counter()
     unequal = 0
+    unfinished = 0
     after_kills: list[IndexDrift] = []
     at_end: list[IndexDrift] = []
     with tempfile.TemporaryDirectory(prefix="research-mcp-kill9-") as tmp:
@@ -76,12 +79,21 @@ def run(chains: int, points: int) -> None:
                 totals[name] += getattr(report, name)
             integrity.update(report.integrity)
             recovered.update(report.recovered)
-            unequal += report.final_status != "done" or report.report != clean
+            unfinished += report.final_status != "done"
+            differs = report.final_status == "done" and report.report != clean
+            unequal += differs
+            if differs and os.environ.get("BENCH_DIFF"):
+                diff = difflib.unified_diff(
+                    clean.splitlines(), report.report.splitlines(), "clean", "resumed", lineterm=""
+                )
+                print("\n".join(diff), flush=True)
             print(
                 f"chain {chain}: {report.kills} kills ({', '.join(report.points)}); final {report.final_status}; "
                 f"acknowledged {report.acknowledged}, lost {report.lost}; nodes repeated {report.nodes_repeated}; "
                 f"requests repeated {report.requests_repeated}; model requests {report.requests} (22 uninterrupted)"
                 + f"; facts index at the end: {at_end[-1].describe()}"
+                + ("; final report DIFFERS from the uninterrupted one" if differs else "")
+                + ("; NOT FINISHED within the stage timeout" if report.final_status != "done" else "")
                 + (f"; errors {report.errors}" if report.errors else ""),
                 flush=True,
             )
@@ -97,7 +109,8 @@ def run(chains: int, points: int) -> None:
         f"interrupted, {recovered.get('nodes_reset', 0)} running nodes reset, {recovered.get('nodes_completed', 0)} "
         "nodes marked done from their committed final handoff\n"
         f"integrity_check: {dict(integrity)}\n"
-        f"final report differs from the uninterrupted run's: {unequal} of {chains}\n"
+        f"runs not finished (a stage passed its timeout): {unfinished} of {chains}\n"
+        f"final report differs from the uninterrupted run's: {unequal} of {chains - unfinished} finished\n"
         f"facts index after a kill, before the restart healed it: drifted after "
         f"{sum(not d.in_step for d in after_kills)} of {len(after_kills)} kills, "
         f"{sum(d.missing for d in after_kills)} facts missing and {sum(d.extra for d in after_kills)} extra in all\n"

@@ -489,6 +489,10 @@ def kill_chain(
 ) -> KillReport:
     """One run killed at each point in turn (each kill during the previous resume), then finished.
 
+    ``timeout`` bounds each stage (from a start or restart to the next kill, or to the run's end), not
+    the whole chain: a chain of many restarts on a loaded machine is not cut short as a whole, while a
+    resume that hangs still ends its chain unfinished (``final_status`` None).
+
     ``after_kill(home)`` runs after each kill, before the restart (the data folder is free then)."""
     home.mkdir(parents=True, exist_ok=True)
     database = home / "research.db"
@@ -541,6 +545,7 @@ def kill_chain(
                 if after_kill is not None:
                     after_kill(home)
                 server = _start(home, api, concurrency)
+                deadline = time.monotonic() + timeout
                 resumed = server.call("execute_plan", {"run_id": run_id, "wait_seconds": 0})
                 if resumed.get("isError"):
                     report.resume_failures += 1
