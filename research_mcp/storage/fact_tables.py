@@ -194,6 +194,19 @@ class FactTables(StoreDatabase):
             asked.setdefault(row["fact_id"], set()).update(questions)
         return asked
 
+    def repeat_of(self, fact_id: int) -> int | None:
+        """The canonical fact holding an earlier copy of this fact (the same statement and quote from the
+        same source: the source read again, by a phase iteration or a resumed run), else None."""
+        row = self._one(
+            "SELECT COALESCE(o.canonical_id, o.id) AS id FROM facts f"
+            " JOIN sources s ON s.id = f.source_id JOIN sources os ON os.ref = s.ref"
+            " JOIN facts o ON o.source_id = os.id AND o.id < f.id AND o.verified = 1"
+            " AND o.quote = f.quote AND o.statement = f.statement"
+            " WHERE f.id = ? ORDER BY o.id LIMIT 1",
+            (fact_id,),
+        )
+        return None if row is None else int(row["id"])
+
     def merge_fact(self, fact_id: int, canonical_id: int) -> None:
         """Merge a fact into its canonical near-duplicate: its citations move there, and the canonical
         fact's `corroborations` becomes the number of distinct sources citing it."""

@@ -7,7 +7,8 @@ This module joins the two for what the roles need:
 - **recording** an extraction's facts: stored (and committed) first, then each verified fact is
   compared with the known ones; a near-duplicate of a known fact from another source is merged into
   it (its row stays, pointing at the canonical fact; its citation moves there; the canonical fact's
-  ``corroborations`` becomes the number of distinct sources citing it); the others are indexed.
+  ``corroborations`` becomes the number of distinct sources citing it); a fact repeating a quote its
+  source already gave (the source read again) joins the fact holding that quote; the others are indexed.
   An index failure is logged and never loses a fact.
 - **prior findings**: known, verified, fresh facts close in meaning to a leaf's questions.
 - **reuse**: a role's output kept under a key of everything that shapes it (``roles.base.cache_key``).
@@ -146,7 +147,9 @@ class KnowledgeBase:
         for row, vector in zip(rows, vectors, strict=True):
             if row.id not in still_known:
                 continue
-            target = self._duplicate_of(row, vector)
+            # A repeat of a quote its source gave before joins the fact holding it, whichever source's
+            # fact became canonical (parallel extractions finish in any order): the same facts every run.
+            target = self.store.repeat_of(row.id) or self._duplicate_of(row, vector)
             if target is None:
                 unique.append((row.id, vector, _payload(row)))
             else:

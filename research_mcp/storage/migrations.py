@@ -242,6 +242,11 @@ def m006_corpus_fts_bulk(db: Database) -> None:
     db.execute('DROP TRIGGER IF EXISTS "corpus_chunks_ai"')
 
 
+def m007_facts_by_source(db: Database) -> None:
+    """A new fact is looked up among the earlier facts of its source (`FactTables.repeat_of`)."""
+    db.table("facts").create_index(["source_id"], if_not_exists=True)
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", m001_initial),
     ("002_corpus", m002_corpus),
@@ -249,6 +254,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("004_indexes", m004_indexes),
     ("005_run_owner", m005_run_owner),
     ("006_corpus_fts_bulk", m006_corpus_fts_bulk),
+    ("007_facts_by_source", m007_facts_by_source),
 ]
 
 

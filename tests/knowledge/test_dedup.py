@@ -147,3 +147,25 @@ def test_without_an_index_facts_are_stored_and_nothing_merges(
 )
 def test_same_claim_needs_the_same_numbers_and_negation(a: str, b: str, same: bool) -> None:
     assert same_claim(a, b) is same
+
+
+@pytest.mark.parametrize("first_recorded", ["guide", "history"])
+def test_a_source_read_again_joins_the_fact_holding_its_quote_whichever_source_came_first(
+    knowledge: KnowledgeBase, first_recorded: str
+) -> None:
+    """Parallel extractions finish in any order, and a phase iteration (or a resumed run) reads a source
+    again: its repeated fact must land on the same canonical fact either way. Before, a repeat from the
+    source whose fact happened to become canonical stayed a separate fact, from the other source it merged."""
+    store = knowledge.store
+    sources = {
+        "guide": source(store, "guide", f"Paris guide. {COMPLETED} More text."),
+        "history": source(store, "history", f"A history. {COMPLETED} Later years."),
+    }
+    second = "history" if first_recorded == "guide" else "guide"
+    canonical = record(knowledge, sources[first_recorded], COMPLETED)
+    record(knowledge, sources[second], COMPLETED)
+
+    again = [record(knowledge, sources[name], COMPLETED) for name in ("guide", "history")]
+
+    assert [fact.id for fact in store.canonical_facts(again)] == [canonical]
+    assert store.get_facts([canonical])[0].corroborations == 2
