@@ -6,12 +6,15 @@ the extractive backend (no model, no network, deterministic). A template data fo
 corpus already indexed; every point starts from a copy of it, so earlier runs' facts never reach a
 later one. The uninterrupted run is made the same way, once per mode.
 
-- **sigint**: `research-mcp run QUESTION --corpus NOTES` in a subprocess gets SIGINT once the store
-  holds k events (k = 1, 2, ...) or k finished handoffs; then `research-mcp run --resume RUN_ID`
-  (without --corpus, as a user types it) finishes it.
+- **sigint**: `research-mcp run QUESTION --corpus NOTES` in a subprocess gets SIGINT at each point of
+  SCHEDULE (once the store holds k events, k extractions started or done, k syntheses started or
+  done: starting, searching, mid-extraction, mid-synthesis, between a leaf and the root); then
+  `research-mcp run --resume RUN_ID` (without --corpus, as a user types it) finishes it.
 - **mcp**: in one process, through an in-memory MCP client, `execute_plan(plan_id)` then
-  `execute_plan(run_id, cancel=true)` at the same kinds of points, then `execute_plan(run_id)` until
-  the run is done.
+  `execute_plan(run_id, cancel=true)` at the same points, then `execute_plan(run_id)` until the run
+  is done.
+- **phases**: the same as mcp, for a plan whose root has a phase gate that one iteration meets
+  (PHASED_PLAN), cancelled at the points of PHASED_SCHEDULE: before the gate and in the iteration.
 
 For each point it records whether the run was recorded `cancelled` (a point reached after the run
 ended counts as not interrupted), how long the CLI took to exit or the cancel to answer, and
@@ -21,12 +24,14 @@ gaps. Fact and source ids are left out: they number rows in the order parallel w
 which of several documents stating the same sentence is a fact's first source (the others corroborate
 it): a fact is compared with every source that states it.
 
-Run: .venv/bin/python -m bench.interrupts [--points 20] [--mode sigint|mcp|both] [--paragraphs 40]
+Run: .venv/bin/python -m bench.interrupts [--mode sigint|mcp|phases|all] [--points N] [--paragraphs 40]
+(each mode's whole schedule by default: 20 points for sigint and mcp, 10 for phases)
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -49,23 +54,76 @@ SCRIPT = Path(sys.executable).parent / "research-mcp"
 SUBJECTS = {
     "shutdown": "Uvicorn handles graceful shutdown by waiting for open connections to close. On SIGTERM the "
     "server stops accepting new connections. The timeout-graceful-shutdown option bounds how long it "
-    "waits. Lifespan shutdown events run after connections close.",
+    "waits. Lifespan shutdown events run after connections close. During a graceful shutdown uvicorn lets "
+    "running requests finish. A second SIGINT forces an immediate shutdown.",
     "reload": "The --reload option makes uvicorn restart the server when source files change. It uses "
     "watchfiles when installed, else polling. Reload is meant for development, not production. The "
     "--reload-dir option selects the folders to watch.",
     "workers": "The --workers option starts several worker processes. Each worker runs its own event "
     "loop. Workers are restarted when they die. Gunicorn can manage uvicorn workers too.",
 }
-COUNTS = {
-    "events": "SELECT COUNT(*) FROM events",
-    "handoffs": "SELECT COUNT(*) FROM handoffs WHERE status = 'done' AND role != 'planner'",
+#: What a point waits for in the store (polled every 5 ms, read only), and the moment of the run it is.
+TRIGGERS = {
+    "events": ("SELECT COUNT(*) FROM events", "run events (start, node starts, searches, sources chosen)"),
+    "extracting": ("SELECT COUNT(*) FROM handoffs WHERE role = 'extractor'", "extractions started"),
+    "extracted": (
+        "SELECT COUNT(*) FROM handoffs WHERE role = 'extractor' AND status = 'done'",
+        "extractions done",
+    ),
+    "synthesizing": ("SELECT COUNT(*) FROM handoffs WHERE role = 'synthesizer'", "syntheses started"),
+    "synthesized": (
+        "SELECT COUNT(*) FROM handoffs WHERE role = 'synthesizer' AND status = 'done'",
+        "syntheses done",
+    ),
+    "iterating": (
+        "SELECT COUNT(*) FROM handoffs WHERE iteration >= 1",
+        "handoffs of a phase iteration started",
+    ),
+    "iterated": ("SELECT COUNT(*) FROM events WHERE kind = 'iteration'", "phase iterations done"),
 }
+#: The 20 points of each mode, in run order: starting and searching (events 1-8: the attempt, the root and
+#: the two leaves started, the searches, each leaf's sources chosen), mid-extraction (1, 2, 4, 6 of the six
+#: extractions started), between extractions (1, 3, 5 done), mid-synthesis (each of the three syntheses
+#: started: the two leaves', then the root's) and between a leaf's synthesis and the root's (1, 2 done).
+SCHEDULE = [
+    *(("events", k) for k in range(1, 9)),
+    *(("extracting", k) for k in (1, 2, 4, 6)),
+    *(("extracted", k) for k in (1, 3, 5)),
+    *(("synthesizing", k) for k in (1, 2, 3)),
+    *(("synthesized", k) for k in (1, 2)),
+]
+#: A plan whose root has a phase gate that one iteration meets (corroboration by 4 sources: the first
+#: pass reads 3 a leaf): the iteration searches again, reads 6 more sources and synthesizes again.
+PHASED_PLAN = {
+    "root": {
+        "kind": "executor",
+        "title": QUESTION,
+        "questions": [QUESTION],
+        "phases": [{"name": "corroborate", "criteria": {"min_corroboration": 4}, "max_iterations": 3}],
+        "children": [
+            {"kind": "leaf", "title": question, "questions": [question]}
+            for question in (
+                "How does uvicorn handle graceful shutdown?",
+                "What does the --reload option do?",
+            )
+        ],
+    },
+    "rationale": "two sub-questions, corroborated",
+}
+#: The 10 points of the phased mode: the root's first synthesis under way and done (before the gate),
+#: each of the iteration's handoffs started (its extractions, then its synthesis), and after it.
+PHASED_SCHEDULE = [
+    ("synthesizing", 3),
+    ("synthesized", 3),
+    *(("iterating", k) for k in range(1, 8)),
+    ("iterated", 1),
+]
 
 
 @dataclass
 class Point:
     mode: str
-    trigger: str  # "events" or "handoffs"
+    trigger: str  # a key of TRIGGERS
     k: int
     cancelled: bool = False
     stop_s: float = 0.0  # SIGINT to exit, or cancel call to its answer
@@ -111,7 +169,7 @@ def fresh_home(template: Path, home: Path) -> Path:
 def count(database: Path, trigger: str) -> int:
     try:
         with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as conn:
-            return int(conn.execute(COUNTS[trigger]).fetchone()[0])
+            return int(conn.execute(TRIGGERS[trigger][0]).fetchone()[0])
     except sqlite3.Error:
         return 0
 
@@ -221,7 +279,9 @@ def sigint_point(template: Path, home: Path, corpus: Path, point: Point, clean: 
 # --- MCP cancel ----------------------------------------------------------------------------------
 
 
-async def mcp_run(home: Path, corpus: Path, point: Point | None) -> tuple[str, Point | None]:
+async def mcp_run(
+    home: Path, corpus: Path, point: Point | None, *, phased: bool = False
+) -> tuple[str, Point | None]:
     from research_mcp.config import Settings
     from research_mcp.server.app import create_server
 
@@ -235,7 +295,8 @@ async def mcp_run(home: Path, corpus: Path, point: Point | None) -> tuple[str, P
     assert settings.home == home and settings.corpus == [corpus]
     database = home / "research.db"
     async with Client(create_server(settings)) as client:
-        plan = await client.call_tool("plan_research", {"query": QUESTION})
+        suggested = {"suggested_plan": PHASED_PLAN} if phased else {}
+        plan = await client.call_tool("plan_research", {"query": QUESTION, **suggested})
         base = count(database, point.trigger) if point else 0
         started = await client.call_tool(
             "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 0}
@@ -267,13 +328,13 @@ async def mcp_run(home: Path, corpus: Path, point: Point | None) -> tuple[str, P
 
 def mcp_point(template: Path, home: Path, corpus: Path, point: Point, clean: dict[str, Any]) -> None:
     fresh_home(template, home)
-    run_id, _ = anyio.run(mcp_run, home, corpus, point)
+    run_id, _ = anyio.run(functools.partial(mcp_run, home, corpus, point, phased=point.mode == "phases"))
     compare(point, exported(home, run_id), clean)
 
 
-def clean_mcp(template: Path, home: Path, corpus: Path) -> dict[str, Any]:
+def clean_mcp(template: Path, home: Path, corpus: Path, *, phased: bool = False) -> dict[str, Any]:
     fresh_home(template, home)
-    run_id, _ = anyio.run(mcp_run, home, corpus, None)
+    run_id, _ = anyio.run(functools.partial(mcp_run, home, corpus, None, phased=phased))
     return exported(home, run_id)
 
 
@@ -281,11 +342,10 @@ def clean_mcp(template: Path, home: Path, corpus: Path) -> dict[str, Any]:
 
 
 def points_of(mode: str, n: int) -> list[Point]:
-    """n points: after the k-th event for the first half, after the k-th finished handoff for the rest."""
-    by_events = (n + 1) // 2
-    return [Point(mode, "events", k) for k in range(1, by_events + 1)] + [
-        Point(mode, "handoffs", k) for k in range(1, n - by_events + 1)
-    ]
+    """n points spread over the mode's schedule (all of it by default; more repeat it)."""
+    schedule = PHASED_SCHEDULE if mode == "phases" else SCHEDULE
+    n = n or len(schedule)
+    return [Point(mode, *schedule[(index * len(schedule) // n) % len(schedule)]) for index in range(n)]
 
 
 def matrix(modes: list[str], n: int, root: Path, *, paragraphs: int = 40, quiet: bool = False) -> list[Point]:
@@ -293,7 +353,10 @@ def matrix(modes: list[str], n: int, root: Path, *, paragraphs: int = 40, quiet:
     template = make_template(root, corpus)
     results: list[Point] = []
     for mode in modes:
-        clean = (clean_cli if mode == "sigint" else clean_mcp)(template, root / f"clean-{mode}", corpus)
+        if mode == "sigint":
+            clean = clean_cli(template, root / f"clean-{mode}", corpus)
+        else:
+            clean = clean_mcp(template, root / f"clean-{mode}", corpus, phased=mode == "phases")
         for index, point in enumerate(points_of(mode, n)):
             run_point = sigint_point if mode == "sigint" else mcp_point
             try:
@@ -303,7 +366,7 @@ def matrix(modes: list[str], n: int, root: Path, *, paragraphs: int = 40, quiet:
             results.append(point)
             if not quiet:
                 print(
-                    f"{mode:6} after {point.k:2} {point.trigger:8}: "
+                    f"{mode:6} after {point.k:2} {TRIGGERS[point.trigger][1]:58}: "
                     f"{'cancelled' if point.cancelled else 'ran to its end':14} "
                     f"stop {point.stop_s:5.2f} s  resumed report {'equal' if point.equal else 'DIFFERENT'}"
                     + (f"  ({point.error})" if point.error else ""),
@@ -328,11 +391,11 @@ def summary(results: list[Point]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--points", type=int, default=20, help="points per mode")
-    parser.add_argument("--mode", choices=["sigint", "mcp", "both"], default="both")
+    parser.add_argument("--points", type=int, default=0, help="points per mode (default: its whole schedule)")
+    parser.add_argument("--mode", choices=["sigint", "mcp", "phases", "all"], default="all")
     parser.add_argument("--paragraphs", type=int, default=40, help="filler paragraphs per note (run length)")
     args = parser.parse_args()
-    modes = ["sigint", "mcp"] if args.mode == "both" else [args.mode]
+    modes = ["sigint", "mcp", "phases"] if args.mode == "all" else [args.mode]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="research-mcp-interrupts-") as tmp:
         results = matrix(modes, args.points, Path(tmp), paragraphs=args.paragraphs)

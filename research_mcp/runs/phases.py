@@ -154,10 +154,11 @@ async def run_phases(
     store = rc.deps.store
     handoff_id = result.handoff_id
     inputs = list(child_handoffs)
+    gates = _recorded_gates(rc, key)
     for phase in node.phases:
         spending = PhaseSpending(phase.budget, rc.deps.budget.tokens, rc.deps.budget.cost_usd)
         output, source_of = _synthesis(rc, handoff_id)
-        status = criteria_status(phase, output, source_of)
+        status = gates.get((phase.name, 0)) or criteria_status(phase, output, source_of)
         best = (handoff_id, status, 0)
         stopped = ""
         for iteration in range(1, phase.max_iterations + 1):
@@ -171,6 +172,15 @@ async def run_phases(
             if reason := spending.stop_reason(rc):
                 stopped = f"budget spent: {reason}"
                 break
+            # The decision to iterate is recorded with the criteria it was taken on: a run resumed in
+            # the iteration takes it again on them, not on a store the iteration had already added to.
+            store.add_event(
+                rc.run_id,
+                "phase_gate",
+                f"phase {phase.name!r}: {unmet} unmet, iteration {iteration} starts",
+                node_id=key,
+                data={"phase": phase.name, "iteration": iteration - 1, "status": status},
+            )
             try:
                 handoff_id, delta = await _iterate(
                     rc, node, key, phase, output, unmet, inputs, iteration, spending
@@ -185,7 +195,7 @@ async def run_phases(
                 raise
             before = status
             output, source_of = _synthesis(rc, handoff_id)
-            status = criteria_status(phase, output, source_of)
+            status = gates.get((phase.name, iteration)) or criteria_status(phase, output, source_of)
             kept_output = _synthesis(rc, best[0])[0]
             if _merit(status, output) > _merit(best[1], kept_output):
                 best = (handoff_id, status, iteration)
@@ -235,6 +245,15 @@ async def run_phases(
     return handoff_id
 
 
+def _recorded_gates(rc: RunContext, key: str) -> dict[tuple[str, int], dict[str, bool]]:
+    """The criteria each iteration of this node's phases was decided on, in an earlier attempt."""
+    return {
+        (event.data["phase"], event.data["iteration"]): event.data["status"]
+        for event in rc.deps.store.events_for_run(rc.run_id, "phase_gate")
+        if event.node_id == key and event.data
+    }
+
+
 async def _iterate(
     rc: RunContext,
     node: PlanNode,
@@ -259,10 +278,12 @@ async def _iterate(
         if reason := spending.exceeded(rc):
             raise _PhaseBudgetSpent(reason)
         leaf_key = node_key(rc.plan_id, leaf.id)
+        # Read before this iteration: a resumed iteration must not count the sources it chose itself
+        # before the interruption, or it would choose others.
         used = {
             asked.source_ref
             for h in store.handoffs_for_run(rc.run_id, role="extractor", node_id=leaf_key)
-            if (asked := h.input_as(ExtractorInput)) is not None
+            if h.iteration < iteration and (asked := h.input_as(ExtractorInput)) is not None
         }
         widened = leaf.model_copy(
             update={"sources": [], "search_queries": [*leaf.search_queries, *missing_themes, *gaps[:2]]}
