@@ -246,12 +246,15 @@ async def run_phases(
 
 
 def _recorded_gates(rc: RunContext, key: str) -> dict[tuple[str, int], dict[str, bool]]:
-    """The criteria each iteration of this node's phases was decided on, in an earlier attempt."""
-    return {
-        (event.data["phase"], event.data["iteration"]): event.data["status"]
-        for event in rc.deps.store.events_for_run(rc.run_id, "phase_gate")
-        if event.node_id == key and event.data
-    }
+    """The criteria each iteration of this node's phases was decided on in an earlier attempt of the
+    run, since its last retry (a retry of failed parts judges its gates afresh)."""
+    gates: dict[tuple[str, int], dict[str, bool]] = {}
+    for event in rc.deps.store.events_for_run(rc.run_id):
+        if event.kind == "retry":
+            gates.clear()
+        elif event.kind == "phase_gate" and event.node_id == key and event.data:
+            gates[(event.data["phase"], event.data["iteration"])] = event.data["status"]
+    return gates
 
 
 async def _iterate(
