@@ -26,6 +26,7 @@ import anyio
 from mcp import Client
 
 from bench.scenarios import SHAPES, SOURCES_PER_LEAF, TimedScript, bench_settings, plan_tree, seed_sources
+from bench.tool_definitions import compact_bytes, definitions
 from research_mcp.llm.scripted import ScriptedModel
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
@@ -130,15 +131,9 @@ async def measure(size: str) -> HostFigures:
 
 
 async def tool_definitions_bytes() -> int:
-    """Bytes of the five tool definitions as tools/list returns them (in the host's context every turn)."""
-    with tempfile.TemporaryDirectory(prefix="research-mcp-bench-") as tmp:
-        server = create_server(bench_settings(Path(tmp)), model=ScriptedModel(TimedScript()))
-        async with Client(server) as client:
-            tools = (await client.list_tools()).tools
-    return sum(
-        len(json.dumps(t.model_dump(mode="json", by_alias=True, exclude_none=True), separators=(",", ":")))
-        for t in tools
-    )
+    """Bytes of the five tool definitions as tools/list returns them (in the host's context every turn);
+    per tool and part: `python -m bench.tool_definitions`."""
+    return sum(compact_bytes(tool) for tool in await definitions("2026-07-28"))
 
 
 def kb(n: int) -> str:

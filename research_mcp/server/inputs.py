@@ -12,7 +12,8 @@ The limits (README, "Input limits"):
     ids, cursor             at most 64 characters, of the kind the argument takes
     plan_ids                at most 10
     suggested_plan          at most 60 nodes, 40 levels of nesting, 500,000 characters as JSON
-    task_spec               at most 10 levels of nesting, 50,000 characters as JSON
+    task_spec               at most 10 levels of nesting, 50,000 characters as JSON; without its own
+                            questions, the tool's (at most 10 then, each 3 to 500 characters)
     wait_seconds            0 to 55; limit 1 to 20; max_tokens 200 to 20,000
     every string            valid Unicode: no lone surrogates
 
@@ -27,12 +28,29 @@ import math
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, ValidationError, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    WithJsonSchema,
+)
+from pydantic_core import ErrorDetails
 
 from research_mcp.contracts import ExtractorTaskSpec, PlannerOutput
 from research_mcp.errors import shown
 from research_mcp.feasibility import MAX_NODES
 from research_mcp.reports import MAX_MAX_TOKENS, MIN_MAX_TOKENS
+from research_mcp.server.nested_arguments import (
+    PLAN_SHAPE,
+    FlatPlanError,
+    SuggestedNode,
+    TaskSpecShape,
+    task_spec_with_questions,
+    tree_of_nodes,
+)
+from research_mcp.server.schemas import compact_schema
 
 __all__ = [
     "MAX_QUERY_CHARS",
@@ -270,6 +288,27 @@ def _without_nulls(value: Any) -> Any:
     return value
 
 
+def _flat_plan(value: Any) -> Any:
+    """A suggested plan sent as a list of nodes, made the tree the planner reads."""
+    try:
+        return tree_of_nodes(value)
+    except FlatPlanError as error:
+        raise Refused(describe_problems(error.problems, "suggested_plan"), whole=True) from None
+
+
+def _task_spec(value: Any, info: ValidationInfo) -> Any:
+    """A task spec without questions asks the tool's `questions`."""
+    if not isinstance(value, dict) or "questions" in value:
+        return value
+    try:
+        return ExtractorTaskSpec.model_validate(
+            task_spec_with_questions(value, info.data.get("questions", [])), strict=True
+        )
+    except ValidationError as error:
+        message = describe(error, "task_spec").replace("task_spec.questions", "questions (for the task_spec)")
+        raise Refused(message, whole=True) from None
+
+
 def _plan_size(plan: PlannerOutput) -> PlannerOutput:
     nodes = len(plan.root.walk())
     if nodes > MAX_PLAN_NODES:
@@ -301,18 +340,20 @@ MaxTokens = Annotated[
     int,
     _between(MIN_MAX_TOKENS, MAX_MAX_TOKENS, " (hosts refuse larger results); follow the cursor for more"),
 ]
-# Published as an open object for now (the full plan tree's schema is larger than all five tools
-# together may be); validated as the typed plan tree.
+# Published as the flat list of nodes (server/suggested_plan.py); the tree form is accepted as well.
 SuggestedPlan = Annotated[
     PlannerOutput,
-    WithJsonSchema({"type": "object"}),
+    WithJsonSchema(compact_schema(TypeAdapter(list[SuggestedNode]).json_schema())),
+    BeforeValidator(lambda value: _flat_plan(value)),
     _bounded_json("suggested_plan", max_depth=MAX_PLAN_DEPTH, max_chars=MAX_PLAN_JSON_CHARS),
     AfterValidator(_plan_size),
 ]
-# Its published schema marks every optional field nullable (strict converters make all fields
-# required); a null field is read as left out.
+# Published as the fields that shape one extraction (server/nested_arguments.py); its questions are
+# the tool's unless it gives its own. Null fields are read as left out.
 TaskSpec = Annotated[
     ExtractorTaskSpec,
+    WithJsonSchema(compact_schema(TaskSpecShape.model_json_schema())),
+    BeforeValidator(_task_spec),
     BeforeValidator(lambda value: _without_nulls(value)),
     _bounded_json("task_spec", max_depth=MAX_SPEC_DEPTH, max_chars=MAX_SPEC_JSON_CHARS),
 ]
@@ -330,8 +371,13 @@ def check_plan_ids(plan_id: str | None, plan_ids: list[str] | None) -> list[str]
 
 def describe(error: ValidationError, field: str = "", *, limit: int = 3) -> str:
     """A pydantic validation error as one line per problem: where, what is wrong, what was given."""
+    return describe_problems(error.errors(include_url=False), field, limit=limit)
+
+
+def describe_problems(errors: list[ErrorDetails], field: str = "", *, limit: int = 3) -> str:
+    """Validation problems as `describe` words them."""
     problems = []
-    for item in error.errors(include_url=False)[:limit]:
+    for item in errors[:limit]:
         where = field
         for part in item["loc"]:
             where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
@@ -345,10 +391,13 @@ def describe(error: ValidationError, field: str = "", *, limit: int = 3) -> str:
             message = "unknown field; leave it out"
         elif item["type"] == "missing":
             message = "required; give it"
+        elif item["type"] == PLAN_SHAPE:  # a sentence that follows the place it names
+            problems.append(f"{where} {message}")
+            continue
         else:
             message += f" (got {_given(item['input'])})"
         problems.append(f"{where}: {message}")
-    more = len(error.errors()) - limit
+    more = len(errors) - limit
     return "; ".join(problems).removesuffix(".") + (f"; and {more} more" if more > 0 else "") + "."
 
 

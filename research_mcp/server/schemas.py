@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["compact_schema"]
+__all__ = ["compact_schema", "output_outline", "published_schema"]
 
 _NULL = {"type": "null"}
 _SCHEMA_MAPS = ("properties", "$defs", "patternProperties")
@@ -23,7 +23,8 @@ _SCHEMA_VALUES = ("items", "additionalProperties", "not")
 
 
 def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema without generated titles, with optional values as plain types and definitions inlined."""
+    """The schema without generated titles, with optional values as plain types and definitions
+    inlined (without their models' docstrings)."""
     definitions = schema.get("$defs", {})
     recursive: set[str] = set()
     node = _compact(_inline(schema, definitions, (), recursive))
@@ -44,7 +45,10 @@ def _inline(node: Any, definitions: dict[str, Any], inlining: tuple[str, ...], r
         if name in inlining:
             recursive.add(name)
             return node
-        merged = {**definitions[name], **{k: v for k, v in node.items() if k != "$ref"}}
+        # The model's docstring describes the model, not the parameter: a parameter keeps only the
+        # description its own Field gives (Budget's "Limits; unset means none." was 84 B of two tools).
+        definition = {k: v for k, v in definitions[name].items() if k != "description"}
+        merged = {**definition, **{k: v for k, v in node.items() if k != "$ref"}}
         return _inline(merged, definitions, (*inlining, name), recursive)
     return {
         key: _inline(value, definitions, inlining, recursive) for key, value in node.items() if key != "$defs"
@@ -104,32 +108,36 @@ def _nullable(node: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
-def published_schema(schema: dict[str, Any], *, described: bool = True) -> dict[str, Any]:
-    """The schema as a tool definition carries it: compact, without the constraints the server checks
-    itself, and with descriptions only on the top-level properties. An input schema (`described`)
-    marks nested optional fields nullable; an output schema has no descriptions at all (its meaning
-    is in the tool's description)."""
+def published_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """An input schema as a tool definition carries it: compact, without the constraints the server
+    checks itself, with descriptions only on the top-level properties, and with nested optional
+    fields nullable."""
     node = compact_schema(schema)
     node.pop("description", None)
     properties = node.get("properties", {})
     node["properties"] = {
-        name: {
-            **_slim(sub, nullable=described),
-            **({"description": sub["description"]} if described and "description" in sub else {}),
-        }
+        name: {**_slim(sub), **({"description": sub["description"]} if "description" in sub else {})}
         for name, sub in properties.items()
     }
     return node
 
 
-def _slim(node: Any, nullable: bool = True) -> Any:
+def output_outline(schema: dict[str, Any]) -> dict[str, Any]:
+    """An output schema as a tool definition carries it: an object and the keys every result has.
+
+    The full schema of the four compact handles and the report page cost 1,509 bytes of the five
+    tool definitions, every turn, to say that `id` is a string and `summary` a list, which each
+    result shows anyway; the outline keeps what a host checks a result against (an object with
+    these keys) and what the tool descriptions rely on (the key names)."""
+    return {"type": "object", "required": list(schema.get("properties", {}))}
+
+
+def _slim(node: Any) -> Any:
     if isinstance(node, list):
-        return [_slim(item, nullable) for item in node]
+        return [_slim(item) for item in node]
     if not isinstance(node, dict):
         return node
-    if nullable and isinstance(
-        node.get("properties"), dict
-    ):  # optional fields nullable: see the module's docstring
+    if isinstance(node.get("properties"), dict):  # optional fields nullable: see the module's docstring
         required = node.get("required", [])
         node = {
             **node,
@@ -139,9 +147,9 @@ def _slim(node: Any, nullable: bool = True) -> Any:
             },
         }
     return {
-        key: (value if key in ("enum", "required", "default", "type") else _slim(value, nullable))
+        key: (value if key in ("enum", "required", "default", "type") else _slim(value))
         if key != "properties"
-        else {name: _slim(sub, nullable) for name, sub in value.items()}
+        else {name: _slim(sub) for name, sub in value.items()}
         for key, value in node.items()
         if key not in _CONSTRAINTS and key != "description"
     }

@@ -17,7 +17,7 @@ from research_mcp.errors import InvalidInput, ResearchError, shown
 from research_mcp.llm.base import ModelBackend
 from research_mcp.server import inputs
 from research_mcp.server.context import ToolContext
-from research_mcp.server.schemas import published_schema
+from research_mcp.server.schemas import output_outline, published_schema
 from research_mcp.service import ResearchService
 
 __all__ = ["build_tools"]
@@ -105,7 +105,7 @@ def _tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
     )
     tool.parameters = {**published_schema(tool.parameters), "additionalProperties": False}
     if tool.fn_metadata.output_schema is not None:
-        tool.fn_metadata.output_schema = published_schema(tool.fn_metadata.output_schema, described=False)
+        tool.fn_metadata.output_schema = output_outline(tool.fn_metadata.output_schema)
     return tool
 
 
@@ -123,11 +123,12 @@ async def plan_research(
     query: Annotated[inputs.Query, Field(description="The research question, narrowed with the user.")],
     ctx: ToolContext,
     suggested_plan: Annotated[
-        inputs.SuggestedPlan | None, Field(description="Optional plan tree to adopt.")
+        inputs.SuggestedPlan | None,
+        Field(description="Optional plan: nodes, root first; parent is an earlier node's index."),
     ] = None,
     budget: Budget | None = None,
 ) -> Compact:
-    """Plan research: a feasible plan tree and an estimate. Nothing runs yet."""
+    """A feasible research plan and its estimate; nothing runs yet."""
     service = _service(ctx)
     return compact(await service.plan(query, suggested=suggested_plan, budget=budget, model=_model(ctx)))
 
@@ -139,16 +140,16 @@ async def execute_plan(
     plan_ids: Annotated[
         list[inputs.PlanId] | None, Field(description="Several plans, one final answer.")
     ] = None,
-    run_id: Annotated[inputs.RunId | None, Field(description="Wait on, resume or cancel this run.")] = None,
+    run_id: inputs.RunId | None = None,
     wait_seconds: Annotated[
         inputs.WaitSeconds | None,
-        Field(description="Return after this long (default 45 s); the run goes on."),
+        Field(description="Seconds to wait (default 45); the run goes on."),
     ] = None,
-    cancel: bool | None = False,
-    retry: Annotated[bool | None, Field(description="Rerun a partial run's failed parts.")] = False,
+    cancel: bool | None = None,
+    retry: Annotated[bool | None, Field(description="Rerun a partial run's failed parts.")] = None,
     budget: Budget | None = None,
 ) -> Compact:
-    """Start, resume, wait on or cancel a research run."""
+    """Start a research run of plan_id(s), or wait on, resume or cancel run_id."""
     ids = inputs.check_plan_ids(plan_id, plan_ids)
     if run_id is None and not ids:
         raise InvalidInput("give plan_id (or plan_ids) to start a run, or run_id to wait on one.")
@@ -178,7 +179,7 @@ async def extract_source(
     source: Annotated[inputs.SourceRef, Field(description="URL, corpus:<id>, S<id> or the text itself.")],
     questions: inputs.Questions,
     ctx: ToolContext,
-    task_spec: Annotated[inputs.TaskSpec | None, Field(description="Optional extractor task spec.")] = None,
+    task_spec: Annotated[inputs.TaskSpec | None, Field(description="How to extract.")] = None,
 ) -> Compact:
     """Extract facts with verbatim, checked quotes from one source."""
     asked = [question.strip() for question in questions if question.strip()]
@@ -202,7 +203,7 @@ async def scout_sources(
 
 @research_errors
 async def report_results(
-    id: Annotated[inputs.ReportId, Field(description="A run, plan or handoff id.")],
+    id: inputs.ReportId,
     ctx: ToolContext,
     view: View | None = "summary",
     cursor: inputs.Cursor = None,

@@ -454,12 +454,14 @@ def schema_values(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
     """Values valid for a JSON schema: `from_schema` for every value that is not an object, and
     objects composed here from their properties (hypothesis-jsonschema 0.23.1 draws objects with
     `many.more()`, a hypothesis internal that hypothesis 6.170 no longer has)."""
-    if schema.get("type") == ["object", "null"]:  # an optional object: null, or the object
-        return st.none() | schema_values({**schema, "type": "object"})
+    if schema.get("type") in (["object", "null"], ["array", "null"]):  # optional: null, or the value
+        return st.none() | schema_values({**schema, "type": schema["type"][0]})
+    if schema.get("type") == "array" and schema.get("items", {}).get("type") == "object":
+        return st.lists(schema_values(schema["items"]), max_size=4)  # a suggested plan's nodes
     if schema.get("type") != "object":
         return from_schema(schema)
     properties = schema.get("properties")
-    if properties is None:  # a free-form object (suggested_plan, task_spec)
+    if properties is None:  # a free-form object
         return st.dictionaries(st.text(max_size=10), JSON_VALUES, max_size=4)
     required = set(schema.get("required", []))
     return st.fixed_dictionaries(

@@ -55,18 +55,49 @@ async def input_schemas() -> dict[str, dict[str, Any]]:
         return {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
 
 
-async def test_openai_agents_makes_four_tools_strict_and_keeps_their_optional_parameters_optional() -> None:
+async def test_openai_agents_makes_every_tool_strict_and_keeps_their_optional_parameters_optional() -> None:
     schemas = await input_schemas()
     converted = {name: openai_agents_strict(schema) for name, schema in schemas.items()}
-    # suggested_plan is still an open object: a typed plan tree is recursive (a $ref, which
-    # openai-agents refuses in strict mode) and, unrolled, larger than all five tools may be.
-    refused = converted.pop("plan_research")
-    assert isinstance(refused, str) and "permits undeclared properties" in refused
     assert all(isinstance(strict, dict) for strict in converted.values()), converted
     assert {name: optional_but_not_nullable(schemas[name], strict) for name, strict in converted.items()} == {  # type: ignore[arg-type]
         name: [] for name in converted
     }
     assert all(schema["additionalProperties"] is False for schema in schemas.values())
+
+
+async def test_the_nested_arguments_are_closed_typed_objects() -> None:
+    schemas = await input_schemas()
+    node = schemas["plan_research"]["properties"]["suggested_plan"]["items"]
+    spec = schemas["extract_source"]["properties"]["task_spec"]
+    assert node["additionalProperties"] is False and spec["additionalProperties"] is False
+    assert set(node["properties"]) == {"parent", "kind", "title", "questions", "sources"}
+    assert set(spec["properties"]) == {"expected_format", "acceptance_criteria", "discovery_intense"}
+    assert "$ref" not in str(schemas) and "$defs" not in str(schemas)
+
+
+async def test_a_strict_client_plans_with_the_flat_plan_its_schema_gives() -> None:
+    """What openai-agents' strict schema makes a model send: every field, null where not given."""
+    schemas = await input_schemas()
+    strict = openai_agents_strict(schemas["plan_research"])
+    assert isinstance(strict, dict)
+    node = strict["properties"]["suggested_plan"]["items"]
+    assert node["required"] == ["parent", "kind", "title", "questions", "sources"]
+    plan = [
+        {"parent": None, "kind": "executor", "title": "penguins", "questions": None, "sources": None},
+        {
+            "parent": 0,
+            "kind": "leaf",
+            "title": "breeding",
+            "questions": ["When do emperor penguins breed?"],
+            "sources": ["Emperor penguins breed in the Antarctic winter."],
+        },
+    ]
+    async with Client(create_server(model=ScriptedModel(team_script))) as client:
+        result = await client.call_tool(
+            "plan_research", {"query": "penguin breeding", "suggested_plan": plan, "budget": None}
+        )
+    assert not result.is_error, result.content
+    assert result.structured_content is not None and result.structured_content["status"] == "feasible"
 
 
 async def test_pydantic_ai_makes_every_tool_strict_and_keeps_optional_parameters_optional() -> None:
