@@ -6,7 +6,7 @@ Two wire forms, one store:
 - 2025-11-25: the client sends `params.task` on `tools/call`; the server declares
   `capabilities.tasks` and `execution.taskSupport: "optional"` on `execute_plan`, answers with
   `{task: {...}}`, and serves `tasks/get`, `tasks/result` (blocks until the run ends), `tasks/cancel`
-  and `tasks/list`.
+  and `tasks/list` (paged: `cursor` in, `nextCursor` out).
 - 2026-07-28, the `io.modelcontextprotocol/tasks` extension: the client declares the extension in
   its per-request capabilities; the server answers `{resultType: "task", ...}` and serves
   `tasks/get` (the finished result inlined), `tasks/cancel` and `tasks/update` (empty
@@ -46,7 +46,7 @@ RELATED_TASK = "io.modelcontextprotocol/related-task"
 TASK_VERSION = "2025-11-25"  # the one handshake version that has tasks in its core
 TASK_TOOL = "execute_plan"
 POLL_INTERVAL_MS = 2000
-LIST_LIMIT = 100
+LIST_PAGE = 100  # tasks per tasks/list page
 WAIT_SLICE_S = 55.0  # tasks/result waits on the run in slices, as execute_plan does
 
 TaskStatus = Literal["working", "completed", "failed", "cancelled"]
@@ -178,10 +178,20 @@ async def update_task(ctx: RequestContext, params: TaskParams) -> dict[str, Any]
 
 
 async def list_tasks(ctx: RequestContext, params: ListParams) -> dict[str, Any]:
-    """2025-11-25: the most recent runs, newest first (one page)."""
+    """2025-11-25: every run, newest first, a page of `LIST_PAGE` at a time. The cursor is opaque to
+    the client (it is the last run of the page); `nextCursor` is left out on the last page."""
     state = ctx.lifespan_context
-    runs = state.service.store.recent_runs(LIST_LIMIT)
-    return {"tasks": [_task(state, run.id, modern=False) for run in runs]}
+    try:
+        runs = state.service.store.runs_page(LIST_PAGE + 1, after=params.cursor)
+    except NotFound:
+        raise MCPError(
+            code=INVALID_PARAMS, message="Invalid cursor: give the nextCursor of the last page, or none."
+        ) from None
+    page = runs[:LIST_PAGE]
+    listed: dict[str, Any] = {"tasks": [_task(state, run.id, modern=False) for run in page]}
+    if len(runs) > LIST_PAGE:
+        listed["nextCursor"] = page[-1].id
+    return listed
 
 
 class RunTasks(Extension):

@@ -98,6 +98,20 @@ class RunTables(StoreDatabase):
         )
         return [Run.model_validate(row) for row in rows]
 
+    def runs_page(self, limit: int, *, after: str | None = None) -> list[Run]:
+        """Up to `limit` runs, newest first (by creation, then id), starting after the run `after`;
+        a run created while a client pages is never listed twice nor shifts a page.
+        Raises NotFound for an unknown `after`."""
+        if after is None:
+            rows = self._all("SELECT * FROM runs ORDER BY created_at DESC, id DESC LIMIT ?", (limit,))
+        else:
+            last = self.get_run(after)
+            rows = self._all(
+                "SELECT * FROM runs WHERE (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?",
+                (last.created_at, last.id, limit),
+            )
+        return [Run.model_validate(row) for row in rows]
+
     def latest_run(self) -> Run | None:
         """The run created last, if any."""
         runs = self.recent_runs(1)

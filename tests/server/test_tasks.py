@@ -224,3 +224,31 @@ async def test_the_2026_tasks_extension_serves_a_run_as_a_task_to_clients_that_d
         }
         undeclared = await session.request("tasks/get", modern({"taskId": created["taskId"]}, tasks=False))
         assert undeclared["error"]["code"] == -32021
+
+
+async def test_tasks_list_pages_through_every_run_newest_first_with_an_opaque_cursor() -> None:
+    from research_mcp.config import Settings
+    from research_mcp.server.tasks import LIST_PAGE
+    from research_mcp.storage.store import Store
+
+    async with InMemoryTransport(create_server(model=ScriptedModel(team_script))) as (read, write):
+        session = RawSession(read, write)
+        await session.open()
+        plan = await session.call(
+            "plan_research", {"query": "three topics", "suggested_plan": three_leaf_plan()}
+        )
+        store = Store(Settings().database_path)
+        created = [store.create_run([plan["structuredContent"]["id"]], "scripted", None) for _ in range(205)]
+
+        first = await session.result("tasks/list")
+        store.create_run([plan["structuredContent"]["id"]], "scripted", None)  # a run started while paging
+        second = await session.result("tasks/list", {"cursor": first["nextCursor"]})
+        third = await session.result("tasks/list", {"cursor": second["nextCursor"]})
+        bad = await session.request("tasks/list", {"cursor": "not-a-cursor"})
+
+    pages = [first, second, third]
+    assert [len(page["tasks"]) for page in pages] == [LIST_PAGE, LIST_PAGE, 5]
+    assert "nextCursor" not in third
+    listed = [task["taskId"] for page in pages for task in page["tasks"]]
+    assert listed == list(reversed(created))  # every run once, newest first; the new one is on no later page
+    assert bad["error"]["code"] == INVALID_PARAMS and "cursor" in bad["error"]["message"]
