@@ -122,10 +122,13 @@ class Browser:
                 return answer.get("result", {})  # type: ignore[no-any-return]
             self.events.append(answer)
 
-    def wait_event(self, method: str, match: Any = None, timeout: float = 20) -> dict[str, Any]:
-        """The first event `method` (seen before or arriving within `timeout`) whose params pass `match`."""
+    def wait_event(
+        self, method: str, match: Any = None, timeout: float = 20, since: int = 0
+    ) -> dict[str, Any]:
+        """The first event `method` (seen before, from the `since`-th event on, or arriving within
+        `timeout`) whose params pass `match`."""
         deadline = time.monotonic() + timeout
-        seen = 0
+        seen = since
         while True:
             for event in self.events[seen:]:
                 if event.get("method") == method and (match is None or match(event.get("params", {}))):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -22,13 +23,15 @@ from mcp import Client
 from mcp.client.extension import advertise
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 
-from research_mcp.contracts import ExtractorPayload
+from research_mcp.config import Settings
+from research_mcp.contracts import ExtractorPayload, SynthesisPayload
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server
 from tests.cdp import Browser, chromium_path
 from tests.server.apps_host import AppsHost, serve
 from tests.server.indexing import wait_until_indexed
+from tests.sources.loopback import LoopbackServer
 
 pytestmark = pytest.mark.skipif(
     chromium_path() is None,
@@ -97,6 +100,7 @@ def start_run(host: AppsHost, plan: dict[str, Any] | None, query: str, wait: flo
 
 def open_view(browser: Browser, urls: dict[str, str], theme: str = "light") -> tuple[str, str]:
     """The host page in a new tab; the sessions of the page and of the view's (cross-origin) frame."""
+    since = len(browser.events)  # the frame of this tab, not of one opened before
     target = browser.send("Target.createTarget", {"url": "about:blank"})
     page = browser.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})[
         "sessionId"
@@ -114,7 +118,9 @@ def open_view(browser: Browser, urls: dict[str, str], theme: str = "light") -> t
     browser.send(
         "Page.navigate", {"url": f"{urls['host']}/?theme={theme}&view={urls['view']}/run.html"}, session=page
     )
-    attached = browser.wait_event("Target.attachedToTarget", lambda p: p["targetInfo"]["type"] == "iframe")
+    attached = browser.wait_event(
+        "Target.attachedToTarget", lambda p: p["targetInfo"]["type"] == "iframe", since=since
+    )
     return page, attached["params"]["sessionId"]
 
 
@@ -304,3 +310,97 @@ def test_markup_in_a_source_is_shown_as_text_and_never_runs(browser: Browser) ->
             made_bold = "[...document.querySelectorAll('b')].some(b => b.textContent === 'penguins')"
             assert browser.evaluate(frame, made_bold) is False
             assert browser.evaluate(frame, "typeof window.pwned") == "undefined"
+
+
+KELP = "Giant kelp can grow up to 60 centimetres in a single day. Sea otters protect kelp forests by eating urchins."
+
+
+def tabled_report(request: ModelRequest[Any], url: str) -> Any:
+    """The team's answers, with a synthesis that holds a table citing a fact and three links: to the
+    run's web source, to javascript: and to a page the run never read."""
+    answer = team_script(request)
+    if isinstance(request.payload, SynthesisPayload) and request.payload.facts:
+        fact = request.payload.facts[0].id
+        answer.report = (
+            f"| Species | Growth per day |\n| --- | ---: |\n| Giant kelp | 60 cm [F{fact}] |\n\n"
+            f"Read [the kelp notes]({url}), not [this](javascript:alert(1)) "
+            "nor [a page never read](https://example.org/kelp).\n\n" + answer.report
+        )
+    return answer
+
+
+def test_the_report_renders_tables_and_opens_only_links_to_the_runs_web_sources(
+    browser: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with LoopbackServer() as site:
+        monkeypatch.setenv("RESEARCH_MCP_FETCH_ALLOW", f"127.0.0.1:{site.port}")
+        site.serve("/kelp.txt", KELP.encode(), "text/plain; charset=utf-8")
+        url = site.url("/kelp.txt")
+        plan = {
+            "root": {
+                "kind": "executor",
+                "title": "kelp",
+                "children": [
+                    {"kind": "leaf", "title": "growth", "questions": ["How fast?"], "sources": [url]}
+                ],
+            }
+        }
+        with apps_session(ScriptedModel(lambda request: tabled_report(request, url))) as (portal, client):
+            host = AppsHost(portal, client)
+            host.load()
+            run = start_run(host, plan, "How fast does kelp grow?", wait=20)
+            assert run["status"] == "done", run
+            with serve(host) as urls:
+                page, frame = open_view(browser, urls)
+                browser.wait_for(frame, "document.getElementById('status')?.textContent === 'done'")
+
+                # The table: a header row and a body row, the number column aligned right.
+                cells = "[...document.querySelectorAll('.findings table tr')].map(r => [...r.cells].map(c => c.textContent))"
+                rows = browser.evaluate(frame, cells)
+                assert rows[0] == ["Species", "Growth per day"]
+                assert rows[1][0] == "Giant kelp" and rows[1][1].startswith("60 cm [F")
+                right = "document.querySelector('.findings tbody td:nth-child(2)').style.textAlign"
+                assert browser.evaluate(frame, right) == "right"
+                # A citation in a cell opens onto its quote below the table, leaving the table whole.
+                browser.evaluate(frame, "document.querySelector('.findings td button.cite').click()")
+                panel = browser.wait_for(frame, "document.querySelector('#quote')?.innerText")
+                assert "60 centimetres" in panel
+                placed = "document.querySelector('#quote').previousElementSibling.className"
+                assert browser.evaluate(frame, placed) == "table-wrap"
+                assert browser.evaluate(frame, "document.querySelector('.findings table #quote')") is None
+
+                # The one link to the run's web source opens through the host; the others are text.
+                browser.evaluate(frame, "document.querySelector('#quote').remove()")
+                links = "[...document.querySelectorAll('.findings button.link')].map(b => [b.textContent, b.dataset.href])"
+                # (the root's report holds its leaf's, so the link may appear more than once)
+                assert {tuple(link) for link in browser.evaluate(frame, links)} == {("the kelp notes", url)}
+                text = browser.evaluate(frame, "document.querySelector('.findings').textContent")
+                assert "not this nor a page never read" in text
+                markup = "document.querySelector('.findings').innerHTML"
+                assert "javascript" not in browser.evaluate(frame, markup).lower()
+                assert browser.evaluate(frame, "document.querySelectorAll('a[href]').length") == 0
+                browser.evaluate(frame, "document.querySelector('.findings button.link').click()")
+                assert browser.wait_for(page, "window.openedLinks.length === 1 && window.openedLinks") == [
+                    url
+                ]
+
+                # A report stored before the server checked links (an older store) still opens none
+                # but the run's own web source: the view holds the rule itself.
+                unchecked = (
+                    f"[the notes]({url.upper()}) [run me](javascript:alert(1)) [leave](https://example.org/kelp) "
+                    f"[data](data:text/html,hi) [F1]"
+                )
+                with sqlite3.connect(Settings().database_path) as db:
+                    db.execute(
+                        "UPDATE handoffs SET output = json_set(output, '$.report', ?) "
+                        "WHERE run_id = ? AND role = 'synthesizer'",
+                        (unchecked, run["id"]),
+                    )
+                _, again = open_view(browser, urls)
+                browser.wait_for(again, "document.querySelector('.findings')?.textContent.includes('run me')")
+                shown = browser.evaluate(again, links)
+                assert shown == [["the notes", url]]
+                text = browser.evaluate(again, "document.querySelector('.findings').textContent")
+                assert "run me leave data" in text
+                assert "javascript" not in browser.evaluate(again, markup).lower()
+                assert browser.evaluate(again, "document.querySelectorAll('a[href]').length") == 0

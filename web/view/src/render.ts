@@ -1,7 +1,7 @@
 // Renders a run snapshot into the page: header, totals, the plan tree, and once the run has ended the
 // report with citations that open onto their verified quotes, confidence, gaps, follow-ups, sources.
 
-import { markdown } from "./markdown";
+import { type LinkMaker, markdown } from "./markdown";
 import type { Fact, PlanNode, RunResult, RunSnapshot, Source, Totals } from "./snapshot";
 
 export interface Links {
@@ -64,7 +64,7 @@ function plan(snapshot: RunSnapshot): HTMLElement {
 function sourceLine(source: Source | undefined, id: string, links: Links): HTMLElement {
   if (!source) return el("span", {}, id);
   const span = el("span", { class: "source-ref" }, el("b", {}, source.id), " ", source.title || source.url_or_path);
-  if (/^https?:\/\//i.test(source.url_or_path) && links.open) {
+  if (isWeb(source.url_or_path) && links.open) {
     const open = links.open;
     const button = el("button", { type: "button", class: "link" }, source.url_or_path);
     button.addEventListener("click", () => open(source.url_or_path));
@@ -73,6 +73,32 @@ function sourceLine(source: Source | undefined, id: string, links: Links): HTMLE
     span.append(" ", el("span", { class: "muted url" }, source.url_or_path));
   }
   return span;
+}
+
+// The address of a link as the run's sources are compared with it, as the server's citation check
+// does: no trailing punctuation, fragment or slash, and case folded.
+function linkKey(url: string): string {
+  return url.trim().replace(/[.,;:!?]+$/, "").replace(/#.*$/, "").replace(/\/+$/, "").toLowerCase();
+}
+
+// A link in the report may open only a web source of this run (http or https), through the host, and
+// opens that source's own address; any other address (javascript:, data:, a page the run never read)
+// stays plain text.
+function reportLinks(sources: Source[], links: Links): LinkMaker {
+  const web = new Map(sources.filter((s) => isWeb(s.url_or_path)).map((s) => [linkKey(s.url_or_path), s.url_or_path]));
+  return (url, label) => {
+    const address = isWeb(url) ? web.get(linkKey(url)) : undefined;
+    if (address === undefined) return document.createTextNode(label);
+    if (!links.open) return el("span", {}, label, " ", el("span", { class: "muted url" }, `(${address})`));
+    const open = links.open;
+    const button = el("button", { type: "button", class: "link", "data-href": address, title: address }, label);
+    button.addEventListener("click", () => open(address));
+    return button;
+  };
+}
+
+function isWeb(url: string): boolean {
+  return /^https?:\/\/[^\s]+$/i.test(url.trim());
 }
 
 function quotePanel(fact: Fact | undefined, id: string, sources: Map<string, Source>, links: Links): HTMLElement {
@@ -133,12 +159,13 @@ function report(result: RunResult, links: Links): HTMLElement {
     });
     button.setAttribute("aria-expanded", "true");
     button.setAttribute("aria-controls", "quote");
-    const block = button.closest("p, li, h2, h3, h4, h5, h6, td");
+    // Beside the citation's block; after its whole table when it sits in a cell.
+    const block = button.closest(".table-wrap, p, li, h2, h3, h4, h5, h6");
     if (block && block.tagName === "LI") block.append(panel);
     else (block ?? button).after(panel);
   };
   const body = el("div", { class: "findings" });
-  body.append(markdown(result.findings, cite));
+  body.append(markdown(result.findings, cite, reportLinks(result.sources, links)));
   body.addEventListener("keydown", (event) => {
     if (event.key === "Escape") document.getElementById("quote")?.remove();
   });
