@@ -7,7 +7,8 @@ Run from the repository root:
 
 Method. Every context paragraph of the questions becomes one document of a local corpus (as in
 bench.retrieval), the server is created with RESEARCH_MCP_MODEL=extractive and
-RESEARCH_MCP_CORPUS pointing at it, and each question goes, as asked, through the tools an MCP host
+RESEARCH_MCP_CORPUS pointing at it; once the server has indexed it (research://corpus/status says
+ready), each question goes, as asked, through the tools an MCP host
 would call: plan_research(query) → execute_plan(plan_id) until done → report_results(view="facts")
 and (view="report"), every page followed by its cursor. The plan, the sources each leaf reads (the
 corpus search's best 3 across all ~500 paragraphs) and the facts are the server's own.
@@ -95,6 +96,11 @@ async def evaluate(questions: list[dict[str, Any]]) -> dict[str, float]:
     answerable = answers_found = 0
     started = time.perf_counter()
     async with Client(create_server()) as client:
+        # The server indexes the corpus in the background: a question researched before it has
+        # finished searches part of the corpus (and its run is honestly "partial").
+        status = await wait_until_indexed(client)
+        if status["phase"] != "ready":
+            raise SystemExit(f"the corpus was not indexed: {status}")
         indexed = time.perf_counter()
         for number, item in enumerate(questions, 1):
             context = dict(zip(item["context"]["title"], item["context"]["sentences"], strict=True))
@@ -130,6 +136,17 @@ async def evaluate(questions: list[dict[str, Any]]) -> dict[str, float]:
         "seconds_per_question": (time.perf_counter() - indexed) / max(len(questions), 1),
         "index_seconds": indexed - started,
     }
+
+
+async def wait_until_indexed(client: Client, timeout: float = 600) -> dict[str, Any]:
+    """The corpus status once the server's background indexing pass has ended."""
+    with anyio.fail_after(timeout):
+        while True:
+            result = await client.read_resource("research://corpus/status")
+            status: dict[str, Any] = json.loads(result.contents[0].text)  # type: ignore[union-attr]
+            if status["phase"] in ("ready", "stopped", "failed", "not_configured"):
+                return status
+            await anyio.sleep(0.1)
 
 
 def main(argv: list[str] | None = None) -> int:
