@@ -19,7 +19,7 @@ from research_mcp.errors import BudgetExhausted
 from research_mcp.roles.base import RoleResult
 from research_mcp.roles.synthesizer import UNANSWERED, gate_synthesis, synthesize
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
-from research_mcp.runs.leaf import choose_sources, extract_sources
+from research_mcp.runs.reading import choose_sources, extract_sources
 from research_mcp.storage.outputs import StoredSynthesis
 
 __all__ = ["PhaseSpending", "criteria_status", "run_phases", "unmet_gap"]

@@ -1,0 +1,153 @@
+"""The second hop: a leaf follows what its first sources found, then synthesizes over both.
+
+After the first extractions, the leaf's leads (runs/leads.py) are followed in order until
+`HOP_SOURCES` new sources are chosen: a linked source is read as it is (the fetcher's allow-list
+and the run's source budget hold as for any source); a bridge name is searched together with the
+question it bears on, and the first result not read yet that mentions the name is taken; a
+follow-up question is searched as asked. Each new source is asked the leaf's questions, with the
+fact that led to it as context, so the answer that needs both sources can be put together.
+
+A leaf given its own sources follows their links but does not search. The choice is recorded (a
+`second_hop` event) before the new sources are read, so a resumed run reads the same ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import anyio
+
+from research_mcp.contracts import ExtractorInput, PlanNode
+from research_mcp.runs.context import RunContext
+from research_mcp.runs.leads import Lead, leads_from, mentions, still_open
+from research_mcp.runs.reading import extract_sources, ref_key
+
+__all__ = ["HOP_SOURCES", "follow_leads"]
+
+#: New sources one leaf reads on its second hop.
+HOP_SOURCES = 2
+#: Leads tried (each costing a search) before the hop gives up looking.
+MAX_LEADS = 6
+
+
+@dataclass(frozen=True)
+class Hop:
+    """A source the second hop reads: why (the context its extractor is told) and what it is asked
+    besides the leaf's questions (for a bridge, the question with the name that led there)."""
+
+    ref: str
+    context: str
+    question: str = ""
+
+
+async def follow_leads(
+    rc: RunContext, node: PlanNode, key: str, questions: list[str], refs: list[str], extractions: list[str]
+) -> list[str]:
+    """The second hop's extractions (none when nothing leads anywhere new), in the order chosen."""
+    chosen = _chosen_before(rc, key)
+    if chosen is None:
+        chosen = await _choose(rc, node, key, questions, refs, extractions)
+    found: dict[int, list[str]] = {}
+
+    async def read(position: int, hop: Hop) -> None:
+        found[position] = await extract_sources(
+            rc,
+            node,
+            key,
+            [hop.ref],
+            questions=questions,
+            added_questions=[hop.question] if hop.question else [],
+            contexts={hop.ref: hop.context},
+        )
+
+    async with anyio.create_task_group() as group:
+        for position, hop in enumerate(chosen):
+            group.start_soon(read, position, hop)
+    return [handoff for position in sorted(found) for handoff in found[position]]
+
+
+def _limit(node: PlanNode, first: int) -> int:
+    """How many sources the hop may add: HOP_SOURCES, within the leaf's own source budget."""
+    if node.budget is not None and node.budget.max_sources is not None:
+        return max(0, min(HOP_SOURCES, node.budget.max_sources - first))
+    return HOP_SOURCES
+
+
+async def _choose(
+    rc: RunContext, node: PlanNode, key: str, questions: list[str], refs: list[str], extractions: list[str]
+) -> list[Hop]:
+    store = rc.deps.store
+    read = {ref_key(ref) for ref in refs}
+    titles = [
+        asked.source_title
+        for handoff_id in extractions
+        if (asked := store.get_handoff(handoff_id).input_as(ExtractorInput)) is not None
+    ]
+    leads = leads_from(store, extractions, questions, known=titles)
+    limit = _limit(node, len(refs))
+    chosen: list[Hop] = []
+    followed: list[dict[str, object]] = []
+    tried = 0
+    for lead in leads:
+        if len(chosen) >= limit or tried >= MAX_LEADS:
+            break
+        if lead.kind != "link" and node.sources:
+            continue  # a leaf given its sources reads their links, it does not search
+        tried += lead.kind != "link"
+        ref = lead.text if lead.kind == "link" else await _search(rc, key, lead, questions, read)
+        if ref is None or ref_key(ref) in read:
+            continue
+        read.add(ref_key(ref))
+        question = _hop_question(lead, questions[0])
+        chosen.append(Hop(ref, _context(lead), question))
+        followed.append({**asdict(lead), "ref": ref})
+    store.add_event(
+        rc.run_id,
+        "second_hop",
+        f"second hop of {node.title!r}: {len(chosen)} sources from {len(leads)} leads",
+        node_id=key,
+        data={"chosen": [asdict(hop) for hop in chosen], "followed": followed},
+    )
+    return chosen
+
+
+async def _search(rc: RunContext, key: str, lead: Lead, questions: list[str], read: set[str]) -> str | None:
+    """The first search result not read yet; for a bridge, the first that mentions its name."""
+    query = lead.text if lead.kind == "follow_up" else still_open(lead, questions[0])
+    failed: list[str] = []
+    found = await rc.deps.sources.search(query[:300], limit=len(read) + 3, failures=failed)
+    rc.deps.store.add_event(
+        rc.run_id, "search", f"{query[:300]!r}: {len(found)} candidates", node_id=key, data={"query": query}
+    )
+    for candidate in found:
+        if ref_key(candidate.ref) in read:
+            continue
+        if lead.kind == "bridge" and not mentions(f"{candidate.title} {candidate.snippet}", lead.text):
+            continue
+        return candidate.ref
+    return None
+
+
+def _hop_question(lead: Lead, question: str) -> str:
+    """What a bridge's source is asked besides the leaf's questions: the name, and what the question
+    still leaves open about it ("Nixon: president served years")."""
+    if lead.kind != "bridge":
+        return ""
+    return f"{lead.text}: {still_open(lead, question)[len(lead.text) :].strip()}"[:500]
+
+
+def _context(lead: Lead) -> str:
+    """What the extractor of the new source is told: which lead brought it there, and from where."""
+    if lead.kind == "bridge":
+        return f"Found by following {lead.text!r}, which source S{lead.source_id} names: {lead.because}"
+    if lead.kind == "link":
+        return f"Cited by source S{lead.source_id}: {lead.because}"
+    return f"Found by searching for a question source S{lead.source_id} left open: {lead.text}"
+
+
+def _chosen_before(rc: RunContext, key: str) -> list[Hop] | None:
+    """The second hop this leaf chose in an earlier attempt of the run, if any."""
+    for event in reversed(rc.deps.store.events_for_run(rc.run_id, "second_hop")):
+        if event.node_id == key and event.data:
+            return [Hop(**hop) for hop in event.data["chosen"]]
+    return None

@@ -1,0 +1,208 @@
+"""Leads: what the facts found so far point to that the research has not read yet.
+
+A leaf's first pass reads the sources its searches found; what those sources say often names the
+thing that holds the answer. "Where is the director of Big Stone Gap based?" is answered in two
+steps: the film's page names its director, the director's page says where she lives. Leads are read
+from the extractions alone (their facts and the insights an extractor reported), never from how a
+particular backend phrases things, so a model's findings and the extractive backend's lead on alike:
+
+- **bridges**: names the verified facts mention that the questions do not (a person, a work, a
+  place, a company), weighted by the confidence of the facts naming them; each is searched together
+  with the question it bears on;
+- **follow-ups**: the questions an extractor said a source left open, searched as asked;
+- **links**: the sources an extractor found cited (linked candidate sources), read as they are.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from research_mcp.citations import normalize
+from research_mcp.contracts import ExtractorInput, Fact
+from research_mcp.llm.extractive.scoring import STOPWORDS, terms
+from research_mcp.storage.outputs import StoredExtraction
+from research_mcp.storage.store import Store
+
+__all__ = ["Lead", "bridge_entities", "leads_from", "mentions", "name_spans", "named_entities", "still_open"]
+
+LeadKind = Literal["bridge", "follow_up", "link"]
+
+#: Words that join the capitalised words of one name ("Bank of America", "Leonardo da Vinci").
+_JOINERS = frozenset(
+    {"of", "the", "and", "de", "da", "del", "der", "di", "du", "la", "le", "van", "von", "y", "&"}
+)
+_TOKEN = re.compile(r"[^\W_](?:[\w'’.\-]*[^\W_])?|&", re.UNICODE)
+_QUOTED = re.compile(r"[\"“]([^\"“”]{3,80})[\"”]")
+_MAX_NAME_WORDS = 8
+#: Capitalised words that name no thing to look up on their own.
+_NOT_NAMES = frozenset(
+    {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october"}
+    | {"november", "december", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+)
+_SENTENCE_START = re.compile(r"(?:^|[.!?][\"”’)\]]?)\s*$")
+
+
+@dataclass(frozen=True)
+class Lead:
+    """Something to follow: a name (bridge), a question (follow-up) or a reference (link)."""
+
+    kind: LeadKind
+    text: str
+    weight: float
+    source_id: int
+    # The fact (or the extractor's rationale) the lead came from: what a reader of the next source
+    # needs to know to connect it with the first.
+    because: str
+
+
+def name_spans(text: str) -> list[tuple[str, int, int]]:
+    """The names in a text with their character spans, in order: runs of capitalised words (joined
+    by "of", "de", "&"..., broken by any punctuation), and quoted titles. A sentence's first word is
+    capitalised whatever it is: a common word opening a run is dropped from it ("The Hague" keeps
+    "Hague"), and a lone word opening a sentence is not taken for a name ("However", "Founded")."""
+    spans = [(m.group(1).strip(), m.start(1), m.end(1)) for m in _QUOTED.finditer(text)]
+    run: list[re.Match[str]] = []
+
+    def close() -> None:
+        while run and run[-1].group().casefold() in _JOINERS:
+            run.pop()
+        opens = bool(run) and _SENTENCE_START.search(text[: run[0].start()]) is not None
+        if opens and run[0].group().casefold() in STOPWORDS:
+            del run[0]
+            while run and run[0].group().casefold() in _JOINERS:
+                del run[0]
+        elif opens and len(run) == 1:
+            run.clear()
+        if run and len(run) <= _MAX_NAME_WORDS:
+            name = text[run[0].start() : run[-1].end()].rstrip(".")
+            spans.append((name, run[0].start(), run[0].start() + len(name)))
+        run.clear()
+
+    for match in _TOKEN.finditer(text):
+        word = match.group()
+        if run and text[run[-1].end() : match.start()].strip():
+            close()  # punctuation between two words ends a name: "Muncie, Indiana", "Paris. The"
+        if word[:1].isupper() or (run and word.casefold() in _JOINERS):
+            run.append(match)
+            if word.endswith(".") and len(word) > 2 and not word[-2].isupper():
+                close()  # "... in Paris. The": a sentence ends, and the name with it
+        else:
+            close()
+    close()
+    return sorted(spans, key=lambda span: span[1])
+
+
+def named_entities(text: str) -> list[str]:
+    """The distinct names in a text, in order (see `name_spans`)."""
+    return list(dict.fromkeys(name for name, _, _ in name_spans(text)))
+
+
+def mentions(text: str, name: str) -> bool:
+    """Whether `text` mentions `name` (normalised, as words)."""
+    pattern = r"(?<!\w)" + re.escape(normalize(name).casefold()) + r"(?!\w)"
+    return re.search(pattern, normalize(text).casefold()) is not None
+
+
+def _asked_about(name: str, asked: set[str]) -> bool:
+    """A name the questions already use, or none at all: most of its words are the questions'
+    ("Ralph Franklin Hefferline" when the question names Ralph Hefferline; "Columbia University"
+    is not, for "a university"), or it is a month or a day."""
+    words = set(terms(name))
+    return not words or len(words & asked) * 2 > len(words) or name.casefold() in _NOT_NAMES
+
+
+def still_open(lead: Lead, question: str) -> str:
+    """What a search following a bridge asks: its name and the words of the question the fact that
+    named it does not answer ("Nixon president served years" for "... during the administration of
+    a president that served during what years?", from "... during the Nixon administration")."""
+    said = set(terms(lead.because)) | set(terms(lead.text))
+    words = [w for w in _TOKEN.findall(question) if (found := terms(w)) and not set(found) <= said]
+    return " ".join([lead.text, *dict.fromkeys(words)]) if words else f"{lead.text} {question}"
+
+
+def _distance(statement: str, start: int, end: int, asked: set[str]) -> int:
+    """Words between a name and the nearest word of the questions in the statement: the name the
+    statement gives in answer sits next to what was asked ("a professor at Columbia University")."""
+    positions = [m.start() for m in _TOKEN.finditer(statement) if set(terms(m.group())) & asked]
+    words = [m.start() for m in _TOKEN.finditer(statement)]
+    inside = [index for index, at in enumerate(words) if start <= at < end]
+    if not inside:
+        return len(words)
+    near = [words.index(at) for at in positions if not start <= at < end]
+    return min((min(abs(index - inside[0]), abs(index - inside[-1])) for index in near), default=len(words))
+
+
+def bridge_entities(facts: Iterable[Fact], questions: Sequence[str], known: Iterable[str] = ()) -> list[Lead]:
+    """The names the verified facts mention that neither the questions nor `known` (the titles of the
+    sources already read) do, strongest first: a name every source uses after one only one source
+    gives ("American" after "Adriana Trigiani"); each fact's name nearest to the words of the
+    questions before any fact's second; the most confident fact's first."""
+    asked = {term for question in questions for term in terms(question)}
+    seen = {normalize(title).casefold() for title in known if title}
+    verified = sorted((f for f in facts if f.verified), key=lambda fact: (-fact.confidence, fact.id))
+    sources: dict[str, set[int]] = {}
+    for fact in verified:
+        for name in named_entities(fact.statement):
+            sources.setdefault(normalize(name).casefold(), set()).add(fact.source_id)
+    ranked: dict[str, tuple[tuple[int, int, int, int], Lead]] = {}
+    for rank, fact in enumerate(verified):
+        names = [
+            (_distance(fact.statement, start, end, asked), start, name)
+            for name, start, end in name_spans(fact.statement)
+            if normalize(name).casefold() not in seen and not _asked_about(name, asked)
+        ]
+        for nearness, (_, start, name) in enumerate(sorted(names)):
+            key = normalize(name).casefold()
+            if key in ranked:
+                continue
+            # Each fact's nearest name first, then each fact's second...: one fact with many names
+            # (dates, places) does not crowd out the bridge another fact names.
+            order = (len(sources[key]), nearness, rank, start)
+            weight = round(fact.confidence / len(sources[key]), 4)
+            ranked[key] = (order, Lead("bridge", name, weight, fact.source_id, fact.statement))
+    return [lead for _, lead in sorted(ranked.values(), key=lambda item: item[0])]
+
+
+def leads_from(
+    store: Store, extraction_ids: Sequence[str], questions: Sequence[str], known: Iterable[str] = ()
+) -> list[Lead]:
+    """Every lead of these extractions: links first (a source cited is the most direct lead), then
+    the bridges the facts name, then the sources that answered part of the questions (another source
+    may say the rest about them: "the fight song of the University of Kansas"), then follow-up
+    questions not already among `questions`."""
+    links: list[Lead] = []
+    answered: list[Lead] = []
+    follow_ups: list[Lead] = []
+    fact_ids: list[int] = []
+    asked = {normalize(question).casefold() for question in questions}
+    for handoff_id in extraction_ids:
+        handoff = store.get_handoff(handoff_id)
+        output = handoff.output_as(StoredExtraction)
+        source = handoff.input_as(ExtractorInput)
+        if handoff.status != "done" or output is None or source is None:
+            continue
+        fact_ids.extend(output.fact_ids)
+        for link in sorted(output.linked_candidate_sources, key=lambda item: item.priority):
+            links.append(Lead("link", link.ref, 1 / link.priority, source.source_id, link.context))
+        for item in output.follow_up_questions:
+            if normalize(item.question).casefold() not in asked:
+                follow_ups.append(
+                    Lead("follow_up", item.question, item.confidence, source.source_id, item.rationale)
+                )
+    facts = sorted(store.get_facts(fact_ids), key=lambda fact: (-fact.confidence, fact.id))
+    titles: dict[int, str] = {}
+    for handoff_id in extraction_ids:
+        if (source := store.get_handoff(handoff_id).input_as(ExtractorInput)) is not None:
+            titles[source.source_id] = source.source_title
+    for fact in facts:
+        title = titles.get(fact.source_id, "")
+        if fact.verified and title and terms(title):
+            answered.append(Lead("bridge", title, fact.confidence, fact.source_id, fact.statement))
+    bridges = bridge_entities(facts, questions, known)
+    unique: dict[tuple[str, str], Lead] = {}
+    for lead in [*links, *bridges, *answered, *follow_ups]:
+        unique.setdefault((lead.kind, normalize(lead.text).casefold()), lead)
+    return list(unique.values())

@@ -1,0 +1,139 @@
+"""The second hop: a leaf follows the names its first sources give to the source that answers."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from research_mcp.config import Settings
+from research_mcp.contracts import (
+    Answer,
+    Confidence,
+    ExtractedFact,
+    ExtractorOutput,
+    ExtractorPayload,
+    Fact,
+)
+from research_mcp.llm.base import ModelRequest
+from research_mcp.llm.extractive.scoring import terms
+from research_mcp.llm.scripted import ScriptedModel, team_script
+from research_mcp.runs.leads import bridge_entities, named_entities
+from research_mcp.server.app import create_server
+from research_mcp.storage.store import Store
+from tests.server.indexing import wait_until_indexed
+
+QUESTION = "Where is the director of the film Big Stone Gap based?"
+NOTES = {
+    # The film's page names its director; only the director's page says where she is based.
+    "big-stone-gap-film": "Big Stone Gap is a 2014 romantic comedy film directed by Adriana Trigiani.",
+    "trigiani-profile": "Adriana Trigiani is an author who lives in Greenwich Village, New York City.",
+    # Pages closer to the question's words than the profile, so a single search reads them first.
+    "directors-guild": "The Directors Guild of America is based in Los Angeles and serves the film director.",
+    "film-directors": "Many a film director is based in New York and works on a film each year.",
+    "stone-gap-town": "Big Stone Gap is a town in Wise County, Virginia, where a film was shot.",
+}
+ANSWER = "Adriana Trigiani is an author who lives in Greenwich Village, New York City."
+
+
+def extractor_script(request: ModelRequest[Any]) -> Any:
+    """An extractor that quotes each sentence sharing a word with the questions, more confident the
+    more words it shares; the other roles as the team script answers them."""
+    payload = request.payload
+    if not isinstance(payload, ExtractorPayload):
+        return team_script(request)
+    asked = {term for question in payload.questions for term in terms(question)}
+    facts = []
+    for sentence in re.split(r"(?<=\.)\s+", payload.source_text.strip()):
+        shared = len(set(terms(sentence)) & asked)
+        if shared:
+            facts.append(
+                ExtractedFact(
+                    statement=sentence,
+                    quote=sentence,
+                    question_index=0,
+                    confidence=min(0.95, 0.5 + shared / 10),
+                )
+            )
+    return ExtractorOutput(
+        facts=facts,
+        answers=[
+            Answer(question=q, answer=facts[0].statement if facts else "none") for q in payload.questions
+        ],
+        confidence=Confidence(level="medium", reasoning="scripted"),
+    )
+
+
+@pytest.fixture
+def notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for name, text in NOTES.items():
+        (folder / f"{name}.txt").write_text(text, encoding="utf-8")
+    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
+    return folder
+
+
+async def research(question: str) -> str:
+    async with Client(create_server(model=ScriptedModel(extractor_script))) as client:
+        assert (await wait_until_indexed(client))["phase"] == "ready"
+        plan = await client.call_tool("plan_research", {"query": question})
+        run = await client.call_tool(
+            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        )
+        assert run.structured_content["status"] == "done", run.structured_content
+        return str(run.structured_content["id"])
+
+
+async def test_the_second_hop_reads_the_source_a_bridge_name_leads_to_and_cites_its_fact(notes: Path) -> None:
+    run_id = await research(QUESTION)
+    store = Store(Settings().database_path)
+    events = store.events_for_run(run_id)
+    first = next(e for e in events if e.kind == "sources_chosen")
+    extractions = [h.id for h in store.handoffs_for_run(run_id, role="extractor")]
+    facts = store.facts_for_handoffs(extractions)
+    titles = {store.get_source(f.source_id).title for f in facts}
+    # A single search does not reach the profile: its words are not the question's.
+    assert first.data is not None
+    assert "trigiani-profile" not in {store.latest_source(ref).title for ref in first.data["refs"]}  # type: ignore[union-attr]
+    hop = next(e for e in events if e.kind == "second_hop")
+    assert hop.data is not None
+    assert hop.data["followed"][0]["text"] == "Adriana Trigiani"
+    assert "trigiani-profile" in titles
+    answer = next(f for f in facts if f.statement == ANSWER)
+    assert answer.verified
+    # The leaf's synthesis cites it: the answer reaches the report.
+    leaf = store.handoffs_for_run(run_id, role="synthesizer")[0]
+    assert f"[F{answer.id}]" in str(leaf.output.report)  # type: ignore[union-attr]
+
+
+def test_names_are_runs_of_capitalised_words_not_sentence_openers_dates_or_punctuation() -> None:
+    assert named_entities(
+        "Ralph Franklin Hefferline (15 February 1910 in Muncie, Indiana) was a professor at Columbia University."
+    ) == ["Ralph Franklin Hefferline", "February", "Muncie", "Indiana", "Columbia University"]
+    assert named_entities("However, the Bank of America Tower opened. Founded in 1999, it grew.") == [
+        "Bank of America Tower"
+    ]
+
+
+def test_a_bridge_is_a_name_the_question_does_not_use_nearest_to_what_was_asked() -> None:
+    fact = Fact(
+        id=1,
+        statement="Ralph Franklin Hefferline (15 February 1910 in Muncie, Indiana) was a psychology "
+        "professor at Columbia University.",
+        quote="x",
+        source_id=1,
+        location=None,
+        confidence=0.8,
+        verified=True,
+    )
+    leads = bridge_entities(
+        [fact], ["Ralph Hefferline was a psychology professor at a university in what city?"]
+    )
+    # The person the question names and the month are no bridges; the university he taught at is.
+    assert [lead.text for lead in leads][:1] == ["Columbia University"]
+    assert "Ralph Franklin Hefferline" not in [lead.text for lead in leads]
+    assert "February" not in [lead.text for lead in leads]
