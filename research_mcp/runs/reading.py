@@ -23,7 +23,10 @@ __all__ = ["SOURCES_PER_LEAF", "choose_sources", "extract_sources", "ref_key"]
 
 logger = logging.getLogger(__name__)
 
-SOURCES_PER_LEAF = 3
+#: Sources a searching leaf reads first; its second hop (runs/hops.py) reads up to HOP_SOURCES more
+#: where what these found leads. Two and two beat three and none on HotpotQA (BENCHMARKS.md): the
+#: third search result is more often a distractor than the source the first two name.
+SOURCES_PER_LEAF = 2
 
 
 def ref_key(ref: str) -> str:

@@ -1,10 +1,11 @@
 """The extractor without a model: the source's best sentences for each question, quoted verbatim.
 
 Each question is scored against every sentence (see `scoring`); up to k sentences at or above
-`MIN_RELEVANCE` are chosen by MMR, and each becomes a fact whose quote is the sentence sliced from
-the source (so it is found by construction) and whose statement is the same sentence: this backend
-never paraphrases. A fact's confidence is 0.2 + its score, at most 0.95, so a sentence at the
-threshold gets 0.45 and a strong one (score 0.5) the 0.7 a model would typically give.
+`FACT_RELEVANCE` and half the best sentence's score are chosen by MMR, and each becomes a fact
+whose quote is the sentence sliced from the source (so it is found by construction) and whose
+statement is the same sentence: this backend never paraphrases. A fact's confidence is 0.2 + its
+score, at most 0.95, so a sentence at the threshold gets 0.4 and a strong one (score 0.5) the 0.7 a
+model would typically give. A question counts as answered from `MIN_RELEVANCE` up.
 """
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ MAX_FACTS = 40
 K_BY_PRIORITY = {1: 5, 2: 4}
 DEFAULT_K = 3
 ANSWER_SHARE = 0.8
+#: A sentence is quoted as a fact when it scores at least FACT_RELEVANCE and at least
+#: RELATIVE_RELEVANCE of the source's best sentence for that question: a source that answers
+#: strongly gives its answer, not also its weak neighbours; one that answers weakly (a source a
+#: second hop reached, which names the bridge but not the question's words) still gives its best.
+FACT_RELEVANCE = 0.2
+RELATIVE_RELEVANCE = 0.5
 
 _LIMITATION_HEADING = re.compile(
     r"^(?:\d+(?:\.\d+)*\.?\s+)?(?:limitations?|future (?:work|research|directions)|open (?:questions|problems)"
@@ -68,7 +75,12 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
     scores = [relevance.scores(question) for question in questions]
     per_question = max(1, min(_k(payload), MAX_FACTS // len(questions)))
     chosen = [
-        select_diverse(relevance, question_scores, k=per_question, threshold=MIN_RELEVANCE)
+        select_diverse(
+            relevance,
+            question_scores,
+            k=per_question,
+            threshold=max(FACT_RELEVANCE, RELATIVE_RELEVANCE * float(np.max(question_scores))),
+        )
         for question_scores in scores
     ]
 
