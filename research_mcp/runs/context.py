@@ -21,6 +21,8 @@ class RunContext:
     # What each node (by key) could not research, and why: sources not read, searches and parts failed.
     failures: dict[str, list[str]] = field(default_factory=dict)
     asked_by_leaf: dict[tuple[str, str], set[str]] | None = None  # see runs/prior.py
+    # Which node took each source first (by reference key): a sibling is handed it only last.
+    taken_by: dict[str, str] = field(default_factory=dict)
 
 
 def node_key(plan_id: str, node_id: str) -> str:

@@ -16,7 +16,7 @@ from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.hops import follow_leads
 from research_mcp.runs.prior import prior_findings
-from research_mcp.runs.reading import choose_sources, extract_sources
+from research_mcp.runs.reading import choose_sources, extract_sources, ref_key
 
 __all__ = ["run_leaf"]
 
@@ -34,6 +34,8 @@ async def leaf_sources(rc: RunContext, node: PlanNode, key: str, discovered: lis
     chosen = _chosen_before(rc, key)
     # A choice whose searches failed, or that found nothing, is made again (a retry is meant to).
     if chosen is not None and chosen["refs"] and not chosen["failures"]:
+        for ref in chosen["refs"]:
+            rc.taken_by.setdefault(ref_key(ref), key)
         return chosen["refs"]
     refs = await choose_sources(rc, node, discovered, skip=set())
     rc.deps.store.add_event(

@@ -19,7 +19,7 @@ from research_mcp.roles.extractor import asked_questions, extract
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
 from research_mcp.sources.library import canonical_url, classify_ref
 
-__all__ = ["SOURCES_PER_LEAF", "choose_sources", "extract_sources", "ref_key"]
+__all__ = ["SOURCES_PER_LEAF", "choose_sources", "extract_sources", "ref_key", "take"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,21 +37,25 @@ def ref_key(ref: str) -> str:
 async def choose_sources(
     rc: RunContext, node: PlanNode, discovered: list[str], *, skip: set[str]
 ) -> list[str]:
-    """The leaf's own sources, else those its discovery siblings found, else the best of a search."""
+    """The leaf's own sources, else those its discovery siblings found, else the best of a search.
+
+    Sibling leaves searching the same pool get different candidates: a source another node of the
+    run took is handed to this one only when nothing else is left (it goes last, not first)."""
     skip = {ref_key(ref) for ref in skip}
+    key = node_key(rc.plan_id, node.id)
     if node.sources:
         return [ref for ref in node.sources if ref_key(ref) not in skip]
     limit = SOURCES_PER_LEAF
     if node.budget is not None and node.budget.max_sources is not None:
         limit = min(limit, node.budget.max_sources)
     if discovered:
-        return [ref for ref in discovered if ref_key(ref) not in skip][:limit]
+        return take(rc, key, [ref for ref in discovered if ref_key(ref) not in skip], limit)
     queries = list(node.search_queries) or leaf_questions(node)[:2]
     refs: list[str] = []
-    key = node_key(rc.plan_id, node.id)
     for query in queries:
         failed: list[str] = []
-        found = await rc.deps.sources.search(query, limit=limit + len(skip), failures=failed)
+        # Twice the sources wanted: room for those a sibling took to go last.
+        found = await rc.deps.sources.search(query, limit=2 * limit + len(skip), failures=failed)
         rc.deps.store.add_event(
             rc.run_id, "search", f"{query!r}: {len(found)} candidates", data={"query": query}
         )
@@ -61,7 +65,17 @@ async def choose_sources(
         for candidate in found:
             if ref_key(candidate.ref) not in skip and candidate.ref not in refs:
                 refs.append(candidate.ref)
-    return refs[:limit]
+    return take(rc, key, refs, limit)
+
+
+def take(rc: RunContext, key: str, refs: list[str], limit: int) -> list[str]:
+    """The first `limit` of `refs`, those no other node took first before those one did; taken."""
+    others = [ref for ref in refs if rc.taken_by.get(ref_key(ref), key) != key]
+    chosen = [ref for ref in refs if ref not in others][:limit]
+    chosen += others[: limit - len(chosen)]
+    for ref in chosen:
+        rc.taken_by.setdefault(ref_key(ref), key)
+    return chosen
 
 
 async def extract_sources(

@@ -1,0 +1,116 @@
+"""Research that deepens, end to end through the run engine with a scripted model: sibling leaves
+read different sources, a linked source is fetched."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from research_mcp.config import Settings
+from research_mcp.contracts import (
+    ExtractorInput,
+    ExtractorOutput,
+    ExtractorPayload,
+    LinkedSource,
+)
+from research_mcp.llm.base import ModelRequest
+from research_mcp.llm.scripted import ScriptedModel, team_script
+from research_mcp.server.app import create_server
+from research_mcp.storage.store import Store
+from tests.server.indexing import wait_until_indexed
+from tests.sources.loopback import LoopbackServer
+
+
+def store() -> Store:
+    return Store(Settings().database_path)
+
+
+async def run_plan(root: dict[str, Any], script: Any = team_script, *, index: bool = False) -> str:
+    async with Client(create_server(model=ScriptedModel(script))) as client:
+        if index:
+            assert (await wait_until_indexed(client))["phase"] == "ready"
+        plan = await client.call_tool(
+            "plan_research", {"query": "tidal power", "suggested_plan": {"root": root}}
+        )
+        assert not plan.is_error, plan.content
+        run = await client.call_tool(
+            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        )
+        assert run.structured_content["status"] == "done", run.structured_content
+        return str(run.structured_content["id"])
+
+
+def extracted(run_id: str) -> list[tuple[ExtractorInput, int]]:
+    """Each extraction of the run: what it was asked, and its iteration."""
+    return [
+        (asked, handoff.iteration)
+        for handoff in store().handoffs_for_run(run_id, role="extractor")
+        if (asked := handoff.input_as(ExtractorInput)) is not None
+    ]
+
+
+async def test_sibling_leaves_searching_the_same_pool_read_different_sources(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for number in range(6):
+        (folder / f"tidal note {number}.txt").write_text(
+            f"tidal power station number {number} turns {number + 3} turbines with the tide.",
+            encoding="utf-8",
+        )
+    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
+    leaves = [
+        {"kind": "leaf", "title": title, "questions": ["How does tidal power turn turbines?"]}
+        for title in ("stations", "turbines")
+    ]
+    run_id = await run_plan({"kind": "executor", "title": "tidal power", "children": leaves}, index=True)
+    chosen = [e.data["refs"] for e in store().events_for_run(run_id, "sources_chosen") if e.data]
+    assert len(chosen) == 2 and all(len(refs) == 2 for refs in chosen)
+    # The same search, the same pool: each leaf still reads sources the other does not.
+    assert not set(chosen[0]) & set(chosen[1])
+
+
+PAGE = "<html><head><title>{title}</title></head><body><article><p>{text}</p></article></body></html>"
+
+
+@pytest.fixture
+def pages(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
+    with LoopbackServer() as server:
+        server.serve(
+            "/survey.html",
+            PAGE.format(
+                title="Tidal survey",
+                text="Tidal power stations are few. The Sihwa Lake report gives the station's output.",
+            ).encode(),
+        )
+        server.serve(
+            "/sihwa.html",
+            PAGE.format(title="Sihwa Lake", text="The Sihwa Lake station produces 254 megawatts.").encode(),
+        )
+        monkeypatch.setenv("RESEARCH_MCP_FETCH_ALLOW", f"127.0.0.1:{server.port}")
+        yield server
+
+
+async def test_a_source_an_extractor_found_cited_is_fetched_and_read(pages: LoopbackServer) -> None:
+    linked = pages.url("/sihwa.html")
+
+    def script(request: ModelRequest[Any]) -> Any:
+        output = team_script(request)
+        if isinstance(request.payload, ExtractorPayload) and "survey" in request.payload.source_ref:
+            assert isinstance(output, ExtractorOutput)
+            output.linked_candidate_sources = [LinkedSource(ref=linked, context="the Sihwa Lake report")]
+        return output
+
+    spec = {"questions": ["How much do tidal stations produce?"], "discovery_intense": True}
+    leaf = {"kind": "leaf", "title": "output", "sources": [pages.url("/survey.html")], "task_specs": [spec]}
+    run_id = await run_plan({"kind": "executor", "title": "tidal power", "children": [leaf]}, script)
+    assert "/sihwa.html" in pages.paths  # fetched
+    read = [asked.source_ref for asked, _ in extracted(run_id)]
+    assert any(ref.endswith("/sihwa.html") for ref in read)
+    facts = store().facts_for_handoffs([h.id for h in store().handoffs_for_run(run_id, role="extractor")])
+    assert any("254 megawatts" in fact.statement and fact.verified for fact in facts)
