@@ -14,17 +14,21 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import anyio
+
 from research_mcp.contracts import Budget, ConfidenceLevel, ExtractorInput, Phase, PlanNode, SynthesisOutput
 from research_mcp.errors import BudgetExhausted
 from research_mcp.roles.base import RoleResult
 from research_mcp.roles.synthesizer import UNANSWERED, gate_synthesis, synthesize
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
 from research_mcp.runs.reading import choose_sources, extract_sources
-from research_mcp.storage.outputs import StoredSynthesis
+from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis
 
 __all__ = ["PhaseSpending", "criteria_status", "run_phases", "unmet_gap"]
 
 _LEVELS = {"low": 0, "medium": 1, "high": 2}
+#: Follow-up questions and source-named gaps one leaf asks in one iteration.
+MAX_FOLLOW_UPS = 3
 
 
 def corroboration(fact_ids: list[int], sources: dict[int, tuple[int, int]]) -> int:
@@ -141,6 +145,50 @@ def _gap_questions(output: StoredSynthesis) -> list[str]:
             gap = gap.removeprefix(prefix)
         questions.append(gap)
     return list(dict.fromkeys(questions))
+
+
+def _raised_by_source(rc: RunContext, leaf_key: str) -> dict[str, list[str]]:
+    """What each source the leaf read left open, by its reference: its extractors' follow-up
+    questions and the gaps the source itself names (its limitations, its open questions)."""
+    raised: dict[str, list[str]] = {}
+    for handoff in rc.deps.store.handoffs_for_run(rc.run_id, role="extractor", node_id=leaf_key):
+        asked, output = handoff.input_as(ExtractorInput), handoff.output_as(StoredExtraction)
+        if handoff.status != "done" or asked is None or output is None:
+            continue
+        open_questions = [item.question for item in output.follow_up_questions]
+        open_questions += list(output.source_identified_gaps)
+        known = set(asked.questions)
+        mine = raised.setdefault(asked.source_ref, [])
+        mine += [q for q in open_questions if q not in known and q not in mine]
+    return {ref: questions[:MAX_FOLLOW_UPS] for ref, questions in raised.items() if questions}
+
+
+async def _ask(
+    rc: RunContext,
+    leaf: PlanNode,
+    leaf_key: str,
+    reads: list[tuple[list[str], list[str], tuple[str, ...]]],
+    iteration: int,
+) -> list[str]:
+    """Each (sources, added questions, sources read before) asked in parallel; handoffs in order."""
+    found: dict[int, list[str]] = {}
+
+    async def read(position: int, batch: list[str], asked: list[str], again: tuple[str, ...]) -> None:
+        found[position] = await extract_sources(
+            rc,
+            leaf,
+            leaf_key,
+            batch,
+            questions=leaf_questions(leaf),
+            added_questions=asked,
+            already_read=again,
+            iteration=iteration,
+        )
+
+    async with anyio.create_task_group() as group:
+        for position, (batch, asked, again) in enumerate(reads):
+            group.start_soon(read, position, batch, asked, again)
+    return [handoff for position in sorted(found) for handoff in found[position]]
 
 
 def _merit(status: dict[str, bool], output: StoredSynthesis) -> tuple[int, int]:
@@ -277,39 +325,43 @@ async def _iterate(
     added = [f"What about {theme}?" for theme in missing_themes] + gaps[:2]
     added_sources: list[str] = []
     new_extractions: list[str] = []
+    asked_follow_ups: list[str] = []
     for leaf in leaves:
         if reason := spending.exceeded(rc):
             raise _PhaseBudgetSpent(reason)
         leaf_key = node_key(rc.plan_id, leaf.id)
-        # Read before this iteration: a resumed iteration must not count the sources it chose itself
-        # before the interruption, or it would choose others.
-        used = {
-            asked.source_ref
+        # Read before this iteration (a resumed iteration must not count the sources it chose itself
+        # before the interruption, or it would choose others), by reference, and the stored source
+        # each is (read again as S<id>: a text given inline has no address to read it from again).
+        stored = {
+            asked.source_ref: f"S{asked.source_id}"
             for h in store.handoffs_for_run(rc.run_id, role="extractor", node_id=leaf_key)
             if h.iteration < iteration and (asked := h.input_as(ExtractorInput)) is not None
         }
-        widened = leaf.model_copy(
-            update={"sources": [], "search_queries": [*leaf.search_queries, *missing_themes, *gaps[:2]]}
-        )
+        used = set(stored)
+        # What the leaf's extractors said their sources left open (follow-up questions, gaps the
+        # sources name) is asked in this iteration: of the source that raised it, again, and of
+        # new sources, found by searching for it.
+        raised = _raised_by_source(rc, leaf_key)
+        follow_ups = list(dict.fromkeys(q for asked in raised.values() for q in asked))[:MAX_FOLLOW_UPS]
+        queries = [*leaf.search_queries, *missing_themes, *gaps[:2], *follow_ups]
+        widened = leaf.model_copy(update={"sources": [], "search_queries": queries})
         refs = await choose_sources(rc, widened, [], skip=used)
         left = spending.sources_left()
         if left is not None:
             refs = refs[:left]
         spending.sources += len(refs)
         added_sources += refs
-        # New sources and the sources already read alike are asked the new questions: a source read
-        # before is asked again (a new extraction, since its questions differ), not passed over.
-        reread = sorted(used - set(refs))
-        new_extractions += await extract_sources(
-            rc,
-            leaf,
-            leaf_key,
-            [*refs, *reread],
-            questions=leaf_questions(leaf),
-            added_questions=added,
-            already_read=reread,
-            iteration=iteration,
-        )
+        asked_follow_ups += follow_ups
+        # New sources are asked the new questions and the follow-ups; the sources already read are
+        # asked again (a new extraction, since its questions differ), not passed over: the new
+        # questions, and what each one itself left open.
+        reads: list[tuple[list[str], list[str], tuple[str, ...]]] = [(refs, [*added, *follow_ups], ())]
+        reads += [
+            ([stored[ref]], [*added, *raised.get(ref, [])], (stored[ref],))
+            for ref in sorted(used - set(refs))
+        ]
+        new_extractions += await _ask(rc, leaf, leaf_key, reads, iteration)
     inputs += new_extractions
     if reason := spending.exceeded(rc):
         raise _PhaseBudgetSpent(reason)
@@ -330,5 +382,6 @@ async def _iterate(
         "sources_added": added_sources,
         "extractions_added": new_extractions,
         "questions_added": missing_themes + gaps[:2],
+        "follow_ups_asked": list(dict.fromkeys(asked_follow_ups)),
     }
     return result.handoff_id, delta

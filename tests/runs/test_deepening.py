@@ -1,5 +1,5 @@
 """Research that deepens, end to end through the run engine with a scripted model: sibling leaves
-read different sources, a linked source is fetched."""
+read different sources, a linked source is fetched, a follow-up is answered in the next iteration."""
 
 from __future__ import annotations
 
@@ -12,9 +12,12 @@ from mcp import Client
 
 from research_mcp.config import Settings
 from research_mcp.contracts import (
+    Confidence,
+    ExtractedFact,
     ExtractorInput,
     ExtractorOutput,
     ExtractorPayload,
+    FollowUpQuestion,
     LinkedSource,
 )
 from research_mcp.llm.base import ModelRequest
@@ -114,3 +117,54 @@ async def test_a_source_an_extractor_found_cited_is_fetched_and_read(pages: Loop
     assert any(ref.endswith("/sihwa.html") for ref in read)
     facts = store().facts_for_handoffs([h.id for h in store().handoffs_for_run(run_id, role="extractor")])
     assert any("254 megawatts" in fact.statement and fact.verified for fact in facts)
+
+
+STATION = (
+    "The Sihwa Lake station in South Korea produces 254 megawatts from the tide. "
+    "The station opened in 2011 after seven years of building."
+)
+FOLLOW_UP = "When did the Sihwa Lake station open?"
+
+
+async def test_a_follow_up_an_extraction_raised_is_asked_of_its_source_in_the_next_iteration() -> None:
+    def script(request: ModelRequest[Any]) -> Any:
+        payload = request.payload
+        if not isinstance(payload, ExtractorPayload):
+            return team_script(request)
+        first = "The Sihwa Lake station in South Korea produces 254 megawatts from the tide."
+        facts = [ExtractedFact(statement=first, quote=first, question_index=0)]
+        if FOLLOW_UP in payload.questions:  # asked the follow-up, this extractor answers it
+            opened = "The station opened in 2011 after seven years of building."
+            facts.append(
+                ExtractedFact(
+                    statement=opened, quote=opened, question_index=payload.questions.index(FOLLOW_UP)
+                )
+            )
+            return ExtractorOutput(facts=facts, confidence=Confidence(level="high", reasoning="scripted"))
+        return ExtractorOutput(
+            facts=facts,
+            confidence=Confidence(level="low", reasoning="scripted: the opening year is not asked"),
+            follow_up_questions=[
+                FollowUpQuestion(question=FOLLOW_UP, confidence=0.6, rationale="age unknown")
+            ],
+        )
+
+    # A theme no source covers keeps the phase iterating; the follow-up rides along.
+    phase = {"name": "coverage", "criteria": {"themes": ["wave power"]}, "max_iterations": 2}
+    leaf = {
+        "kind": "leaf",
+        "title": "station",
+        "questions": ["How much does Sihwa Lake produce?"],
+        "sources": [STATION],
+    }
+    run_id = await run_plan(
+        {"kind": "executor", "title": "tidal power", "children": [leaf], "phases": [phase]}, script
+    )
+    again = [asked for asked, iteration in extracted(run_id) if iteration == 1]
+    assert again and all(asked.source_ref.startswith("text:") for asked in again)
+    assert any(FOLLOW_UP in asked.questions for asked in again)
+    facts = store().facts_for_handoffs([h.id for h in store().handoffs_for_run(run_id, role="extractor")])
+    opened = [fact for fact in facts if "opened in 2011" in fact.statement]
+    assert opened and opened[0].verified and opened[0].question == FOLLOW_UP
+    delta = next(e.data for e in store().events_for_run(run_id, "iteration") if e.data)
+    assert delta["changed"]["follow_ups_asked"] == [FOLLOW_UP]
