@@ -24,9 +24,9 @@ __all__ = ["SOURCES_PER_LEAF", "choose_sources", "extract_sources", "ref_key", "
 logger = logging.getLogger(__name__)
 
 #: Sources a searching leaf reads first; its second hop (runs/hops.py) reads up to HOP_SOURCES more
-#: where what these found leads. Two and two beat three and none on HotpotQA (BENCHMARKS.md): the
-#: third search result is more often a distractor than the source the first two name.
-SOURCES_PER_LEAF = 2
+#: where what these found leads. (Two first gave better precision on HotpotQA, BENCHMARKS.md, but a
+#: leaf over a small corpus then read fewer of its notes; kept at three until that is settled.)
+SOURCES_PER_LEAF = 3
 
 
 def ref_key(ref: str) -> str:
