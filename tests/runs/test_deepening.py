@@ -22,6 +22,7 @@ from research_mcp.contracts import (
 )
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
+from research_mcp.runs.reading import SOURCES_PER_LEAF
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
 from tests.server.indexing import wait_until_indexed
@@ -73,7 +74,7 @@ async def test_sibling_leaves_searching_the_same_pool_read_different_sources(
     ]
     run_id = await run_plan({"kind": "executor", "title": "tidal power", "children": leaves}, index=True)
     chosen = [e.data["refs"] for e in store().events_for_run(run_id, "sources_chosen") if e.data]
-    assert len(chosen) == 2 and all(len(refs) == 2 for refs in chosen)
+    assert len(chosen) == 2 and all(len(refs) == SOURCES_PER_LEAF for refs in chosen)
     # The same search, the same pool: each leaf still reads sources the other does not.
     assert not set(chosen[0]) & set(chosen[1])
 
