@@ -147,13 +147,14 @@ def _gap_questions(output: StoredSynthesis) -> list[str]:
     return list(dict.fromkeys(questions))
 
 
-def _raised_by_source(rc: RunContext, leaf_key: str) -> dict[str, list[str]]:
+def _raised_by_source(rc: RunContext, leaf_key: str, iteration: int) -> dict[str, list[str]]:
     """What each source the leaf read left open, by its reference: its extractors' follow-up
     questions and the gaps the source itself names (its limitations, its open questions)."""
     raised: dict[str, list[str]] = {}
     for handoff in rc.deps.store.handoffs_for_run(rc.run_id, role="extractor", node_id=leaf_key):
         asked, output = handoff.input_as(ExtractorInput), handoff.output_as(StoredExtraction)
-        if handoff.status != "done" or asked is None or output is None:
+        # Only what earlier iterations raised: a resumed iteration asks what it asked the first time.
+        if handoff.status != "done" or asked is None or output is None or handoff.iteration >= iteration:
             continue
         open_questions = [item.question for item in output.follow_up_questions]
         open_questions += list(output.source_identified_gaps)
@@ -342,7 +343,7 @@ async def _iterate(
         # What the leaf's extractors said their sources left open (follow-up questions, gaps the
         # sources name) is asked in this iteration: of the source that raised it, again, and of
         # new sources, found by searching for it.
-        raised = _raised_by_source(rc, leaf_key)
+        raised = _raised_by_source(rc, leaf_key, iteration)
         follow_ups = list(dict.fromkeys(q for asked in raised.values() for q in asked))[:MAX_FOLLOW_UPS]
         queries = [*leaf.search_queries, *missing_themes, *gaps[:2], *follow_ups]
         widened = leaf.model_copy(update={"sources": [], "search_queries": queries})

@@ -69,7 +69,13 @@ async def choose_sources(
 
 
 def take(rc: RunContext, key: str, refs: list[str], limit: int) -> list[str]:
-    """The first `limit` of `refs`, those no other node took first before those one did; taken."""
+    """The first `limit` of `refs`, those no other node took first before those one did; taken.
+    What earlier attempts of the run took is read from its events first, so a resumed run hands
+    out sources as an uninterrupted one did."""
+    if not rc.taken_by:
+        for event in rc.deps.store.events_for_run(rc.run_id, "sources_chosen"):
+            for ref in (event.data or {}).get("refs", []):
+                rc.taken_by.setdefault(ref_key(ref), event.node_id or "")
     others = [ref for ref in refs if rc.taken_by.get(ref_key(ref), key) != key]
     chosen = [ref for ref in refs if ref not in others][:limit]
     chosen += others[: limit - len(chosen)]
