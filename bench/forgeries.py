@@ -42,8 +42,9 @@ TEXT = (
 
 
 def script_for(field: str, forged: str) -> Any:
-    from research_mcp.contracts import Confidence, Finding, SynthesisOutput, SynthesisPayload
+    from research_mcp.contracts import Confidence, Finding, SynthesisOutput
     from research_mcp.llm.scripted import team_script
+    from research_mcp.role_inputs import SynthesisPayload
 
     def script(request: Any) -> Any:
         if not isinstance(request.payload, SynthesisPayload):

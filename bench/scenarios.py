@@ -34,17 +34,15 @@ from research_mcp.contracts import (
     Confidence,
     ExtractedFact,
     ExtractorOutput,
-    ExtractorPayload,
     Finding,
-    PlannerInput,
     PlannerOutput,
     PlanNode,
     SynthesisOutput,
-    SynthesisPayload,
 )
 from research_mcp.feasibility import MAX_NODES, assign_ids, check_feasible
 from research_mcp.llm.base import ModelBackend, ModelRequest
 from research_mcp.llm.scripted import ScriptedModel
+from research_mcp.role_inputs import ExtractorPayload, PlannerInput, SynthesisPayload
 from research_mcp.roles.planner import estimate_plan
 from research_mcp.server.app import create_server
 from research_mcp.service import ResearchService

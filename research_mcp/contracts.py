@@ -24,14 +24,11 @@ __all__ = [
     "RETRYABLE",
     "Answer",
     "Budget",
-    "ChildReport",
     "CompactReturn",
     "Confidence",
     "Embedder",
     "ExtractedFact",
-    "ExtractorInput",
     "ExtractorOutput",
-    "ExtractorPayload",
     "ExtractorTaskSpec",
     "Fact",
     "Finding",
@@ -40,22 +37,16 @@ __all__ = [
     "Phase",
     "PhaseCriteria",
     "PlanNode",
-    "PlannerInput",
     "PlannerOutput",
     "RankedCandidate",
     "ReportPage",
     "ResearchMetadata",
     "ResearchResult",
-    "ScoutCandidate",
-    "ScoutInput",
     "ScoutOutput",
     "Source",
     "SourceMetadata",
     "SourceRef",
-    "SynthesisFact",
-    "SynthesisInput",
     "SynthesisOutput",
-    "SynthesisPayload",
 ]
 
 
@@ -335,82 +326,6 @@ class ScoutOutput(_Strict):
 
     ranked: list[RankedCandidate] = Field(default_factory=list, max_length=40)
     coverage_note: str = Field(default="", max_length=1000)
-
-
-# --- role inputs: stored with each handoff; the payload variants add what a model reads -------
-
-
-class PlannerInput(BaseModel):
-    query: str
-    suggested_plan: PlannerOutput | None = None
-    budget: Budget | None = None
-    known_facts: int = 0
-    violations: list[str] = Field(
-        default_factory=list, description="Feasibility violations of the last attempt."
-    )
-
-
-class ExtractorInput(BaseModel):
-    source_id: int
-    source_ref: str
-    source_title: str
-    questions: list[str]
-    task_spec: ExtractorTaskSpec | None = None
-    context: str = ""
-
-
-class ExtractorPayload(ExtractorInput):
-    """The extractor's input with the source text it reads."""
-
-    source_text: str
-
-
-class SynthesisFact(BaseModel):
-    id: int
-    statement: str
-    quote: str
-    source_id: int
-    verified: bool
-    confidence: float
-    question: str | None = None
-    corroborations: int = 1
-
-
-class ChildReport(BaseModel):
-    title: str
-    report: str
-    confidence: ConfidenceLevel
-    gaps: list[str] = Field(default_factory=list)
-
-
-class SynthesisInput(BaseModel):
-    title: str
-    questions: list[str]
-    input_handoffs: list[str] = Field(description="Handoffs whose facts and reports this synthesis reads.")
-    discovery: bool = False
-
-
-class SynthesisPayload(SynthesisInput):
-    """The synthesizer's input with the facts and child reports it reads from the store."""
-
-    facts: list[SynthesisFact]
-    child_reports: list[ChildReport] = Field(default_factory=list)
-
-
-class ScoutCandidate(BaseModel):
-    index: int
-    ref: str
-    title: str
-    snippet: str = ""
-    score: float = 0.0
-    origin: Literal["web", "corpus"] = "web"
-    published: str | None = None
-
-
-class ScoutInput(BaseModel):
-    topic: str
-    queries: list[str]
-    candidates: list[ScoutCandidate]
 
 
 # --- results ----------------------------------------------------------------------

@@ -15,7 +15,6 @@ import re
 from research_mcp.citations import WRITTEN_CITATION
 from research_mcp.contracts import (
     FINISHED,
-    ExtractorInput,
     Fact,
     PlanNode,
     ReportPage,
@@ -26,6 +25,7 @@ from research_mcp.contracts import (
     View,
 )
 from research_mcp.errors import InvalidInput, NotFound
+from research_mcp.role_inputs import ExtractorInput
 from research_mcp.runs.snapshot import read_snapshot
 from research_mcp.storage.models import Citation, Run
 from research_mcp.storage.outputs import StoredCuration, StoredExtraction, StoredSynthesis

@@ -67,17 +67,14 @@ def team_script(request: ModelRequest[Any]) -> BaseModel:
         Confidence,
         ExtractedFact,
         ExtractorOutput,
-        ExtractorPayload,
         Finding,
-        PlannerInput,
         PlannerOutput,
         PlanNode,
         RankedCandidate,
-        ScoutInput,
         ScoutOutput,
         SynthesisOutput,
-        SynthesisPayload,
     )
+    from research_mcp.role_inputs import ExtractorPayload, PlannerInput, ScoutInput, SynthesisPayload
 
     payload = request.payload
     if isinstance(payload, PlannerInput):

@@ -9,13 +9,8 @@ from typing import Any
 import anyio
 
 from research_mcp.citations import CitationChecker, QuoteLocator, meaningful_quote
-from research_mcp.contracts import (
-    ExtractorInput,
-    ExtractorOutput,
-    ExtractorPayload,
-    ExtractorTaskSpec,
-    Source,
-)
+from research_mcp.contracts import ExtractorOutput, ExtractorTaskSpec, Source
+from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
 from research_mcp.roles.framing import frame
 from research_mcp.storage.models import NewFact

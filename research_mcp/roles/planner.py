@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from research_mcp.contracts import Budget, PlannerInput, PlannerOutput, PlanNode
+from research_mcp.contracts import Budget, PlannerOutput, PlanNode
 from research_mcp.errors import InvalidInput
 from research_mcp.feasibility import assign_ids, check_feasible
+from research_mcp.role_inputs import PlannerInput
 from research_mcp.roles.base import RoleDeps, perform
 from research_mcp.roles.extractor import MAX_SOURCE_CHARS
 from research_mcp.sources.library import classify_ref

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from research_mcp.contracts import ScoutCandidate, ScoutInput, ScoutOutput
+from research_mcp.contracts import ScoutOutput
+from research_mcp.role_inputs import ScoutCandidate, ScoutInput
 from research_mcp.roles.base import RoleDeps, RoleResult, perform
 from research_mcp.roles.framing import frame
 from research_mcp.sources.library import Candidate

@@ -6,16 +6,8 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from research_mcp.citations import CitationChecker, normalize
-from research_mcp.contracts import (
-    ChildReport,
-    Confidence,
-    ConfidenceLevel,
-    Fact,
-    SynthesisFact,
-    SynthesisInput,
-    SynthesisOutput,
-    SynthesisPayload,
-)
+from research_mcp.contracts import Confidence, ConfidenceLevel, Fact, SynthesisOutput
+from research_mcp.role_inputs import ChildReport, SynthesisFact, SynthesisInput, SynthesisPayload
 from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
 from research_mcp.roles.framing import frame
 from research_mcp.storage.outputs import StoredSynthesis

@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass
 
 import anyio
 
-from research_mcp.contracts import ExtractorInput, PlanNode
+from research_mcp.contracts import PlanNode
+from research_mcp.role_inputs import ExtractorInput
 from research_mcp.runs.context import RunContext
 from research_mcp.runs.leads import Lead, leads_from, mentions, still_open
 from research_mcp.runs.reading import extract_sources, ref_key

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from research_mcp.citations import normalize
-from research_mcp.contracts import ExtractorInput, Fact
+from research_mcp.contracts import Fact
 from research_mcp.llm.extractive.scoring import STOPWORDS, terms
+from research_mcp.role_inputs import ExtractorInput
 from research_mcp.storage.outputs import StoredExtraction
 from research_mcp.storage.store import Store
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from research_mcp.contracts import Confidence, SynthesisInput
+from research_mcp.contracts import Confidence
+from research_mcp.role_inputs import SynthesisInput
 from research_mcp.storage.outputs import CitationCounts, StoredSynthesis
 from research_mcp.storage.store import Store
 

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from research_mcp.contracts import Budget, ConfidenceLevel, ExtractorInput, Phase, PlanNode, SynthesisOutput
+from research_mcp.contracts import Budget, ConfidenceLevel, Phase, PlanNode, SynthesisOutput
 from research_mcp.errors import BudgetExhausted
+from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.base import RoleResult
 from research_mcp.roles.synthesizer import UNANSWERED, gate_synthesis, synthesize
 from research_mcp.runs.context import RunContext, leaf_questions, node_key

@@ -13,8 +13,9 @@ from collections.abc import Collection, Mapping, Sequence
 
 import anyio
 
-from research_mcp.contracts import ExtractorInput, ExtractorTaskSpec, PlanNode, Source
+from research_mcp.contracts import ExtractorTaskSpec, PlanNode, Source
 from research_mcp.errors import ModelError, NotConfigured, SourceError
+from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.extractor import asked_questions, extract
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
 from research_mcp.sources.library import canonical_url, classify_ref

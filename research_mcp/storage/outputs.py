@@ -16,18 +16,15 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from research_mcp.contracts import (
-    ExtractorInput,
     ExtractorOutput,
     Finding,
     HandoffStatus,
-    PlannerInput,
     PlannerOutput,
     RoleName,
-    ScoutInput,
     ScoutOutput,
-    SynthesisInput,
     SynthesisOutput,
 )
+from research_mcp.role_inputs import ExtractorInput, PlannerInput, ScoutInput, SynthesisInput
 
 __all__ = [
     "OUTPUTS",

@@ -10,20 +10,13 @@ from pydantic import BaseModel
 
 from research_mcp.citations import CITATION, locate_quote
 from research_mcp.contracts import (
-    ChildReport,
     Embedder,
     ExtractorOutput,
-    ExtractorPayload,
     ExtractorTaskSpec,
-    PlannerInput,
     PlannerOutput,
     PlanNode,
-    ScoutCandidate,
-    ScoutInput,
     ScoutOutput,
-    SynthesisFact,
     SynthesisOutput,
-    SynthesisPayload,
 )
 from research_mcp.errors import ModelError
 from research_mcp.feasibility import check_feasible
@@ -32,6 +25,15 @@ from research_mcp.llm.embeddings import default_embedder
 from research_mcp.llm.extractive import ExtractiveModel
 from research_mcp.llm.extractive.extractor import NO_ANSWER
 from research_mcp.llm.extractive.sentences import split_sentences
+from research_mcp.role_inputs import (
+    ChildReport,
+    ExtractorPayload,
+    PlannerInput,
+    ScoutCandidate,
+    ScoutInput,
+    SynthesisFact,
+    SynthesisPayload,
+)
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 

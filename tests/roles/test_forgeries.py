@@ -11,20 +11,12 @@ from mcp import Client
 
 from research_mcp.citations import CitationChecker, meaningful_quote
 from research_mcp.cli.exports import export_run
-from research_mcp.contracts import (
-    Confidence,
-    ExtractedFact,
-    ExtractorOutput,
-    ExtractorPayload,
-    Finding,
-    SynthesisFact,
-    SynthesisOutput,
-    SynthesisPayload,
-)
+from research_mcp.contracts import Confidence, ExtractedFact, ExtractorOutput, Finding, SynthesisOutput
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.extractive.synthesizer import synthesize as extractive_synthesis
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.reports import safe_markdown
+from research_mcp.role_inputs import ExtractorPayload, SynthesisFact, SynthesisPayload
 from research_mcp.server.app import create_server
 from research_mcp.storage.outputs import StoredSynthesis
 

@@ -13,16 +13,13 @@ from research_mcp.contracts import (
     Confidence,
     ExtractedFact,
     ExtractorOutput,
-    ExtractorPayload,
-    PlannerInput,
     PlannerOutput,
     PlanNode,
-    SynthesisInput,
     SynthesisOutput,
-    SynthesisPayload,
 )
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
+from research_mcp.role_inputs import ExtractorPayload, PlannerInput, SynthesisInput, SynthesisPayload
 from research_mcp.server.app import create_server
 from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis
 from research_mcp.storage.store import Store

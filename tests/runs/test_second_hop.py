@@ -10,17 +10,11 @@ import pytest
 from mcp import Client
 
 from research_mcp.config import Settings
-from research_mcp.contracts import (
-    Answer,
-    Confidence,
-    ExtractedFact,
-    ExtractorOutput,
-    ExtractorPayload,
-    Fact,
-)
+from research_mcp.contracts import Answer, Confidence, ExtractedFact, ExtractorOutput, Fact
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.extractive.scoring import terms
 from research_mcp.llm.scripted import ScriptedModel, team_script
+from research_mcp.role_inputs import ExtractorPayload
 from research_mcp.runs.leads import bridge_entities, named_entities
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store

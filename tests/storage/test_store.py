@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from research_mcp.contracts import Confidence, SynthesisInput
+from research_mcp.contracts import Confidence
+from research_mcp.role_inputs import SynthesisInput
 from research_mcp.storage.migrations import MIGRATIONS, apply_migrations
 from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis, stored_output
 from research_mcp.storage.store import Store

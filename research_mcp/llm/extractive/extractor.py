@@ -21,12 +21,12 @@ from research_mcp.contracts import (
     Embedder,
     ExtractedFact,
     ExtractorOutput,
-    ExtractorPayload,
     FollowUpQuestion,
     LinkedSource,
 )
 from research_mcp.llm.extractive.scoring import Relevance, select_diverse
 from research_mcp.llm.extractive.sentences import Sentence, split_sentences
+from research_mcp.role_inputs import ExtractorPayload
 
 __all__ = ["MIN_RELEVANCE", "NO_ANSWER", "STRONG_RELEVANCE", "extract"]
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import re
 
-from research_mcp.contracts import PlannerInput, PlannerOutput, PlanNode
+from research_mcp.contracts import PlannerOutput, PlanNode
 from research_mcp.feasibility import check_feasible
 from research_mcp.llm.extractive.scoring import STOPWORDS
+from research_mcp.role_inputs import PlannerInput
 from research_mcp.scope import judge_scope
 
 __all__ = ["plan"]

@@ -24,16 +24,9 @@ import re
 from dataclasses import dataclass, field
 
 from research_mcp.citations import CITATION, normalize, same_claim
-from research_mcp.contracts import (
-    Confidence,
-    ConfidenceLevel,
-    Embedder,
-    Finding,
-    SynthesisFact,
-    SynthesisOutput,
-    SynthesisPayload,
-)
+from research_mcp.contracts import Confidence, ConfidenceLevel, Embedder, Finding, SynthesisOutput
 from research_mcp.llm.extractive.scoring import Relevance
+from research_mcp.role_inputs import SynthesisFact, SynthesisPayload
 
 __all__ = ["COVERED_CONFIDENCE", "DUPLICATE", "synthesize"]
 

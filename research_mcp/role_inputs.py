@@ -1,0 +1,96 @@
+"""What each role is given, stored with its handoff: the planner's query, the extractor's source
+and questions, the synthesizer's inputs, the scout's candidates. The payload variants add what a
+model reads (the source text, the facts and child reports fetched from the store)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from research_mcp.contracts import Budget, ConfidenceLevel, ExtractorTaskSpec, PlannerOutput
+
+__all__ = [
+    "ChildReport",
+    "ExtractorInput",
+    "ExtractorPayload",
+    "PlannerInput",
+    "ScoutCandidate",
+    "ScoutInput",
+    "SynthesisFact",
+    "SynthesisInput",
+    "SynthesisPayload",
+]
+
+
+class PlannerInput(BaseModel):
+    query: str
+    suggested_plan: PlannerOutput | None = None
+    budget: Budget | None = None
+    known_facts: int = 0
+    violations: list[str] = Field(
+        default_factory=list, description="Feasibility violations of the last attempt."
+    )
+
+
+class ExtractorInput(BaseModel):
+    source_id: int
+    source_ref: str
+    source_title: str
+    questions: list[str]
+    task_spec: ExtractorTaskSpec | None = None
+    context: str = ""
+
+
+class ExtractorPayload(ExtractorInput):
+    """The extractor's input with the source text it reads."""
+
+    source_text: str
+
+
+class SynthesisFact(BaseModel):
+    id: int
+    statement: str
+    quote: str
+    source_id: int
+    verified: bool
+    confidence: float
+    question: str | None = None
+    corroborations: int = 1
+
+
+class ChildReport(BaseModel):
+    title: str
+    report: str
+    confidence: ConfidenceLevel
+    gaps: list[str] = Field(default_factory=list)
+
+
+class SynthesisInput(BaseModel):
+    title: str
+    questions: list[str]
+    input_handoffs: list[str] = Field(description="Handoffs whose facts and reports this synthesis reads.")
+    discovery: bool = False
+
+
+class SynthesisPayload(SynthesisInput):
+    """The synthesizer's input with the facts and child reports it reads from the store."""
+
+    facts: list[SynthesisFact]
+    child_reports: list[ChildReport] = Field(default_factory=list)
+
+
+class ScoutCandidate(BaseModel):
+    index: int
+    ref: str
+    title: str
+    snippet: str = ""
+    score: float = 0.0
+    origin: Literal["web", "corpus"] = "web"
+    published: str | None = None
+
+
+class ScoutInput(BaseModel):
+    topic: str
+    queries: list[str]
+    candidates: list[ScoutCandidate]
