@@ -169,7 +169,13 @@ class ResearchService:
             scope = judge_scope(query)
             if scope.too_broad:  # said first, with the facets it was split into: narrower queries on offer
                 # In place of the leaf titles (long questions): the facets they ask about.
-                summary[0] = f"Too broad ({scope.reason}): {len(leaves)} leaves, " + ", ".join(scope.facets)
+                facets = ", ".join(scope.facets)
+                # A model's planner may not have split it as the code would: then the facets are advice.
+                summary[0] = (
+                    f"Too broad ({scope.reason}): {len(leaves)} leaves, {facets}"
+                    if len(leaves) == len(scope.facets)
+                    else f"Too broad ({scope.reason}): split it with the user, e.g. into {facets}"
+                )
             if known:
                 summary.append(f"{known} known facts already bear on this query; leaves reuse them")
             elif self._searches_nothing(record.root):

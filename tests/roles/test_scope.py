@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.scope import judge_scope
 from research_mcp.server.app import create_server
 
@@ -84,3 +85,13 @@ async def test_a_focused_query_plans_one_leaf_and_no_scope_line() -> None:
         planned = await client.call_tool("plan_research", {"query": "How fast does giant kelp grow?"})
     assert not any(line.startswith("Too broad") for line in planned.structured_content["summary"])
     assert planned.structured_content["metrics"]["nodes"] == 2
+
+
+async def test_a_model_planner_that_did_not_split_a_too_broad_query_gets_the_facets_as_advice() -> None:
+    # The scripted team's planner plans one leaf asking the query, whatever it is.
+    async with Client(create_server(model=ScriptedModel(team_script)), mode="legacy") as client:
+        planned = await client.call_tool("plan_research", {"query": BROAD})
+    assert planned.structured_content["summary"][0] == (
+        "Too broad (survey of energy technology): split it with the user, e.g. into "
+        "origins, milestones, today, outlook"
+    )
