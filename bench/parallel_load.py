@@ -5,7 +5,8 @@ HTTP on a loopback port by uvicorn (this module with --serve), so that every cli
 same lifespan: one store connection, one knowledge base, one run manager. (Several in-memory
 clients would each enter the server's lifespan, and stdio is one process per client: neither is
 one server.) The store is filled first with 3 finished runs (bench.store_protocol) and the sources
-that extract_source and plan_research name.
+that extract_source and plan_research name, and the facts index put in step with it (otherwise
+the server's healer would embed those runs' facts during the measurement).
 
 CLIENTS MCP clients in this process each send CALLS_PER_CLIENT calls at once, so 100 calls are in
 flight together: report_results on finished runs (views summary, report, sources, facts, tree),
@@ -43,7 +44,7 @@ from bench.scenarios import (
     realistic_script,
     seed_sources,
 )
-from bench.store_protocol import WriteClock, populate_run
+from bench.store_protocol import WriteClock, index_in_step, populate_run
 from research_mcp.llm.scripted import ScriptedModel
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
@@ -153,6 +154,7 @@ async def run() -> None:
         plan_refs = seed_sources(store, SHAPES["50 nodes"].leaves * SOURCES_PER_LEAF)
         run_ids = [populate_run(store, plan_refs, WriteClock()) for _ in range(3)]
         warm_ref, *refs = seed_sources(store, 1 + CLIENTS * 3, start=10_000)
+        index_in_step(bench_settings(home), store)  # as the runs that wrote these facts would have
         store.close()
         port = free_port()
         log = open(home / "server.log", "wb")  # noqa: SIM115 - closed below, after the process
