@@ -16,7 +16,9 @@ fetched from a model hub, and there is no PyTorch):
 
 Memory is bounded by construction: texts are embedded in batches of at most ``batch_size``, each
 truncated to ``max_tokens``, and onnxruntime's memory arena (which keeps the largest batch's
-buffers for the life of the session, 2.9 GB for batches of 64) is off.
+buffers for the life of the session, 2.9 GB for batches of 64) is off. The transformer's session
+(about 120 MB with its weights dequantized once at load) is let go after ``idle_seconds`` without a
+call, so an idle server does not hold it; the next call loads it again (a fraction of a second).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,6 +43,8 @@ if TYPE_CHECKING:
 __all__ = ["MiniLMEmbedder", "StaticEmbedder", "corpus_embedder", "default_embedder"]
 
 VOCAB_PATH = Path(__file__).parent / "minilm" / "vocab.txt"
+#: Seconds without a call after which the transformer's session is let go (it loads again on a call).
+IDLE_SECONDS = 60.0
 STATIC_PATH = Path(__file__).parent / "minilm" / "static.npz"
 
 
@@ -63,6 +68,7 @@ class MiniLMEmbedder:
         max_tokens: int = 256,
         threads: int | None = None,
         memory_arena: bool = False,
+        idle_seconds: float | None = IDLE_SECONDS,
     ) -> None:
         if batch_size < 1 or max_tokens < 3:
             raise ValueError(
@@ -74,8 +80,17 @@ class MiniLMEmbedder:
         self.max_tokens = max_tokens
         self._threads = threads or min(2, os.cpu_count() or 1)
         self._memory_arena = memory_arena
+        self.idle_seconds = idle_seconds
         self._lock = threading.Lock()
         self._loaded: tuple[onnxruntime.InferenceSession, BaseTokenizer, frozenset[str], str] | None = None
+        self._calls = 0  # embed() calls under way
+        self._last_call = 0.0  # time.monotonic() when the last call ended
+        self._reaper: threading.Timer | None = None
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory now (it loads on a call, and goes after an idle spell)."""
+        return self._loaded is not None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if isinstance(texts, str):
@@ -83,6 +98,17 @@ class MiniLMEmbedder:
         vectors = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return vectors
+        with self._lock:
+            self._calls += 1
+        try:
+            return self._embed(texts, vectors)
+        finally:
+            with self._lock:
+                self._calls -= 1
+                self._last_call = time.monotonic()
+                self._arm_reaper(self.idle_seconds)
+
+    def _embed(self, texts: Sequence[str], vectors: np.ndarray) -> np.ndarray:
         session, tokenizer, input_names, output = self._load()
         # Batching texts of similar length keeps padding, and so wasted work, small.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -105,6 +131,26 @@ class MiniLMEmbedder:
                     self._loaded = self._build()
         return self._loaded
 
+    def _arm_reaper(self, after: float | None) -> None:
+        """Let the model go ``after`` seconds from now unless called meanwhile; call with the lock held."""
+        if after is None or self._reaper is not None or self._loaded is None:
+            return
+        self._reaper = threading.Timer(after, self._reap)
+        self._reaper.daemon = True
+        self._reaper.start()
+
+    def _reap(self) -> None:
+        with self._lock:
+            self._reaper = None
+            if self.idle_seconds is None or self._loaded is None:
+                return
+            idle = time.monotonic() - self._last_call
+            if self._calls or idle < self.idle_seconds:
+                self._arm_reaper(self.idle_seconds - idle if not self._calls else self.idle_seconds)
+                return
+            self._loaded = None  # a call that still holds the session keeps it until it returns
+        _give_back_freed_memory()
+
     def _build(self) -> tuple[onnxruntime.InferenceSession, BaseTokenizer, frozenset[str], str]:
         import onnxruntime
         from tokenizers import BertWordPieceTokenizer
@@ -122,10 +168,11 @@ class MiniLMEmbedder:
             str(model_path),
             sess_options=options,
             providers=["CPUExecutionProvider"],
-            # Constant folding dequantizes the int8 weights into float32 copies kept for the
-            # session's life: 120 MB more resident for the same vectors (to 1e-7) at the same CPU
-            # cost per batch (`python -m bench.embedders --only minilm-int8`).
-            disabled_optimizers=["ConstantFolding"],
+            # Constant folding dequantizes the int8 weights once, at load, into float32 copies kept
+            # for the session's life (about 120 MB). Without it every call dequantizes them again,
+            # the 11.7 M-weight token table included: a one-text call then takes 85 ms instead of
+            # 7 ms (`python -m bench.embedders --only minilm-int8`). The idle reaper above gives
+            # the memory back instead.
         )
         tokenizer = BertWordPieceTokenizer(str(self._vocab_path), lowercase=True)
         tokenizer.enable_truncation(max_length=self.max_tokens)
@@ -142,6 +189,17 @@ class MiniLMEmbedder:
                 f"The embedding model {str(model_path)!r} has no (batch, tokens, {self.dim}) output."
             )
         return session, tokenizer, input_names, outputs[0].name
+
+
+def _give_back_freed_memory() -> None:
+    """Return the C heap's free pages to the system (glibc keeps them otherwise: a released session
+    would leave ~100 MB resident). Nothing happens where there is no glibc."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 class StaticEmbedder:

@@ -43,6 +43,23 @@ def test_the_embedder_loads_and_embeds_with_networking_disabled(monkeypatch: pyt
     assert vectors.dtype == np.float32
 
 
+def test_an_idle_model_is_let_go_and_loads_again_with_the_same_vectors(embedder: MiniLMEmbedder) -> None:
+    import time
+
+    idle = MiniLMEmbedder(idle_seconds=0.2)
+    first = idle.embed([CAT, STOCKS])
+    assert idle.loaded
+    deadline = time.monotonic() + 30
+    while idle.loaded and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not idle.loaded  # an idle server does not hold the session's memory
+
+    again = idle.embed([CAT, STOCKS])
+    assert idle.loaded
+    np.testing.assert_allclose(again, first, atol=1e-6)
+    np.testing.assert_allclose(again, embedder.embed([CAT, STOCKS]), atol=1e-6)
+
+
 def test_each_text_becomes_one_unit_length_row(embedder: MiniLMEmbedder) -> None:
     texts = [CAT, KITTEN, STOCKS, "", "x" * 5000]
 
