@@ -5,11 +5,15 @@ corpus of N generated notes it has never indexed), writes `initialize`, then `to
 host does, and times each answer from the moment the process was spawned. Prints the median and
 p90 over the starts, and the import time of the server module (`python -X importtime`).
 
+Each start is made twice on its data folder: first fresh, then again as the same host's next start,
+whose `initialize` and `tools/list` the server answers from the first start's handshake
+(`server/handshake_replay.py`) while it loads.
+
 The last start then stays up as a host's server does: it waits until the corpus is indexed, asks
 `scout_sources` once (so the search embedders are loaded), and reads the resident memory (VmRSS)
-of the server and its parser workers, idle after that.
+of the server and its parser workers 3 s later and again after --idle seconds without a request.
 
-    python -m bench.startup [--starts 10] [--notes 0]
+    python -m bench.startup [--starts 10] [--notes 0] [--idle 65]
 """
 
 from __future__ import annotations
@@ -90,8 +94,12 @@ def tree_rss_mb(pid: int) -> tuple[float, float]:
     return rss(pid), sum(rss(int(child)) for child in children)
 
 
-def idle_memory(process: subprocess.Popen[str], indexed: bool) -> tuple[float, float]:
-    """(server MB, workers MB) once the corpus is indexed and one search has been answered."""
+def idle_memory(
+    process: subprocess.Popen[str], indexed: bool, idle_seconds: float
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(server MB, workers MB) once the corpus is indexed and one search has been answered, and again
+    after ``idle_seconds`` without a request (the MiniLM session and parser workers are let go
+    after a minute idle)."""
     assert process.stdin is not None and process.stdout is not None
     while indexed:
         _send(process.stdin, STATUS)
@@ -102,12 +110,17 @@ def idle_memory(process: subprocess.Popen[str], indexed: bool) -> tuple[float, f
     _send(process.stdin, SCOUT)
     _answer(process.stdout, 4)
     time.sleep(3)
-    return tree_rss_mb(process.pid)
+    busy = tree_rss_mb(process.pid)
+    time.sleep(idle_seconds)
+    return busy, tree_rss_mb(process.pid)
+
+
+Memory = tuple[tuple[float, float], tuple[float, float]]
 
 
 def one_start(
-    home: Path, corpus: Path | None, *, memory: bool = False
-) -> tuple[float, float, float, tuple[float, float] | None]:
+    home: Path, corpus: Path | None, *, memory: bool = False, idle_seconds: float = 0
+) -> tuple[float, float, float, Memory | None]:
     """Seconds from spawn to the `initialize` answer and to the `tools/list` answer, and the CPU
     seconds the server had used when `tools/list` was answered (on a busy machine, wall time
     includes waiting for a core; CPU time does not)."""
@@ -135,7 +148,7 @@ def one_start(
         cpu = cpu_seconds(process.pid)
         if len(tools["result"]["tools"]) != 5:  # type: ignore[index]
             raise RuntimeError("tools/list did not list the five tools")
-        idle = idle_memory(process, corpus is not None) if memory else None
+        idle = idle_memory(process, corpus is not None, idle_seconds) if memory else None
         process.stdin.close()
         try:
             process.wait(timeout=60)
@@ -165,38 +178,51 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--starts", type=int, default=10)
     parser.add_argument("--notes", type=int, default=0, help="generated notes in a never-indexed corpus")
+    parser.add_argument("--idle", type=float, default=65, help="seconds idle before memory is read again")
     args = parser.parse_args()
     inits, lists, cpus, imports = [], [], [], []
+    again_inits, again_lists, again_cpus = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         corpus = None
         if args.notes:
             corpus = Path(tmp) / "notes"
             write_notes(corpus, args.notes)
-        idle: tuple[float, float] | None = None
+        idle: Memory | None = None
         for start in range(args.starts):
             last = start == args.starts - 1
-            initialized, listed, cpu, idle = one_start(Path(tmp) / f"home{start}", corpus, memory=last)
+            home = Path(tmp) / f"home{start}"
+            initialized, listed, cpu, _ = one_start(home, corpus)
             inits.append(initialized)
             lists.append(listed)
             cpus.append(cpu)
+            # The same host again, on the same data folder: its handshake is replayed.
+            initialized, listed, cpu, idle = one_start(home, corpus, memory=last, idle_seconds=args.idle)
+            again_inits.append(initialized)
+            again_lists.append(listed)
+            again_cpus.append(cpu)
             imports.append(import_seconds())
     print(f"starts: {args.starts}; corpus: {args.notes} notes never indexed; cores: {os.cpu_count()}")
     rows = (
         ("initialize", inits),
         ("tools/list", lists),
         ("server CPU to there", cpus),
+        ("initialize, again", again_inits),
+        ("tools/list, again", again_lists),
+        ("server CPU, again", again_cpus),
         ("import server.app", imports),
     )
+    print("first start in a fresh data folder; 'again': the same host's next start (handshake replayed)")
     for name, values in rows:
         print(
             f"{name:20} median {statistics.median(values):.3f} s  p90 {_p90(values):.3f} s  "
             f"min {min(values):.3f} s"
         )
     if idle is not None:
-        print(
-            f"idle, {'indexed and ' if args.notes else ''}after one search: server {idle[0]:.0f} MB, "
-            f"parser workers {idle[1]:.0f} MB, together {sum(idle):.0f} MB"
-        )
+        for when, (server, workers) in zip(("3 s after", f"{args.idle:.0f} s idle after"), idle, strict=True):
+            print(
+                f"memory {when} one search{' (corpus indexed)' if args.notes else ''}: server "
+                f"{server:.0f} MB, parser workers {workers:.0f} MB, together {server + workers:.0f} MB"
+            )
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -1,0 +1,40 @@
+"""The `research-mcp` console script: `serve` on stdio starts answering before the rest is imported.
+
+Everything else goes straight to the click command line (:mod:`research_mcp.cli.main`). A plain
+`research-mcp [-v] serve` first puts :mod:`research_mcp.server.handshake_replay`'s front on stdio
+(standard library only), so a host that connected before is answered while the server still loads.
+`RESEARCH_MCP_HANDSHAKE_REPLAY=0` turns the front off.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+def _command_line() -> None:
+    from research_mcp.cli.main import main as command_line
+
+    command_line()
+
+
+def _data_folder() -> Path:
+    """RESEARCH_MCP_HOME as Settings reads it, without importing the settings (pydantic)."""
+    if "RESEARCH_MCP_HOME" in os.environ:
+        return Path(os.environ["RESEARCH_MCP_HOME"])
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("research-mcp", appauthor=False))
+
+
+def main() -> None:
+    plain_serve = sys.argv[1:] in (["serve"], ["-v", "serve"], ["--verbose", "serve"])
+    if not plain_serve or os.environ.get("RESEARCH_MCP_HANDSHAKE_REPLAY", "1") == "0":
+        _command_line()
+        return
+    from research_mcp.server.handshake_replay import serve_stdio
+
+    serve_stdio(_data_folder(), _command_line)
