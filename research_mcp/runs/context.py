@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from research_mcp.contracts import PlanNode
 from research_mcp.roles.base import RoleDeps
+from research_mcp.storage.models import NewNode
 
 __all__ = ["RunContext", "leaf_questions", "node_key", "plan_nodes"]
 
@@ -29,15 +30,13 @@ def node_key(plan_id: str, node_id: str) -> str:
     return f"{plan_id}/{node_id}"
 
 
-def plan_nodes(plan_id: str, root: PlanNode) -> list[dict[str, str | None]]:
-    """Rows for the store's nodes table, parents before children."""
-    rows: list[dict[str, str | None]] = []
+def plan_nodes(plan_id: str, root: PlanNode) -> list[NewNode]:
+    """The plan's nodes as the store registers them for a run, parents before children."""
+    rows: list[NewNode] = []
 
     def visit(node: PlanNode, parent: str | None) -> None:
         key = node_key(plan_id, node.id)
-        rows.append(
-            {"node_id": key, "plan_id": plan_id, "parent_id": parent, "kind": node.kind, "title": node.title}
-        )
+        rows.append(NewNode(node_id=key, plan_id=plan_id, parent_id=parent, kind=node.kind, title=node.title))
         for child in node.children:
             visit(child, key)
 

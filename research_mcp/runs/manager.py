@@ -30,7 +30,7 @@ from research_mcp.runs.context import RunContext, node_key, plan_nodes
 from research_mcp.runs.engine import execute_node
 from research_mcp.runs.partial import partial_report
 from research_mcp.runs.snapshot import node_counts
-from research_mcp.storage.models import Run, StoredPlan
+from research_mcp.storage.models import NewNode, Run, StoredPlan
 from research_mcp.storage.sqlite import owner_alive
 from research_mcp.storage.store import Store, now, process_owner
 
@@ -267,9 +267,11 @@ class RunManager:
             roots.append((plan, root))
             finishing.update(final_roles(plan.id, root))
         recovered = self.store.recover_run(run_id, finishing)
-        if any(recovered.values()):
+        if recovered:
             logger.info("run %s resumed after an interruption: %s", run_id, recovered)
-            self.store.add_event(run_id, "recovered", "resumed after an interruption", data=recovered)
+            self.store.add_event(
+                run_id, "recovered", "resumed after an interruption", data=recovered.model_dump()
+            )
         # Asked to retry: what failed last time runs again, with the nodes above it; nodes that
         # finished whole do not. A plain resume (after a crash) never reruns a node that finished.
         reopened = self.store.reopen_failed_nodes(run_id) if live.retry else []
@@ -285,15 +287,7 @@ class RunManager:
         if len(roots) > 1:
             self.store.ensure_nodes(
                 run_id,
-                [
-                    {
-                        "node_id": "final",
-                        "plan_id": None,
-                        "parent_id": None,
-                        "kind": "executor",
-                        "title": "final",
-                    }
-                ],
+                [NewNode(node_id="final", plan_id=None, parent_id=None, kind="executor", title="final")],
             )
         results: dict[int, str] = {}
         failures: list[str] = []  # with several plans, one that fails is named and the others go on

@@ -25,8 +25,10 @@ __all__ = [
     "CorpusFileState",
     "KnownFact",
     "NewFact",
+    "NewNode",
     "NodeStatus",
     "PlanEstimate",
+    "Recovery",
     "Run",
     "RunEvent",
     "RunNode",
@@ -120,6 +122,31 @@ class RunNode(_Row):
     started_at: str | None = None
     finished_at: str | None = None
     runs_started: int = 0
+
+
+class NewNode(BaseModel):
+    """A plan-tree node a run will execute, registered pending (`Store.ensure_nodes`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    node_id: str  # the plan's id and the node's, "plan/node" (`runs.context.node_key`); "final" joins plans
+    plan_id: str | None
+    parent_id: str | None
+    kind: NodeKind
+    title: str
+
+
+class Recovery(BaseModel):
+    """What `Store.recover_run` tidied after a process died mid-run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    nodes_completed: int = 0  # final handoff committed, node not yet marked: marked done
+    handoffs_interrupted: int = 0  # left running: closed as failed, their work done again
+    nodes_reset: int = 0  # left running: back to pending
+
+    def __bool__(self) -> bool:
+        return bool(self.nodes_completed or self.handoffs_interrupted or self.nodes_reset)
 
 
 class RunEvent(_Row):

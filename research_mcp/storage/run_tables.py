@@ -13,7 +13,7 @@ from typing import Any
 from research_mcp.contracts import Budget, PlannerOutput
 from research_mcp.errors import NotFound
 from research_mcp.storage.database import StoreDatabase, as_json, new_id, now
-from research_mcp.storage.models import PlanEstimate, Run, RunEvent, RunNode, StoredPlan
+from research_mcp.storage.models import NewNode, PlanEstimate, Recovery, Run, RunEvent, RunNode, StoredPlan
 from research_mcp.storage.sqlite import owner_alive
 
 __all__ = ["INTERRUPTED", "RunTables", "names_failures"]
@@ -137,7 +137,7 @@ class RunTables(StoreDatabase):
         with self.write() as conn:
             conn.execute("UPDATE runs SET owner = NULL WHERE id = ? AND owner = ?", (run_id, owner))
 
-    def recover_run(self, run_id: str, finished: dict[str, str]) -> dict[str, int]:
+    def recover_run(self, run_id: str, finished: dict[str, str]) -> Recovery:
         """Tidy what a process that died mid-run left behind, in one transaction, before the run resumes.
 
         A node whose final handoff was committed but not yet recorded on the node (the process died
@@ -176,7 +176,7 @@ class RunTables(StoreDatabase):
             nodes = conn.execute(
                 "UPDATE nodes SET status = 'pending' WHERE run_id = ? AND status = 'running'", (run_id,)
             ).rowcount
-        return {"nodes_completed": completed, "handoffs_interrupted": handoffs, "nodes_reset": nodes}
+        return Recovery(nodes_completed=completed, handoffs_interrupted=handoffs, nodes_reset=nodes)
 
     def reopen_failed_nodes(self, run_id: str) -> list[str]:
         """Done nodes whose result names parts that failed (a child, a source, a search) go back to
@@ -197,13 +197,13 @@ class RunTables(StoreDatabase):
 
     # --- nodes ---------------------------------------------------------------------------------
 
-    def ensure_nodes(self, run_id: str, nodes: Sequence[dict[str, Any]]) -> None:
+    def ensure_nodes(self, run_id: str, nodes: Sequence[NewNode]) -> None:
         """Register the run's nodes as pending; nodes already known keep their state."""
         with self.write() as conn:
             conn.executemany(
                 "INSERT OR IGNORE INTO nodes (run_id, node_id, plan_id, parent_id, kind, title, status, runs_started)"
                 " VALUES (?, ?, ?, ?, ?, ?, 'pending', 0)",
-                [(run_id, n["node_id"], n["plan_id"], n["parent_id"], n["kind"], n["title"]) for n in nodes],
+                [(run_id, n.node_id, n.plan_id, n.parent_id, n.kind, n.title) for n in nodes],
             )
 
     def get_node(self, run_id: str, node_id: str) -> RunNode | None:

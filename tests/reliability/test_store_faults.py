@@ -10,6 +10,7 @@ import pytest
 
 from research_mcp.contracts import Confidence
 from research_mcp.errors import StoreBusy, StoreFull
+from research_mcp.storage.models import NewNode, Recovery
 from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import INTERRUPTED, NewFact, Store, process_owner
 
@@ -76,7 +77,7 @@ def test_resuming_closes_interrupted_handoffs_and_completes_a_node_whose_final_h
     store.ensure_nodes(
         run_id,
         [
-            {"node_id": key, "plan_id": "p", "parent_id": None, "kind": "leaf", "title": key}
+            NewNode(node_id=key, plan_id="p", parent_id=None, kind="leaf", title=key)
             for key in ("p/done", "p/committed", "p/midway")
         ],
     )
@@ -108,7 +109,7 @@ def test_resuming_closes_interrupted_handoffs_and_completes_a_node_whose_final_h
     assert store.get_handoff(midway).status == "failed"
     assert store.get_handoff(midway).error == INTERRUPTED
     assert store.get_handoff(committed).output == synthesis("b")
-    assert tidied == {"nodes_completed": 1, "handoffs_interrupted": 1, "nodes_reset": 1}
+    assert tidied == Recovery(nodes_completed=1, handoffs_interrupted=1, nodes_reset=1)
 
 
 def test_a_run_owned_by_a_live_process_is_not_claimed_by_another_but_one_whose_owner_died_is(
