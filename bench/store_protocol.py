@@ -233,9 +233,9 @@ async def round_trips(client: Client, run_ids: list[str], calls: int) -> dict[st
     """Milliseconds per call: report_results (default view) and execute_plan polling a finished run."""
     rng = random.Random(7)
     times: dict[str, list[float]] = {"report_results": [], "execute_plan": []}
-    # A search waits for the knowledge index, which a server opens in the background (55,000 points
+    # A plan counts known facts, so it waits for the knowledge index, which a server opens in the background (55,000 points
     # take seconds to load in Qdrant's local mode): the round trips are timed once it is open.
-    await client.call_tool("scout_sources", {"topic": "warm up"})
+    await client.call_tool("plan_research", {"query": "How warm are coral reefs in winter?"})
     for tool, args in (("report_results", "id"), ("execute_plan", "run_id")):
         await client.call_tool(tool, {args: run_ids[0]})  # warm
         for _ in range(calls):
