@@ -26,6 +26,7 @@ __all__ = [
     "Budget",
     "CompactReturn",
     "Confidence",
+    "CriterionVerdict",
     "Embedder",
     "ExtractedFact",
     "ExtractorOutput",
@@ -298,6 +299,14 @@ class Finding(_Strict):
     fact_ids: list[int] = Field(default_factory=list, description="Ids of the facts supporting it.")
 
 
+class CriterionVerdict(_Strict):
+    """The synthesizer's judgement of one acceptance criterion it was given (by its number)."""
+
+    index: int = Field(ge=0, description="The criterion's number, C<index>.")
+    met: bool
+    evidence: str = Field(default="", max_length=300, description="Why, citing facts as [F12].")
+
+
 class SynthesisOutput(_Strict):
     """A synthesizer's report over its inputs; cites facts as [F<id>] only."""
 
@@ -308,6 +317,9 @@ class SynthesisOutput(_Strict):
     contradictions: list[Annotated[str, Field(max_length=500)]] = Field(default_factory=list, max_length=10)
     suggested_followups: list[Annotated[str, Field(max_length=300)]] = Field(
         default_factory=list, max_length=5
+    )
+    criteria: list[CriterionVerdict] = Field(
+        default_factory=list, max_length=20, description="A verdict on each acceptance criterion given."
     )
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "PlannerInput",
     "ScoutCandidate",
     "ScoutInput",
+    "SourceInsight",
     "SynthesisFact",
     "SynthesisInput",
     "SynthesisPayload",
@@ -66,18 +67,32 @@ class ChildReport(BaseModel):
     gaps: list[str] = Field(default_factory=list)
 
 
+class SourceInsight(BaseModel):
+    """What an extractor said its source leaves open: a follow-up question, a gap the source itself
+    names (its limitations), or a source it cites; kept with the source it came from."""
+
+    source_id: int
+    kind: Literal["follow_up", "gap", "link"]
+    text: str
+    context: str = ""
+
+
 class SynthesisInput(BaseModel):
     title: str
     questions: list[str]
     input_handoffs: list[str] = Field(description="Handoffs whose facts and reports this synthesis reads.")
     discovery: bool = False
+    task_specs: list[ExtractorTaskSpec] = Field(
+        default_factory=list, description="The leaf's task specs: their acceptance criteria and format."
+    )
 
 
 class SynthesisPayload(SynthesisInput):
-    """The synthesizer's input with the facts and child reports it reads from the store."""
+    """The synthesizer's input with the facts, child reports and source insights it reads from the store."""
 
     facts: list[SynthesisFact]
     child_reports: list[ChildReport] = Field(default_factory=list)
+    insights: list[SourceInsight] = Field(default_factory=list)
 
 
 class ScoutCandidate(BaseModel):

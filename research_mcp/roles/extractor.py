@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import anyio
@@ -11,16 +11,27 @@ import anyio
 from research_mcp.citations import CitationChecker, QuoteLocator, meaningful_quote
 from research_mcp.contracts import ExtractorOutput, ExtractorTaskSpec, Source
 from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
+from research_mcp.roles.acceptance import summary_asked
 from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
 from research_mcp.roles.framing import frame
 from research_mcp.storage.models import NewFact
 from research_mcp.storage.outputs import StoredExtraction, StoredOutput
 
-__all__ = ["MAX_QUESTIONS", "MAX_SOURCE_CHARS", "asked_questions", "extract", "insight_triggers"]
+__all__ = [
+    "MAX_QUESTIONS",
+    "MAX_SOURCE_CHARS",
+    "SUMMARY_FACTS",
+    "SpecSpending",
+    "asked_questions",
+    "extract",
+    "insight_triggers",
+]
 
 # What a model reads of one source; longer texts are cut here and the cut is said in the prompt.
 MAX_SOURCE_CHARS = 60_000
 MAX_QUESTIONS = 10
+#: Facts an extraction keeps when its task spec asks for a summary (the concise-summary mode).
+SUMMARY_FACTS = 5
 _LIMITATIONS = re.compile(
     r"^\s*(#+\s*)?(\d+(\.\d+)*\s*)?(limitations?|future work|threats to validity)\b", re.I | re.M
 )
@@ -63,12 +74,34 @@ def _prompt(payload: ExtractorPayload, truncated: bool) -> str:
     return "\n".join(lines)
 
 
-def _summary(output: ExtractorOutput) -> list[str]:
+def _summary(output: ExtractorOutput, concise: tuple[int, int] | None = None) -> list[str]:
     answered = sum(1 for answer in output.answers if answer.fact_indexes)
+    mode = f" (summary mode: {concise[0]} of {concise[1]} facts kept)" if concise else ""
     return [
         f"{len(output.facts)} facts; {answered}/{len(output.answers)} questions answered; "
-        f"confidence {output.confidence.level}"
+        f"confidence {output.confidence.level}{mode}"
     ]
+
+
+def _concise(output: ExtractorOutput) -> tuple[int, int] | None:
+    """The concise-summary mode: at most SUMMARY_FACTS facts, each question's best first, then the
+    most confident; the answers cite the facts kept. Returns (kept, given) when facts were dropped."""
+    given = len(output.facts)
+    if given <= SUMMARY_FACTS:
+        return None
+    ranked = sorted(range(given), key=lambda i: (-output.facts[i].confidence, i))
+    keep: list[int] = []
+    for index in ranked:  # each question's best fact first
+        question = output.facts[index].question_index
+        if all(output.facts[k].question_index != question for k in keep):
+            keep.append(index)
+    keep += [index for index in ranked if index not in keep]
+    kept = sorted(keep[:SUMMARY_FACTS])
+    position = {old: new for new, old in enumerate(kept)}
+    output.facts = [output.facts[index] for index in kept]
+    for answer in output.answers:
+        answer.fact_indexes = [position[i] for i in answer.fact_indexes if i in position]
+    return len(kept), given
 
 
 def asked_questions(
@@ -91,24 +124,42 @@ async def extract(
     node_id: str | None = None,
     iteration: int = 0,
     added_questions: Sequence[str] = (),
+    known: Sequence[str] = (),
 ) -> RoleResult[ExtractorOutput]:
     """Extract facts from one source. With a task spec, its questions are the ones asked, verbatim,
-    followed by `added_questions` (what a later iteration asks: missing themes, gaps), never dropped."""
+    followed by `added_questions` (what a later iteration asks: missing themes, gaps), never dropped.
+
+    `known`: what earlier research established elsewhere, told to the extractor before `context`.
+    It grows with every run, so it is left out of the reuse key: the same source asked the same
+    questions in the same context is not asked again because more became known elsewhere."""
     asked = asked_questions(task_spec, questions or [], added_questions)
+    told = context
+    if known:
+        told = "\n".join(
+            [
+                "Already known from other sources (look for what adds to it or contradicts it):",
+                *(f"- {statement}" for statement in known),
+                *([context] if context else []),
+            ]
+        )
     extractor_input = ExtractorInput(
         source_id=source.id,
         source_ref=source.ref,
         source_title=source.title,
         questions=asked,
         task_spec=task_spec,
-        context=context,
+        context=told,
     )
     truncated = len(source.text) > MAX_SOURCE_CHARS
     payload = ExtractorPayload(**extractor_input.model_dump(), source_text=source.text[:MAX_SOURCE_CHARS])
 
     recorded: list[int] = []
 
+    concise: list[tuple[int, int]] = []
+
     def finish(handoff_id: str, output: ExtractorOutput) -> dict[str, Any]:
+        if summary_asked(task_spec) and (cut := _concise(output)) is not None:
+            concise.append(cut)
         new_facts = []
         locator = QuoteLocator(source.text)
         for fact in output.facts:
@@ -177,7 +228,7 @@ async def extract(
         payload=payload,
         output_type=ExtractorOutput,
         prompt=_prompt(payload, truncated),
-        summarize=_summary,
+        summarize=lambda output: _summary(output, concise[0] if concise else None),
         finish=finish,
         reuse_key=reuse_key,
         on_reuse=reuse,
@@ -192,3 +243,55 @@ async def extract(
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(deps.knowledge.merge_or_index, recorded)
     return result
+
+
+class SpecSpending:
+    """What a node's extractions for one task spec have used of the spec's own budget: the sources
+    asked with it, and the tokens and cost they spent (read from the store, so a resumed run counts
+    what it spent before)."""
+
+    def __init__(self, deps: RoleDeps, run_id: str, node_id: str, spec: ExtractorTaskSpec) -> None:
+        self.spec = spec
+        self.refs: set[str] = set()
+        self.tokens = 0
+        self.cost_usd = 0.0
+        for handoff in deps.store.handoffs_for_run(run_id, role="extractor", node_id=node_id):
+            asked = handoff.input_as(ExtractorInput)
+            if asked is not None and asked.task_spec == spec:
+                self.refs.add(asked.source_ref)
+                self.tokens += handoff.tokens_in + handoff.tokens_out
+                self.cost_usd += handoff.cost_usd
+
+    @property
+    def metered(self) -> bool:
+        """Whether the spec limits tokens or cost (its extractions are then made one at a time)."""
+        budget = self.spec.budget
+        return budget is not None and (budget.max_tokens is not None or budget.max_cost_usd is not None)
+
+    def add(self, tokens: int, cost_usd: float) -> None:
+        self.tokens += tokens
+        self.cost_usd += cost_usd
+
+    def allowed(self, refs: Sequence[str]) -> set[str]:
+        """Of `refs`, those the spec may be asked of: those it was asked of already, then new ones in
+        order while its `max_sources` allows."""
+        budget = self.spec.budget
+        if budget is None or budget.max_sources is None:
+            return set(refs)
+        left = max(budget.max_sources - len(self.refs), 0)
+        new = [ref for ref in dict.fromkeys(refs) if ref not in self.refs][:left]
+        return {ref for ref in refs if ref in self.refs} | set(new)
+
+    def refused(self, ref: str, allowed: set[str], already_read: Collection[str] = ()) -> str | None:
+        """Why the spec may not be asked of `ref` now, or None: its sources, tokens or cost spent.
+        A source already read (asked again by an iteration) is not a new source."""
+        budget = self.spec.budget
+        if budget is None:
+            return None
+        if ref not in allowed and ref not in already_read:
+            return f"its budget of {budget.max_sources} sources was reached"
+        if budget.max_tokens is not None and self.tokens >= budget.max_tokens:
+            return f"its {self.tokens} of {budget.max_tokens} tokens spent"
+        if budget.max_cost_usd is not None and self.cost_usd >= budget.max_cost_usd:
+            return f"its ${self.cost_usd:.4f} of ${budget.max_cost_usd:.4f} spent"
+        return None

@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from research_mcp.citations import CitationChecker, normalize
-from research_mcp.contracts import Confidence, ConfidenceLevel, Fact, SynthesisOutput
+from research_mcp.contracts import ConfidenceLevel, ExtractorTaskSpec, Fact, SynthesisOutput
 from research_mcp.role_inputs import ChildReport, SynthesisFact, SynthesisInput, SynthesisPayload
+from research_mcp.roles.acceptance import Criterion, cited_facts, judge, numbered_criteria, reshape
 from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
+from research_mcp.roles.evidence import UNANSWERED, cap_confidence, judge_evidence
 from research_mcp.roles.framing import frame
-from research_mcp.storage.outputs import StoredSynthesis
+from research_mcp.roles.synthesis_inputs import insight_followups, read_inputs, source_gaps
+from research_mcp.storage.outputs import AcceptanceCheck, StoredSynthesis
 
 __all__ = ["UNANSWERED", "cap_confidence", "gate_synthesis", "gather_inputs", "synthesize"]
 
 MAX_FACTS = 150
 NOT_COVERED = "## Not covered (failed)"
 MAX_FAILURE_CHARS = 400
-UNANSWERED = "No verified fact was found for: "
 
 
 def gather_inputs(
@@ -26,29 +28,11 @@ def gather_inputs(
     """Facts in scope (extractors' facts, and the scope of lower syntheses) and the lower reports.
     A fact merged into a near-duplicate from another source is given as the canonical fact.
     `failures`, when given, receives what the lower syntheses could not research."""
-    store = deps.store
-    scoped: list[int] = []
-    reports: list[ChildReport] = []
-    for handoff_id in handoff_ids:
-        handoff = store.get_handoff(handoff_id)
-        if handoff.status != "done" or handoff.output is None:
-            continue
-        # An extraction lists the facts it recorded (or, reused, re-linked); a synthesis its scope.
-        scoped.extend(handoff.fact_ids)
-        if failures is not None:
-            failures.extend(handoff.failures)
-        synthesis, asked = handoff.output_as(StoredSynthesis), handoff.input_as(SynthesisInput)
-        if synthesis is not None:
-            reports.append(
-                ChildReport(
-                    title=asked.title if asked else "",
-                    report=synthesis.report,
-                    confidence=synthesis.confidence.level,
-                    gaps=synthesis.gaps,
-                )
-            )
-    facts = {fact.id: fact for fact in store.canonical_facts(scoped)}
-    return [facts[key] for key in sorted(facts)], reports
+    found = read_inputs(deps, handoff_ids)
+    if failures is not None:
+        failures.extend(found.failures)
+    facts = {fact.id: fact for fact in deps.store.canonical_facts(found.fact_ids)}
+    return [facts[key] for key in sorted(facts)], found.reports
 
 
 def _source_links(deps: RoleDeps, facts: Sequence[Fact]) -> set[str]:
@@ -57,9 +41,15 @@ def _source_links(deps: RoleDeps, facts: Sequence[Fact]) -> set[str]:
     return {ref for ref in refs.values() if "://" in ref}
 
 
-def _prompt(payload: SynthesisPayload, prior: Collection[int] = ()) -> str:
+def _prompt(payload: SynthesisPayload, criteria: Sequence[Criterion], prior: Collection[int] = ()) -> str:
     lines = [f"Node: {payload.title}", "Questions:"]
     lines += [f"- {question}" for question in payload.questions] or ["- (see the node title)"]
+    formats = list(dict.fromkeys(spec.expected_format for spec in payload.task_specs if spec.expected_format))
+    if formats:
+        lines.append("Expected format of the report: " + "; ".join(formats))
+    if criteria:
+        lines.append("Acceptance criteria (give a verdict on each in `criteria`, by its number):")
+        lines += [f"C{index}: {criterion.label}" for index, criterion in enumerate(criteria)]
     fact_lines = []
     for fact in payload.facts:
         status = "verified" if fact.verified else "UNVERIFIED"
@@ -69,8 +59,17 @@ def _prompt(payload: SynthesisPayload, prior: Collection[int] = ()) -> str:
             f'[F{fact.id}] (S{fact.source_id}, {status}{extra}) {fact.statement} | quote: "{fact.quote}"'
         )
     lines.append(frame("FACTS", "\n".join(fact_lines) or "(no facts)"))
+    if payload.insights:
+        said = {"gap": "names a gap", "follow_up": "leaves open", "link": "cites"}
+        open_lines = [
+            f"S{item.source_id} {said[item.kind]}: {item.text}"
+            + (f" ({item.context})" if item.context else "")
+            for item in payload.insights
+        ]
+        lines.append(frame("WHAT THE SOURCES LEAVE OPEN", "\n".join(open_lines)))
     for report in payload.child_reports:
-        lines.append(frame(f"REPORT {report.title!r} (confidence {report.confidence})", report.report))
+        gaps = "\n\nGaps:\n" + "\n".join(f"- {gap}" for gap in report.gaps) if report.gaps else ""
+        lines.append(frame(f"REPORT {report.title!r} (confidence {report.confidence})", report.report + gaps))
     return "\n".join(lines)
 
 
@@ -108,15 +107,23 @@ async def synthesize(
     discovery: bool = False,
     prior_facts: Sequence[int] = (),
     failures: Sequence[str] = (),
+    task_specs: Sequence[ExtractorTaskSpec] = (),
+    notes: Sequence[str] = (),
 ) -> RoleResult[SynthesisOutput]:
     """`prior_facts`: known facts from earlier research (prior findings), citable like the others.
 
     `failures` names what this node could not research (a source not read, a search or a part that
     failed) and why; with those the lower syntheses carry, they are kept in the output, added to its
-    gaps and listed under the report, so a failure is never silently left out."""
-    inherited: list[str] = []
-    facts, reports = gather_inputs(deps, input_handoffs, inherited)
-    failed = list(dict.fromkeys(failure[:MAX_FAILURE_CHARS] for failure in [*inherited, *failures]))
+    gaps and listed under the report, so a failure is never silently left out.
+
+    `task_specs` (a leaf's): the report is given in their expected format and their acceptance
+    criteria are judged (roles/acceptance.py). Whatever the backend says, code adds the gaps it sees
+    and caps the confidence by the evidence (roles/evidence.py); what the extractors said their
+    sources leave open reaches the synthesizer and, by code, the gaps and follow-ups. `notes` names
+    what the node left out on purpose (what a task spec's budget did not allow), added to the gaps."""
+    below = read_inputs(deps, input_handoffs)
+    facts = list({fact.id: fact for fact in deps.store.canonical_facts(below.fact_ids)}.values())
+    failed = list(dict.fromkeys(failure[:MAX_FAILURE_CHARS] for failure in [*below.failures, *failures]))
     # Prior findings the inputs do not already hold (a leaf re-reading a source finds its own again).
     found = {fact.id for fact in facts}
     facts += [fact for fact in deps.store.canonical_facts(prior_facts) if fact.id not in found]
@@ -127,23 +134,34 @@ async def synthesize(
         facts,
         key=lambda f: (not f.verified, -f.corroborations, -f.confidence, normalize(f.statement), f.quote),
     )[:MAX_FACTS]
-    evidence_gaps, cap = _evidence_gaps(questions, facts, in_scope)
     synthesis_input = SynthesisInput(
-        title=title, questions=questions, input_handoffs=input_handoffs, discovery=discovery
+        title=title,
+        questions=questions,
+        input_handoffs=input_handoffs,
+        discovery=discovery,
+        task_specs=list(task_specs),
     )
     payload = SynthesisPayload(
         **synthesis_input.model_dump(),
         facts=[SynthesisFact(**fact.model_dump(exclude={"location"})) for fact in facts],
-        child_reports=reports,
+        child_reports=below.reports,
+        insights=below.insights,
     )
+    criteria = numbered_criteria(task_specs)
     allowed = {fact.id for fact in facts}
     verified = {fact.id for fact in facts if fact.verified}
     prior = sorted(allowed - found)
 
     def finish(handoff_id: str, output: SynthesisOutput) -> dict[str, Any]:
+        for finding in output.key_findings:
+            finding.fact_ids = [fact_id for fact_id in finding.fact_ids if fact_id in allowed]
+        # The expected format, given by code when the synthesis did not (before the citation check,
+        # which then counts its citations as it counts the others).
+        output.report, format_gaps = reshape(output.report, task_specs, output.key_findings)
         # Every free text is checked, not only the report: a forged citation or a foreign link in a gap
         # or in the confidence reasoning would reach the exports as surely as one in the report.
-        checker = CitationChecker(allowed, verified, links=_source_links(deps, facts))
+        links = _source_links(deps, facts)
+        checker = CitationChecker(allowed, verified, links=links)
         report = checker.text(output.report)
         output.gaps = checker.texts(output.gaps)
         output.contradictions = checker.texts(output.contradictions)
@@ -151,18 +169,41 @@ async def synthesize(
         output.confidence.reasoning = checker.text(output.confidence.reasoning)
         for finding in output.key_findings:
             finding.statement = checker.text(finding.statement)
+        for verdict in output.criteria:
+            verdict.evidence = checker.text(verdict.evidence)
         check = checker.result(report)
+        acceptance = judge(
+            criteria,
+            report=check.report,
+            cited=cited_facts(check.report, facts),
+            source_of=_source_titles(deps),
+            verdicts=output.criteria,
+        )
+        evidence = judge_evidence(questions, facts, in_scope=in_scope, read=len(facts), acceptance=acceptance)
+        # What code knows is missing, whatever the backend said: unanswered questions, cut lists,
+        # criteria unmet or unchecked, what the sources say they leave open, and the same from below.
+        found_gaps = list(
+            dict.fromkeys(
+                [
+                    *evidence.gaps,
+                    *dict.fromkeys(notes),
+                    *format_gaps,
+                    *_acceptance_gaps(acceptance),
+                    *source_gaps(below.insights),
+                    *below.evidence_gaps,
+                ]
+            )
+        )
         output.report = _with_failures(check.report, failed)
         # A failure a gap already names (a child's gap arrives prefixed with its title) is not added twice.
         output.gaps = [*output.gaps, *(f for f in failed if not any(f in gap for gap in output.gaps))]
-        # What code knows is missing whatever the backend said: unanswered questions, cut lists.
-        output.gaps += [gap for gap in evidence_gaps if not any(gap[-80:] in said for said in output.gaps)]
-        if cap is not None:
-            output.confidence = cap_confidence(output.confidence, *cap)
+        output.gaps += [gap for gap in found_gaps if not any(gap[-80:] in said for said in output.gaps)]
+        output.suggested_followups += insight_followups(
+            below.insights, [*questions, *output.suggested_followups], below.read_refs | links
+        )
+        output.confidence = evidence.cap(output.confidence)
         if not check.verified:
             output.confidence = cap_confidence(output.confidence, "low", "the report cites no verified fact")
-        for finding in output.key_findings:
-            finding.fact_ids = [fact_id for fact_id in finding.fact_ids if fact_id in allowed]
         return {
             "report": output.report,
             "gaps": output.gaps,
@@ -177,6 +218,9 @@ async def synthesize(
                 "links_dropped": check.links_dropped,
             },
             "prior_fact_ids": prior,
+            "acceptance": [item.model_dump() for item in acceptance],
+            "evidence_gaps": found_gaps,
+            "insights": [item.model_dump() for item in below.insights],
         }
 
     return await perform(
@@ -185,7 +229,7 @@ async def synthesize(
         input=synthesis_input,
         payload=payload,
         output_type=SynthesisOutput,
-        prompt=_prompt(payload, prior),
+        prompt=_prompt(payload, criteria, prior),
         summarize=lambda output: _summary(output, len(failed)),
         finish=finish,
         # The same facts and reports, given the same way: the earlier synthesis is reused.
@@ -196,6 +240,8 @@ async def synthesize(
                 "payload": payload.model_dump(mode="json", exclude={"input_handoffs"}),
                 "prior": prior,
                 "failures": failed,
+                "carried": below.evidence_gaps,
+                "notes": list(dict.fromkeys(notes)),
             },
         ),
         run_id=run_id,
@@ -205,43 +251,27 @@ async def synthesize(
     )
 
 
-_LEVELS: dict[ConfidenceLevel, int] = {"low": 0, "medium": 1, "high": 2}
+def _source_titles(deps: RoleDeps) -> Callable[[int], tuple[str, str]]:
+    """A source's address and title by its id, each read once."""
+    known: dict[int, tuple[str, str]] = {}
+
+    def source_of(source_id: int) -> tuple[str, str]:
+        if source_id not in known:
+            source = deps.store.get_source(source_id)
+            known[source_id] = (source.ref, source.title)
+        return known[source_id]
+
+    return source_of
 
 
-def _evidence_gaps(
-    questions: Sequence[str], facts: Sequence[Fact], in_scope: int
-) -> tuple[list[str], tuple[ConfidenceLevel, str] | None]:
-    """Gaps code can see in the synthesis input, whatever the backend: a question no verified fact was
-    extracted for (judged only where verified facts answer some of these questions), facts cut at
-    MAX_FACTS; and the confidence cap they imply."""
-    gaps: list[str] = []
-    answered = {normalize(fact.question) for fact in facts if fact.verified and fact.question}
-    unanswered = []
-    # Judged only where facts were extracted for these questions (task specs may ask others).
-    if answered & {normalize(q) for q in questions}:
-        unanswered = [q for q in dict.fromkeys(questions) if normalize(q) not in answered]
-        gaps += [f"{UNANSWERED}{q}"[:500] for q in unanswered]
-    if in_scope > MAX_FACTS:
-        gaps.append(
-            f"Cut short: {in_scope - MAX_FACTS} of {in_scope} facts in scope were not given to the "
-            f"synthesis (at most {MAX_FACTS}; the least verified and corroborated were left out)"
-        )
-    if not any(fact.verified for fact in facts):
-        return gaps, ("low", "no verified fact in its input")
-    if unanswered:
-        share = f"{len(unanswered)} of {len(set(questions))} questions without a verified fact"
-        return gaps, ("low" if len(unanswered) * 2 > len(set(questions)) else "medium", share)
-    return gaps, None
-
-
-def cap_confidence(confidence: Confidence, cap: ConfidenceLevel, why: str) -> Confidence:
-    """`confidence` no higher than `cap`; when lowered, the reasoning says to what and why."""
-    if _LEVELS[confidence.level] <= _LEVELS[cap]:
-        return confidence
-    reasoning = (
-        f"Capped at {cap} by code ({why}); the synthesis said {confidence.level}: {confidence.reasoning}"
-    )
-    return Confidence(level=cap, reasoning=reasoning[:1000])
+def _acceptance_gaps(acceptance: Sequence[AcceptanceCheck]) -> list[str]:
+    gaps = []
+    for check in acceptance:
+        if check.met is False:
+            gaps.append(f"Acceptance criterion unmet: {check.criterion!r}: {check.evidence}"[:500])
+        elif check.met is None:
+            gaps.append(f"Acceptance criterion not checked: {check.criterion!r} ({check.evidence})"[:500])
+    return gaps
 
 
 def gate_synthesis(

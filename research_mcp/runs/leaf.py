@@ -11,14 +11,22 @@ run would have given them.
 
 from __future__ import annotations
 
+import hashlib
+
 from research_mcp.contracts import PlanNode
+from research_mcp.roles.acceptance import numbered_criteria
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.hops import follow_leads
 from research_mcp.runs.prior import prior_findings
 from research_mcp.runs.reading import choose_sources, extract_sources, ref_key
+from research_mcp.sources.library import classify_ref
 
-__all__ = ["run_leaf"]
+__all__ = ["rubric", "run_leaf"]
+
+#: Known facts a rubric names (the best first), and the characters each is given.
+RUBRIC_FACTS = 5
+RUBRIC_FACT_CHARS = 240
 
 
 def _chosen_before(rc: RunContext, key: str) -> dict[str, list[str]] | None:
@@ -54,7 +62,10 @@ async def run_leaf(rc: RunContext, node: PlanNode, key: str, discovered: list[st
     if not refs:
         rc.deps.store.add_event(rc.run_id, "no_sources", f"no sources found for {node.title!r}", node_id=key)
     prior = await prior_findings(rc, node, key, questions)
-    extractions = await extract_sources(rc, node, key, refs, questions=questions)
+    contexts, known = rubric(rc, node, prior, refs)
+    extractions = await extract_sources(
+        rc, node, key, refs, questions=questions, contexts=contexts, known=known
+    )
     extractions += await follow_leads(rc, node, key, questions, refs, extractions)
     result = await synthesize(
         rc.deps,
@@ -65,5 +76,40 @@ async def run_leaf(rc: RunContext, node: PlanNode, key: str, discovered: list[st
         node_id=key,
         prior_facts=prior,
         failures=rc.failures.get(key, []),
+        task_specs=node.task_specs,
+        notes=[e.message for e in rc.deps.store.events_for_run(rc.run_id, "spec_budget") if e.node_id == key],
     )
     return result.handoff_id
+
+
+def rubric(
+    rc: RunContext, node: PlanNode, prior: list[int], refs: list[str]
+) -> tuple[dict[str, str], list[str]]:
+    """What each source's extractor is told besides its questions: what the leaf's findings must
+    meet (its task specs' acceptance criteria and format), by source, and what earlier research
+    found in other sources (prior findings from the knowledge base, to add to or contradict)."""
+    facts = [fact for fact in rc.deps.store.get_facts(prior) if fact.verified]
+    refs_of = rc.deps.store.source_refs({fact.source_id for fact in facts})
+    own = {_stored_ref(ref) for ref in refs}
+    known = [
+        fact.statement[:RUBRIC_FACT_CHARS]
+        for fact in facts
+        if _stored_ref(refs_of.get(fact.source_id, "")) not in own and f"S{fact.source_id}" not in own
+    ][:RUBRIC_FACTS]
+    criteria = [criterion.label for criterion in numbered_criteria(node.task_specs)]
+    criteria += [
+        f"expected format: {spec.expected_format}" for spec in node.task_specs if spec.expected_format
+    ]
+    if not criteria:
+        return {}, known
+    must = "The findings must meet:\n" + "\n".join(f"- {line}" for line in dict.fromkeys(criteria))
+    return {ref: must for ref in refs}, known
+
+
+def _stored_ref(ref: str) -> str:
+    """The address a reference is stored under, as sources/library.py stores it: a text given inline
+    under its hash, a web address in canonical form, the others as given."""
+    kind = classify_ref(ref)
+    if kind == "text":
+        return f"text:{hashlib.sha256(ref.strip().encode()).hexdigest()[:16]}"
+    return ref_key(ref)

@@ -30,6 +30,9 @@ __all__ = ["PhaseSpending", "criteria_status", "run_phases", "unmet_gap"]
 _LEVELS = {"low": 0, "medium": 1, "high": 2}
 #: Follow-up questions and source-named gaps one leaf asks in one iteration.
 MAX_FOLLOW_UPS = 3
+NOT_ESTABLISHED = "Not established by the verified facts: "
+#: Gaps code writes that are not questions to ask again.
+_NOT_QUESTIONS = ("Cut short:", "Acceptance criterion", "Expected format not met", " names a gap: ")
 
 
 def corroboration(fact_ids: list[int], sources: dict[int, tuple[int, int]]) -> int:
@@ -136,14 +139,17 @@ def _synthesis(rc: RunContext, handoff_id: str) -> tuple[StoredSynthesis, dict[i
 
 
 def _gap_questions(output: StoredSynthesis) -> list[str]:
-    """The synthesis's gaps as questions to ask again: an unanswered question as itself; not the
-    failures, the lists cut short or the phase's own notes code added (those are no questions)."""
+    """The synthesis's gaps as questions to ask again: an unanswered question as itself (also when a
+    part's gap carries it, prefixed with the part's title); not the failures, the lists cut short,
+    the acceptance criteria, the gaps sources name (asked of them already) or the phase's own notes
+    code added (those are no questions)."""
     questions = []
     for gap in output.gaps:
-        if gap in output.failures or gap.startswith(("Cut short:", "Phase ")):
+        if gap in output.failures or gap.startswith("Phase ") or any(note in gap for note in _NOT_QUESTIONS):
             continue
-        for prefix in (UNANSWERED, "Not established by the verified facts: "):
-            gap = gap.removeprefix(prefix)
+        for marker in (UNANSWERED, NOT_ESTABLISHED):
+            if marker in gap:
+                gap = gap.split(marker, 1)[1]
         questions.append(gap)
     return list(dict.fromkeys(questions))
 

@@ -8,6 +8,7 @@ its extraction is read back.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Collection, Mapping, Sequence
 
@@ -16,7 +17,7 @@ import anyio
 from research_mcp.contracts import ExtractorTaskSpec, PlanNode, Source
 from research_mcp.errors import ModelError, NotConfigured, SourceError
 from research_mcp.role_inputs import ExtractorInput
-from research_mcp.roles.extractor import asked_questions, extract
+from research_mcp.roles.extractor import SpecSpending, asked_questions, extract
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
 from research_mcp.sources.library import canonical_url, classify_ref
 
@@ -96,17 +97,41 @@ async def extract_sources(
     added_questions: Sequence[str] = (),
     already_read: Collection[str] = (),
     contexts: Mapping[str, str] | None = None,
+    known: Sequence[str] = (),
 ) -> list[str]:
     """One extractor per (source, task spec), in parallel; a source that fails is logged and skipped.
         `added_questions` (an iteration's) follow each task spec's own questions. A source already asked
         the same questions is not asked again: its extraction is reused. A source in `already_read` is
         not counted against the run's source budget again. `contexts` gives a source what the extractor
-    is told about why it is read (the lead that brought a second hop to it)."""
+    is told about why it is read (the lead that brought a second hop to it); `known`, what earlier
+    research established elsewhere (roles/extractor.py)."""
     specs: list[ExtractorTaskSpec | None] = list(node.task_specs) or [None]
     done = _done_extractions(rc, key)
     handoffs: dict[tuple[int, int], str] = {}
+    # A task spec's own budget: the sources it may be asked of, chosen before the parallel fan-out.
+    spending = {
+        index: SpecSpending(rc.deps, rc.run_id, key, spec)
+        for index, spec in enumerate(specs)
+        if spec is not None and spec.budget is not None
+    }
+    allowed = {index: spent.allowed(refs) for index, spent in spending.items()}
+
+    # A spec with a token or cost budget is asked of one source at a time, its spending checked before each.
+    locks = {index: anyio.Lock() for index, spent in spending.items() if spent.metered}
 
     async def one(slot: tuple[int, int], ref: str, spec: ExtractorTaskSpec | None) -> None:
+        spent = spending.get(slot[1])
+        async with locks.get(slot[1]) or contextlib.nullcontext():
+            if spent is not None and (reason := spent.refused(ref, allowed[slot[1]], already_read)):
+                # Left out on purpose, not failed: named in the leaf's gaps, not retried.
+                note = f"Task spec {slot[1] + 1} not asked of {ref}: {reason}"
+                rc.deps.store.add_event(rc.run_id, "spec_budget", note, node_id=key)
+                return
+            await read(slot, ref, spec, spent)
+
+    async def read(
+        slot: tuple[int, int], ref: str, spec: ExtractorTaskSpec | None, spent: SpecSpending | None
+    ) -> None:
         if ref not in already_read and not rc.deps.budget.take_source():
             rc.failures.setdefault(key, []).append(
                 f"Source not read: {ref}: the run's budget of {rc.deps.budget.max_sources} sources was reached"
@@ -119,18 +144,28 @@ async def extract_sources(
             if reuse is not None:
                 handoffs[slot] = reuse
                 return
-            result = await extract(
-                rc.deps,
-                source,
-                questions=questions,
-                task_spec=spec,
-                added_questions=added_questions,
-                context=(contexts or {}).get(ref, ""),
-                run_id=rc.run_id,
-                node_id=key,
-                iteration=iteration,
-            )
-            handoffs[slot] = result.handoff_id
+            seconds = spent.spec.budget.max_seconds if spent is not None and spent.spec.budget else None
+            with anyio.move_on_after(seconds) as limit:
+                result = await extract(
+                    rc.deps,
+                    source,
+                    questions=questions,
+                    task_spec=spec,
+                    added_questions=added_questions,
+                    context=(contexts or {}).get(ref, ""),
+                    known=known,
+                    run_id=rc.run_id,
+                    node_id=key,
+                    iteration=iteration,
+                )
+                handoffs[slot] = result.handoff_id
+                if spent is not None:
+                    spent.add(result.usage.tokens_in + result.usage.tokens_out, result.usage.cost_usd)
+            if limit.cancelled_caught:
+                note = (
+                    f"Task spec {slot[1] + 1} not answered from {ref}: its {seconds:g} s time limit reached"
+                )
+                rc.deps.store.add_event(rc.run_id, "spec_budget", note, node_id=key)
         except (SourceError, ModelError, NotConfigured) as error:
             rc.failures.setdefault(key, []).append(f"Source not read: {ref}: {error}")
             rc.deps.store.add_event(rc.run_id, "source_failed", f"{ref}: {error}", node_id=key)

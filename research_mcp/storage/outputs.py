@@ -24,10 +24,11 @@ from research_mcp.contracts import (
     ScoutOutput,
     SynthesisOutput,
 )
-from research_mcp.role_inputs import ExtractorInput, PlannerInput, ScoutInput, SynthesisInput
+from research_mcp.role_inputs import ExtractorInput, PlannerInput, ScoutInput, SourceInsight, SynthesisInput
 
 __all__ = [
     "OUTPUTS",
+    "AcceptanceCheck",
     "CachedOutput",
     "CitationCounts",
     "CuratedSource",
@@ -78,6 +79,17 @@ class CitationCounts(BaseModel):
     links_dropped: int = 0
 
 
+class AcceptanceCheck(BaseModel):
+    """One acceptance criterion (or expected format) of a task spec, judged on a synthesis: by code
+    where it can be read off the report and its cited facts, else by the model, else unchecked."""
+
+    spec: int
+    criterion: str
+    met: bool | None = None
+    by: Literal["code", "model", "unchecked"] = "unchecked"
+    evidence: str = ""
+
+
 class StoredSynthesis(SynthesisOutput, _Reusable):
     """A synthesizer handoff's output: its report, plus what code added when it was committed.
 
@@ -85,7 +97,10 @@ class StoredSynthesis(SynthesisOutput, _Reusable):
     made, verified and dropped; `failures`: parts not researched, and why (also in `gaps`);
     `prior_fact_ids`: known facts from earlier research; `finished_nodes`: for a partial report
     (a run stopped by its budget), the nodes that had finished; `unmet_criteria`: the phase criteria
-    still unmet when the phase stopped (also in `gaps`, and capping `confidence`)."""
+    still unmet when the phase stopped (also in `gaps`, and capping `confidence`); `acceptance`: each
+    task spec criterion and expected format, judged; `evidence_gaps`: the gaps code found (unanswered
+    questions, lists cut short, criteria unmet, what sources say they leave open), carried up to the
+    parent synthesis; `insights`: what the extractors said their sources leave open, carried up."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -102,6 +117,9 @@ class StoredSynthesis(SynthesisOutput, _Reusable):
     prior_fact_ids: list[int] = Field(default_factory=list)
     finished_nodes: list[str] = Field(default_factory=list)
     unmet_criteria: list[str] = Field(default_factory=list)
+    acceptance: list[AcceptanceCheck] = Field(default_factory=list)
+    evidence_gaps: list[str] = Field(default_factory=list)
+    insights: list[SourceInsight] = Field(default_factory=list)
 
 
 class CuratedSource(BaseModel):

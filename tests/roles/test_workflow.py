@@ -432,7 +432,7 @@ async def test_a_question_no_verified_fact_answers_is_a_gap_and_caps_any_backend
     assert "No verified fact was found for: What does tidal power cost?" in gaps.structured_content["text"]
     assert "What is known about solar?" not in gaps.structured_content["text"]
     text = confidence.structured_content["text"]
-    assert text.startswith("medium: Capped at medium by code (1 of 2 questions without a verified fact)")
+    assert text.startswith("medium: Capped at medium by code (1 of 2 questions without a verified fact;")
 
 
 async def test_an_unmet_theme_is_asked_of_the_source_already_read_after_the_task_specs_own_questions() -> (

@@ -1,0 +1,153 @@
+"""Confidence and gaps computed by code from the evidence a synthesis was given, whatever the backend.
+
+A synthesizer's confidence is capped by what its facts support; each rule that lowers it says why:
+
+- no verified fact in its input: `low`;
+- questions covered: a question no verified fact was extracted for is a gap (judged where verified
+  facts answer some of the questions asked); more than half such questions: `low`, some: `medium`;
+- evidence strength: each answered question's best verified fact (its confidence; for the no-model
+  backend 0.2 + its relevance score). A mean below `COVERED_EVIDENCE`: `low`; below
+  `STRONG_EVIDENCE`: `medium`. A question whose facts share no content term with it ("See the GNU
+  Lesser General Public License for more details." for "What does the GPL-3 require when
+  distributing modified versions?") is answered on paper only: `medium` at most;
+- corroboration: `high` needs at least half the answered questions backed by two sources (a fact
+  the knowledge base found in another source, or verified facts from two sources);
+- acceptance criteria of the leaf's task specs: some unmet, `medium`; all unmet, `low`.
+
+Every list cut short (facts beyond what a synthesis reads) is a gap too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from research_mcp.citations import normalize
+from research_mcp.contracts import Confidence, ConfidenceLevel, Fact
+from research_mcp.llm.extractive.scoring import terms
+from research_mcp.storage.outputs import AcceptanceCheck
+
+__all__ = [
+    "COVERED_EVIDENCE",
+    "STRONG_EVIDENCE",
+    "UNANSWERED",
+    "Evidence",
+    "bears_on",
+    "cap_confidence",
+    "judge_evidence",
+]
+
+UNANSWERED = "No verified fact was found for: "
+STRONG_EVIDENCE = 0.6
+COVERED_EVIDENCE = 0.4
+#: Letters two stemmed terms must share to count as one ("modifications" and "modified").
+SHARED_PREFIX = 5
+
+_LEVELS: dict[ConfidenceLevel, int] = {"low": 0, "medium": 1, "high": 2}
+
+
+@dataclass
+class Evidence:
+    """What code found missing in a synthesis's evidence, and the confidence caps it implies."""
+
+    gaps: list[str] = field(default_factory=list)
+    caps: list[tuple[ConfidenceLevel, str]] = field(default_factory=list)
+
+    def cap(self, confidence: Confidence) -> Confidence:
+        """`confidence` no higher than the lowest cap, the reasoning naming every rule that caps it."""
+        if not self.caps:
+            return confidence
+        level = min((level for level, _ in self.caps), key=_LEVELS.__getitem__)
+        why = "; ".join(reason for cap, reason in self.caps if _LEVELS[cap] < _LEVELS[confidence.level])
+        return cap_confidence(confidence, level, why)
+
+
+def _same(a: str, b: str) -> bool:
+    return a == b or (
+        len(a) >= SHARED_PREFIX and len(b) >= SHARED_PREFIX and a[:SHARED_PREFIX] == b[:SHARED_PREFIX]
+    )
+
+
+def bears_on(fact: Fact, question: str) -> bool:
+    """Whether a fact shares a content term with the question it was extracted for."""
+    asked = set(terms(question))
+    said = set(terms(f"{fact.statement} {fact.quote}"))
+    return not asked or any(_same(a, s) for a in asked for s in said)
+
+
+def judge_evidence(
+    questions: Sequence[str],
+    facts: Sequence[Fact],
+    *,
+    in_scope: int,
+    read: int,
+    acceptance: Sequence[AcceptanceCheck] = (),
+) -> Evidence:
+    """The gaps and caps of a synthesis given `facts` (`read` of the `in_scope` facts were given)."""
+    evidence = Evidence()
+    asked = list(dict.fromkeys(q for q in questions if q.strip()))
+    verified = [fact for fact in facts if fact.verified]
+    by_question: dict[str, list[Fact]] = {}
+    for fact in verified:
+        if fact.question:
+            by_question.setdefault(normalize(fact.question), []).append(fact)
+    # Judged only where facts were extracted for these questions (task specs may ask others).
+    judged = [q for q in asked if normalize(q) in by_question]
+    unanswered = [q for q in asked if normalize(q) not in by_question] if judged else []
+    evidence.gaps += [f"{UNANSWERED}{q}"[:500] for q in unanswered]
+    if in_scope > read:
+        evidence.gaps.append(
+            f"Cut short: {in_scope - read} of {in_scope} facts in scope were not given to the "
+            f"synthesis (at most {read}; the least verified and corroborated were left out)"
+        )
+    if not verified:
+        evidence.caps.append(("low", "no verified fact in its input"))
+        return evidence
+    if unanswered:
+        share = f"{len(unanswered)} of {len(asked)} questions without a verified fact"
+        evidence.caps.append(("low" if len(unanswered) * 2 > len(asked) else "medium", share))
+    groups = [by_question[normalize(q)] for q in judged] or [verified]
+    best = [max(fact.confidence for fact in group) for group in groups]
+    strength = sum(best) / len(best)
+    if strength < COVERED_EVIDENCE:
+        evidence.caps.append(
+            ("low", f"best evidence per question {strength:.2f} on average, under {COVERED_EVIDENCE}")
+        )
+    elif strength < STRONG_EVIDENCE:
+        evidence.caps.append(
+            ("medium", f"best evidence per question {strength:.2f} on average, under {STRONG_EVIDENCE}")
+        )
+    off_topic = [
+        q for q, group in zip(judged, groups, strict=False) if not any(bears_on(f, q) for f in group)
+    ]
+    if off_topic:
+        evidence.caps.append(
+            (
+                "medium",
+                f"no fact found for {len(off_topic)} question(s) shares a term with it: {off_topic[0][:120]!r}",
+            )
+        )
+    corroborated = sum(
+        1
+        for group in groups
+        if any(fact.corroborations > 1 for fact in group) or len({fact.source_id for fact in group}) > 1
+    )
+    if corroborated * 2 < len(groups):
+        evidence.caps.append(
+            ("medium", f"{corroborated} of {len(groups)} answered questions backed by two or more sources")
+        )
+    unmet = [check for check in acceptance if check.met is False]
+    if unmet:
+        level: ConfidenceLevel = "low" if len(unmet) == len(acceptance) else "medium"
+        evidence.caps.append((level, f"{len(unmet)} of {len(acceptance)} acceptance criteria unmet"))
+    return evidence
+
+
+def cap_confidence(confidence: Confidence, cap: ConfidenceLevel, why: str) -> Confidence:
+    """`confidence` no higher than `cap`; when lowered, the reasoning says to what and why."""
+    if _LEVELS[confidence.level] <= _LEVELS[cap]:
+        return confidence
+    reasoning = (
+        f"Capped at {cap} by code ({why}); the synthesis said {confidence.level}: {confidence.reasoning}"
+    )
+    return Confidence(level=cap, reasoning=reasoning[:1000])

@@ -1,0 +1,105 @@
+"""What a synthesis reads below it: the facts in scope, the lower reports, and what code carries up
+from the handoffs below (failures, the gaps code found, and what the extractors said their sources
+leave open: follow-up questions, gaps a source names, sources it cites), each kept with its source."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from research_mcp.citations import normalize
+from research_mcp.role_inputs import ChildReport, ExtractorInput, SourceInsight, SynthesisInput
+from research_mcp.roles.base import RoleDeps
+from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis
+
+__all__ = ["Inputs", "insight_followups", "read_inputs", "source_gaps"]
+
+#: What the sources leave open, carried up one synthesis (follow-ups, named gaps, cited sources).
+MAX_INSIGHTS = 30
+#: Gaps the sources name, and follow-ups (questions, sources to read), a synthesis adds by code.
+MAX_SOURCE_GAPS = 5
+MAX_CODE_FOLLOWUPS = 5
+
+
+class Inputs:
+    """What a synthesis reads below it: facts in scope, child reports, and what code carries up
+    (failures, the gaps code found, what the sources leave open)."""
+
+    def __init__(self) -> None:
+        self.fact_ids: list[int] = []
+        self.reports: list[ChildReport] = []
+        self.failures: list[str] = []
+        self.evidence_gaps: list[str] = []
+        self.insights: list[SourceInsight] = []
+        self.read_refs: set[str] = set()
+
+
+def read_inputs(deps: RoleDeps, handoff_ids: list[str]) -> Inputs:
+    """Everything a synthesis reads from the handoffs below it."""
+    store = deps.store
+    found = Inputs()
+    for handoff_id in handoff_ids:
+        handoff = store.get_handoff(handoff_id)
+        if handoff.status != "done" or handoff.output is None:
+            continue
+        # An extraction lists the facts it recorded (or, reused, re-linked); a synthesis its scope.
+        found.fact_ids.extend(handoff.fact_ids)
+        found.failures.extend(handoff.failures)
+        synthesis, asked = handoff.output_as(StoredSynthesis), handoff.input_as(SynthesisInput)
+        extraction = handoff.output_as(StoredExtraction)
+        if synthesis is not None:
+            found.reports.append(
+                ChildReport(
+                    title=asked.title if asked else "",
+                    report=synthesis.report,
+                    confidence=synthesis.confidence.level,
+                    gaps=synthesis.gaps,
+                )
+            )
+            found.evidence_gaps.extend(synthesis.evidence_gaps)
+            found.insights.extend(synthesis.insights)
+        elif extraction is not None and extraction.source_id is not None:
+            found.insights.extend(_insights_of(extraction, extraction.source_id))
+            if (read := handoff.input_as(ExtractorInput)) is not None:
+                found.read_refs.add(read.source_ref)
+    unique = {(i.source_id, i.kind, normalize(i.text)): i for i in found.insights}
+    found.insights = list(unique.values())[:MAX_INSIGHTS]
+    return found
+
+
+def _insights_of(extraction: StoredExtraction, source_id: int) -> list[SourceInsight]:
+    """What one extraction said its source leaves open, with that source."""
+    return [
+        *(
+            SourceInsight(source_id=source_id, kind="gap", text=gap)
+            for gap in extraction.source_identified_gaps
+        ),
+        *(
+            SourceInsight(source_id=source_id, kind="follow_up", text=item.question, context=item.rationale)
+            for item in extraction.follow_up_questions
+        ),
+        *(
+            SourceInsight(source_id=source_id, kind="link", text=link.ref, context=link.context)
+            for link in sorted(extraction.linked_candidate_sources, key=lambda link: link.priority)
+        ),
+    ]
+
+
+def source_gaps(insights: Sequence[SourceInsight]) -> list[str]:
+    """The gaps sources name themselves (their limitations, their open questions), with the source."""
+    named = [item for item in insights if item.kind == "gap"]
+    return [f"Source S{item.source_id} names a gap: {item.text}"[:500] for item in named[:MAX_SOURCE_GAPS]]
+
+
+def insight_followups(insights: Sequence[SourceInsight], asked: Sequence[str], read: set[str]) -> list[str]:
+    """Follow-up questions the extractors raised that nothing here asks yet, and sources the sources
+    cite that were not read: at most MAX_CODE_FOLLOWUPS."""
+    known = {normalize(question) for question in asked}
+    followups: list[str] = []
+    for item in insights:
+        if item.kind == "follow_up" and normalize(item.text) not in known:
+            followups.append(item.text[:300])
+            known.add(normalize(item.text))
+        elif item.kind == "link" and item.text not in read:
+            followups.append(f"Read {item.text} (cited by S{item.source_id})"[:300])
+            read = read | {item.text}
+    return followups[:MAX_CODE_FOLLOWUPS]

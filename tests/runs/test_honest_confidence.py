@@ -1,0 +1,123 @@
+"""Confidence computed from the evidence, whatever the synthesizer says, end to end through the run
+engine with a scripted model (which always says "high" over three facts or more)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp import Client
+
+from research_mcp.config import Settings
+from research_mcp.contracts import Confidence, ExtractedFact, ExtractorOutput, FollowUpQuestion
+from research_mcp.llm.base import ModelRequest
+from research_mcp.llm.scripted import ScriptedModel, team_script
+from research_mcp.role_inputs import ExtractorPayload, SynthesisPayload
+from research_mcp.server.app import create_server
+from research_mcp.storage.outputs import StoredSynthesis
+from research_mcp.storage.store import Store
+
+GPL = "What does the GPL-3 require when distributing modified versions?"
+SEE = "See the GNU Lesser General Public License for more details."
+COPY = "You should have received a copy of the GNU General Public License along with this program."
+CONVEY = (
+    "You may convey modified versions if the work carries prominent notices stating that you modified it."
+)
+FSF = "The Free Software Foundation publishes this License text."
+LICENSE_A = f"{SEE} {COPY} {FSF} {CONVEY}"
+LICENSE_B = f"{COPY} {SEE} {FSF} The license text follows. {CONVEY}"
+
+
+def scripted(statements: list[str], confidence: float = 0.9, **extra: Any) -> Any:
+    """An extractor quoting `statements` as answers to the first question; the team's synthesizer."""
+
+    def script(request: ModelRequest[Any]) -> Any:
+        if not isinstance(request.payload, ExtractorPayload):
+            return team_script(request)
+        facts = [
+            ExtractedFact(statement=s, quote=s, question_index=0, confidence=confidence)
+            for s in statements
+            if s in request.payload.source_text
+        ]
+        return ExtractorOutput(
+            facts=facts, confidence=Confidence(level="high", reasoning="scripted"), **extra
+        )
+
+    return script
+
+
+async def run(question: str, sources: list[str], script: Any) -> tuple[ScriptedModel, StoredSynthesis]:
+    model = ScriptedModel(script)
+    leaf = {"kind": "leaf", "title": "licence", "questions": [question], "sources": sources}
+    plan = {"root": {"kind": "executor", "title": "licences", "children": [leaf]}}
+    async with Client(create_server(model=model)) as client:
+        planned = await client.call_tool("plan_research", {"query": question, "suggested_plan": plan})
+        done = await client.call_tool(
+            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        )
+        assert done.structured_content["status"] == "done", done.structured_content
+    store = Store(Settings().database_path)
+    output = store.get_handoff(store.get_run(done.structured_content["id"]).result_handoff_id or "").output
+    assert isinstance(output, StoredSynthesis)
+    return model, output
+
+
+async def test_evidence_that_shares_no_term_with_its_question_never_makes_confidence_high() -> None:
+    # Two sources, verified quotes, confidence 0.9, the synthesizer says "high": but no fact says
+    # anything the question asks (the reported case: GPL-3 and "See the GNU Lesser ... for more details.").
+    _, output = await run(GPL, [LICENSE_A, LICENSE_B], scripted([SEE, COPY, FSF]))
+    assert output.confidence.level == "medium", output.confidence
+    assert output.confidence.reasoning.startswith("Capped at medium by code (no fact found for 1 question(s)")
+    assert repr(GPL) in output.confidence.reasoning
+
+
+async def test_corroborated_evidence_that_bears_on_the_question_keeps_the_synthesizers_high() -> None:
+    _, output = await run(GPL, [LICENSE_A, LICENSE_B], scripted([SEE, COPY, CONVEY]))
+    assert output.confidence.level == "high"
+    assert output.confidence.reasoning == "scripted"
+
+
+async def test_a_single_source_caps_confidence_at_medium() -> None:
+    _, output = await run(GPL, [LICENSE_A], scripted([SEE, COPY, CONVEY]))
+    assert output.confidence.level == "medium"
+    assert "0 of 1 answered questions backed by two or more sources" in output.confidence.reasoning
+
+
+async def test_weak_evidence_caps_confidence_at_low() -> None:
+    _, output = await run(GPL, [LICENSE_A, LICENSE_B], scripted([SEE, COPY, CONVEY], confidence=0.3))
+    assert output.confidence.level == "low"
+    assert "best evidence per question 0.30 on average, under 0.4" in output.confidence.reasoning
+
+
+async def test_what_sources_leave_open_reaches_the_synthesizer_and_the_runs_gaps_and_followups() -> None:
+    follow_up = "Does the GPL-3 apply to software offered over a network?"
+    script = scripted(
+        [CONVEY],
+        source_identified_gaps=["The licence does not say how it applies to network use."],
+        follow_up_questions=[FollowUpQuestion(question=follow_up, confidence=0.3, rationale="not covered")],
+    )
+
+    def low(request: ModelRequest[Any]) -> Any:  # low confidence: the trigger for insights
+        output = script(request)
+        if isinstance(output, ExtractorOutput):
+            output.confidence = Confidence(level="low", reasoning="scripted")
+        return output
+
+    model, output = await run(GPL, [LICENSE_A], low)
+    [leaf] = [
+        c
+        for c in model.calls_for("synthesizer")
+        if isinstance(c.payload, SynthesisPayload) and c.payload.title == "licence"
+    ]
+    assert isinstance(leaf.payload, SynthesisPayload)
+    assert [(i.kind, i.text) for i in leaf.payload.insights] == [
+        ("gap", "The licence does not say how it applies to network use."),
+        ("follow_up", follow_up),
+    ]
+    assert "names a gap: The licence does not say how it applies to network use." in leaf.prompt
+    # The run's result (the root's synthesis, a model that said no gap and no follow-up) carries them.
+    source = leaf.payload.insights[0].source_id
+    assert (
+        f"Source S{source} names a gap: The licence does not say how it applies to network use."
+        in output.gaps
+    )
+    assert follow_up in output.suggested_followups
