@@ -10,6 +10,9 @@ A synthesizer's confidence is capped by what its facts support; each rule that l
   `STRONG_EVIDENCE`: `medium`. A question whose facts share no content term with it ("See the GNU
   Lesser General Public License for more details." for "What does the GPL-3 require when
   distributing modified versions?") is answered on paper only: `medium` at most;
+- the thing a question names: a question naming it by an identifier ("GPL-3") is judged on the
+  facts that name it too (in their statement, quote or source title); none does: `medium` at most,
+  so facts on the GPL-2 do not corroborate an answer about the GPL-3;
 - corroboration: `high` needs at least half the answered questions backed by two sources (a fact
   the knowledge base found in another source, or verified facts from two sources);
 - acceptance criteria of the leaf's task specs: some unmet, `medium`; all unmet, `low`.
@@ -19,7 +22,8 @@ Every list cut short (facts beyond what a synthesis reads) is a gap too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from research_mcp.citations import normalize
@@ -34,6 +38,7 @@ __all__ = [
     "Evidence",
     "bears_on",
     "cap_confidence",
+    "identifiers",
     "judge_evidence",
 ]
 
@@ -43,6 +48,7 @@ COVERED_EVIDENCE = 0.4
 #: Letters two stemmed terms must share to count as one ("modifications" and "modified").
 SHARED_PREFIX = 5
 
+_IDENTIFIER = re.compile(r"(?<![\w-])([A-Za-z]{2,})[-\u2010\u2011]?(\d+(?:\.\d+)*)(?![\w.-]*\d)")
 _LEVELS: dict[ConfidenceLevel, int] = {"low": 0, "medium": 1, "high": 2}
 
 
@@ -68,6 +74,12 @@ def _same(a: str, b: str) -> bool:
     )
 
 
+def identifiers(text: str) -> set[str]:
+    """The identifiers a text names: letters joined to a number ("GPL-3", "GPT-4", "COVID-19"),
+    folded ("gpl3")."""
+    return {f"{letters}{digits}".casefold() for letters, digits in _IDENTIFIER.findall(text)}
+
+
 def bears_on(fact: Fact, question: str) -> bool:
     """Whether a fact shares a content term with the question it was extracted for."""
     asked = set(terms(question))
@@ -82,8 +94,11 @@ def judge_evidence(
     in_scope: int,
     read: int,
     acceptance: Sequence[AcceptanceCheck] = (),
+    titles: Mapping[int, str] | None = None,
 ) -> Evidence:
-    """The gaps and caps of a synthesis given `facts` (`read` of the `in_scope` facts were given)."""
+    """The gaps and caps of a synthesis given `facts` (`read` of the `in_scope` facts were given);
+    `titles`, the titles of their sources by id."""
+    titles = titles or {}
     evidence = Evidence()
     asked = list(dict.fromkeys(q for q in questions if q.strip()))
     verified = [fact for fact in facts if fact.verified]
@@ -107,6 +122,42 @@ def judge_evidence(
         share = f"{len(unanswered)} of {len(asked)} questions without a verified fact"
         evidence.caps.append(("low" if len(unanswered) * 2 > len(asked) else "medium", share))
     groups = [by_question[normalize(q)] for q in judged] or [verified]
+    # A question naming a thing by an identifier ("GPL-3", "GPT-4") is judged on the facts about it.
+    unnamed = []
+    for position, question in enumerate(judged):
+        names = identifiers(question)
+        if names:
+            about = [
+                f
+                for f in groups[position]
+                if names & identifiers(f"{f.statement} {f.quote} {titles.get(f.source_id, '')}")
+            ]
+            if about:
+                groups[position] = about
+            else:
+                unnamed.append((question, sorted(names)))
+    if unnamed:
+        first, named = unnamed[0]
+        what = f"({', '.join(named)}): {first[:120]!r}"
+        evidence.caps.append(
+            ("medium", f"no fact found for {len(unnamed)} question(s) names what it asks about {what}")
+        )
+    # Strength and corroboration are judged on the facts that bear on the question: a licence's
+    # boilerplate repeated in ten files corroborates nothing it asks.
+    off_topic = []
+    for position, question in enumerate(judged):
+        bearing = [f for f in groups[position] if bears_on(f, question)]
+        if bearing:
+            groups[position] = bearing
+        else:
+            off_topic.append(question)
+    if off_topic:
+        evidence.caps.append(
+            (
+                "medium",
+                f"no fact found for {len(off_topic)} question(s) shares a term with it: {off_topic[0][:120]!r}",
+            )
+        )
     best = [max(fact.confidence for fact in group) for group in groups]
     strength = sum(best) / len(best)
     if strength < COVERED_EVIDENCE:
@@ -116,16 +167,6 @@ def judge_evidence(
     elif strength < STRONG_EVIDENCE:
         evidence.caps.append(
             ("medium", f"best evidence per question {strength:.2f} on average, under {STRONG_EVIDENCE}")
-        )
-    off_topic = [
-        q for q, group in zip(judged, groups, strict=False) if not any(bears_on(f, q) for f in group)
-    ]
-    if off_topic:
-        evidence.caps.append(
-            (
-                "medium",
-                f"no fact found for {len(off_topic)} question(s) shares a term with it: {off_topic[0][:120]!r}",
-            )
         )
     corroborated = sum(
         1

@@ -172,14 +172,18 @@ async def synthesize(
         for verdict in output.criteria:
             verdict.evidence = checker.text(verdict.evidence)
         check = checker.result(report)
+        source_of = _source_titles(deps)
         acceptance = judge(
             criteria,
             report=check.report,
             cited=cited_facts(check.report, facts),
-            source_of=_source_titles(deps),
+            source_of=source_of,
             verdicts=output.criteria,
         )
-        evidence = judge_evidence(questions, facts, in_scope=in_scope, read=len(facts), acceptance=acceptance)
+        titles = {f.source_id: source_of(f.source_id)[1] for f in facts if f.verified}
+        evidence = judge_evidence(
+            questions, facts, in_scope=in_scope, read=len(facts), acceptance=acceptance, titles=titles
+        )
         # What code knows is missing, whatever the backend said: unanswered questions, cut lists,
         # criteria unmet or unchecked, what the sources say they leave open, and the same from below.
         found_gaps = list(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from mcp import Client
 
 from research_mcp.config import Settings
@@ -22,9 +23,10 @@ COPY = "You should have received a copy of the GNU General Public License along 
 CONVEY = (
     "You may convey modified versions if the work carries prominent notices stating that you modified it."
 )
+MODIFY = "You may modify your copy and distribute such modifications under the terms of section 1."
 FSF = "The Free Software Foundation publishes this License text."
-LICENSE_A = f"{SEE} {COPY} {FSF} {CONVEY}"
-LICENSE_B = f"{COPY} {SEE} {FSF} The license text follows. {CONVEY}"
+LICENSE_A = f"The GNU GPL-3. {SEE} {COPY} {FSF} {CONVEY}"
+LICENSE_B = f"GPL-3, the text. {COPY} {SEE} {FSF} The license text follows. {CONVEY}"
 
 
 def scripted(statements: list[str], confidence: float = 0.9, **extra: Any) -> Any:
@@ -121,3 +123,17 @@ async def test_what_sources_leave_open_reaches_the_synthesizer_and_the_runs_gaps
         in output.gaps
     )
     assert follow_up in output.suggested_followups
+
+
+@pytest.mark.parametrize(("other", "level"), [("GPL-2", "medium"), ("GPL-3", "high")])
+async def test_facts_about_another_version_do_not_corroborate_an_answer_about_the_one_asked(
+    other: str, level: str
+) -> None:
+    # Both facts bear on the question, from two sources; when one source is about the GPL-2 (its
+    # title names it), the answer about the GPL-3 rests on one source. Both about the GPL-3: "high" stays.
+    gpl3 = f"GNU GPL-3 licence text. {CONVEY} {SEE} {COPY}"
+    gpl2 = f"GNU {other} licence text. {MODIFY} {SEE} {COPY}"
+    _, output = await run(GPL, [gpl3, gpl2], scripted([CONVEY, MODIFY, SEE, COPY]))
+    assert output.confidence.level == level, output.confidence
+    if level == "medium":
+        assert "0 of 1 answered questions backed by two or more sources" in output.confidence.reasoning

@@ -129,7 +129,8 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
     }
     parts = []
     for child in payload.child_reports:
-        gaps.extend(_clip(f"{child.title}: {gap}", 500) for gap in child.gaps)
+        # A child's gap this synthesis found itself (the same list cut short here) is not said twice.
+        gaps.extend(_clip(f"{child.title}: {gap}", 500) for gap in child.gaps if gap not in {*gaps, *cuts})
         new_lines = [
             line
             for line in _key_lines(child.report, verified)
