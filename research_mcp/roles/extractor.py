@@ -137,7 +137,7 @@ async def extract(
     if known:
         told = "\n".join(
             [
-                "Already known from other sources (look for what adds to it or contradicts it):",
+                "Already known (look for what adds to it or contradicts it):",
                 *(f"- {statement}" for statement in known),
                 *([context] if context else []),
             ]

@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from research_mcp.citations import WRITTEN_CITATION
 from research_mcp.contracts import Budget, ConfidenceLevel, Phase, PlanNode, SynthesisOutput
 from research_mcp.errors import BudgetExhausted
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.base import RoleResult
 from research_mcp.roles.synthesizer import UNANSWERED, gate_synthesis, synthesize
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
+from research_mcp.runs.leaf import RUBRIC_FACTS, rubric
 from research_mcp.runs.reading import choose_sources, extract_sources
 from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis
 
@@ -177,8 +179,11 @@ async def _ask(
     leaf_key: str,
     reads: list[tuple[list[str], list[str], tuple[str, ...]]],
     iteration: int,
+    known: list[str],
 ) -> list[str]:
-    """Each (sources, added questions, sources read before) asked in parallel; handoffs in order."""
+    """Each (sources, added questions, sources read before) asked in parallel; handoffs in order.
+    Each extractor is told what the synthesis so far established (`known`) and what the leaf's
+    findings must meet, as on the leaf's first reading."""
     found: dict[int, list[str]] = {}
 
     async def read(position: int, batch: list[str], asked: list[str], again: tuple[str, ...]) -> None:
@@ -191,6 +196,8 @@ async def _ask(
             added_questions=asked,
             already_read=again,
             iteration=iteration,
+            contexts=rubric(rc, leaf, [], batch)[0],
+            known=known,
         )
 
     async with anyio.create_task_group() as group:
@@ -369,7 +376,8 @@ async def _iterate(
             ([stored[ref]], [*added, *raised.get(ref, [])], (stored[ref],))
             for ref in sorted(used - set(refs))
         ]
-        new_extractions += await _ask(rc, leaf, leaf_key, reads, iteration)
+        known = [WRITTEN_CITATION.sub("", f.statement).strip() for f in output.key_findings[:RUBRIC_FACTS]]
+        new_extractions += await _ask(rc, leaf, leaf_key, reads, iteration, known)
     inputs += new_extractions
     if reason := spending.exceeded(rc):
         raise _PhaseBudgetSpent(reason)

@@ -225,7 +225,37 @@ async def test_an_extractor_is_told_what_other_sources_established_and_what_its_
     assert isinstance(first, ExtractorPayload) and isinstance(second, ExtractorPayload)
     assert first.context == ""  # nothing known yet, nothing to meet
     assert second.context == (
-        "Already known from other sources (look for what adds to it or contradicts it):\n"
+        "Already known (look for what adds to it or contradicts it):\n"
         f"- {EIFFEL}\n"
         "The findings must meet:\n- mentions 'Paris'\n- expected format: a list"
     )
+
+
+async def test_a_phase_iteration_tells_each_extractor_what_the_synthesis_established_and_what_to_meet() -> (
+    None
+):
+    spec = {"questions": [QUESTION], "acceptance_criteria": ["mentions 'geothermal'"]}
+    leaf = {
+        "kind": "leaf",
+        "title": "panels",
+        "questions": [QUESTION],
+        "sources": [SOLAR],
+        "task_specs": [spec],
+    }
+    phase = {"name": "coverage", "criteria": {"themes": ["geothermal"]}, "max_iterations": 2}
+    plan = {"root": {"kind": "executor", "title": "energy", "children": [leaf], "phases": [phase]}}
+    model = ScriptedModel(team_script)
+    async with Client(create_server(model=model)) as client:
+        planned = await client.call_tool("plan_research", {"query": "energy", "suggested_plan": plan})
+        await client.call_tool(
+            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        )
+    first, again = [call.payload for call in model.calls_for("extractor")]
+    assert isinstance(first, ExtractorPayload) and isinstance(again, ExtractorPayload)
+    assert first.context == "The findings must meet:\n- mentions 'geothermal'"
+    known, must = again.context.split("\nThe findings must meet:\n")
+    assert must == "- mentions 'geothermal'"
+    # The synthesis so far (the scripted one finds each fact a key finding), without its citations.
+    assert known.startswith("Already known (look for what adds to it or contradicts it):\n- ")
+    assert "Solar panels convert sunlight into electricity using photovoltaic cells" in known
+    assert "[F" not in known
