@@ -7,7 +7,7 @@ A synthesizer's confidence is capped by what its facts support; each rule that l
   facts answer some of the questions asked); more than half such questions: `low`, some: `medium`;
 - evidence strength: each answered question's best verified fact (its confidence; for the no-model
   backend 0.2 + its relevance score). A mean below `COVERED_EVIDENCE`: `low`; below
-  `STRONG_EVIDENCE`: `medium`. A question whose facts share no content term with it ("See the GNU
+  `STRONG_EVIDENCE`: `medium`. A question whose facts share fewer than two of its content terms ("See the GNU
   Lesser General Public License for more details." for "What does the GPL-3 require when
   distributing modified versions?") is answered on paper only: `medium` at most;
 - the thing a question names: a question naming it by an identifier ("GPL-3") is judged on the
@@ -40,6 +40,7 @@ __all__ = [
     "cap_confidence",
     "identifiers",
     "judge_evidence",
+    "same_term",
 ]
 
 UNANSWERED = "No verified fact was found for: "
@@ -68,7 +69,8 @@ class Evidence:
         return cap_confidence(confidence, level, why)
 
 
-def _same(a: str, b: str) -> bool:
+def same_term(a: str, b: str) -> bool:
+    """Two stemmed terms alike, or sharing their first SHARED_PREFIX letters."""
     return a == b or (
         len(a) >= SHARED_PREFIX and len(b) >= SHARED_PREFIX and a[:SHARED_PREFIX] == b[:SHARED_PREFIX]
     )
@@ -80,11 +82,14 @@ def identifiers(text: str) -> set[str]:
     return {f"{letters}{digits}".casefold() for letters, digits in _IDENTIFIER.findall(text)}
 
 
-def bears_on(fact: Fact, question: str) -> bool:
-    """Whether a fact shares a content term with the question it was extracted for."""
+def bears_on(text: str, question: str) -> bool:
+    """Whether a text shares two content terms with a question (its only one, if it has one): a
+    licence's "See the GNU General Public License for more details." shares "license" with "Which
+    licenses allow linking from proprietary software?", and nothing that question asks."""
     asked = set(terms(question))
-    said = set(terms(f"{fact.statement} {fact.quote}"))
-    return not asked or any(_same(a, s) for a in asked for s in said)
+    said = set(terms(text))
+    shared = {a for a in asked if any(same_term(a, s) for s in said)}
+    return not asked or len(shared) >= min(2, len(asked))
 
 
 def judge_evidence(
@@ -146,7 +151,7 @@ def judge_evidence(
     # boilerplate repeated in ten files corroborates nothing it asks.
     off_topic = []
     for position, question in enumerate(judged):
-        bearing = [f for f in groups[position] if bears_on(f, question)]
+        bearing = [f for f in groups[position] if bears_on(f"{f.statement} {f.quote}", question)]
         if bearing:
             groups[position] = bearing
         else:
@@ -155,7 +160,7 @@ def judge_evidence(
         evidence.caps.append(
             (
                 "medium",
-                f"no fact found for {len(off_topic)} question(s) shares a term with it: {off_topic[0][:120]!r}",
+                f"no fact found for {len(off_topic)} question(s) shares two terms with it: {off_topic[0][:120]!r}",
             )
         )
     best = [max(fact.confidence for fact in group) for group in groups]

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from research_mcp.citations import normalize
 from research_mcp.role_inputs import ChildReport, ExtractorInput, SourceInsight, SynthesisInput
 from research_mcp.roles.base import RoleDeps
+from research_mcp.roles.evidence import bears_on
 from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis
 
 __all__ = ["Inputs", "insight_followups", "read_inputs", "source_gaps"]
@@ -16,7 +17,7 @@ __all__ = ["Inputs", "insight_followups", "read_inputs", "source_gaps"]
 #: What the sources leave open, carried up one synthesis (follow-ups, named gaps, cited sources).
 MAX_INSIGHTS = 30
 #: Gaps the sources name, and follow-ups (questions, sources to read), a synthesis adds by code.
-MAX_SOURCE_GAPS = 5
+MAX_SOURCE_GAPS = 3
 MAX_CODE_FOLLOWUPS = 5
 
 
@@ -84,9 +85,13 @@ def _insights_of(extraction: StoredExtraction, source_id: int) -> list[SourceIns
     ]
 
 
-def source_gaps(insights: Sequence[SourceInsight]) -> list[str]:
-    """The gaps sources name themselves (their limitations, their open questions), with the source."""
-    named = [item for item in insights if item.kind == "gap"]
+def source_gaps(insights: Sequence[SourceInsight], questions: Sequence[str]) -> list[str]:
+    """The gaps sources name themselves (their limitations, their open questions), with the source:
+    those that share two terms with a question asked here (a licence's "without limitation" or a
+    warranty disclaimer is no gap in what was asked), at most MAX_SOURCE_GAPS."""
+    named = [
+        item for item in insights if item.kind == "gap" and any(bears_on(item.text, q) for q in questions)
+    ]
     return [f"Source S{item.source_id} names a gap: {item.text}"[:500] for item in named[:MAX_SOURCE_GAPS]]
 
 

@@ -193,7 +193,7 @@ async def synthesize(
                     *dict.fromkeys(notes),
                     *format_gaps,
                     *_acceptance_gaps(acceptance),
-                    *source_gaps(below.insights),
+                    *source_gaps(below.insights, questions),
                     *below.evidence_gaps,
                 ]
             )
@@ -201,7 +201,8 @@ async def synthesize(
         output.report = _with_failures(check.report, failed)
         # A failure a gap already names (a child's gap arrives prefixed with its title) is not added twice.
         output.gaps = [*output.gaps, *(f for f in failed if not any(f in gap for gap in output.gaps))]
-        output.gaps += [gap for gap in found_gaps if not any(gap[-80:] in said for said in output.gaps)]
+        # A gap a lower synthesis gave (prefixed with its title, perhaps clipped) is not added twice.
+        output.gaps += [gap for gap in found_gaps if not any(_says(said, gap) for said in output.gaps)]
         output.suggested_followups += insight_followups(
             below.insights, [*questions, *output.suggested_followups], below.read_refs | links
         )
@@ -253,6 +254,11 @@ async def synthesize(
         iteration=iteration,
         max_tokens=8192,
     )
+
+
+def _says(said: str, gap: str) -> bool:
+    """Whether the gap `said` already says `gap` (with a part's title before it, or clipped after)."""
+    return gap[-80:] in said or gap[:80] in said
 
 
 def _source_titles(deps: RoleDeps) -> Callable[[int], tuple[str, str]]:

@@ -7,7 +7,7 @@ import pytest
 from research_mcp.contracts import CriterionVerdict, ExtractorTaskSpec, Fact, Finding
 from research_mcp.role_inputs import SourceInsight
 from research_mcp.roles.acceptance import Criterion, judge, numbered_criteria, reshape, summary_asked
-from research_mcp.roles.synthesis_inputs import insight_followups
+from research_mcp.roles.synthesis_inputs import insight_followups, source_gaps
 
 SOURCES = {
     1: ("https://www.who.int/news/item/2023-malaria", "WHO malaria report 2023"),
@@ -99,3 +99,16 @@ def test_a_cited_source_not_read_and_a_new_follow_up_become_follow_ups() -> None
     ]
     followups = insight_followups(insights, ["What works?"], {"https://example.org/read"})
     assert followups == ["Does R21 work in infants?", "Read https://example.org/unread (cited by S3)"]
+
+
+def test_a_gap_a_source_names_is_a_gap_of_the_research_only_when_it_bears_on_a_question() -> None:
+    question = "What patent rights does the Apache License 2.0 grant?"
+    insights = [
+        SourceInsight(
+            source_id=1, kind="gap", text="See the License for the specific language and limitations."
+        ),
+        SourceInsight(source_id=1, kind="gap", text="Whether patent rights survive a fork remains unclear."),
+    ]
+    assert source_gaps(insights, [question]) == [
+        "Source S1 names a gap: Whether patent rights survive a fork remains unclear."
+    ]

@@ -94,7 +94,9 @@ async def test_what_sources_leave_open_reaches_the_synthesizer_and_the_runs_gaps
     follow_up = "Does the GPL-3 apply to software offered over a network?"
     script = scripted(
         [CONVEY],
-        source_identified_gaps=["The licence does not say how it applies to network use."],
+        source_identified_gaps=[
+            "It does not say what distributing modified versions over a network requires."
+        ],
         follow_up_questions=[FollowUpQuestion(question=follow_up, confidence=0.3, rationale="not covered")],
     )
 
@@ -112,14 +114,17 @@ async def test_what_sources_leave_open_reaches_the_synthesizer_and_the_runs_gaps
     ]
     assert isinstance(leaf.payload, SynthesisPayload)
     assert [(i.kind, i.text) for i in leaf.payload.insights] == [
-        ("gap", "The licence does not say how it applies to network use."),
+        ("gap", "It does not say what distributing modified versions over a network requires."),
         ("follow_up", follow_up),
     ]
-    assert "names a gap: The licence does not say how it applies to network use." in leaf.prompt
+    assert (
+        "names a gap: It does not say what distributing modified versions over a network requires."
+        in leaf.prompt
+    )
     # The run's result (the root's synthesis, a model that said no gap and no follow-up) carries them.
     source = leaf.payload.insights[0].source_id
     assert (
-        f"Source S{source} names a gap: The licence does not say how it applies to network use."
+        f"Source S{source} names a gap: It does not say what distributing modified versions over a network requires."
         in output.gaps
     )
     assert follow_up in output.suggested_followups
