@@ -194,7 +194,7 @@ async def synthesize(
                     *format_gaps,
                     *_acceptance_gaps(acceptance),
                     *source_gaps(below.insights, questions),
-                    *below.evidence_gaps,
+                    *_still_open(below.evidence_gaps, facts),
                 ]
             )
         )
@@ -254,6 +254,17 @@ async def synthesize(
         iteration=iteration,
         max_tokens=8192,
     )
+
+
+def _still_open(carried: Sequence[str], facts: Sequence[Fact]) -> list[str]:
+    """The gaps carried from below, but a question this synthesis has a verified fact for (a phase
+    iteration found one since the part was synthesized) no longer named unanswered."""
+    answered = {normalize(fact.question) for fact in facts if fact.verified and fact.question}
+    return [
+        gap
+        for gap in carried
+        if not (gap.startswith(UNANSWERED) and normalize(gap.removeprefix(UNANSWERED)) in answered)
+    ]
 
 
 def _says(said: str, gap: str) -> bool:

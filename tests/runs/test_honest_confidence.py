@@ -142,3 +142,39 @@ async def test_facts_about_another_version_do_not_corroborate_an_answer_about_th
     assert output.confidence.level == level, output.confidence
     if level == "medium":
         assert "0 of 1 answered questions backed by two or more sources" in output.confidence.reasoning
+
+
+async def test_a_question_a_phase_iteration_answered_is_no_longer_a_gap_of_the_run() -> None:
+    first, second = "What does the GPL-3 require of modified versions?", "When was the GPL-3 published?"
+    published = "The GPL-3 was published on 29 June 2007 by the Free Software Foundation."
+    text = f"The GNU GPL-3. {CONVEY} {published}"
+
+    def script(request: ModelRequest[Any]) -> Any:
+        payload = request.payload
+        if not isinstance(payload, ExtractorPayload):
+            return team_script(request)
+        facts = [ExtractedFact(statement=CONVEY, quote=CONVEY, question_index=0)]
+        if request is not model.calls_for("extractor")[0]:  # asked again: this time it finds the date
+            facts.append(ExtractedFact(statement=published, quote=published, question_index=1))
+        return ExtractorOutput(facts=facts, confidence=Confidence(level="high", reasoning="scripted"))
+
+    model = ScriptedModel(script)
+    leaf = {"kind": "leaf", "title": "licence", "questions": [first, second], "sources": [text]}
+    phase = {"name": "coverage", "criteria": {"themes": ["wave power"]}, "max_iterations": 2}
+    plan = {"root": {"kind": "executor", "title": "licences", "children": [leaf], "phases": [phase]}}
+    async with Client(create_server(model=model)) as client:
+        planned = await client.call_tool("plan_research", {"query": first, "suggested_plan": plan})
+        done = await client.call_tool(
+            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        )
+    store = Store(Settings().database_path)
+    leaf_gaps = [
+        gap
+        for h in store.handoffs_for_run(done.structured_content["id"], role="synthesizer")
+        if h.node_id and h.node_id.endswith("/n.1") and (o := h.output_as(StoredSynthesis)) is not None
+        for gap in o.gaps
+    ]
+    assert f"No verified fact was found for: {second}" in leaf_gaps  # the leaf's first reading missed it
+    output = store.get_handoff(store.get_run(done.structured_content["id"]).result_handoff_id or "").output
+    assert isinstance(output, StoredSynthesis)
+    assert not any(second in gap for gap in output.gaps), output.gaps
