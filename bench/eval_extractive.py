@@ -33,8 +33,9 @@ import re
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 from mcp import Client
@@ -43,7 +44,9 @@ from bench.retrieval import DEFAULT_DATA, write_documents
 from research_mcp.citations import normalize
 
 COMMAND = ".venv/bin/python -m bench.eval_extractive"
-_FACT = re.compile(r'^F(\d+) \[(verified|UNVERIFIED)\] S\d+ .*? \| "(.*)"$')
+# "F12 [verified] S3 statement | "quote"", with ", corroborated by N sources" in the brackets and
+# " | also S5: "..."" after the quote when other sources said the same.
+_FACT = re.compile(r'^F(\d+) \[(verified|UNVERIFIED)[^\]]*\] S\d+ .*? \| "(.*?)"(?: \| also .*)?$')
 
 
 def matches(quote: str, sentence: str) -> bool:
@@ -69,10 +72,20 @@ async def read_view(client: Client, ident: str, view: str) -> str:
             return "\n".join(parts)
 
 
-async def research(client: Client, question: str) -> tuple[dict[int, tuple[bool, str]], set[int], str]:
+class Outcome(NamedTuple):
+    """What one question's run gave: its facts by id (verified, quote), the ids its report cites,
+    the run's status and id."""
+
+    facts: dict[int, tuple[bool, str]]
+    cited: set[int]
+    status: str
+    run_id: str
+
+
+async def research(client: Client, question: str) -> Outcome:
     plan = await client.call_tool("plan_research", {"query": question})
     if plan.is_error or plan.structured_content["status"] != "feasible":
-        return {}, set(), "plan failed"
+        return Outcome({}, set(), "plan failed", "")
     run = await client.call_tool(
         "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 55}
     )
@@ -86,10 +99,12 @@ async def research(client: Client, question: str) -> tuple[dict[int, tuple[bool,
         if match := _FACT.match(line):
             facts[int(match.group(1))] = (match.group(2) == "verified", match.group(3))
     cited = {int(i) for i in re.findall(r"\[F(\d+)\]", await read_view(client, run_id, "report"))}
-    return facts, cited, run.structured_content["status"]
+    return Outcome(facts, cited, run.structured_content["status"], run_id)
 
 
-async def evaluate(questions: list[dict[str, Any]]) -> dict[str, float]:
+async def evaluate(
+    questions: list[dict[str, Any]], paths: dict[tuple[str, str], str], *, explain: bool = False
+) -> dict[str, float]:
     from research_mcp.server.app import create_server
 
     gold_total = gold_found = facts_total = facts_gold = 0
@@ -105,27 +120,32 @@ async def evaluate(questions: list[dict[str, Any]]) -> dict[str, float]:
         for number, item in enumerate(questions, 1):
             context = dict(zip(item["context"]["title"], item["context"]["sentences"], strict=True))
             gold = [
-                context[title][sent]
+                (title, context[title][sent])
                 for title, sent in zip(
                     item["supporting_facts"]["title"], item["supporting_facts"]["sent_id"], strict=True
                 )
                 if title in context and sent < len(context[title])
             ]
-            facts, cited, status = await research(client, item["question"])
+            facts, cited, status, run_id = await research(client, item["question"])
             verified = [quote for ok, quote in facts.values() if ok]
+            missed = [(t, s) for t, s in gold if not any(matches(q, s) for q in verified)]
             gold_total += len(gold)
-            gold_found += sum(1 for sentence in gold if any(matches(q, sentence) for q in verified))
+            gold_found += len(gold) - len(missed)
             facts_total += len(verified)
-            facts_gold += sum(1 for q in verified if any(matches(q, sentence) for sentence in gold))
+            facts_gold += sum(1 for q in verified if any(matches(q, sentence) for _, sentence in gold))
             answer = normalize(item["answer"])
+            answered = None
             if answer not in ("yes", "no"):
                 answerable += 1
                 cited_quotes = [normalize(facts[i][1]) for i in cited if i in facts and facts[i][0]]
-                answers_found += any(answer in quote for quote in cited_quotes)
+                answered = any(answer in quote for quote in cited_quotes)
+                answers_found += answered
             print(
                 f"  {number:>2}/{len(questions)} {status:<8} {len(verified):>2} verified facts",
                 file=sys.stderr,
             )
+            if explain:
+                _explain(item, context, paths, _sources_read(run_id), verified, missed, answered)
     return {
         "questions": len(questions),
         "supporting_fact_recall": gold_found / max(gold_total, 1),
@@ -136,6 +156,58 @@ async def evaluate(questions: list[dict[str, Any]]) -> dict[str, float]:
         "seconds_per_question": (time.perf_counter() - indexed) / max(len(questions), 1),
         "index_seconds": indexed - started,
     }
+
+
+def _sources_read(run_id: str) -> list[str]:
+    """The titles of the sources the run's extractors read, in the order they were asked (read from
+    the server's store, for --explain only: the figures come from the tools)."""
+    from research_mcp.config import Settings
+    from research_mcp.role_inputs import ExtractorInput
+    from research_mcp.storage.store import Store
+
+    if not run_id:
+        return []
+    store = Store(Settings().database_path)
+    asked = [h.input_as(ExtractorInput) for h in store.handoffs_for_run(run_id, role="extractor")]
+    return list(dict.fromkeys(source.source_title for source in asked if source is not None))
+
+
+def _explain(
+    item: dict[str, Any],
+    context: dict[str, list[str]],
+    paths: dict[tuple[str, str], str],
+    read: list[str],
+    verified: list[str],
+    missed: list[tuple[str, str]],
+    answered: bool | None,
+) -> None:
+    """Why a question scored as it did (stderr): the gold sentences missed, each with whether its
+    paragraph was read at all; the paragraphs read; the answer's fate."""
+
+    def stem(title: str) -> str:  # the file a paragraph was written to, as the corpus titles it
+        return Path(paths.get((title, "".join(context[title])), "")).stem
+
+    def was_read(title: str) -> bool:
+        return stem(title) in read
+
+    gold_titles = set(item["supporting_facts"]["title"])
+    gold_stems = {stem(title) for title in gold_titles}
+    print(f"     Q: {item['question']} -> {item['answer']!r} ({item['type']})", file=sys.stderr)
+    print(
+        "     read: "
+        + "; ".join(f"{'*' if title in gold_stems else ''}{title}" for title in read)
+        + f" | answer {'n/a' if answered is None else 'cited' if answered else 'MISSED'}",
+        file=sys.stderr,
+    )
+    for title, sentence in missed:
+        print(
+            f"     missed ({'read' if was_read(title) else 'NOT READ'}) {title}: {sentence[:140]}",
+            file=sys.stderr,
+        )
+    if explain_facts := [
+        q for q in verified if not any(matches(q, s) for t in gold_titles for s in context.get(t, []))
+    ]:
+        print(f"     {len(explain_facts)} facts off the gold paragraphs", file=sys.stderr)
 
 
 async def wait_until_indexed(client: Client, timeout: float = 600) -> dict[str, Any]:
@@ -153,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--limit", type=int, default=0, help="only the first N questions")
+    parser.add_argument(
+        "--explain", action="store_true", help="say for each question what was missed and why (stderr)"
+    )
     args = parser.parse_args(argv)
     questions = json.loads(args.data.read_text(encoding="utf-8"))
     if args.limit:
@@ -160,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "corpus"
         folder.mkdir()
-        write_documents(questions, folder)
+        paths = write_documents(questions, folder)
         os.environ.update(
             RESEARCH_MCP_HOME=str(Path(tmp) / "home"),
             RESEARCH_MCP_CORPUS=str(folder),
@@ -168,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         for name in ("ANTHROPIC_API_KEY", "TAVILY_API_KEY", "QDRANT_URL"):
             os.environ.pop(name, None)
-        figures = anyio.run(evaluate, questions)
+        figures = anyio.run(partial(evaluate, questions, paths, explain=args.explain))
     print(f"extractive end-to-end on {args.data.name} ({figures['questions']} questions) — {COMMAND}")
     print(f"  supporting-fact recall     {figures['supporting_fact_recall']:.3f}")
     print(f"  supporting-fact precision  {figures['supporting_fact_precision']:.3f}")
