@@ -4,10 +4,34 @@ from __future__ import annotations
 
 from research_mcp.contracts import PlanNode
 
-__all__ = ["MAX_EXECUTOR_LEVELS", "MAX_NODES", "assign_ids", "check_feasible"]
+__all__ = [
+    "HOP_SOURCES",
+    "MAX_EXECUTOR_LEVELS",
+    "MAX_NODES",
+    "SOURCES_PER_LEAF",
+    "assign_ids",
+    "check_feasible",
+    "leaf_reading",
+]
 
 MAX_EXECUTOR_LEVELS = 3
 MAX_NODES = 60
+#: Sources a searching leaf reads first (runs/reading.py), and at most how many more its second hop
+#: adds where what those found leads (runs/hops.py). The plan's estimate counts both.
+SOURCES_PER_LEAF = 3
+HOP_SOURCES = 2
+
+
+def leaf_reading(node: PlanNode) -> tuple[int, int]:
+    """(first, hop): the sources a leaf reads first and at most on its second hop, within the node's
+    `max_sources`. A leaf given its sources reads them all first; its hop follows only the sources
+    they cite, which cannot be known before they are read, so none is counted for it."""
+    limit = node.budget.max_sources if node.budget is not None else None
+    if node.sources:
+        return len(node.sources), 0
+    first = SOURCES_PER_LEAF if limit is None else min(SOURCES_PER_LEAF, limit)
+    hop = HOP_SOURCES if limit is None else max(0, min(HOP_SOURCES, limit - first))
+    return first, hop
 
 
 def check_feasible(root: PlanNode) -> list[str]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from research_mcp.contracts import Budget, PlannerOutput, PlanNode
 from research_mcp.errors import InvalidInput
-from research_mcp.feasibility import assign_ids, check_feasible
+from research_mcp.feasibility import assign_ids, check_feasible, leaf_reading
 from research_mcp.role_inputs import PlannerInput
 from research_mcp.roles.base import RoleDeps, perform
 from research_mcp.roles.extractor import MAX_SOURCE_CHARS
@@ -17,9 +17,8 @@ from research_mcp.storage.store import new_id
 __all__ = ["PlanRecord", "estimate_plan", "plan_research"]
 
 MAX_PLAN_REPAIRS = 2
-# Figures behind the estimate (see README "Estimates"): sources read per leaf, and the typical size of
-# each role's prompt and answer in tokens.
-SOURCES_PER_LEAF = 3
+# Figures behind the estimate (see README "Estimates"): the typical size of each role's prompt and
+# answer in tokens. The sources a leaf reads, first and on its second hop, are feasibility.leaf_reading's.
 TOKENS = {
     "planner": (1_500, 800),
     "extractor": (6_000, 900),
@@ -63,12 +62,14 @@ def estimate_plan(
         if node.kind == "discovery":
             calls["scout"] += 1
             return 1
-        refs: list[str | None] = list(node.sources) or [None] * SOURCES_PER_LEAF
+        first, hop = leaf_reading(node)
+        # A searching leaf's second hop reads after its first sources: one more call on its chain.
+        refs: list[str | None] = list(node.sources) or [None] * (first + hop)
         specs = max(1, len(node.task_specs))
         calls["extractor"] += len(refs) * specs
         extractor_in[0] += specs * sum(_source_tokens(ref) for ref in refs)
         calls["synthesizer"] += 1
-        return 2
+        return 3 if hop else 2
 
     critical = visit(root)
     tokens_in = extractor_in[0] + sum(

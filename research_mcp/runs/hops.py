@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 import anyio
 
 from research_mcp.contracts import PlanNode
+from research_mcp.feasibility import HOP_SOURCES
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.runs.context import RunContext
 from research_mcp.runs.leads import Lead, leads_from, mentions, still_open
@@ -25,8 +26,6 @@ from research_mcp.runs.reading import extract_sources, ref_key
 
 __all__ = ["HOP_SOURCES", "follow_leads"]
 
-#: New sources one leaf reads on its second hop.
-HOP_SOURCES = 2
 #: Leads tried (each costing a search) before the hop gives up looking.
 MAX_LEADS = 6
 

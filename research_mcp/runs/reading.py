@@ -16,6 +16,7 @@ import anyio
 
 from research_mcp.contracts import ExtractorTaskSpec, PlanNode, Source
 from research_mcp.errors import ModelError, NotConfigured, SourceError
+from research_mcp.feasibility import SOURCES_PER_LEAF, leaf_reading
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.extractor import SpecSpending, asked_questions, extract
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
@@ -24,11 +25,6 @@ from research_mcp.sources.library import canonical_url, classify_ref
 __all__ = ["SOURCES_PER_LEAF", "choose_sources", "extract_sources", "ref_key", "take"]
 
 logger = logging.getLogger(__name__)
-
-#: Sources a searching leaf reads first; its second hop (runs/hops.py) reads up to HOP_SOURCES more
-#: where what these found leads. (Two first gave better precision on HotpotQA, BENCHMARKS.md, but a
-#: leaf over a small corpus then read fewer of its notes; kept at three until that is settled.)
-SOURCES_PER_LEAF = 3
 
 
 def ref_key(ref: str) -> str:
@@ -47,9 +43,7 @@ async def choose_sources(
     key = node_key(rc.plan_id, node.id)
     if node.sources:
         return [ref for ref in node.sources if ref_key(ref) not in skip]
-    limit = SOURCES_PER_LEAF
-    if node.budget is not None and node.budget.max_sources is not None:
-        limit = min(limit, node.budget.max_sources)
+    limit = leaf_reading(node)[0]  # SOURCES_PER_LEAF, within the node's budget
     if discovered:
         return take(rc, key, [ref for ref in discovered if ref_key(ref) not in skip], limit)
     queries = list(node.search_queries) or leaf_questions(node)[:2]

@@ -11,6 +11,7 @@ from mcp import Client
 
 from research_mcp.config import Settings
 from research_mcp.contracts import Answer, Confidence, ExtractedFact, ExtractorOutput, Fact
+from research_mcp.feasibility import HOP_SOURCES, SOURCES_PER_LEAF
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.extractive.scoring import terms
 from research_mcp.llm.scripted import ScriptedModel, team_script
@@ -80,6 +81,21 @@ async def research(question: str) -> str:
         )
         assert run.structured_content["status"] == "done", run.structured_content
         return str(run.structured_content["id"])
+
+
+async def test_the_plans_estimate_counts_the_sources_the_second_hop_reads(notes: Path) -> None:
+    run_id = await research(QUESTION)
+    store = Store(Settings().database_path)
+    run = store.get_run(run_id)
+    estimate = store.get_plan(run.plan_ids[0]).estimate
+    assert estimate is not None
+    hop = next(e for e in store.events_for_run(run_id) if e.kind == "second_hop")
+    assert hop.data is not None and hop.data["chosen"]  # the hop read sources the first pass did not
+    extractions = store.handoffs_for_run(run_id, role="extractor")
+    # Every extraction the run made, the hop's included, was in the estimate the user agreed to.
+    assert estimate.calls_by_role["extractor"] == SOURCES_PER_LEAF + HOP_SOURCES
+    assert len(extractions) == SOURCES_PER_LEAF + len(hop.data["chosen"])
+    assert len(extractions) <= estimate.calls_by_role["extractor"]
 
 
 async def test_the_second_hop_reads_the_source_a_bridge_name_leads_to_and_cites_its_fact(notes: Path) -> None:
