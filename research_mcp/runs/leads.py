@@ -22,7 +22,8 @@ from typing import Literal
 
 from research_mcp.citations import normalize
 from research_mcp.contracts import Fact
-from research_mcp.llm.extractive.scoring import STOPWORDS, terms
+from research_mcp.llm.extractive.names import NOT_NAMES, WORD_TOKEN, name_spans, named_entities
+from research_mcp.llm.extractive.scoring import terms
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.storage.outputs import StoredExtraction
 from research_mcp.storage.store import Store
@@ -30,20 +31,6 @@ from research_mcp.storage.store import Store
 __all__ = ["Lead", "bridge_entities", "leads_from", "mentions", "name_spans", "named_entities", "still_open"]
 
 LeadKind = Literal["bridge", "follow_up", "link"]
-
-#: Words that join the capitalised words of one name ("Bank of America", "Leonardo da Vinci").
-_JOINERS = frozenset(
-    {"of", "the", "and", "de", "da", "del", "der", "di", "du", "la", "le", "van", "von", "y", "&"}
-)
-_TOKEN = re.compile(r"[^\W_](?:[\w'’.\-]*[^\W_])?|&", re.UNICODE)
-_QUOTED = re.compile(r"[\"“]([^\"“”]{3,80})[\"”]")
-_MAX_NAME_WORDS = 8
-#: Capitalised words that name no thing to look up on their own.
-_NOT_NAMES = frozenset(
-    {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october"}
-    | {"november", "december", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
-)
-_SENTENCE_START = re.compile(r"(?:^|[.!?][\"”’)\]]?)\s*$")
 
 
 @dataclass(frozen=True)
@@ -59,48 +46,6 @@ class Lead:
     because: str
 
 
-def name_spans(text: str) -> list[tuple[str, int, int]]:
-    """The names in a text with their character spans, in order: runs of capitalised words (joined
-    by "of", "de", "&"..., broken by any punctuation), and quoted titles. A sentence's first word is
-    capitalised whatever it is: a common word opening a run is dropped from it ("The Hague" keeps
-    "Hague"), and a lone word opening a sentence is not taken for a name ("However", "Founded")."""
-    spans = [(m.group(1).strip(), m.start(1), m.end(1)) for m in _QUOTED.finditer(text)]
-    run: list[re.Match[str]] = []
-
-    def close() -> None:
-        while run and run[-1].group().casefold() in _JOINERS:
-            run.pop()
-        opens = bool(run) and _SENTENCE_START.search(text[: run[0].start()]) is not None
-        if opens and run[0].group().casefold() in STOPWORDS:
-            del run[0]
-            while run and run[0].group().casefold() in _JOINERS:
-                del run[0]
-        elif opens and len(run) == 1:
-            run.clear()
-        if run and len(run) <= _MAX_NAME_WORDS:
-            name = text[run[0].start() : run[-1].end()].rstrip(".")
-            spans.append((name, run[0].start(), run[0].start() + len(name)))
-        run.clear()
-
-    for match in _TOKEN.finditer(text):
-        word = match.group()
-        if run and text[run[-1].end() : match.start()].strip():
-            close()  # punctuation between two words ends a name: "Muncie, Indiana", "Paris. The"
-        if word[:1].isupper() or (run and word.casefold() in _JOINERS):
-            run.append(match)
-            if word.endswith(".") and len(word) > 2 and not word[-2].isupper():
-                close()  # "... in Paris. The": a sentence ends, and the name with it
-        else:
-            close()
-    close()
-    return sorted(spans, key=lambda span: span[1])
-
-
-def named_entities(text: str) -> list[str]:
-    """The distinct names in a text, in order (see `name_spans`)."""
-    return list(dict.fromkeys(name for name, _, _ in name_spans(text)))
-
-
 def mentions(text: str, name: str) -> bool:
     """Whether `text` mentions `name` (normalised, as words)."""
     pattern = r"(?<!\w)" + re.escape(normalize(name).casefold()) + r"(?!\w)"
@@ -112,7 +57,7 @@ def _asked_about(name: str, asked: set[str]) -> bool:
     ("Ralph Franklin Hefferline" when the question names Ralph Hefferline; "Columbia University"
     is not, for "a university"), or it is a month or a day."""
     words = set(terms(name))
-    return not words or len(words & asked) * 2 > len(words) or name.casefold() in _NOT_NAMES
+    return not words or len(words & asked) * 2 > len(words) or name.casefold() in NOT_NAMES
 
 
 def still_open(lead: Lead, question: str) -> str:
@@ -120,15 +65,15 @@ def still_open(lead: Lead, question: str) -> str:
     named it does not answer ("Nixon president served years" for "... during the administration of
     a president that served during what years?", from "... during the Nixon administration")."""
     said = set(terms(lead.because)) | set(terms(lead.text))
-    words = [w for w in _TOKEN.findall(question) if (found := terms(w)) and not set(found) <= said]
+    words = [w for w in WORD_TOKEN.findall(question) if (found := terms(w)) and not set(found) <= said]
     return " ".join([lead.text, *dict.fromkeys(words)]) if words else f"{lead.text} {question}"
 
 
 def _distance(statement: str, start: int, end: int, asked: set[str]) -> int:
     """Words between a name and the nearest word of the questions in the statement: the name the
     statement gives in answer sits next to what was asked ("a professor at Columbia University")."""
-    positions = [m.start() for m in _TOKEN.finditer(statement) if set(terms(m.group())) & asked]
-    words = [m.start() for m in _TOKEN.finditer(statement)]
+    positions = [m.start() for m in WORD_TOKEN.finditer(statement) if set(terms(m.group())) & asked]
+    words = [m.start() for m in WORD_TOKEN.finditer(statement)]
     inside = [index for index, at in enumerate(words) if start <= at < end]
     if not inside:
         return len(words)

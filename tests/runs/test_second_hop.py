@@ -147,3 +147,53 @@ def test_a_bridge_is_a_name_the_question_does_not_use_nearest_to_what_was_asked(
     assert [lead.text for lead in leads][:1] == ["Columbia University"]
     assert "Ralph Franklin Hefferline" not in [lead.text for lead in leads]
     assert "February" not in [lead.text for lead in leads]
+
+
+PORTRAYAL = "What government position was held by the woman who portrayed Corliss Archer in Kiss and Tell?"
+PORTRAYAL_NOTES = {
+    # The film's page names the actress; her page gives the position in a sentence that names
+    # neither her nor any word of the question: "she" refers back to the sentence before.
+    "kiss-and-tell": "Kiss and Tell is a 1945 comedy film starring Shirley Temple as Corliss Archer.",
+    "temple-biography": (
+        "Shirley Temple Black was an actress and dancer from Santa Monica. As an adult, she was named "
+        "ambassador to Ghana and served as Chief of Protocol of the United States."
+    ),
+    # Closer to the question's words than the biography, so the first search reads them instead.
+    "corliss-archer": "Corliss Archer is a teenager portrayed in radio plays and in a film of 1945.",
+    "government-posts": "A government position is held by a woman or a man appointed to it.",
+    "portrayals": "The woman who portrayed a character in a film is credited as its actress.",
+}
+POSITION = (
+    "As an adult, she was named ambassador to Ghana and served as Chief of Protocol of the United States."
+)
+
+
+async def test_the_no_model_second_hop_quotes_the_answer_that_refers_back_with_she(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for name, text in PORTRAYAL_NOTES.items():
+        (folder / f"{name}.txt").write_text(text, encoding="utf-8")
+    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
+    # The no-model backend as a user gets it: lexical and embedding (the shipped MiniLM) relevance.
+    monkeypatch.setenv("RESEARCH_MCP_MODEL", "extractive")
+    async with Client(create_server()) as client:
+        assert (await wait_until_indexed(client))["phase"] == "ready"
+        plan = await client.call_tool("plan_research", {"query": PORTRAYAL})
+        run = await client.call_tool(
+            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        )
+        assert run.structured_content["status"] == "done", run.structured_content
+        run_id = str(run.structured_content["id"])
+        report = await client.call_tool("report_results", {"id": run_id, "view": "report"})
+    store = Store(Settings().database_path)
+    first = next(e for e in store.events_for_run(run_id) if e.kind == "sources_chosen")
+    assert first.data is not None
+    assert "temple-biography" not in {store.latest_source(ref).title for ref in first.data["refs"]}  # type: ignore[union-attr]
+    facts = store.facts_for_handoffs([h.id for h in store.handoffs_for_run(run_id, role="extractor")])
+    position = next((f for f in facts if f.quote == POSITION), None)
+    # The sentence shares no word with the question; the hop reached its source by the name
+    # "Shirley Temple", and "she" is read as that name, so it is quoted, verified and cited.
+    assert position is not None and position.verified, [f.quote for f in facts]
+    assert f"[F{position.id}]" in report.structured_content["text"]

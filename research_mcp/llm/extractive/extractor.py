@@ -1,7 +1,8 @@
 """The extractor without a model: the source's best sentences for each question, quoted verbatim.
 
-Each question is scored against every sentence (see `scoring`); up to k sentences at or above
-`FACT_RELEVANCE` and half the best sentence's score are chosen by MMR, and each becomes a fact
+Each question is scored against every sentence (see `scoring`), a sentence that refers back ("she
+was named ambassador") as what it refers back to (`references`); up to k sentences are chosen by
+MMR at or above `FACT_RELEVANCE` and half the best sentence's score, and each becomes a fact
 whose quote is the sentence sliced from the source (so it is found by construction) and whose
 statement is the same sentence: this backend never paraphrases. A fact's confidence is 0.2 + its
 score, at most 0.95, so a sentence at the threshold gets 0.4 and a strong one (score 0.5) the 0.7 a
@@ -24,6 +25,7 @@ from research_mcp.contracts import (
     FollowUpQuestion,
     LinkedSource,
 )
+from research_mcp.llm.extractive.references import resolved_texts
 from research_mcp.llm.extractive.scoring import Relevance, select_diverse
 from research_mcp.llm.extractive.sentences import Sentence, split_sentences
 from research_mcp.role_inputs import ExtractorPayload
@@ -64,14 +66,17 @@ _SPACE = re.compile(r"\s+")
 def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOutput:
     questions = (payload.questions or _spec_questions(payload))[:10]  # positions kept: question_index
     sentences = split_sentences(payload.source_text)
-    claims = [sentence for sentence in sentences if not sentence.heading and sentence.words >= 3]
+    # Scored as what it says: "she was named ambassador" with the name "she" refers back to.
+    scored_as = resolved_texts(payload.source_text, sentences)
+    kept = [index for index, sentence in enumerate(sentences) if not sentence.heading and sentence.words >= 3]
+    claims = [sentences[index] for index in kept]
     if not questions or not claims:
         reason = "No questions were given." if not questions else "The source has no readable sentences."
         return ExtractorOutput(
             answers=[Answer(question=_clip(q, 500), answer=NO_ANSWER) for q in questions],
             confidence=Confidence(level="low", reasoning=f"{reason} Extractive backend: no language model."),
         )
-    relevance = Relevance([claim.text for claim in claims], embedder)
+    relevance = Relevance([scored_as[index] for index in kept], embedder)
     scores = [relevance.scores(question) for question in questions]
     per_question = max(1, min(_k(payload), MAX_FACTS // len(questions)))
     chosen = [
