@@ -4,8 +4,14 @@ After the first extractions, the leaf's leads (runs/leads.py) are followed in or
 `HOP_SOURCES` new sources are chosen: a linked source is read as it is (the fetcher's allow-list
 and the run's source budget hold as for any source); a bridge name is searched together with the
 question it bears on, and the first result not read yet that mentions the name is taken; a
-follow-up question is searched as asked. Each new source is asked the leaf's questions, with the
-fact that led to it as context, so the answer that needs both sources can be put together.
+follow-up question is searched as asked. Each new source is told the fact that led to it as
+context, so the answer that needs both sources can be put together.
+
+A bridge a source already read is about (its title names it: "Brown County" and the first pass's
+"Brown County, Kansas") is not searched: that source is asked again, the bridge's question in
+place of the leaf's, without counting against the source budget a second time. A source a bridge
+led to is asked only what the bridge leaves open (with a leaf's task specs, their questions and
+then that one): the leaf's own questions went to the sources found for them.
 
 A leaf given its own sources follows their links but does not search. The choice is recorded (a
 `second_hop` event) before the new sources are read, so a resumed run reads the same ones.
@@ -38,6 +44,8 @@ class Hop:
     ref: str
     context: str
     question: str = ""
+    # A source the first pass read, asked again with what a bridge leads to ask it.
+    again: bool = False
 
 
 async def follow_leads(
@@ -50,13 +58,18 @@ async def follow_leads(
     found: dict[int, list[str]] = {}
 
     async def read(position: int, hop: Hop) -> None:
+        # A source a bridge led to is asked what the bridge leaves open (the leaf's questions were put
+        # to the sources found for them): its other sentences are not quoted as answers to them. A
+        # leaf's task specs are asked as given, the bridge's question after them.
+        bridge_only = bool(hop.question) and not node.task_specs
         found[position] = await extract_sources(
             rc,
             node,
             key,
             [hop.ref],
-            questions=questions,
-            added_questions=[hop.question] if hop.question else [],
+            questions=[hop.question] if bridge_only else questions,
+            added_questions=[hop.question] if hop.question and not bridge_only else [],
+            already_read=[hop.ref] if hop.again else [],
             contexts={hop.ref: hop.context},
         )
 
@@ -78,12 +91,13 @@ async def _choose(
 ) -> list[Hop]:
     store = rc.deps.store
     read = {ref_key(ref) for ref in refs}
-    titles = [
-        asked.source_title
+    first = [
+        asked
         for handoff_id in extractions
         if (asked := store.get_handoff(handoff_id).input_as(ExtractorInput)) is not None
     ]
-    leads = leads_from(store, extractions, questions, known=titles)
+    leads = leads_from(store, extractions, questions, known=[asked.source_title for asked in first])
+    asked_again: set[str] = set()
     limit = _limit(node, len(refs))
     chosen: list[Hop] = []
     followed: list[dict[str, object]] = []
@@ -91,6 +105,12 @@ async def _choose(
     for lead in leads:
         if len(chosen) >= limit or tried >= MAX_LEADS:
             break
+        if lead.kind == "bridge" and (again := _about(lead, first, asked_again)) is not None:
+            # A source already read is about the name: ask it what the name leads to ask.
+            asked_again.add(again)
+            chosen.append(Hop(again, _context(lead), _hop_question(lead, questions[0]), again=True))
+            followed.append({**asdict(lead), "ref": again})
+            continue
         if lead.kind != "link" and node.sources:
             continue  # a leaf given its sources reads their links, it does not search
         tried += lead.kind != "link"
@@ -109,6 +129,19 @@ async def _choose(
         data={"chosen": [asdict(hop) for hop in chosen], "followed": followed},
     )
     return chosen
+
+
+def _about(lead: Lead, first: list[ExtractorInput], taken: set[str]) -> str | None:
+    """A source the first pass read whose title names the bridge (not the source that gave it, nor
+    one already asked again): the bridge's question is put to it."""
+    for asked in first:
+        if (
+            asked.source_id != lead.source_id
+            and asked.source_ref not in taken
+            and mentions(asked.source_title, lead.text)
+        ):
+            return asked.source_ref
+    return None
 
 
 async def _search(rc: RunContext, key: str, lead: Lead, questions: list[str], read: set[str]) -> str | None:

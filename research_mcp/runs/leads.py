@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 from typing import Literal
 
 from research_mcp.citations import normalize
@@ -116,9 +117,10 @@ def leads_from(
     store: Store, extraction_ids: Sequence[str], questions: Sequence[str], known: Iterable[str] = ()
 ) -> list[Lead]:
     """Every lead of these extractions: links first (a source cited is the most direct lead), then
-    the bridges the facts name, then the sources that answered part of the questions (another source
-    may say the rest about them: "the fight song of the University of Kansas"), then follow-up
-    questions not already among `questions`."""
+    the bridges the facts name and the sources that answered part of the questions, in turn (another
+    source may say the rest about them: "the fight song of the University of Kansas"; each kind
+    finds what the other misses, and a few searches should try both), then follow-up questions not
+    already among `questions`."""
     links: list[Lead] = []
     answered: list[Lead] = []
     follow_ups: list[Lead] = []
@@ -148,7 +150,18 @@ def leads_from(
         if fact.verified and title and terms(title):
             answered.append(Lead("bridge", title, fact.confidence, fact.source_id, fact.statement))
     bridges = bridge_entities(facts, questions, known)
+    in_turn = [
+        lead for pair in zip_longest(bridges, _distinct(answered)) for lead in pair if lead is not None
+    ]
     unique: dict[tuple[str, str], Lead] = {}
-    for lead in [*links, *bridges, *answered, *follow_ups]:
+    for lead in [*links, *in_turn, *follow_ups]:
         unique.setdefault((lead.kind, normalize(lead.text).casefold()), lead)
     return list(unique.values())
+
+
+def _distinct(leads: Iterable[Lead]) -> list[Lead]:
+    """The first lead of each text, in order."""
+    first: dict[str, Lead] = {}
+    for lead in leads:
+        first.setdefault(normalize(lead.text).casefold(), lead)
+    return list(first.values())

@@ -15,7 +15,7 @@ from research_mcp.feasibility import HOP_SOURCES, SOURCES_PER_LEAF
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.extractive.scoring import terms
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.role_inputs import ExtractorPayload
+from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.runs.leads import bridge_entities, named_entities
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
@@ -197,3 +197,35 @@ async def test_the_no_model_second_hop_quotes_the_answer_that_refers_back_with_s
     # "Shirley Temple", and "she" is read as that name, so it is quoted, verified and cited.
     assert position is not None and position.verified, [f.quote for f in facts]
     assert f"[F{position.id}]" in report.structured_content["text"]
+
+
+async def test_a_bridge_a_source_already_read_is_about_is_asked_of_that_source_not_searched_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    notes = {
+        "Big Stone Gap (film)": "Big Stone Gap is a 2014 film directed by Adriana Trigiani.",
+        # Read first (the corpus has three notes), asked the leaf's question, which it does not answer.
+        "Adriana Trigiani (author)": "Adriana Trigiani is an author. She lives in Greenwich Village.",
+        "Big Stone Gap (town)": "Big Stone Gap is a town in Wise County, Virginia.",
+    }
+    for name, text in notes.items():
+        (folder / f"{name}.txt").write_text(text, encoding="utf-8")
+    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
+    run_id = await research(QUESTION)
+    store = Store(Settings().database_path)
+    hop = next(e for e in store.events_for_run(run_id) if e.kind == "second_hop")
+    assert hop.data is not None
+    again = [chosen for chosen in hop.data["chosen"] if chosen["again"]]
+    assert [store.latest_source(chosen["ref"]).title for chosen in again] == ["Adriana Trigiani (author)"]  # type: ignore[union-attr]
+    asked = [
+        extraction.input_as(ExtractorInput) for extraction in store.handoffs_for_run(run_id, role="extractor")
+    ]
+    profile = [a.questions for a in asked if a is not None and a.source_title == "Adriana Trigiani (author)"]
+    # First the leaf's question; then, again, only what the bridge leaves open about her.
+    assert profile[0] == [QUESTION]
+    assert len(profile) == 2 and profile[1][0].startswith("Adriana Trigiani:")
+    # Asked again, not read again: the run counts three sources.
+    assert store.get_run(run_id).status == "done"
+    assert len({a.source_id for a in asked if a is not None}) == 3
