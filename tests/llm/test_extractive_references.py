@@ -1,4 +1,5 @@
-"""A sentence that refers back ("she", "the band") is scored as what it refers back to."""
+"""The no-model extractor's choice of sentences: one that refers back ("she", "the band") is scored
+as what it refers back to, and a source that barely bears on a question gives one sentence."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def test_the_extractor_quotes_the_sentence_about_the_name_asked_though_it_shares
         source_id=1,
         source_ref="text:1",
         source_title="biography",
-        questions=["Which posts did Shirley Temple Black hold?"],
+        questions=["What did Shirley Temple Black do?"],
         source_text=(
             "Shirley Temple Black was born in Santa Monica in 1928. She served as Chief of Protocol of "
             "the United States. Santa Monica is a beach city in California. The city has a pier."
@@ -51,3 +52,31 @@ def test_the_extractor_quotes_the_sentence_about_the_name_asked_though_it_shares
     # Without the reference, "She served as Chief of Protocol" shares no word with the question.
     assert "She served as Chief of Protocol of the United States." in quotes
     assert "The city has a pier." not in quotes
+
+
+def test_a_source_that_barely_bears_on_the_question_gives_its_best_sentence_and_no_weaker_ones() -> None:
+    def quotes(text: str) -> list[str]:
+        payload = ExtractorPayload(
+            source_id=1,
+            source_ref="text:1",
+            source_title="notes",
+            questions=["How tall is the Eiffel Tower in Paris?"],
+            source_text=text,
+        )
+        return [fact.quote for fact in extract(payload, embedder=None).facts]
+
+    # A near miss: every sentence shares a word or two with the question, none answers it.
+    near_miss = quotes(
+        "Paris has many museums and parks. The tower of the old church is small. "
+        "Gardens line the river banks. Tall buildings are rare in the old town."
+    )
+    assert len(near_miss) == 1
+    # A source that answers gives its answer and what else bears on it nearly as strongly.
+    answering = quotes(
+        "The Eiffel Tower in Paris is 330 metres tall. Gardens line the river banks. "
+        "Its height in Paris made the Eiffel Tower tall among towers. Paris has many museums and parks."
+    )
+    assert answering == [
+        "The Eiffel Tower in Paris is 330 metres tall.",
+        "Its height in Paris made the Eiffel Tower tall among towers.",
+    ]

@@ -2,7 +2,8 @@
 
 Each question is scored against every sentence (see `scoring`), a sentence that refers back ("she
 was named ambassador") as what it refers back to (`references`); up to k sentences are chosen by
-MMR at or above `FACT_RELEVANCE` and half the best sentence's score, and each becomes a fact
+MMR (the best at or above `FACT_RELEVANCE`, each further one at or above `FURTHER_RELEVANCE` and
+`RELATIVE_RELEVANCE` of the best), and each becomes a fact
 whose quote is the sentence sliced from the source (so it is found by construction) and whose
 statement is the same sentence: this backend never paraphrases. A fact's confidence is 0.2 + its
 score, at most 0.95, so a sentence at the threshold gets 0.4 and a strong one (score 0.5) the 0.7 a
@@ -39,12 +40,15 @@ MAX_FACTS = 40
 K_BY_PRIORITY = {1: 5, 2: 4}
 DEFAULT_K = 3
 ANSWER_SHARE = 0.8
-#: A sentence is quoted as a fact when it scores at least FACT_RELEVANCE and at least
-#: RELATIVE_RELEVANCE of the source's best sentence for that question: a source that answers
-#: strongly gives its answer, not also its weak neighbours; one that answers weakly (a source a
-#: second hop reached, which names the bridge but not the question's words) still gives its best.
+#: A source's best sentence for a question is quoted as a fact when it scores at least
+#: FACT_RELEVANCE: one that answers weakly (a source a second hop reached, which names the bridge
+#: but not the question's words) still gives its best. Each further sentence must score at least
+#: FURTHER_RELEVANCE and RELATIVE_RELEVANCE of that best: a source that answers strongly gives its
+#: answer, not also its weaker neighbours, and one that barely bears on the question (a search's
+#: near miss) gives one sentence, not three.
 FACT_RELEVANCE = 0.2
-RELATIVE_RELEVANCE = 0.5
+FURTHER_RELEVANCE = 0.35
+RELATIVE_RELEVANCE = 0.7
 
 _LIMITATION_HEADING = re.compile(
     r"^(?:\d+(?:\.\d+)*\.?\s+)?(?:limitations?|future (?:work|research|directions)|open (?:questions|problems)"
@@ -80,12 +84,18 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
     scores = [relevance.scores(question) for question in questions]
     per_question = max(1, min(_k(payload), MAX_FACTS // len(questions)))
     chosen = [
-        select_diverse(
-            relevance,
-            question_scores,
-            k=per_question,
-            threshold=max(FACT_RELEVANCE, RELATIVE_RELEVANCE * float(np.max(question_scores))),
-        )
+        [
+            index
+            for position, index in enumerate(
+                select_diverse(
+                    relevance,
+                    question_scores,
+                    k=per_question,
+                    threshold=max(FACT_RELEVANCE, RELATIVE_RELEVANCE * float(np.max(question_scores))),
+                )
+            )
+            if position == 0 or question_scores[index] >= FURTHER_RELEVANCE
+        ]
         for question_scores in scores
     ]
 
