@@ -13,7 +13,8 @@ place of the leaf's, without counting against the source budget a second time. A
 led to is asked only what the bridge leaves open (with a leaf's task specs, their questions and
 then that one): the leaf's own questions went to the sources found for them.
 
-A leaf given its own sources follows their links but does not search. The choice is recorded (a
+A leaf given its own sources follows their links but does not search or ask again (its calls stay
+those the plan's estimate counted). The choice is recorded (a
 `second_hop` event) before the new sources are read, so a resumed run reads the same ones.
 """
 
@@ -105,14 +106,14 @@ async def _choose(
     for lead in leads:
         if len(chosen) >= limit or tried >= MAX_LEADS:
             break
+        if lead.kind != "link" and node.sources:
+            continue  # a leaf given its sources reads their links, it does not search
         if lead.kind == "bridge" and (again := _about(lead, first, asked_again)) is not None:
             # A source already read is about the name: ask it what the name leads to ask.
             asked_again.add(again)
             chosen.append(Hop(again, _context(lead), _hop_question(lead, questions[0]), again=True))
             followed.append({**asdict(lead), "ref": again})
             continue
-        if lead.kind != "link" and node.sources:
-            continue  # a leaf given its sources reads their links, it does not search
         tried += lead.kind != "link"
         ref = lead.text if lead.kind == "link" else await _search(rc, key, lead, questions, read)
         if ref is None or ref_key(ref) in read:
