@@ -48,7 +48,7 @@ ANSWER_SHARE = 0.8
 #: near miss) gives one sentence, not three.
 FACT_RELEVANCE = 0.2
 FURTHER_RELEVANCE = 0.35
-RELATIVE_RELEVANCE = 0.7
+RELATIVE_RELEVANCE = 0.6
 
 _LIMITATION_HEADING = re.compile(
     r"^(?:\d+(?:\.\d+)*\.?\s+)?(?:limitations?|future (?:work|research|directions)|open (?:questions|problems)"
