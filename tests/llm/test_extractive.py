@@ -257,7 +257,7 @@ async def test_the_synthesizer_cites_only_verified_facts_and_lists_uncovered_que
     assert "does not detect contradictions" in output.confidence.reasoning
 
 
-async def test_weak_evidence_gives_low_confidence_and_strong_corroborated_evidence_high(
+async def test_weak_evidence_gives_low_confidence_and_strong_corroborated_evidence_at_most_medium(
     model: ExtractiveModel,
 ) -> None:
     question = "When did the observatory open?"
@@ -280,7 +280,9 @@ async def test_weak_evidence_gives_low_confidence_and_strong_corroborated_eviden
     assert weak_output.confidence.level == "low"
     assert "best evidence per question 0.26" in weak_output.confidence.reasoning
     assert weak_output.gaps == [f"Not established by the verified facts: {question}"]
-    assert strong_output.confidence.level == "high"
+    # Similarity is not an answer: the no-model backend never claims high confidence.
+    assert strong_output.confidence.level == "medium"
+    assert "cannot judge whether they answer" in strong_output.confidence.reasoning
 
 
 async def test_a_list_cut_short_in_the_report_is_recorded_as_a_gap(model: ExtractiveModel) -> None:

@@ -11,10 +11,12 @@ are cited; a group without one is left out of the report and counted. A question
 verified fact under it has confidence of at least `COVERED_CONFIDENCE`. Child reports are carried
 by their cited lines. Contradictions are not detected, and the confidence reasoning says so.
 
-Confidence is computed from the evidence: `high` only when every question is covered, half of them
-by two or more sources, and the mean of each question's best evidence score is at least
-`STRONG_EVIDENCE`; `medium` when half the questions are covered and that mean reaches
-`COVERED_CONFIDENCE`; `low` otherwise. Every unanswered question is a gap, and so is every list cut
+Confidence is computed from the evidence, and is never `high`: sentences are chosen by their
+similarity to the question, and nothing here can tell whether one answers it ("Fix conffile
+removal-on-upgrade handling" is close to "How does dpkg handle conffiles on upgrade?" and answers
+nothing). `medium` when every question is covered, half of them by two or more sources, and the
+mean of each question's best evidence score is at least `STRONG_EVIDENCE`, or when half the
+questions are covered and that mean reaches `COVERED_CONFIDENCE`; `low` otherwise. Every unanswered question is a gap, and so is every list cut
 short (lines beyond `LINES_PER_QUESTION`, findings beyond `MAX_FINDINGS`, gaps beyond `MAX_GAPS`).
 """
 
@@ -276,6 +278,9 @@ def _confidence(
         level = "low" if not verified else "medium"
     if children and level == "high" and "high" not in children:
         level = "medium"
+    strong = level == "high"
+    if strong:
+        level = "medium"  # see the module's docstring: similarity is not an answer
     reasoning = (
         f"{covered} of {len(asked)} questions answered by a verified fact with confidence at least "
         f"{COVERED_CONFIDENCE}; best evidence per question {', '.join(f'{b:.2f}' for b in best) or 'none'} "
@@ -283,6 +288,12 @@ def _confidence(
         f"{corroborated} of them corroborated by two or more sources; "
         f"{verified} verified facts"
         + (f"; parts: {', '.join(children)}" if children else "")
+        + (
+            ". Strong, corroborated evidence, but medium at most: the no-model backend picks sentences by "
+            "similarity and cannot judge whether they answer the question"
+            if strong
+            else ""
+        )
         + ". The extractive backend does not detect contradictions."
     )
     return Confidence(level=level, reasoning=_clip(reasoning, 1000))
