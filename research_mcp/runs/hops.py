@@ -30,6 +30,7 @@ from research_mcp.role_inputs import ExtractorInput
 from research_mcp.runs.context import RunContext
 from research_mcp.runs.leads import Lead, leads_from, mentions, still_open
 from research_mcp.runs.reading import extract_sources, ref_key
+from research_mcp.storage.models import HopChoice, SecondHop
 
 __all__ = ["HOP_SOURCES", "follow_leads"]
 
@@ -127,7 +128,7 @@ async def _choose(
         "second_hop",
         f"second hop of {node.title!r}: {len(chosen)} sources from {len(leads)} leads",
         node_id=key,
-        data={"chosen": [asdict(hop) for hop in chosen], "followed": followed},
+        data=SecondHop(chosen=[HopChoice(**asdict(hop)) for hop in chosen], followed=followed),
     )
     return chosen
 
@@ -182,6 +183,6 @@ def _context(lead: Lead) -> str:
 def _chosen_before(rc: RunContext, key: str) -> list[Hop] | None:
     """The second hop this leaf chose in an earlier attempt of the run, if any."""
     for event in reversed(rc.deps.store.events_for_run(rc.run_id, "second_hop")):
-        if event.node_id == key and event.data:
-            return [Hop(**hop) for hop in event.data["chosen"]]
+        if event.node_id == key and (recorded := event.data_as(SecondHop)) is not None:
+            return [Hop(**choice.model_dump()) for choice in recorded.chosen]
     return None

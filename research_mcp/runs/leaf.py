@@ -21,6 +21,7 @@ from research_mcp.runs.hops import follow_leads
 from research_mcp.runs.prior import prior_findings
 from research_mcp.runs.reading import choose_sources, extract_sources, ref_key
 from research_mcp.sources.library import classify_ref
+from research_mcp.storage.models import SourcesChosen
 
 __all__ = ["rubric", "run_leaf"]
 
@@ -32,8 +33,8 @@ RUBRIC_FACT_CHARS = 240
 def _chosen_before(rc: RunContext, key: str) -> dict[str, list[str]] | None:
     """The sources this leaf chose in an earlier attempt of the run, and the searches that failed then."""
     for event in reversed(rc.deps.store.events_for_run(rc.run_id, "sources_chosen")):
-        if event.node_id == key and event.data:
-            return {"refs": list(event.data["refs"]), "failures": list(event.data["failures"])}
+        if event.node_id == key and (recorded := event.data_as(SourcesChosen)) is not None:
+            return {"refs": recorded.refs, "failures": recorded.failures}
     return None
 
 
@@ -51,7 +52,7 @@ async def leaf_sources(rc: RunContext, node: PlanNode, key: str, discovered: lis
         "sources_chosen",
         f"{len(refs)} sources chosen for {node.title!r}",
         node_id=key,
-        data={"refs": refs, "failures": list(rc.failures.get(key, []))},
+        data=SourcesChosen(refs=refs, failures=list(rc.failures.get(key, []))),
     )
     return refs
 

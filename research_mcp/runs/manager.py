@@ -30,7 +30,7 @@ from research_mcp.runs.context import RunContext, node_key, plan_nodes
 from research_mcp.runs.engine import execute_node
 from research_mcp.runs.partial import partial_report
 from research_mcp.runs.snapshot import node_counts
-from research_mcp.storage.models import NewNode, Run, StoredPlan
+from research_mcp.storage.models import AttemptStarted, NewNode, Run, StoredPlan
 from research_mcp.storage.sqlite import owner_alive
 from research_mcp.storage.store import Store, now, process_owner
 
@@ -201,7 +201,9 @@ class RunManager:
             store.update_run(run_id, status="running", started_at=now(), attempt=attempt, error=None)
             # The corpus folders this attempt searches: a resume from a terminal searches them again.
             corpus = [str(path) for path in deps.settings.corpus]
-            store.add_event(run_id, "attempt", f"attempt {attempt} started", data={"corpus": corpus})
+            store.add_event(
+                run_id, "attempt", f"attempt {attempt} started", data=AttemptStarted(corpus=corpus)
+            )
             # A background run has no one waiting on it: it rides out an overload of minutes.
             with patience(BACKGROUND), live.scope:
                 result_id = await self._execute(run_id, run.plan_ids, deps, live)

@@ -25,6 +25,7 @@ from research_mcp.roles.synthesizer import UNANSWERED, gate_synthesis, synthesiz
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
 from research_mcp.runs.leaf import RUBRIC_FACTS, rubric
 from research_mcp.runs.reading import choose_sources, extract_sources
+from research_mcp.storage.models import PhaseGate
 from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis
 
 __all__ = ["PhaseSpending", "criteria_status", "run_phases", "unmet_gap"]
@@ -242,7 +243,7 @@ async def run_phases(
                 "phase_gate",
                 f"phase {phase.name!r}: {unmet} unmet, iteration {iteration} starts",
                 node_id=key,
-                data={"phase": phase.name, "iteration": iteration - 1, "status": status},
+                data=PhaseGate(phase=phase.name, iteration=iteration - 1, status=status),
             )
             try:
                 handoff_id, delta = await _iterate(
@@ -315,8 +316,8 @@ def _recorded_gates(rc: RunContext, key: str) -> dict[tuple[str, int], dict[str,
     for event in rc.deps.store.events_for_run(rc.run_id):
         if event.kind == "retry":
             gates.clear()
-        elif event.kind == "phase_gate" and event.node_id == key and event.data:
-            gates[(event.data["phase"], event.data["iteration"])] = event.data["status"]
+        elif event.kind == "phase_gate" and event.node_id == key and (gate := event.data_as(PhaseGate)):
+            gates[(gate.phase, gate.iteration)] = gate.status
     return gates
 
 

@@ -21,6 +21,7 @@ from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.extractor import SpecSpending, asked_questions, extract
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
 from research_mcp.sources.library import canonical_url, classify_ref
+from research_mcp.storage.models import SourcesChosen
 
 __all__ = ["SOURCES_PER_LEAF", "choose_sources", "extract_sources", "ref_key", "take"]
 
@@ -70,7 +71,8 @@ def take(rc: RunContext, key: str, refs: list[str], limit: int) -> list[str]:
     out sources as an uninterrupted one did."""
     if not rc.taken_by:
         for event in rc.deps.store.events_for_run(rc.run_id, "sources_chosen"):
-            for ref in (event.data or {}).get("refs", []):
+            recorded = event.data_as(SourcesChosen)
+            for ref in recorded.refs if recorded is not None else []:
                 rc.taken_by.setdefault(ref_key(ref), event.node_id or "")
     others = [ref for ref in refs if rc.taken_by.get(ref_key(ref), key) != key]
     chosen = [ref for ref in refs if ref not in others][:limit]

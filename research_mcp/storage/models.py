@@ -12,27 +12,32 @@ Rows are frozen: a row is what the store held when it was read; change it throug
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from research_mcp.contracts import Budget, NodeKind, PlannerOutput, RunStatus
 
 __all__ = [
+    "AttemptStarted",
     "Citation",
     "CorpusChunk",
     "CorpusDocumentInfo",
     "CorpusFileState",
+    "HopChoice",
     "KnownFact",
     "NewFact",
     "NewNode",
     "NodeStatus",
+    "PhaseGate",
     "PlanEstimate",
     "Recovery",
     "Run",
     "RunEvent",
     "RunNode",
     "RunUsage",
+    "SecondHop",
+    "SourcesChosen",
     "StoredCorpusDocument",
     "StoredPlan",
 ]
@@ -149,6 +154,49 @@ class Recovery(BaseModel):
         return bool(self.nodes_completed or self.handoffs_interrupted or self.nodes_reset)
 
 
+# --- the data of the events the engine reads back (a resumed run takes its recorded decisions) --
+
+
+class AttemptStarted(BaseModel):
+    """`attempt`: the corpus folders this attempt of the run searched."""
+
+    corpus: list[str] = []
+
+
+class SourcesChosen(BaseModel):
+    """`sources_chosen`: the sources a leaf took (reference keys) and what it could not read."""
+
+    refs: list[str]
+    failures: list[str] = []
+
+
+class PhaseGate(BaseModel):
+    """`phase_gate`: a phase's criteria (met or not) when the decision to iterate was taken."""
+
+    phase: str
+    iteration: int
+    status: dict[str, bool]
+
+
+class HopChoice(BaseModel):
+    """One source a leaf's second hop reads, why, and what it is asked (`runs.hops.Hop`)."""
+
+    ref: str
+    context: str
+    question: str = ""
+    again: bool = False
+
+
+class SecondHop(BaseModel):
+    """`second_hop`: the sources the hop chose, and the leads it followed to them."""
+
+    chosen: list[HopChoice]
+    followed: list[dict[str, Any]] = []
+
+
+EventDataT = TypeVar("EventDataT", bound=BaseModel)
+
+
 class RunEvent(_Row):
     """An `events` row: one line of a run's progress and delta log."""
 
@@ -161,6 +209,10 @@ class RunEvent(_Row):
     message: str
     data: dict[str, Any] | None = None
     at: str
+
+    def data_as(self, model: type[EventDataT]) -> EventDataT | None:
+        """The event's data as the model its kind records (`SourcesChosen`, `PhaseGate`, ...)."""
+        return None if self.data is None else model.model_validate(self.data)
 
 
 class RunUsage(_Row):

@@ -10,10 +10,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import BaseModel
+
 from research_mcp.contracts import Budget, PlannerOutput
 from research_mcp.errors import NotFound
 from research_mcp.storage.database import StoreDatabase, as_json, new_id, now
-from research_mcp.storage.models import NewNode, PlanEstimate, Recovery, Run, RunEvent, RunNode, StoredPlan
+from research_mcp.storage.models import (
+    AttemptStarted,
+    NewNode,
+    PlanEstimate,
+    Recovery,
+    Run,
+    RunEvent,
+    RunNode,
+    StoredPlan,
+)
 from research_mcp.storage.sqlite import owner_alive
 
 __all__ = ["INTERRUPTED", "RunTables", "names_failures"]
@@ -238,8 +249,12 @@ class RunTables(StoreDatabase):
         message: str,
         *,
         node_id: str | None = None,
-        data: dict[str, Any] | None = None,
+        data: BaseModel | dict[str, Any] | None = None,
     ) -> None:
+        """One line of the run's progress and delta log; `data` as its kind records it (a model for
+        the events the engine reads back: `SourcesChosen`, `PhaseGate`, `SecondHop`, `AttemptStarted`)."""
+        if isinstance(data, BaseModel):
+            data = data.model_dump(mode="json")
         with self.write() as conn:
             conn.execute(
                 "INSERT INTO events (run_id, node_id, kind, message, data, at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -258,7 +273,8 @@ class RunTables(StoreDatabase):
         )
         roots = [str(row["root"]) for row in rows if row["root"]]
         for event in self.events_for_run(run_id, "attempt"):
-            roots += [root for root in (event.data or {}).get("corpus", []) if root not in roots]
+            attempt = event.data_as(AttemptStarted)
+            roots += [root for root in (attempt.corpus if attempt else []) if root not in roots]
         return roots
 
     def events_for_run(self, run_id: str, kind: str | None = None) -> list[RunEvent]:
