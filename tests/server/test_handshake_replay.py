@@ -128,18 +128,26 @@ def test_the_fingerprint_follows_the_configuration(monkeypatch: pytest.MonkeyPat
 
 
 def serve_once(home: Path, messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
-    """`research-mcp serve` given `messages` on stdin, then end of file: its answers and its log."""
+    """`research-mcp serve` given `messages` on stdin: its answers (one per request), then end of
+    file once they are in (as a host closes it), and its log."""
     env = {"RESEARCH_MCP_HOME": str(home), "PATH": os.environ.get("PATH", ""), "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run(
-        [str(SCRIPT), "serve"],
-        input=b"".join(line(m) for m in messages),
-        capture_output=True,
-        env=env,
-        timeout=90,
-    )
-    assert done.returncode == 0, done.stderr.decode()
-    answers = [json.loads(text) for text in done.stdout.decode().splitlines()]
-    return answers, done.stderr.decode()
+    requests = sum(1 for m in messages if "id" in m)
+    log = home / "serve.log"
+    with (
+        log.open("wb") as errors,
+        subprocess.Popen(
+            [str(SCRIPT), "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=env
+        ) as server,
+    ):
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(b"".join(line(m) for m in messages))
+        server.stdin.flush()
+        answers = []
+        while len(answers) < requests and (text := server.stdout.readline()):
+            answers.append(json.loads(text))
+        server.stdin.close()
+        assert server.wait(timeout=90) == 0
+    return answers, log.read_text()
 
 
 async def test_the_installed_server_replays_a_clients_handshake_on_its_next_start(tmp_path: Path) -> None:
