@@ -284,7 +284,7 @@ def _confidence(
     reasoning = (
         f"{covered} of {len(asked)} questions answered by a verified fact with confidence at least "
         f"{COVERED_CONFIDENCE}; best evidence per question {', '.join(f'{b:.2f}' for b in best) or 'none'} "
-        f"(mean {strength:.2f}; high needs {STRONG_EVIDENCE}); "
+        f"(mean {strength:.2f}; strong from {STRONG_EVIDENCE}); "
         f"{corroborated} of them corroborated by two or more sources; "
         f"{verified} verified facts"
         + (f"; parts: {', '.join(children)}" if children else "")
