@@ -114,7 +114,7 @@ class Front:
     def _save(self) -> None:
         keep = dict(list(self.answers.items())[-2 * MAX_CLIENTS :])
         text = json.dumps({"fingerprint": self.print_, "answers": keep})
-        partial = self.path.with_suffix(".partial")
+        partial = self.path.with_suffix(f".{os.getpid()}.partial")  # two servers may share a folder
         with contextlib.suppress(OSError):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             partial.write_text(text, encoding="utf-8")
