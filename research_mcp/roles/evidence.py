@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from research_mcp.citations import normalize
 from research_mcp.contracts import Confidence, ConfidenceLevel, Fact
-from research_mcp.llm.extractive.scoring import terms
+from research_mcp.llm.extractive.scoring import bears_on, same_term
 from research_mcp.storage.outputs import AcceptanceCheck
 
 __all__ = [
@@ -46,8 +46,6 @@ __all__ = [
 UNANSWERED = "No verified fact was found for: "
 STRONG_EVIDENCE = 0.6
 COVERED_EVIDENCE = 0.4
-#: Letters two stemmed terms must share to count as one ("modifications" and "modified").
-SHARED_PREFIX = 5
 
 _IDENTIFIER = re.compile(r"(?<![\w-])([A-Za-z]{2,})[-\u2010\u2011]?(\d+(?:\.\d+)*)(?![\w.-]*\d)")
 _LEVELS: dict[ConfidenceLevel, int] = {"low": 0, "medium": 1, "high": 2}
@@ -69,27 +67,10 @@ class Evidence:
         return cap_confidence(confidence, level, why)
 
 
-def same_term(a: str, b: str) -> bool:
-    """Two stemmed terms alike, or sharing their first SHARED_PREFIX letters."""
-    return a == b or (
-        len(a) >= SHARED_PREFIX and len(b) >= SHARED_PREFIX and a[:SHARED_PREFIX] == b[:SHARED_PREFIX]
-    )
-
-
 def identifiers(text: str) -> set[str]:
     """The identifiers a text names: letters joined to a number ("GPL-3", "GPT-4", "COVID-19"),
     folded ("gpl3")."""
     return {f"{letters}{digits}".casefold() for letters, digits in _IDENTIFIER.findall(text)}
-
-
-def bears_on(text: str, question: str) -> bool:
-    """Whether a text shares two content terms with a question (its only one, if it has one): a
-    licence's "See the GNU General Public License for more details." shares "license" with "Which
-    licenses allow linking from proprietary software?", and nothing that question asks."""
-    asked = set(terms(question))
-    said = set(terms(text))
-    shared = {a for a in asked if any(same_term(a, s) for s in said)}
-    return not asked or len(shared) >= min(2, len(asked))
 
 
 def judge_evidence(

@@ -285,6 +285,31 @@ async def test_weak_evidence_gives_low_confidence_and_strong_corroborated_eviden
     assert "cannot judge whether they answer" in strong_output.confidence.reasoning
 
 
+async def test_a_line_that_bears_on_the_question_leads_a_boilerplate_line_every_source_repeats(
+    model: ExtractiveModel,
+) -> None:
+    question = "What does the GPL-3 require of a User Product's Installation Information?"
+    boilerplate = "See the GNU Lesser General Public License for more details."
+    answer = (
+        "Installation Information for a User Product means any methods, procedures or authorization keys "
+        "required to install modified versions."
+    )
+    payload = SynthesisPayload(
+        title="GPL-3",
+        questions=[question],
+        input_handoffs=[],
+        # The boilerplate is in three licences (three sources, corroborated); the answer in one.
+        facts=[fact(i, boilerplate, question=question, source=i) for i in (1, 2, 3)]
+        + [fact(4, answer, question=question, source=4)],
+    )
+
+    output = await ask(model, SynthesisOutput, payload)
+
+    lines = [line for line in output.report.splitlines() if line.startswith("- ")]
+    assert lines[0].startswith("- Installation Information for a User Product")
+    assert output.key_findings[0].fact_ids == [4]
+
+
 async def test_a_list_cut_short_in_the_report_is_recorded_as_a_gap(model: ExtractiveModel) -> None:
     question = "Which moons does Saturn have?"
     moons = [

@@ -22,7 +22,17 @@ import numpy as np
 
 from research_mcp.contracts import Embedder
 
-__all__ = ["Lexicon", "Relevance", "select_diverse", "semantic_scale", "stem", "terms"]
+__all__ = [
+    "SHARED_PREFIX",
+    "Lexicon",
+    "Relevance",
+    "bears_on",
+    "same_term",
+    "select_diverse",
+    "semantic_scale",
+    "stem",
+    "terms",
+]
 
 K1 = 1.2
 B = 0.75
@@ -224,3 +234,24 @@ def select_diverse(
             break
         chosen.append(best[1])
     return [candidates[position] for position in chosen]
+
+
+#: Letters two stemmed terms must share to count as one ("modifications" and "modified").
+SHARED_PREFIX = 5
+
+
+def same_term(a: str, b: str) -> bool:
+    """Two stemmed terms alike, or sharing their first SHARED_PREFIX letters."""
+    return a == b or (
+        len(a) >= SHARED_PREFIX and len(b) >= SHARED_PREFIX and a[:SHARED_PREFIX] == b[:SHARED_PREFIX]
+    )
+
+
+def bears_on(text: str, question: str) -> bool:
+    """Whether a text shares two content terms with a question (its only one, if it has one): a
+    licence's "See the GNU General Public License for more details." shares "license" with "Which
+    licenses allow linking from proprietary software?", and nothing that question asks."""
+    asked = set(terms(question))
+    said = set(terms(text))
+    shared = {a for a in asked if any(same_term(a, s) for s in said)}
+    return not asked or len(shared) >= min(2, len(asked))

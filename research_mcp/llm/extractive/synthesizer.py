@@ -6,7 +6,10 @@ equal or whose similarity is at least `DUPLICATE` become one line citing all the
 unless their numbers or negation differ: "built by 74 masons" and "built by 5 masons" stay two
 lines. Facts are ordered by what they say, never by their ids (which follow the order parallel
 extractions happened to finish in), so the same facts give the same report on every run.
-Lines are ordered verified first, then by corroborations, then by confidence. Only verified facts
+Lines are ordered verified first, then those that bear on their question (sharing two of its
+terms: a licence's boilerplate "See the GNU Lesser General Public License for more details." is
+corroborated by every licence that carries it, and answers nothing), then by corroborations, then by
+confidence. Only verified facts
 are cited; a group without one is left out of the report and counted. A question is a gap when no
 verified fact under it has confidence of at least `COVERED_CONFIDENCE`. Child reports are carried
 by their cited lines. Contradictions are not detected, and the confidence reasoning says so.
@@ -27,7 +30,7 @@ from dataclasses import dataclass, field
 
 from research_mcp.citations import CITATION, normalize, same_claim
 from research_mcp.contracts import Confidence, ConfidenceLevel, Embedder, Finding, SynthesisOutput
-from research_mcp.llm.extractive.scoring import Relevance
+from research_mcp.llm.extractive.scoring import Relevance, bears_on
 from research_mcp.role_inputs import SynthesisFact, SynthesisPayload
 
 __all__ = ["COVERED_CONFIDENCE", "DUPLICATE", "synthesize"]
@@ -97,6 +100,8 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
     best: list[float] = []  # each question's strongest verified evidence
     for question, question_lines in lines.items():
         cited = [line for line in question_lines if line.verified_ids]
+        if question != OTHER:  # lines that share the question's terms first (a stable sort)
+            cited.sort(key=lambda line: not bears_on(f"{line.lead.statement} {line.lead.quote}", question))
         if question == OTHER and not cited:
             continue
         sections.append(f"## {_clip(question, 300)}")
