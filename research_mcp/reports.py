@@ -26,6 +26,7 @@ from research_mcp.contracts import (
 )
 from research_mcp.errors import InvalidInput, NotFound
 from research_mcp.role_inputs import ExtractorInput
+from research_mcp.roles.curation import curation_behind
 from research_mcp.runs.snapshot import read_snapshot
 from research_mcp.storage.models import Citation, Run
 from research_mcp.storage.outputs import StoredCuration, StoredExtraction, StoredSynthesis
@@ -37,6 +38,8 @@ CHARS_PER_TOKEN = 3
 MIN_MAX_TOKENS = 200
 # Hosts cut or refuse tool results over about 25,000 tokens; a page stays well under that.
 MAX_MAX_TOKENS = 20_000
+#: The characters of a curated source's opening shown in the sources view.
+LEAD_IN_VIEW = 160
 
 
 def approx_tokens(text: str) -> int:
@@ -252,12 +255,15 @@ def _handoff_view(store: Store, handoff_id: str, view: View) -> list[str]:
         citations = store.citations([f.id for f in facts])
         return [_fact_line(f, citations[f.id], source=False) for f in facts] or ["no facts"]
     if view == "sources":
-        curation = handoff.output_as(StoredCuration)
+        curation = curation_behind(store, handoff.id)  # a scout's, or a discovery synthesis's
         if curation is not None:
             return [
-                f"{i + 1}. {s.title} <{s.ref}> score={s.score} tags={','.join(s.tags)} — {s.rationale}"
+                f"{i + 1}. {s.title} <{s.ref}> score={s.score} tags={','.join(s.tags)}"
+                + (f" covers={','.join(f'Q{n}' for n in s.covers)}" if s.covers else "")
+                + f" — {s.rationale}"
+                + (f" | {s.lead[:LEAD_IN_VIEW]}" if s.lead else "")
                 for i, s in enumerate(curation.sources)
-            ]
+            ] + [f"Q{n}. {question}" for n, question in enumerate(curation.questions, 1)]
         asked = handoff.input_as(ExtractorInput)
         if asked is not None:
             source = store.get_source(asked.source_id)

@@ -103,9 +103,15 @@ class ScoutCandidate(BaseModel):
     score: float = 0.0
     origin: Literal["web", "corpus"] = "web"
     published: str | None = None
+    #: The quick scan: the source's opening paragraph (a corpus document's, a mapped page's), when
+    #: read; a web search result's snippet is already Tavily's extract of the page.
+    lead: str = ""
 
 
 class ScoutInput(BaseModel):
     topic: str
     queries: list[str]
     candidates: list[ScoutCandidate]
+    #: The questions the sources are for (a discovery leaf's and its sibling leaves'): each kept
+    #: candidate is tagged with those it covers.
+    questions: list[str] = Field(default_factory=list)

@@ -323,11 +323,14 @@ class ResearchService:
         self, topic: str, queries: list[str], limit: int, *, model: ModelBackend
     ) -> CompactReturn:
         coverage = self.sources.corpus_coverage()  # taken before searching: what the searches saw
-        result = await scout(self.deps(model), topic, queries=queries, limit=limit)
+        # The queries given are also what the sources are for: each is tagged with those it covers.
+        result = await scout(self.deps(model), topic, queries=queries, questions=queries, limit=limit)
         output = self.store.get_handoff(result.handoff_id).output_as(StoredCuration) or StoredCuration()
         ranked = output.sources
         top = "; ".join(item.title[:50] for item in ranked[:3])
         metrics: dict[str, Any] = {"ranked": len(ranked), "searches": output.searches}
+        if output.questions:
+            metrics["queries_covered"] = len(output.questions) - len(output.uncovered)
         if coverage is not None:  # the corpus is still being indexed: say how much was searched
             metrics["corpus"] = coverage.removeprefix("corpus: ")
         return fit_compact(

@@ -1,20 +1,23 @@
 """The run engine's tree walk: runs a plan tree node by node, children in parallel, and records each
 node in the store.
 
-An executor node runs its children (discovery leaves first, feeding their ranked sources to the
-ingestion leaves beside them), then one synthesizer over the children's handoffs, then its phases
-(runs/phases.py). A leaf is leaf work (runs/leaf.py). A node whose row says `done` is never run
+An executor node runs its children (discovery leaves first: their scouts sweep for the questions
+of the ingestion leaves beside them, and each of those leaves gets the curated sources that cover its
+own questions first), then one synthesizer over the children's handoffs (a discovery leaf's is its
+curated list), then its phases (runs/phases.py). A leaf is leaf work (runs/leaf.py). A node whose row says `done` is never run
 again: its handoff is read from the store, which is what makes a killed run resumable.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 import anyio
 
 from research_mcp.contracts import PlanNode
 from research_mcp.errors import BudgetExhausted, ModelError, ResearchError
+from research_mcp.roles.curation import curate, curation_behind
 from research_mcp.roles.scout import scout
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
@@ -24,11 +27,19 @@ from research_mcp.storage.outputs import StoredCuration
 
 __all__ = ["execute_node"]
 
+#: Sources a discovery leaf keeps when its budget does not say.
+SCOUT_LIMIT = 8
+
 logger = logging.getLogger(__name__)
 
 
-async def execute_node(rc: RunContext, node: PlanNode, *, discovered: list[str] | None = None) -> str:
-    """Run `node` (or read it from the store when done) and return its result handoff id."""
+async def execute_node(
+    rc: RunContext, node: PlanNode, *, discovered: list[str] | None = None, wanted: Sequence[str] = ()
+) -> str:
+    """Run `node` (or read it from the store when done) and return its result handoff id.
+
+    `discovered`: for a leaf, the sources its discovery siblings curated for it, best first;
+    `wanted`: for a discovery leaf, the questions its sibling leaves ask (what to find sources for)."""
     store = rc.deps.store
     key = node_key(rc.plan_id, node.id)
     row = store.get_node(rc.run_id, key)
@@ -40,10 +51,7 @@ async def execute_node(rc: RunContext, node: PlanNode, *, discovered: list[str] 
         if node.kind == "executor":
             handoff_id = await _run_executor(rc, node, key)
         elif node.kind == "discovery":
-            result = await scout(
-                rc.deps, node.title, queries=list(node.search_queries), run_id=rc.run_id, node_id=key
-            )
-            handoff_id = result.handoff_id
+            handoff_id = await _run_discovery(rc, node, key, wanted)
         else:
             handoff_id = await run_leaf(rc, node, key, discovered or [])
     except anyio.get_cancelled_exc_class():
@@ -59,15 +67,55 @@ async def execute_node(rc: RunContext, node: PlanNode, *, discovered: list[str] 
     return handoff_id
 
 
+async def _run_discovery(rc: RunContext, node: PlanNode, key: str, wanted: Sequence[str]) -> str:
+    """A discovery leaf: the scout's sweep for its own and its siblings' questions, then the
+    discovery synthesis (its curated list, roles/curation.py), whose handoff is the leaf's result."""
+    limit = node.budget.max_sources if node.budget and node.budget.max_sources else SCOUT_LIMIT
+    result = await scout(
+        rc.deps,
+        node.title,
+        queries=list(node.search_queries),
+        questions=[*node.questions, *wanted],
+        limit=limit,
+        run_id=rc.run_id,
+        node_id=key,
+    )
+    return curate(rc.deps, result.handoff_id, title=node.title, run_id=rc.run_id, node_id=key)
+
+
+def _interleaved(groups: Sequence[Sequence[str]]) -> list[str]:
+    """Each group's first item, then each group's second, ...: every sibling's questions lead."""
+    out: list[str] = []
+    for rank in range(max((len(g) for g in groups), default=0)):
+        out += [g[rank] for g in groups if rank < len(g) and g[rank] not in out]
+    return out
+
+
+def _for_each_leaf(curations: Sequence[StoredCuration], leaves: Sequence[PlanNode]) -> list[list[str]]:
+    """Each leaf's curated sources: those covering one of its own questions first, in rank order,
+    then the others; so sibling leaves take different sources, each the ones that match it."""
+    out: list[list[str]] = []
+    for leaf in leaves:
+        asked = {" ".join(q.split()) for q in leaf_questions(leaf)}
+        matching: list[str] = []
+        rest: list[str] = []
+        for curation in curations:
+            for source in curation.sources:
+                covers = {curation.questions[n - 1] for n in source.covers if n <= len(curation.questions)}
+                (matching if covers & asked else rest).append(source.ref)
+        out.append(list(dict.fromkeys([*matching, *rest])))
+    return out
+
+
 async def _run_executor(rc: RunContext, node: PlanNode, key: str) -> str:
     discovery = [child for child in node.children if child.kind == "discovery"]
     others = [child for child in node.children if child.kind != "discovery"]
-    discovered: list[str] = []
-    scout_handoffs = await _run_children(rc, key, discovery, [])
-    for handoff_id in scout_handoffs:
-        curation = rc.deps.store.get_handoff(handoff_id).output_as(StoredCuration)
-        discovered.extend(item.ref for item in (curation.sources if curation else []))
-    child_handoffs = scout_handoffs + await _run_children(rc, key, others, discovered)
+    wanted = _interleaved([leaf_questions(child) for child in others])
+    scout_handoffs = await _run_children(rc, key, discovery, wanted=wanted)
+    curations = [c for h in scout_handoffs if (c := curation_behind(rc.deps.store, h)) is not None]
+    child_handoffs = scout_handoffs + await _run_children(
+        rc, key, others, discovered=_for_each_leaf(curations, others) if curations else None
+    )
     if node.children and not child_handoffs:
         raise ModelError(
             f"Every part of {node.title!r} failed, so there is nothing to synthesize: "
@@ -91,7 +139,12 @@ async def _run_executor(rc: RunContext, node: PlanNode, key: str) -> str:
 
 
 async def _run_children(
-    rc: RunContext, key: str, children: list[PlanNode], discovered: list[str]
+    rc: RunContext,
+    key: str,
+    children: list[PlanNode],
+    *,
+    discovered: Sequence[list[str]] | None = None,
+    wanted: Sequence[str] = (),
 ) -> list[str]:
     """The children's result handoffs, in order. A child that fails (its model calls, its sources) is
     named in `rc.failures[key]` and left out, so its siblings finish; a budget stop still stops all."""
@@ -99,7 +152,8 @@ async def _run_children(
 
     async def run(index: int, child: PlanNode) -> None:
         try:
-            results[index] = await execute_node(rc, child, discovered=discovered)
+            found = discovered[index] if discovered is not None else None
+            results[index] = await execute_node(rc, child, discovered=found, wanted=wanted)
         except BudgetExhausted:
             raise
         except ResearchError as error:

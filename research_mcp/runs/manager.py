@@ -336,14 +336,12 @@ class RunManager:
 def final_roles(plan_id: str, root: PlanNode) -> dict[str, str]:
     """Node ids whose work ends in one handoff of a known role: once that handoff is done, so is the node.
 
-    Leaves and executors end in their synthesis, discovery leaves in their scout's curation. An
-    executor with phases may synthesize several times, so it is left out (it is run again).
+    Leaves and executors end in their synthesis, discovery leaves in the synthesis of their scout's
+    curation. An executor with phases may synthesize several times, so it is left out (it is run again).
     """
     roles = {}
     for node in root.walk():
-        if node.kind == "discovery":
-            roles[node_key(plan_id, node.id)] = "scout"
-        elif not node.phases:
+        if not node.phases:
             roles[node_key(plan_id, node.id)] = "synthesizer"
     return roles
 

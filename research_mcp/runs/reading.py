@@ -20,17 +20,12 @@ from research_mcp.feasibility import SOURCES_PER_LEAF, leaf_reading
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.extractor import SpecSpending, asked_questions, extract
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
-from research_mcp.sources.library import canonical_url, classify_ref
+from research_mcp.sources.library import ref_key
 from research_mcp.storage.models import SourcesChosen
 
 __all__ = ["SOURCES_PER_LEAF", "choose_sources", "extract_sources", "ref_key", "take"]
 
 logger = logging.getLogger(__name__)
-
-
-def ref_key(ref: str) -> str:
-    """How a reference is compared: web addresses in canonical form."""
-    return canonical_url(ref) if classify_ref(ref) == "web" else ref.strip()
 
 
 async def choose_sources(

@@ -15,8 +15,9 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
 from research_mcp.contracts import Source
-from research_mcp.errors import InvalidInput, NotConfigured, SourceError
+from research_mcp.errors import InvalidInput, NotConfigured, ResearchError, SourceError
 from research_mcp.sources.corpus import RELEVANCE_FLOOR
+from research_mcp.sources.openings import opening, page_title
 
 if TYPE_CHECKING:
     from research_mcp.sources.corpus import Corpus
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from research_mcp.sources.search import WebSearch
     from research_mcp.storage.store import Store
 
-__all__ = ["Candidate", "SourceLibrary", "canonical_url", "classify_ref"]
+__all__ = ["Candidate", "SourceLibrary", "canonical_url", "classify_ref", "ref_key"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +60,11 @@ def classify_ref(ref: str) -> Literal["web", "corpus", "stored", "path", "text"]
     if _PATH.match(ref):
         return "path"
     return "text"
+
+
+def ref_key(ref: str) -> str:
+    """How a reference is compared: web addresses in canonical form."""
+    return canonical_url(ref) if classify_ref(ref) == "web" else ref.strip()
 
 
 def canonical_url(url: str) -> str:
@@ -216,6 +222,46 @@ class SourceLibrary:
                 seen.add(key)
                 unique.append(candidate)
         return unique
+
+    def lead(self, ref: str) -> str:
+        """The opening of a corpus document (its first paragraph of prose), for a scout's quick scan;
+        "" for any other reference or a document no longer there."""
+        match = _CORPUS.match(ref.strip())
+        if self.corpus is None or match is None:
+            return ""
+        try:
+            return opening(self.corpus.read(int(match.group(1))).text)
+        except ResearchError:
+            return ""
+
+    async def site_pages(
+        self, site: str, *, instructions: str, limit: int, scan: int, failures: list[str] | None = None
+    ) -> list[Candidate]:
+        """A site's pages as candidates (Tavily's map, most relevant to `instructions` first), the
+        first `scan` of them with their opening read (Tavily's extract) as a quick scan. Without web
+        search, or when the map fails (named in `failures`), none."""
+        if not self.web_configured:
+            return []
+        assert self.web is not None
+        self.searches += 1
+        try:
+            pages = await self.web.map(site, instructions=instructions, limit=limit)
+            texts = await self.web.extract(pages[:scan]) if scan and pages else {}
+        except SourceError as error:
+            logger.warning("site map of %s failed, going on without it: %s", site, error)
+            if failures is not None:
+                failures.append(f"Site map of {site} failed: {error}")
+            return []
+        return [
+            Candidate(
+                ref=page,
+                title=page_title(page),
+                snippet=opening(texts.get(page, "")),
+                score=round(1.0 - position / (2 * len(pages)), 4),  # map order, as a score on 0.5..1
+                origin="web",
+            )
+            for position, page in enumerate(pages)
+        ]
 
     def corpus_coverage(self) -> str | None:
         """While the corpus is being indexed, a line saying how much of it is searchable; else None."""

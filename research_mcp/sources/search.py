@@ -1,4 +1,5 @@
-"""Web search through Tavily: `WebSearch.search` gives ranked hits, `WebSearch.extract` page text.
+"""Web search through Tavily: `WebSearch.search` gives ranked hits, `WebSearch.extract` page text,
+`WebSearch.map` the pages of a site (a scout's site-level discovery).
 
 Without a key the capability is off (`configured` is False) and every call raises `NotConfigured`
 before any request is made; research then goes on with the local corpus and the URLs it was given.
@@ -59,6 +60,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_BASE_URL = "https://api.tavily.com"
 MAX_RESULTS = 20  # the most results Tavily returns for one search
 EXTRACT_BATCH = 20  # the most URLs Tavily extracts in one request
+MAP_LIMIT = 10  # the pages of a site a scout lists by default
+MAX_MAP = 50  # the most pages a site map is asked for
 TRANSIENT = frozenset({502, 503, 504})  # a gateway or capacity failure: worth one more try
 
 NOT_CONFIGURED = (
@@ -81,7 +84,7 @@ class SearchHit:
 
 
 class WebSearch:
-    """Tavily search and extract behind one long-lived HTTP client; use `async with` or `aclose()`."""
+    """Tavily search, extract and map behind one long-lived HTTP client; use `async with` or `aclose()`."""
 
     def __init__(
         self,
@@ -154,6 +157,28 @@ class WebSearch:
             for item in _listed(answer, "failed_results"):
                 logger.info("Tavily could not extract %r: %s", item.get("url"), item.get("error"))
         return texts
+
+    async def map(self, url: str, *, instructions: str = "", limit: int = MAP_LIMIT) -> list[str]:
+        """The addresses of a site's pages, as Tavily's map finds them from `url`, the pages most
+        relevant to `instructions` first when given; at most `limit` (1 to 50)."""
+        self._require_key()
+        if not url.strip().lower().startswith(("http://", "https://")):
+            raise InvalidInput(f"a site map needs an http(s) address, not {url!r}.")
+        if not 1 <= limit <= MAX_MAP:
+            raise InvalidInput(f"limit must be between 1 and {MAX_MAP}, not {limit!r}.")
+        request = self._client_for_tavily().map(
+            url.strip(),
+            max_depth=1,
+            limit=limit,
+            instructions=instructions.strip() or None,
+            timeout=self._timeout,
+        )
+        answer = self._redact.value(await self._call(request))
+        pages = answer.get("results") or []
+        if not isinstance(pages, list):
+            raise SourceError("Tavily's map answer has 'results' that is not a list; try again later.")
+        found = [page.strip() for page in pages if isinstance(page, str) and page.strip()]
+        return list(dict.fromkeys(found))[:limit]
 
     async def aclose(self) -> None:
         self._tavily = None

@@ -131,10 +131,17 @@ class CuratedSource(BaseModel):
     tags: list[str] = Field(default_factory=list)
     rationale: str = ""
     origin: Literal["web", "corpus"] = "web"
+    #: Coverage tags: the numbers (from 1) of the curation's `questions` this source bears on.
+    covers: list[int] = Field(default_factory=list)
+    #: Which of the curation's `angles` (numbers from 1) found it.
+    found_by: list[int] = Field(default_factory=list)
+    #: The quick scan: its opening, or the search's snippet.
+    lead: str = ""
 
 
 class StoredCuration(ScoutOutput, _Reusable):
-    """A scout handoff's output: its ranking, plus the sources kept and the searches behind them."""
+    """A scout handoff's output: its ranking, plus the sources kept and the searches behind them:
+    the angles searched, the questions the sources were tagged against and which no source covers."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -142,6 +149,11 @@ class StoredCuration(ScoutOutput, _Reusable):
     searches: int = 0
     candidates: int = 0
     failures: list[str] = Field(default_factory=list)
+    angles: list[str] = Field(default_factory=list)
+    questions: list[str] = Field(default_factory=list)
+    uncovered: list[int] = Field(default_factory=list)
+    #: Candidates left out, with the reason (duplicate, off-topic, ...): at most a few.
+    excluded: list[CuratedSource] = Field(default_factory=list)
 
 
 StoredOutput = StoredPlanning | StoredExtraction | StoredSynthesis | StoredCuration

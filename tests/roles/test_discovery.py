@@ -41,15 +41,11 @@ async def test_a_discovery_leaf_feeds_its_ranked_sources_to_its_sibling_leaf(
     web: tuple[FakeTavily, LoopbackServer],
 ) -> None:
     tavily, pages = web
-    tavily.reply(
-        200,
-        {
-            "results": [
-                {"url": pages.url("/tides.html"), "title": "Tidal power", "content": "tides", "score": 0.9},
-                {"url": pages.url("/waves.html"), "title": "Wave power", "content": "waves", "score": 0.7},
-            ]
-        },
-    )
+    results = [
+        {"url": pages.url("/tides.html"), "title": "Tidal power", "content": "tides", "score": 0.9},
+        {"url": pages.url("/waves.html"), "title": "Wave power", "content": "waves", "score": 0.7},
+    ]
+    tavily.route("/search", lambda body: {"results": results})
     plan = {
         "root": {
             "kind": "executor",

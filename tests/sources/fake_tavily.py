@@ -14,12 +14,36 @@ connection, so closing the fake never waits on an idle keep-alive connection.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from tests.fake_http import RecordedRequest, ScriptedJSONServer, ScriptedResponse
 
 __all__ = ["FakeTavily", "RecordedRequest", "ScriptedResponse"]
 
 
 class FakeTavily(ScriptedJSONServer):
+    """Also routed by endpoint: `tavily.route("/search", lambda body: {...})` answers every request
+    to that path from its JSON body (a scout searches several angles, in no fixed order), while
+    paths without a route take the script in order."""
+
     unscripted = ScriptedResponse(
         500, {"detail": {"error": "fake_tavily: no response scripted for this request"}}
     )
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.routes: dict[str, Callable[[Any], Any]] = {}
+
+    def route(self, path: str, answer: Callable[[Any], Any]) -> None:
+        self.routes[path] = answer
+
+    def answer(self, request: RecordedRequest) -> ScriptedResponse:
+        routed = self.routes.get(request.path)
+        if routed is not None:
+            return ScriptedResponse(200, routed(request.json))
+        return super().answer(request)
+
+    def bodies(self, path: str) -> list[Any]:
+        """The JSON bodies received on `path`, in order."""
+        return [request.json for request in self.requests if request.path == path]

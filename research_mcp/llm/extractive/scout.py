@@ -1,7 +1,7 @@
 """The scout without a model: search results ranked from their scores, topic match and metadata.
 
 score = 0.4 · search score (as given when within 0..1, else divided by the largest of its origin)
-      + 0.4 · topic match (relevance of title and snippet to the topic or any of its queries; terms
+      + 0.4 · topic match (relevance of title, opening and snippet to the topic or any of its queries; terms
               weigh alike, since every result shares the topic's words)
       + 0.1 · recency (1 within a year of today, falling to 0 at ten years; 0.4 when undated)
       + 0.1 · origin (1 for the user's corpus, 0.5 for the web)
@@ -51,7 +51,7 @@ def scout(
     if not candidates:
         return ScoutOutput(coverage_note="No candidates to rank. Extractive scout: no language model.")
     now = today()
-    texts = [f"{candidate.title}. {candidate.snippet}".strip(". ") for candidate in candidates]
+    texts = [f"{c.title}. {c.lead} {c.snippet}".strip(". ") for c in candidates]  # the quick scan too
     relevance = Relevance(texts, embedder, flat=True)
     topic = np.max([relevance.scores(query) for query in [payload.topic, *payload.queries]], axis=0)
     search = _search_scores(candidates)

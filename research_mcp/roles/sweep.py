@@ -1,0 +1,95 @@
+"""The scout's sweep, by code and the same in every backend: the angles it searches, the sites it
+maps, and which of the questions each candidate covers.
+
+- **Angles**: the topic, the queries given, each question the sources are for, and the topic's key
+  terms alone (a question's wording, "How does ... handle ...", can hide its subject from a search).
+  Repeats are searched once; at most `MAX_ANGLES`.
+- **Sites**: an address or a domain named in the topic or the queries ("the docs at docs.python.org")
+  is mapped (Tavily's map), and its pages most relevant to the topic become candidates.
+- **Coverage**: a candidate covers a question when it was among the first `LEADS` results of the
+  search for that question, or its title, opening and snippet share two of the question's terms
+  (`bears_on`). Questions no kept
+  candidate covers are named, so a discovery leaf's gaps say what the sources will not answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from research_mcp.llm.extractive.scoring import bears_on, terms
+from research_mcp.role_inputs import ScoutCandidate
+
+__all__ = ["LEADS", "MAX_ANGLES", "angles", "covered", "key_terms", "sites_named"]
+
+#: The most searches one scout makes (angles), before any site map.
+MAX_ANGLES = 6
+#: A search's first results, each taken to cover what was searched.
+LEADS = 2
+#: The most sites one scout maps.
+MAX_SITES = 2
+_WORD = re.compile(r"[\w'’-]+")
+_SITE = re.compile(
+    r"\bhttps?://[^\s<>\"')\]]+|\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:[a-z]{2,24})\b(?:/[^\s<>\"')\]]*)?",
+    re.IGNORECASE,
+)
+# Name endings that look like domains but are files or versions: "report.pdf", "python3.11".
+_NOT_SITES = re.compile(
+    r"\.(?:pdf|txt|md|html?|csv|json|py|js|docx?|xlsx?|pptx?|png|jpe?g|gif|zip|gz|tgz|ts|rs|go|java|c|h)$",
+    re.I,
+)
+
+
+def key_terms(text: str) -> str:
+    """`text` reduced to its content words, in order (question words and stop words dropped)."""
+    keep = set(terms(text))
+    words = [w for w in _WORD.findall(text) if terms(w) and terms(w)[0] in keep]
+    return " ".join(dict.fromkeys(words))
+
+
+def angles(
+    topic: str, queries: Sequence[str], questions: Sequence[str], limit: int = MAX_ANGLES
+) -> list[str]:
+    """What to search, in order, at most `limit`: the topic, the queries given, the questions, the
+    topic's key terms; an angle with the same words as an earlier one (case and spacing aside), or
+    with no content word, is left out."""
+    chosen: list[str] = []
+    seen: set[tuple[str, ...]] = set()
+    for angle in (topic, *queries, *questions, key_terms(topic)):
+        angle = " ".join(angle.split())
+        words = tuple(_WORD.findall(angle.lower()))
+        if not terms(angle) or words in seen:
+            continue
+        seen.add(words)
+        chosen.append(angle)
+        if len(chosen) == limit:
+            break
+    return chosen
+
+
+def sites_named(texts: Sequence[str], limit: int = MAX_SITES) -> list[str]:
+    """The sites (as https addresses) named in `texts`, in order: full addresses as given, bare
+    domains as their home page; file names and version numbers are not sites."""
+    found: list[str] = []
+    for text in texts:
+        for match in _SITE.finditer(text):
+            site = match.group().rstrip(".,;:")
+            if _NOT_SITES.search(site.split("?", 1)[0]) or not re.search(r"[a-z]", site.split("/")[0], re.I):
+                continue
+            address = site if site.lower().startswith(("http://", "https://")) else f"https://{site}"
+            if address not in found:
+                found.append(address)
+    return found[:limit]
+
+
+def covered(candidate: ScoutCandidate, questions: Sequence[str], led: Sequence[str]) -> list[int]:
+    """The numbers (from 1) of the questions `candidate` covers: it led the results of a search
+    for the question (`led`: the angles whose first `LEADS` results it was among), or its title,
+    opening and snippet bear on it (two shared terms)."""
+    text = f"{candidate.title}. {candidate.lead} {candidate.snippet}"
+    searched = {" ".join(angle.split()).lower() for angle in led}
+    return [
+        number
+        for number, question in enumerate(questions, 1)
+        if " ".join(question.split()).lower() in searched or bears_on(text, question)
+    ]
