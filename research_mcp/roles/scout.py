@@ -83,6 +83,7 @@ async def scout(
     limit: int = 8,
     run_id: str | None = None,
     node_id: str | None = None,
+    iteration: int = 0,
 ) -> RoleResult[ScoutOutput]:
     """Sweep for sources on `topic` (roles/sweep.py: angles, sites, coverage), quick-scan them, and
     have the backend rank them; each kept source is tagged with the `questions` it covers."""
@@ -150,4 +151,5 @@ async def scout(
         finish=finish,
         run_id=run_id,
         node_id=node_id,
+        iteration=iteration,
     )

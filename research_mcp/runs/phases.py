@@ -1,6 +1,7 @@
 """Phase gates: after a synthesis, check the phase's success criteria; while unmet, within
-`max_iterations` and the phase's budget, widen the node's leaves (more sources, the gaps as questions)
-and synthesize again, at the same level: the tree never deepens. Each iteration's delta is an event.
+`max_iterations` and the phase's budget, widen the node's leaves (the scout sweeps for the missing
+themes, the gaps and the follow-ups; its sources are read, and those already read asked again) and
+synthesize again, at the same level: the tree never deepens. Each iteration's delta is an event.
 
 The best synthesis of the phase is kept, not the last: the one meeting most criteria, then citing
 most verified facts. A phase that stops with criteria unmet (max_iterations reached, or its budget
@@ -18,15 +19,17 @@ import anyio
 
 from research_mcp.citations import WRITTEN_CITATION
 from research_mcp.contracts import Budget, ConfidenceLevel, Phase, PlanNode, SynthesisOutput
-from research_mcp.errors import BudgetExhausted
+from research_mcp.errors import BudgetExhausted, ModelError
+from research_mcp.feasibility import leaf_reading
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.base import RoleResult
+from research_mcp.roles.scout import scout
 from research_mcp.roles.synthesizer import UNANSWERED, gate_synthesis, synthesize
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
 from research_mcp.runs.leaf import RUBRIC_FACTS, rubric
 from research_mcp.runs.reading import choose_sources, extract_sources
 from research_mcp.storage.models import PhaseGate
-from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis
+from research_mcp.storage.outputs import StoredCuration, StoredExtraction, StoredSynthesis
 
 __all__ = ["PhaseSpending", "criteria_status", "run_phases", "unmet_gap"]
 
@@ -321,6 +324,30 @@ def _recorded_gates(rc: RunContext, key: str) -> dict[tuple[str, int], dict[str,
     return gates
 
 
+async def _scout_for(
+    rc: RunContext, leaf: PlanNode, leaf_key: str, asking: list[str], read: int, iteration: int
+) -> list[str] | None:
+    """The scout's sweep for what an iteration asks (missing themes, gaps, follow-ups: each an angle
+    and a question to cover), the curated sources covering them first; None when the scout failed
+    (named in the leaf's failures), so the leaf searches by itself."""
+    try:
+        result = await scout(
+            rc.deps,
+            asking[0],
+            queries=[*asking[1:], *leaf.search_queries],
+            questions=asking,
+            limit=leaf_reading(leaf)[0] + read,
+            run_id=rc.run_id,
+            node_id=leaf_key,
+            iteration=iteration,
+        )
+    except ModelError as error:
+        rc.failures.setdefault(leaf_key, []).append(f"The scout of iteration {iteration} failed: {error}")
+        return None
+    curation = rc.deps.store.get_handoff(result.handoff_id).output_as(StoredCuration)
+    return [source.ref for source in curation.sources] if curation else []
+
+
 async def _iterate(
     rc: RunContext,
     node: PlanNode,
@@ -362,7 +389,10 @@ async def _iterate(
         follow_ups = list(dict.fromkeys(q for asked in raised.values() for q in asked))[:MAX_FOLLOW_UPS]
         queries = [*leaf.search_queries, *missing_themes, *gaps[:2], *follow_ups]
         widened = leaf.model_copy(update={"sources": [], "search_queries": queries})
-        refs = await choose_sources(rc, widened, [], skip=used)
+        asking = [*missing_themes, *gaps[:2], *follow_ups]
+        found = await _scout_for(rc, widened, leaf_key, asking, len(used), iteration) if asking else None
+        # Found by the scout: those, else none (it searched already); the scout failed: a search.
+        refs = [] if found == [] else await choose_sources(rc, widened, found or [], skip=used)
         left = spending.sources_left()
         if left is not None:
             refs = refs[:left]

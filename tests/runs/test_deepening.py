@@ -17,6 +17,7 @@ from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.runs.reading import SOURCES_PER_LEAF
 from research_mcp.server.app import create_server
+from research_mcp.storage.outputs import StoredCuration
 from research_mcp.storage.store import Store
 from tests.server.indexing import wait_until_indexed
 from tests.sources.loopback import LoopbackServer
@@ -162,3 +163,55 @@ async def test_a_follow_up_an_extraction_raised_is_asked_of_its_source_in_the_ne
     assert opened and opened[0].verified and opened[0].question == FOLLOW_UP
     delta = next(e.data for e in store().events_for_run(run_id, "iteration") if e.data)
     assert delta["changed"]["follow_ups_asked"] == [FOLLOW_UP]
+
+
+async def test_an_iteration_calls_the_scout_with_the_follow_up_and_reads_the_source_it_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    station = folder / "station.txt"
+    station.write_text("The Sihwa Lake station in South Korea produces 254 megawatts from the tide.", "utf-8")
+    (folder / "history.txt").write_text(
+        "Sihwa Lake station history: the station opened in 2011 after seven years of building.", "utf-8"
+    )
+    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
+
+    def script(request: ModelRequest[Any]) -> Any:
+        payload = request.payload
+        if not isinstance(payload, ExtractorPayload):
+            return team_script(request)
+        if "opened in 2011" in payload.source_text:
+            said = "the station opened in 2011 after seven years of building."
+            return ExtractorOutput(
+                facts=[ExtractedFact(statement=said, quote=said, question_index=0)],
+                confidence=Confidence(level="high", reasoning="scripted"),
+            )
+        first = "The Sihwa Lake station in South Korea produces 254 megawatts from the tide."
+        return ExtractorOutput(
+            facts=[ExtractedFact(statement=first, quote=first, question_index=0)],
+            confidence=Confidence(level="low", reasoning="scripted: its opening year is not said"),
+            follow_up_questions=[FollowUpQuestion(question=FOLLOW_UP, confidence=0.6, rationale="age")],
+        )
+
+    phase = {"name": "coverage", "criteria": {"themes": ["wave power"]}, "max_iterations": 2}
+    leaf = {"kind": "leaf", "title": "station", "questions": ["How much does Sihwa Lake produce?"]}
+    leaf["sources"] = [str(station)]
+    run_id = await run_plan(
+        {"kind": "executor", "title": "tidal power", "children": [leaf], "phases": [phase]},
+        script,
+        index=True,
+    )
+    scouts = [h for h in store().handoffs_for_run(run_id, role="scout") if h.iteration == 1]
+    assert scouts, "the iteration did not call the scout"
+    curation = scouts[0].output
+    assert isinstance(curation, StoredCuration)
+    assert FOLLOW_UP in curation.angles and FOLLOW_UP in curation.questions
+    history = [s for s in curation.sources if s.title.lower().startswith("history")]
+    assert history and curation.questions.index(FOLLOW_UP) + 1 in history[0].covers
+    read = [
+        asked
+        for asked, iteration in extracted(run_id)
+        if iteration == 1 and asked.source_ref == history[0].ref
+    ]
+    assert read and FOLLOW_UP in read[0].questions
