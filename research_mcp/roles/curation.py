@@ -5,8 +5,8 @@ It is written by code from the curation, in every backend: the judgement (what t
 tags) is the scout's, made by the model when there is one; this arranges it for a reader, so no
 second model call is paid. The list names each source kept with its coverage tags (the questions
 it bears on) and why it was kept, the questions no source covers (gaps), and the candidates left
-out with the reason. Its confidence is in the coverage, not in any fact: `high` when every question
-has two sources or more, `medium` when each has one, `low` when a question has none.
+out with the reason. Its confidence is in the coverage, not in any fact: `medium` when every question
+has a source, `low` when one has none; never `high`, since only openings and snippets were read.
 """
 
 from __future__ import annotations
@@ -43,13 +43,14 @@ def _confidence(curation: StoredCuration) -> Confidence:
             level=level, reasoning=f"{len(kept)} sources kept; no questions to cover were given."
         )
     counts = [sum(n in source.covers for source in kept) for n in range(1, len(curation.questions) + 1)]
-    level = "high" if min(counts) >= 2 else "medium" if min(counts) >= 1 else "low"
+    level = "medium" if min(counts) >= 1 else "low"
     covered = sum(count > 0 for count in counts)
     return Confidence(
         level=level,
         reasoning=(
             f"Coverage of the sources found, not of answers: {covered} of {len(counts)} questions have a "
-            f"source (fewest sources on one question: {min(counts)})."
+            f"source (fewest sources on one question: {min(counts)}). Never high: only openings and "
+            "snippets were read, not the sources."
         ),
     )
 

@@ -84,7 +84,7 @@ def scout(
         twin = next((k for k in kept if _same(candidates[k], candidate, float(title_similarity[k, i]))), None)
         if twin is not None:
             duplicates += 1
-            reason, include = f"duplicate of #{candidates[twin].index}", False
+            reason, include = f"duplicate of #{candidates[twin].index} {candidates[twin].title[:60]!r}", False
         elif float(topic[i]) < OFF_TOPIC or not (candidate.title or candidate.snippet).strip():
             off_topic += 1
             reason, include = f"off-topic (topic match below {OFF_TOPIC})", False
