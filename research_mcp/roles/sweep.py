@@ -6,9 +6,9 @@ maps, and which of the questions each candidate covers.
   Repeats are searched once; at most `MAX_ANGLES`.
 - **Sites**: an address or a domain named in the topic or the queries ("the docs at docs.python.org")
   is mapped (Tavily's map), and its pages most relevant to the topic become candidates.
-- **Coverage**: a candidate covers a question when it was among the first `LEADS` results of the
-  search for that question, or its title, opening and snippet share two of the question's terms
-  (`bears_on`). Questions no kept
+- **Coverage**: a candidate covers a question when its title, opening and snippet share two of
+  the question's terms (`bears_on`), or one when it was among the first `LEADS` results of the
+  search for that question. Questions no kept
   candidate covers are named, so a discovery leaf's gaps say what the sources will not answer.
 """
 
@@ -83,13 +83,15 @@ def sites_named(texts: Sequence[str], limit: int = MAX_SITES) -> list[str]:
 
 
 def covered(candidate: ScoutCandidate, questions: Sequence[str], led: Sequence[str]) -> list[int]:
-    """The numbers (from 1) of the questions `candidate` covers: it led the results of a search
-    for the question (`led`: the angles whose first `LEADS` results it was among), or its title,
-    opening and snippet bear on it (two shared terms)."""
+    """The numbers (from 1) of the questions `candidate` covers: its title, opening and snippet
+    bear on it (two shared terms), or it led the results of a search for the question (`led`: the
+    angles whose first `LEADS` results it was among) and shares one of its terms."""
     text = f"{candidate.title}. {candidate.lead} {candidate.snippet}"
+    said = set(terms(text))
     searched = {" ".join(angle.split()).lower() for angle in led}
     return [
         number
         for number, question in enumerate(questions, 1)
-        if " ".join(question.split()).lower() in searched or bears_on(text, question)
+        if bears_on(text, question)
+        or (" ".join(question.split()).lower() in searched and said & set(terms(question)))
     ]

@@ -242,10 +242,15 @@ def test_sites_are_addresses_and_domains_not_file_names_or_versions() -> None:
     assert sites_named(["read report.pdf with Python 3.11 and Node.js"]) == []
 
 
-def test_a_source_covers_a_question_whose_search_it_led_or_that_shares_two_terms() -> None:
-    candidate = ScoutCandidate(index=0, ref="corpus:1", title="Tidal stations", lead="They make power.")
+def test_a_source_covers_a_question_it_shares_two_terms_with_or_one_when_it_led_its_search() -> None:
+    candidate = ScoutCandidate(
+        index=0, ref="corpus:1", title="Tidal stations", lead="They make power at sea."
+    )
     assert covered(candidate, [TIDES, WAVES], led=[]) == [1]
-    assert covered(candidate, [TIDES, WAVES], led=[WAVES]) == [1, 2]
+    assert covered(candidate, [TIDES, WAVES, "Where do waves reach the sea?"], led=[WAVES]) == [1]
+    assert covered(
+        candidate, [TIDES, "Where do waves reach the sea?"], led=["Where do waves reach the sea?"]
+    ) == [1, 2]
 
 
 def test_an_opening_skips_headings_and_short_lines_and_a_page_title_comes_from_its_address() -> None:
