@@ -161,6 +161,8 @@ def view_items(store: Store, ident: str, view: View) -> list[str]:
 
 
 def _tree_lines(node: PlanNode, depth: int = 0, status: dict[str, str] | None = None) -> list[str]:
+    """One line per node; with `status`, each node's, and the handoff a finished node ended in (to
+    read it with report_results: a leaf's synthesis, a discovery leaf's curated list)."""
     mark = f" [{status.get(node.id, 'pending')}]" if status is not None else ""
     questions = "; ".join(node.questions[:3])
     line = f"{'  ' * depth}- {node.id} {node.kind}: {node.title}{mark}" + (
@@ -175,7 +177,10 @@ def _tree_lines(node: PlanNode, depth: int = 0, status: dict[str, str] | None = 
 def _run_view(store: Store, run_id: str, view: View) -> list[str]:
     run = store.get_run(run_id)
     if view == "tree":
-        status: dict[str, str] = {n.node_id.split("/", 1)[-1]: n.status for n in store.nodes_for_run(run_id)}
+        status: dict[str, str] = {
+            n.node_id.split("/", 1)[-1]: n.status + (f" {n.handoff_id}" if n.handoff_id else "")
+            for n in store.nodes_for_run(run_id)
+        }
         lines = []
         for plan_id in run.plan_ids:
             plan = store.get_plan(plan_id)

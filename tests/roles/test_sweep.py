@@ -152,6 +152,15 @@ async def test_the_discovery_synthesis_is_a_curated_list_with_coverage_that_the_
     parent = model.calls_for("synthesizer")[-1].payload
     assert isinstance(parent, SynthesisPayload)
     assert any("Coverage:" in child.report for child in parent.child_reports)
+    # The manager finds it from the run's tree, and reads it and its sources.
+    async with Client(create_server(model=model)) as client:
+        tree = await client.call_tool("report_results", {"id": run_id, "view": "tree"})
+        (line,) = [x for x in tree.structured_content["text"].splitlines() if "discovery:" in x]
+        assert f"[done {discovery[0].id}]" in line
+        listed_page = await client.call_tool("report_results", {"id": discovery[0].id, "view": "report"})
+        assert f"- Q2 {unanswered}: no source found" in listed_page.structured_content["text"]
+        sources = await client.call_tool("report_results", {"id": discovery[0].id, "view": "sources"})
+        assert "covers=Q1" in sources.structured_content["text"]
 
 
 async def test_a_site_the_topic_names_is_mapped_and_its_pages_quick_scanned(
