@@ -151,7 +151,7 @@ async def test_a_leaf_whose_model_calls_fail_for_good_is_named_and_the_run_finis
     assert "Not researched: leaf 'wind' failed" in gaps
     assert "Source not read" in gaps  # the wind source's extraction failed first, and is named too
     assert re.search(r"- \S+ leaf: wind \[failed\]", tree)
-    assert re.search(r"- \S+ leaf: solar \[done\]", tree)
+    assert re.search(r"- \S+ leaf: solar \[done h_\w+\]", tree)
     assert_nothing_left_running(run["id"])
 
 
