@@ -33,9 +33,11 @@ _SITE = re.compile(
     r"\bhttps?://[^\s<>\"')\]]+|\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:[a-z]{2,24})\b(?:/[^\s<>\"')\]]*)?",
     re.IGNORECASE,
 )
-# Name endings that look like domains but are files or versions: "report.pdf", "python3.11".
+# Name endings that look like domains but are file names: "report.pdf", "config.yaml". A site whose
+# domain ends so (docs.rs) is mapped when given as an address (https://docs.rs).
 _NOT_SITES = re.compile(
-    r"\.(?:pdf|txt|md|html?|csv|json|py|js|docx?|xlsx?|pptx?|png|jpe?g|gif|zip|gz|tgz|ts|rs|go|java|c|h)$",
+    r"\.(?:pdf|txt|md|rst|html?|csv|tsv|json|ya?ml|toml|ini|cfg|conf|log|xml|py|js|ts|rs|go|rb|java|c|h|cpp|hpp|sh|"
+    r"lock|docx?|xlsx?|pptx?|png|jpe?g|gif|svg|zip|gz|tgz|tar|bz2|xz)$",
     re.I,
 )
 

@@ -248,7 +248,7 @@ def test_sites_are_addresses_and_domains_not_file_names_or_versions() -> None:
         "https://docs.python.org/3/howto",
         "https://example.com/a?b=1",
     ]
-    assert sites_named(["read report.pdf with Python 3.11 and Node.js"]) == []
+    assert sites_named(["read report.pdf and config.yaml with Python 3.11 and Node.js"]) == []
 
 
 def test_a_source_covers_a_question_it_shares_two_terms_with_or_one_when_it_led_its_search() -> None:
