@@ -1,4 +1,4 @@
-"""The scout: a topic swept from several angles (and the sites it names mapped), the candidates
+"""The scout: a topic swept from several angles (and the sites it names crawled), the candidates
 de-duplicated and quick-scanned (their opening read), ranked and tagged by the backend, and each
 kept source tagged by code with the questions it covers. Never spawns executors."""
 
@@ -19,7 +19,8 @@ __all__ = ["scout"]
 MAX_CANDIDATES = 30
 #: Results asked of each angle's search.
 PER_ANGLE = 6
-#: Pages listed of a site the topic names, and how many of them are quick-scanned (read in part).
+#: Pages taken of a site the topic names (all read by a crawl), and how many of them are quick-scanned
+#: when the crawl is refused and the site is mapped instead.
 SITE_PAGES = 10
 SITE_SCANNED = 5
 #: Excluded candidates kept in the curation with their reason.

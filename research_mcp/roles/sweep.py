@@ -1,11 +1,12 @@
 """The scout's sweep, by code and the same in every backend: the angles it searches, the sites it
-maps, and which of the questions each candidate covers.
+crawls, and which of the questions each candidate covers.
 
 - **Angles**: the topic, the queries given, each question the sources are for, and the topic's key
   terms alone (a question's wording, "How does ... handle ...", can hide its subject from a search).
   Repeats are searched once; at most `MAX_ANGLES`.
 - **Sites**: an address or a domain named in the topic or the queries ("the docs at docs.python.org")
-  is mapped (Tavily's map), and its pages most relevant to the topic become candidates.
+  is crawled (Tavily's crawl; its map and extract where the crawl is refused), and its pages most
+  relevant to the topic become candidates.
 - **Coverage**: a candidate covers a question when its title, opening and snippet share two of
   the question's terms (`bears_on`), or one when it was among the first `LEADS` results of the
   search for that question. Questions no kept

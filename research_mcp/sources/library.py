@@ -237,27 +237,33 @@ class SourceLibrary:
     async def site_pages(
         self, site: str, *, instructions: str, limit: int, scan: int, failures: list[str] | None = None
     ) -> list[Candidate]:
-        """A site's pages as candidates (Tavily's map, most relevant to `instructions` first), the
-        first `scan` of them with their opening read (Tavily's extract) as a quick scan. Without web
-        search, or when the map fails (named in `failures`), none."""
+        """A site's pages as candidates, each with its opening as a quick scan: Tavily's crawl, one
+        request reading the pages relevant to `instructions`. Where the crawl is refused (a plan
+        without it, a site it cannot walk), Tavily's map lists the pages and extract reads the first
+        `scan`. Without web search, or when both fail (named in `failures`), none."""
         if not self.web_configured:
             return []
         assert self.web is not None
         self.searches += 1
         try:
-            pages = await self.web.map(site, instructions=instructions, limit=limit)
-            texts = await self.web.extract(pages[:scan]) if scan and pages else {}
-        except SourceError as error:
-            logger.warning("site map of %s failed, going on without it: %s", site, error)
-            if failures is not None:
-                failures.append(f"Site map of {site} failed: {error}")
-            return []
+            texts = await self.web.crawl(site, instructions=instructions, limit=limit)
+            pages = list(texts)
+        except SourceError as crawl_error:
+            logger.info("site crawl of %s failed, mapping it instead: %s", site, crawl_error)
+            try:
+                pages = await self.web.map(site, instructions=instructions, limit=limit)
+                texts = await self.web.extract(pages[:scan]) if scan and pages else {}
+            except SourceError as error:
+                logger.warning("site map of %s failed, going on without it: %s", site, error)
+                if failures is not None:
+                    failures.append(f"Site crawl and map of {site} failed: {error}")
+                return []
         return [
             Candidate(
                 ref=page,
                 title=page_title(page),
                 snippet=opening(texts.get(page, "")),
-                score=round(1.0 - position / (2 * len(pages)), 4),  # map order, as a score on 0.5..1
+                score=round(1.0 - position / (2 * len(pages)), 4),  # the site's order, as a score on 0.5..1
                 origin="web",
             )
             for position, page in enumerate(pages)

@@ -1,5 +1,6 @@
 """Web search through Tavily: `WebSearch.search` gives ranked hits, `WebSearch.extract` page text,
-`WebSearch.map` the pages of a site (a scout's site-level discovery).
+`WebSearch.crawl` a site's pages with their text and `WebSearch.map` their addresses (a scout's
+site-level discovery).
 
 Without a key the capability is off (`configured` is False) and every call raises `NotConfigured`
 before any request is made; research then goes on with the local corpus and the URLs it was given.
@@ -61,7 +62,8 @@ DEFAULT_BASE_URL = "https://api.tavily.com"
 MAX_RESULTS = 20  # the most results Tavily returns for one search
 EXTRACT_BATCH = 20  # the most URLs Tavily extracts in one request
 MAP_LIMIT = 10  # the pages of a site a scout lists by default
-MAX_MAP = 50  # the most pages a site map is asked for
+MAX_MAP = 50  # the most pages a site map or crawl is asked for
+CRAWL_TIMEOUT = (10.0, 150.0)  # the bounds Tavily puts on a crawl's own timeout, in seconds
 TRANSIENT = frozenset({502, 503, 504})  # a gateway or capacity failure: worth one more try
 
 NOT_CONFIGURED = (
@@ -84,7 +86,8 @@ class SearchHit:
 
 
 class WebSearch:
-    """Tavily search, extract and map behind one long-lived HTTP client; use `async with` or `aclose()`."""
+    """Tavily search, extract, crawl and map behind one long-lived HTTP client; use `async with` or
+    `aclose()`."""
 
     def __init__(
         self,
@@ -179,6 +182,33 @@ class WebSearch:
             raise SourceError("Tavily's map answer has 'results' that is not a list; try again later.")
         found = [page.strip() for page in pages if isinstance(page, str) and page.strip()]
         return list(dict.fromkeys(found))[:limit]
+
+    async def crawl(self, url: str, *, instructions: str = "", limit: int = MAP_LIMIT) -> dict[str, str]:
+        """A site's pages and their text, as Tavily's crawl reads them from `url` (one level of
+        links), those relevant to `instructions` when given, in Tavily's order; at most `limit` (1 to
+        50). Pages it could not read are left out."""
+        self._require_key()
+        if not url.strip().lower().startswith(("http://", "https://")):
+            raise InvalidInput(f"a site crawl needs an http(s) address, not {url!r}.")
+        if not 1 <= limit <= MAX_MAP:
+            raise InvalidInput(f"limit must be between 1 and {MAX_MAP}, not {limit!r}.")
+        low, high = CRAWL_TIMEOUT
+        request = self._client_for_tavily().crawl(
+            url.strip(),
+            max_depth=1,
+            limit=limit,
+            instructions=instructions.strip() or None,
+            extract_depth="basic",
+            format="text",
+            timeout=min(max(self._timeout, low), high),
+        )
+        answer = self._redact.value(await self._call(request))
+        texts: dict[str, str] = {}
+        for item in _listed(answer, "results"):
+            page, text = item.get("url"), item.get("raw_content")
+            if isinstance(page, str) and page.strip() and isinstance(text, str) and text.strip():
+                texts.setdefault(page.strip(), text)
+        return dict(list(texts.items())[:limit])
 
     async def aclose(self) -> None:
         self._tavily = None

@@ -20,7 +20,7 @@ from research_mcp.sources.indexing import EMBED_BATCH
 from tests.cli.conftest import SCRIPT, cli, cli_env
 from tests.server.test_startup import write_notes
 
-NOTES = 160
+NOTES = 800
 COMMITTED_BEFORE_CTRL_C = 20
 
 
@@ -35,7 +35,7 @@ def documents(home: Path) -> int:
         return 0
 
 
-@pytest.mark.timeout(600)  # two indexing processes embedding 160 notes, on two cores shared with others
+@pytest.mark.timeout(600)  # two indexing processes embedding the notes, on two cores shared with others
 def test_an_interrupted_index_keeps_its_documents_and_the_next_reads_only_the_rest(tmp_path: Path) -> None:
     notes = write_notes(tmp_path / "notes", NOTES)
     home = tmp_path / "home"

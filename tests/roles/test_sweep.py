@@ -163,12 +163,48 @@ async def test_the_discovery_synthesis_is_a_curated_list_with_coverage_that_the_
         assert "covers=Q1" in sources.structured_content["text"]
 
 
-async def test_a_site_the_topic_names_is_mapped_and_its_pages_quick_scanned(
+async def test_a_site_the_topic_names_is_crawled_and_its_pages_quick_scanned(
+    web: tuple[FakeTavily, LoopbackServer],
+) -> None:
+    tavily, _ = web
+    crawled = [f"https://docs.tides.example/guides/{name}.html" for name in ("tide-tables", "datums")]
+    tavily.route("/search", lambda body: {"results": []})
+    tavily.route(
+        "/crawl",
+        lambda body: {
+            "base_url": body["url"],
+            "results": [
+                {"url": url, "raw_content": f"Guide\n\nThis guide to {url.rsplit('/', 1)[1]} explains tides."}
+                for url in crawled
+            ],
+        },
+    )
+    async with Client(create_server(model=ScriptedModel(team_script))) as client:
+        scouted = await client.call_tool("scout_sources", {"topic": "tide tables on docs.tides.example"})
+        assert not scouted.is_error, scouted.content
+
+    (crawl,) = tavily.bodies("/crawl")
+    assert (crawl["url"], crawl["instructions"], crawl["limit"]) == (
+        "https://docs.tides.example",
+        "tide tables on docs.tides.example",
+        10,
+    )
+    assert tavily.bodies("/map") == tavily.bodies("/extract") == []  # one request read the pages
+    scout = Store(Settings().database_path).get_handoff(scouted.structured_content["id"])
+    assert isinstance(scout.output, StoredCuration)
+    assert {(s.title, s.lead) for s in scout.output.sources} == {
+        ("docs.tides.example: tide tables", "This guide to tide-tables.html explains tides."),
+        ("docs.tides.example: datums", "This guide to datums.html explains tides."),
+    }
+
+
+async def test_a_site_that_cannot_be_crawled_is_mapped_and_its_first_pages_extracted(
     web: tuple[FakeTavily, LoopbackServer],
 ) -> None:
     tavily, _ = web
     mapped = [f"https://docs.tides.example/guides/{name}.html" for name in ("tide-tables", "datums", "about")]
     tavily.route("/search", lambda body: {"results": []})
+    tavily.reply(403, {"detail": {"error": "crawl is not part of this plan"}})  # the crawl
     tavily.route("/map", lambda body: {"base_url": body["url"], "results": mapped})
     tavily.route(
         "/extract",
@@ -186,6 +222,7 @@ async def test_a_site_the_topic_names_is_mapped_and_its_pages_quick_scanned(
         scouted = await client.call_tool("scout_sources", {"topic": "tide tables on docs.tides.example"})
         assert not scouted.is_error, scouted.content
 
+    assert len(tavily.bodies("/crawl")) == 1
     (site_map,) = tavily.bodies("/map")
     assert site_map["url"] == "https://docs.tides.example"
     assert site_map["instructions"] == "tide tables on docs.tides.example"
@@ -193,6 +230,7 @@ async def test_a_site_the_topic_names_is_mapped_and_its_pages_quick_scanned(
     assert tavily.bodies("/extract")[0]["urls"] == mapped  # the quick scan of the first pages
     scout = Store(Settings().database_path).get_handoff(scouted.structured_content["id"])
     assert isinstance(scout.output, StoredCuration)
+    assert scout.output.failures == []  # the map stood in for the crawl
     first = scout.output.sources[0]
     assert first.title == "docs.tides.example: tide tables"
     assert first.lead == "This guide to tide-tables.html explains tide tables."
@@ -269,17 +307,22 @@ def test_an_opening_skips_headings_and_short_lines_and_a_page_title_comes_from_i
     assert page_title("https://example.org/") == "example.org"
 
 
-async def test_a_site_map_that_fails_is_named_and_the_scout_still_ranks_the_searches(
+async def test_a_site_that_can_be_neither_crawled_nor_mapped_is_named_and_the_scout_still_ranks_the_searches(
     web: tuple[FakeTavily, LoopbackServer],
 ) -> None:
     tavily, pages = web
     tavily.route("/search", lambda body: _results(pages, body["query"]))
-    tavily.reply(432, {"detail": {"error": "plan limit"}})  # the map, the one request not routed
+    tavily.reply(432, {"detail": {"error": "plan limit"}})  # the crawl, the first request not routed
+    tavily.reply(432, {"detail": {"error": "plan limit"}})  # the map
     async with Client(create_server(model=ScriptedModel(team_script))) as client:
         scouted = await client.call_tool("scout_sources", {"topic": "tidal power on docs.tides.example"})
         assert not scouted.is_error, scouted.content
     scout = Store(Settings().database_path).get_handoff(scouted.structured_content["id"])
     assert isinstance(scout.output, StoredCuration)
-    assert [f for f in scout.output.failures if f.startswith("Site map of https://docs.tides.example failed")]
+    assert [
+        f
+        for f in scout.output.failures
+        if f.startswith("Site crawl and map of https://docs.tides.example failed")
+    ]
     assert "HTTP 432" in scout.output.failures[-1]
     assert scout.output.sources[0].title == "Tidal stations"

@@ -280,6 +280,52 @@ async def test_extract_returns_the_text_of_each_url_tavily_could_read(tavily: Fa
     }
 
 
+async def test_crawl_returns_each_page_read_with_its_text_in_tavilys_order(tavily: FakeTavily) -> None:
+    tavily.reply(
+        200,
+        {
+            "base_url": "https://docs.example",
+            "results": [
+                {"url": "https://docs.example/b", "raw_content": "Page B."},
+                {"url": "https://docs.example/empty", "raw_content": "  "},
+                {"url": "https://docs.example/a", "raw_content": "Page A."},
+            ],
+        },
+    )
+
+    async with WebSearch(KEY, tavily.url) as web:
+        texts = await web.crawl("https://docs.example", instructions="setup guides", limit=5)
+
+    assert list(texts.items()) == [
+        ("https://docs.example/b", "Page B."),
+        ("https://docs.example/a", "Page A."),
+    ]
+    [request] = tavily.requests
+    assert request.path == "/crawl"
+    # One level of links, plain text; Tavily takes a crawl's own timeout between 10 and 150 s.
+    assert request.json == {
+        "url": "https://docs.example",
+        "max_depth": 1,
+        "limit": 5,
+        "instructions": "setup guides",
+        "extract_depth": "basic",
+        "format": "text",
+        "timeout": 20.0,
+    }
+
+
+async def test_a_crawl_or_map_of_something_not_a_web_address_is_refused_before_any_request(
+    tavily: FakeTavily,
+) -> None:
+    async with WebSearch(KEY, tavily.url) as web:
+        with pytest.raises(InvalidInput, match="http"):
+            await web.crawl("docs.example")
+        with pytest.raises(InvalidInput, match="between 1 and 50"):
+            await web.map("https://docs.example", limit=51)
+
+    assert tavily.requests == []
+
+
 @pytest.mark.parametrize("max_results", [0, 21])
 async def test_max_results_outside_tavilys_range_is_refused_before_any_request(
     tavily: FakeTavily, max_results: int
