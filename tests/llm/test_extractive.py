@@ -195,6 +195,19 @@ async def test_a_limitations_section_becomes_source_identified_gaps(model: Extra
     ]
 
 
+async def test_a_licences_limitation_of_liability_and_without_limitation_are_no_gaps(
+    model: ExtractiveModel,
+) -> None:
+    licence = (
+        "# Licence\n\nYou may copy the work, including, without limitation, the rights to modify it.\n\n"
+        "## 8. Limitation of Liability\n\nIn no event shall any contributor be liable to you for damages.\n\n"
+        "## Limitations\n\nThe licence was not yet tested in court.\n"
+    )
+    output = await ask(model, ExtractorOutput, extraction(["May I modify the work?"], licence))
+
+    assert output.source_identified_gaps == ["The licence was not yet tested in court."]
+
+
 async def test_linked_sources_are_listed_only_for_a_discovery_intense_task(model: ExtractiveModel) -> None:
     plain = await ask(model, ExtractorOutput, extraction([CAFFEINE_QUESTION]))
     discovery = await ask(model, ExtractorOutput, extraction([CAFFEINE_QUESTION], discovery_intense=True))

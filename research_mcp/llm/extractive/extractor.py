@@ -50,13 +50,14 @@ FACT_RELEVANCE = 0.2
 FURTHER_RELEVANCE = 0.35
 RELATIVE_RELEVANCE = 0.6
 
+# A study's limitations, not a licence's "Limitation of Liability" or its "including, without limitation".
 _LIMITATION_HEADING = re.compile(
-    r"^(?:\d+(?:\.\d+)*\.?\s+)?(?:limitations?|future (?:work|research|directions)|open (?:questions|problems)"
+    r"^(?:\d+(?:\.\d+)*\.?\s+)?(?:limitations?(?! of liability)|future (?:work|research|directions)|open (?:questions|problems)"
     r"|threats to validity|caveats|shortcomings)\b",
     re.IGNORECASE,
 )
 _LIMITATION_SENTENCE = re.compile(
-    r"\b(?:limitations?|future (?:work|research|studies)|further (?:research|work|study|studies|investigation)"
+    r"\b(?:(?<!without )limitations?(?! of liability)|future (?:work|research|studies)|further (?:research|work|study|studies|investigation)"
     r"|remains? (?:unclear|unknown|open|to be (?:seen|determined))|not yet (?:known|understood|clear|established)"
     r"|open question)\b",
     re.IGNORECASE,
