@@ -17,6 +17,7 @@ import anyio
 
 from research_mcp.contracts import PlanNode
 from research_mcp.errors import BudgetExhausted, ModelError, ResearchError
+from research_mcp.llm.extractive.scoring import same_term, terms
 from research_mcp.roles.curation import curate, curation_behind
 from research_mcp.roles.scout import scout
 from research_mcp.roles.synthesizer import synthesize
@@ -92,19 +93,33 @@ def _interleaved(groups: Sequence[Sequence[str]]) -> list[str]:
 
 
 def _for_each_leaf(curations: Sequence[StoredCuration], leaves: Sequence[PlanNode]) -> list[list[str]]:
-    """Each leaf's curated sources: those covering one of its own questions first, in rank order,
-    then the others; so sibling leaves take different sources, each the ones that match it."""
+    """Each leaf's curated sources, in the order it takes them: those covering one of its own
+    questions first, then the others; within each, first those it matches at least as well as any
+    sibling does (its questions' terms in their title and opening), in rank order. So sibling leaves
+    take different sources, each the ones that match it, and a source touching two leaves' questions
+    ("file", "modified" in a packaging note and a licence question) goes to the leaf it is about."""
+    sources = [(curation, source) for curation in curations for source in curation.sources]
+    wanted = [set(terms(" ".join(leaf_questions(leaf)))) for leaf in leaves]
+    strengths = [
+        [_shared(f"{source.title} {source.lead}", asked) for asked in wanted] for _, source in sources
+    ]
     out: list[list[str]] = []
-    for leaf in leaves:
+    for index, leaf in enumerate(leaves):
         asked = {" ".join(q.split()) for q in leaf_questions(leaf)}
-        matching: list[str] = []
-        rest: list[str] = []
-        for curation in curations:
-            for source in curation.sources:
-                covers = {curation.questions[n - 1] for n in source.covers if n <= len(curation.questions)}
-                (matching if covers & asked else rest).append(source.ref)
-        out.append(list(dict.fromkeys([*matching, *rest])))
+        ranked = []
+        for rank, (curation, source) in enumerate(sources):
+            covers = {curation.questions[n - 1] for n in source.covers if n <= len(curation.questions)}
+            strength = strengths[rank]
+            best = strength[index] > 0 and strength[index] >= max(strength)
+            ranked.append(((not covers & asked, not best, rank), source.ref))
+        out.append(list(dict.fromkeys(ref for _, ref in sorted(ranked))))
     return out
+
+
+def _shared(text: str, asked: set[str]) -> int:
+    """How many of the asked terms `text` holds."""
+    said = set(terms(text))
+    return sum(1 for term in asked if any(same_term(term, word) for word in said))
 
 
 async def _run_executor(rc: RunContext, node: PlanNode, key: str) -> str:

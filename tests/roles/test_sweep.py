@@ -15,7 +15,13 @@ from mcp import Client
 from research_mcp.config import Settings
 from research_mcp.llm.extractive.scoring import terms
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.role_inputs import ScoutCandidate, ScoutInput, SynthesisInput, SynthesisPayload
+from research_mcp.role_inputs import (
+    ExtractorInput,
+    ScoutCandidate,
+    ScoutInput,
+    SynthesisInput,
+    SynthesisPayload,
+)
 from research_mcp.roles.sweep import angles, covered, key_terms, sites_named
 from research_mcp.server.app import create_server
 from research_mcp.sources.openings import opening, page_title
@@ -326,3 +332,62 @@ async def test_a_site_that_can_be_neither_crawled_nor_mapped_is_named_and_the_sc
     ]
     assert "HTTP 432" in scout.output.failures[-1]
     assert scout.output.sources[0].title == "Tidal stations"
+
+
+async def test_a_source_touching_two_leaves_questions_goes_to_the_leaf_it_is_about(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    notes = {
+        "mpl.md": "# Mozilla Public License\n\nIf you distribute a modified covered file, you must make "
+        "the source code of that file available under the Mozilla Public License.\n",
+        "apache.md": "# Apache License\n\nYou must give recipients of the work a copy of this License, "
+        "and modified files must carry notices saying that you changed them.\n",
+        "triggers.md": "# dpkg triggers\n\nA dpkg trigger defers work until the end of a run: when many "
+        "packages modified the same file, the cache is rebuilt once, after the last of them.\n",
+        "bsd.md": "# BSD licence\n\nRedistributions in binary form must reproduce the copyright notice.\n",
+        "mit.md": "# MIT licence\n\nThe copyright notice shall be included in all copies of the software.\n",
+        "gpl.md": "# GNU General Public License\n\nYou may convey a modified version of the program under "
+        "this License, and must license the entire work to anyone who gets a copy.\n",
+        "protected.md": "# dpkg protected packages\n\nA package marked Protected is one dpkg will not "
+        "remove without an explicit force option.\n",
+        "rootless.md": "# dpkg rootless builds\n\nA package built without root sets its files' owners "
+        "through dpkg-deb instead.\n",
+    }
+    for name, text in notes.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
+    mpl = "What does the Mozilla Public License require when a covered file is modified?"
+    triggers = "How do dpkg triggers defer work until the end of a run?"
+    plan = {
+        "root": {
+            "title": "Licences and dpkg",
+            "kind": "executor",
+            "children": [
+                {"title": "find sources", "kind": "discovery", "questions": ["Which notes bear on these?"]},
+                {"title": "MPL", "kind": "leaf", "questions": [mpl]},
+                {"title": "triggers", "kind": "leaf", "questions": [triggers]},
+            ],
+        }
+    }
+    async with Client(create_server()) as client:
+        assert (await wait_until_indexed(client))["phase"] == "ready"
+        planned = await client.call_tool(
+            "plan_research", {"query": "MPL and triggers", "suggested_plan": plan}
+        )
+        run = await client.call_tool(
+            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        )
+        assert run.structured_content["status"] == "done", run.content
+
+    store = Store(Settings().database_path)
+    read: dict[str, set[str]] = {mpl: set(), triggers: set()}
+    for handoff in store.handoffs_for_run(run.structured_content["id"], role="extractor"):
+        asked = handoff.input_as(ExtractorInput)
+        assert asked is not None
+        document = store.corpus_document(int(asked.source_ref.split(":", 1)[1]))
+        assert document is not None
+        read[asked.questions[0]].add(Path(document.path).name)
+    assert "triggers.md" in read[triggers]
+    assert "mpl.md" in read[mpl]
