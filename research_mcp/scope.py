@@ -9,8 +9,9 @@ without a model plans one leaf per facet, every planner's result says "too broad
 facets as narrower queries for the manager to take to the user.
 
 The judgement is by code, so it is the same for every backend: a sweeping word (entire, every,
-everything, comprehensive, complete, survey ...) applied to a subject, or a history or evolution of
-a subject without a period. A query naming a year or a span of years is never judged too broad by
+everything, comprehensive, complete, survey ...) applied to a subject, or to several ("everything
+about software licences and Debian packaging history": one split per subject, but not a comparison,
+whose items the plan's structure splits), or a history or evolution of a subject without a period. A query naming a year or a span of years is never judged too broad by
 its history alone.
 """
 
@@ -40,6 +41,12 @@ _CONNECTORS = re.compile(
 # Several subjects ("Rust and Go", "X vs Y"): the plan's structure splits those, not their scope.
 _SEVERAL = re.compile(r"\s(?:and|or|vs\.?|versus)\s|,", re.IGNORECASE)
 MAX_SUBJECT_WORDS = 8
+#: The most subjects a sweeping query over several is split into.
+MAX_SPLITS = 4
+_COMPARISON = re.compile(r"\b(?:compar\w*|contrast\w*|vs\.?|versus|differ\w*)\b", re.IGNORECASE)
+_HISTORY_WORD = re.compile(
+    r"\b(?:the\s+)?(?:history|evolution|development|story)\b(?:\s+of\b)?", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,8 @@ def judge_scope(query: str) -> Scope:
         return Scope(too_broad=False)
     if not sweeping and not (history and _few_constraints(text)):
         return Scope(too_broad=False)
+    if sweeping and (several := _several(text)).too_broad:
+        return several
     subject = _subject(text)
     if not subject:
         return Scope(too_broad=False)
@@ -82,6 +91,31 @@ def judge_scope(query: str) -> Scope:
         )
         facets = ("kinds", "milestones", "uses and limits", "outlook")
     return Scope(too_broad=True, reason=f"{marker.lower()} of {subject}", splits=splits, facets=facets)
+
+
+def _several(text: str) -> Scope:
+    """A sweeping word over several subjects ("everything about software licences and Debian
+    packaging history"): too broad, split into one question per subject; but not a comparison
+    ("compare all aspects of Rust and Go"), whose items the plan's structure splits."""
+    if _COMPARISON.search(text):
+        return Scope(too_broad=False)
+    markers = list(_SWEEPING.finditer(text))
+    tail = _CONNECTORS.sub("", text[markers[-1].end() :].strip()).strip(" ,.;:")
+    parts = [part.strip(" ,.;:") for part in _SEVERAL.split(tail)]
+    parts = [part for part in parts if part and part.casefold() not in {"and", "or"}]
+    if len(parts) < 2 or any(len(part.split()) > MAX_SUBJECT_WORDS for part in parts):
+        return Scope(too_broad=False)
+    marker = markers[-1].group(0).lower()
+    reason = f"{marker}, over {len(parts)} subjects: {'; '.join(parts)}"
+    parts = parts[:MAX_SPLITS]  # more: the first few on offer, the user asked for all of them
+    splits = []
+    for part in parts:
+        if _HISTORY_WORD.search(part):
+            bare = " ".join(_HISTORY_WORD.sub(" ", part).split())
+            splits.append(f"What were the key milestones in the development of {bare or part}?")
+        else:
+            splits.append(f"What are the main kinds of {part}, and how does each work?")
+    return Scope(too_broad=True, reason=reason, splits=tuple(splits), facets=tuple(parts))
 
 
 def _few_constraints(text: str) -> bool:

@@ -80,6 +80,31 @@ async def test_plan_research_splits_a_too_broad_query_and_says_so_with_narrower_
         assert facet in tree.structured_content["text"]
 
 
+async def test_everything_about_several_subjects_is_split_one_leaf_per_subject() -> None:
+    query = "Tell me everything about software licences and Debian packaging history"
+    async with Client(create_server(), mode="legacy") as client:
+        planned = await client.call_tool("plan_research", {"query": query})
+        tree = await client.call_tool(
+            "report_results", {"id": planned.structured_content["id"], "view": "tree"}
+        )
+    handle = planned.structured_content
+    [line] = [line for line in handle["summary"] if line.startswith("Too broad")]
+    assert line == (
+        "Too broad (everything, over 2 subjects: software licences; Debian packaging history): "
+        "2 leaves, software licences, Debian packaging history"
+    )
+    assert handle["metrics"]["nodes"] == 3
+    assert "What are the main kinds of software licences" in tree.structured_content["text"]
+    assert "key milestones in the development of Debian packaging?" in tree.structured_content["text"]
+
+
+def test_a_sweep_over_more_subjects_than_splits_offers_the_first_and_names_them_all() -> None:
+    scope = judge_scope("Everything about Rust, Go, Zig, Nim and Odin")
+    assert scope.too_broad
+    assert scope.reason == "everything, over 5 subjects: Rust; Go; Zig; Nim; Odin"
+    assert scope.facets == ("Rust", "Go", "Zig", "Nim")
+
+
 async def test_a_focused_query_plans_one_leaf_and_no_scope_line() -> None:
     async with Client(create_server(), mode="legacy") as client:
         planned = await client.call_tool("plan_research", {"query": "How fast does giant kelp grow?"})
