@@ -117,6 +117,22 @@ def test_the_splitter_keeps_abbreviations_initials_and_decimals_inside_their_sen
     assert all(text[sentence.start : sentence.end] == sentence.text for sentence in sentences)
 
 
+def test_an_underlined_title_is_a_heading_and_its_underline_no_sentence() -> None:
+    text = (
+        "Mozilla Public License Version 2.0\n==================================\n\n1. Definitions\n"
+        "--------------\n\nA Contributor creates Covered Software.\n\n---\nAfter a rule, more text."
+    )
+
+    sentences = split_sentences(text)
+
+    assert [(sentence.heading, sentence.text) for sentence in sentences] == [
+        (True, "Mozilla Public License Version 2.0"),
+        (True, "1. Definitions"),
+        (False, "A Contributor creates Covered Software."),
+        (False, "After a rule, more text."),
+    ]
+
+
 def test_headings_and_list_items_end_sentences_and_long_sentences_are_cut_to_fit_a_quote() -> None:
     text = "## Methods\n\n- First item\n- Second item.\n\n" + "word, " * 400 + "end."
 

@@ -89,7 +89,7 @@ def _segments(text: str) -> list[tuple[int, int, bool]]:
         line_start, offset = offset, offset + len(line)
         stripped = line.strip()
         body_start = line_start + (len(line) - len(line.lstrip()))
-        if not stripped:
+        if not stripped or _UNDERLINE.match(stripped):  # a setext underline or a rule ends a block too
             if block_start is not None:
                 segments.append((block_start, block_end, False))
                 block_start = None
@@ -97,7 +97,8 @@ def _segments(text: str) -> list[tuple[int, int, bool]]:
             continue
         marker = _HEADING_MARKER.match(stripped)
         words = len(stripped.split())
-        is_heading = bool(marker) or (
+        following = lines[number + 1].strip() if number + 1 < len(lines) else ""
+        is_heading = bool(marker) or bool(_UNDERLINE.match(following)) or (
             previous_ends_sentence
             and words <= 8
             and not stripped.endswith(_TERMINAL)
@@ -122,6 +123,11 @@ def _segments(text: str) -> list[tuple[int, int, bool]]:
     if block_start is not None:
         segments.append((block_start, block_end, False))
     return segments
+
+
+# A line of = or - alone: the underline of the heading above it (Markdown's setext, plain-text
+# licences and specifications), or a rule.
+_UNDERLINE = re.compile(r"^(?:={3,}|-{3,})$")
 
 
 def _opens_paragraph(line: str) -> bool:
