@@ -32,10 +32,13 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import os
 import re
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,6 +73,25 @@ def file_stem(title: str) -> str:
     """A file name (without extension) for a Wikipedia title, safe on common file systems."""
     stem = _UNSAFE.sub("_", html.unescape(title)).strip(" .")
     return stem[:150] or "untitled"
+
+
+@contextmanager
+def served_corpus(questions: list[dict[str, Any]]) -> Iterator[dict[tuple[str, str], str]]:
+    """The questions' paragraphs written to a temporary corpus folder, and the environment a server
+    created inside the block reads: that folder, a temporary home, the extractive backend, and no
+    key or Qdrant server of the shell. Yields (title, text) -> relative path."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "corpus"
+        folder.mkdir()
+        paths = write_documents(questions, folder)
+        os.environ.update(
+            RESEARCH_MCP_HOME=str(Path(tmp) / "home"),
+            RESEARCH_MCP_CORPUS=str(folder),
+            RESEARCH_MCP_MODEL="extractive",
+        )
+        for name in ("ANTHROPIC_API_KEY", "TAVILY_API_KEY", "QDRANT_URL"):
+            os.environ.pop(name, None)
+        yield paths
 
 
 def write_documents(questions: list[dict[str, Any]], folder: Path) -> dict[tuple[str, str], str]:

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -34,7 +32,7 @@ import anyio
 from mcp import Client
 
 from bench.eval_extractive import wait_until_indexed
-from bench.retrieval import DEFAULT_DATA, write_documents
+from bench.retrieval import DEFAULT_DATA, served_corpus
 
 COMMAND = ".venv/bin/python -m bench.scout_sweep"
 LIMIT = 8
@@ -112,17 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     questions = json.loads(args.data.read_text(encoding="utf-8"))
     if args.limit:
         questions = questions[: args.limit]
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "corpus"
-        folder.mkdir()
-        paths = write_documents(questions, folder)
-        os.environ.update(
-            RESEARCH_MCP_HOME=str(Path(tmp) / "home"),
-            RESEARCH_MCP_CORPUS=str(folder),
-            RESEARCH_MCP_MODEL="extractive",
-        )
-        for name in ("ANTHROPIC_API_KEY", "TAVILY_API_KEY", "QDRANT_URL"):
-            os.environ.pop(name, None)
+    with served_corpus(questions) as paths:
         figures = anyio.run(scout_all, questions, paths)
     print(f"scout sweep on {args.data.name} ({len(questions)} questions) — {COMMAND}")
     print(f"  {'':30} {'scouts':>6} {'gold recall@8':>14} {'all gold':>9} {'searches':>9} {'s/scout':>8}")
