@@ -13,6 +13,11 @@ A synthesizer's confidence is capped by what its facts support; each rule that l
 - the thing a question names: a question naming it by an identifier ("GPL-3") is judged on the
   facts that name it too (in their statement, quote or source title); none does: `medium` at most,
   so facts on the GPL-2 do not corroborate an answer about the GPL-3;
+- the subject a question names: a capitalized word inside it ("the Protected field", "Debian") or a
+  quoted phrase that none of its verified facts mentions (statement, quote or source title) means
+  the facts answer something else that shares its common words ("dpkg", "package"): the question
+  is a gap ("Not established by the verified facts: ..."), and confidence `low` when every question
+  judged is so, else `medium`;
 - corroboration: `high` needs at least half the answered questions backed by two sources (a fact
   the knowledge base found in another source, or verified facts from two sources);
 - acceptance criteria of the leaf's task specs: some unmet, `medium`; all unmet, `low`.
@@ -28,11 +33,12 @@ from dataclasses import dataclass, field
 
 from research_mcp.citations import normalize
 from research_mcp.contracts import Confidence, ConfidenceLevel, Fact
-from research_mcp.llm.extractive.scoring import bears_on, same_term
+from research_mcp.llm.extractive.scoring import bears_on, same_term, terms
 from research_mcp.storage.outputs import AcceptanceCheck
 
 __all__ = [
     "COVERED_EVIDENCE",
+    "NOT_ESTABLISHED",
     "STRONG_EVIDENCE",
     "UNANSWERED",
     "Evidence",
@@ -40,14 +46,18 @@ __all__ = [
     "cap_confidence",
     "identifiers",
     "judge_evidence",
+    "named_terms",
     "same_term",
 ]
 
 UNANSWERED = "No verified fact was found for: "
+NOT_ESTABLISHED = "Not established by the verified facts: "
 STRONG_EVIDENCE = 0.6
 COVERED_EVIDENCE = 0.4
 
 _IDENTIFIER = re.compile(r"(?<![\w-])([A-Za-z]{2,})[-\u2010\u2011]?(\d+(?:\.\d+)*)(?![\w.-]*\d)")
+_WORD = re.compile(r"[\w'’-]+")
+_QUOTED = re.compile(r"[\"“‘]([^\"”’]{2,80})[\"”’]")
 _LEVELS: dict[ConfidenceLevel, int] = {"low": 0, "medium": 1, "high": 2}
 
 
@@ -71,6 +81,16 @@ def identifiers(text: str) -> set[str]:
     """The identifiers a text names: letters joined to a number ("GPL-3", "GPT-4", "COVID-19"),
     folded ("gpl3")."""
     return {f"{letters}{digits}".casefold() for letters, digits in _IDENTIFIER.findall(text)}
+
+
+def named_terms(question: str) -> list[str]:
+    """What a question names: its capitalized words but the first ("What does the Protected field
+    of a dpkg package do?": "Protected") and its quoted phrases, as content terms, in order."""
+    quoted = " ".join(_QUOTED.findall(question))
+    words = _WORD.findall(_QUOTED.sub(" ", question))
+    named = " ".join(word for word in words[1:] if word[:1].isupper() and word != "I")
+    # A bare number ("3" of "GPL-3") is the identifiers rule's to judge, with the name it is joined to.
+    return list(dict.fromkeys(term for term in terms(f"{named} {quoted}") if not term.isdigit()))
 
 
 def judge_evidence(
@@ -137,6 +157,31 @@ def judge_evidence(
             groups[position] = bearing
         else:
             off_topic.append(question)
+    # The subject a question names, missing from all its facts: they answer something else.
+    elsewhere = []
+    for question in judged:
+        named = named_terms(question)
+        said = set(
+            terms(
+                " ".join(
+                    f"{f.statement} {f.quote} {titles.get(f.source_id, '')}"
+                    for f in by_question[normalize(question)]
+                )
+            )
+        )
+        missing = [term for term in named if not any(same_term(term, word) for word in said)]
+        if missing:
+            elsewhere.append((question, missing))
+    if elsewhere:
+        evidence.gaps += [f"{NOT_ESTABLISHED}{question}"[:500] for question, _ in elsewhere]
+        first, missing = elsewhere[0]
+        evidence.caps.append(
+            (
+                "low" if len(elsewhere) == len(judged) else "medium",
+                f"no verified fact for {len(elsewhere)} question(s) mentions what it names "
+                f"({', '.join(missing)}): {first[:120]!r}",
+            )
+        )
     if off_topic:
         evidence.caps.append(
             (

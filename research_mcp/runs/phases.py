@@ -23,6 +23,7 @@ from research_mcp.errors import BudgetExhausted, ModelError
 from research_mcp.feasibility import leaf_reading
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.base import RoleResult
+from research_mcp.roles.evidence import NOT_ESTABLISHED
 from research_mcp.roles.scout import scout
 from research_mcp.roles.synthesizer import UNANSWERED, gate_synthesis, synthesize
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
@@ -36,7 +37,6 @@ __all__ = ["PhaseSpending", "criteria_status", "run_phases", "unmet_gap"]
 _LEVELS = {"low": 0, "medium": 1, "high": 2}
 #: Follow-up questions and source-named gaps one leaf asks in one iteration.
 MAX_FOLLOW_UPS = 3
-NOT_ESTABLISHED = "Not established by the verified facts: "
 #: Gaps code writes that are not questions to ask again.
 _NOT_QUESTIONS = ("Cut short:", "Acceptance criterion", "Expected format not met", " names a gap: ")
 

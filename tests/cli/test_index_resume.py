@@ -20,7 +20,7 @@ from research_mcp.sources.indexing import EMBED_BATCH
 from tests.cli.conftest import SCRIPT, cli, cli_env
 from tests.server.test_startup import write_notes
 
-NOTES = 800
+NOTES = 2000
 COMMITTED_BEFORE_CTRL_C = 20
 
 
@@ -29,9 +29,9 @@ def documents(home: Path) -> int:
     if not path.exists():
         return 0
     try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as conn:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.2) as conn:
             return int(conn.execute("SELECT COUNT(*) FROM corpus_documents").fetchone()[0])
-    except sqlite3.OperationalError:  # the table is not made yet
+    except sqlite3.OperationalError:  # the table is not made yet, or a write holds it: look again
         return 0
 
 
@@ -52,6 +52,7 @@ def test_an_interrupted_index_keeps_its_documents_and_the_next_reads_only_the_re
     while documents(home) < COMMITTED_BEFORE_CTRL_C and indexing.poll() is None:
         assert time.monotonic() < deadline, "indexing made no progress"
         time.sleep(0.05)
+    assert indexing.poll() is None, "indexing ended before the test could press Ctrl-C"
     indexing.send_signal(signal.SIGINT)
     _, stderr = indexing.communicate(timeout=120)
     kept = documents(home)

@@ -144,6 +144,33 @@ async def test_facts_about_another_version_do_not_corroborate_an_answer_about_th
         assert "0 of 1 answered questions backed by two or more sources" in output.confidence.reasoning
 
 
+PROTECTED = "What does the Protected field of a dpkg package do?"
+ELSEWHERE = [  # "dpkg" and "package", never the Protected field
+    "For more information, please see dpkg --print-avail <package> or apt-cache show <package>.",
+    "Each dpkg package lists the files it installs in the dpkg database.",
+    "The dpkg tool unpacks a package archive and runs its maintainer scripts.",
+]
+ON_IT = [
+    "A package with the Protected field set is one dpkg refuses to remove without a force option.",
+    "The Protected field marks a dpkg package the system needs to boot.",
+    "Removing a package whose Protected field says yes needs the dpkg option --force-remove-protected.",
+]
+
+
+@pytest.mark.parametrize(("said", "level"), [(ELSEWHERE, "low"), (ON_IT, "medium")])
+async def test_facts_that_never_mention_what_a_question_names_leave_it_not_established(
+    said: list[str], level: str
+) -> None:
+    _, output = await run(PROTECTED, [f"dpkg notes. {' '.join(said)}"], scripted(said))
+    assert output.confidence.level == level, output.confidence
+    gap = f"Not established by the verified facts: {PROTECTED}"
+    if level == "low":
+        assert gap in output.gaps
+        assert "mentions what it names (protect)" in output.confidence.reasoning
+    else:  # one source: medium at most
+        assert gap not in output.gaps
+
+
 async def test_a_question_a_phase_iteration_answered_is_no_longer_a_gap_of_the_run() -> None:
     first, second = "What does the GPL-3 require of modified versions?", "When was the GPL-3 published?"
     published = "The GPL-3 was published on 29 June 2007 by the Free Software Foundation."

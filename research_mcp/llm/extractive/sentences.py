@@ -98,12 +98,16 @@ def _segments(text: str) -> list[tuple[int, int, bool]]:
         marker = _HEADING_MARKER.match(stripped)
         words = len(stripped.split())
         following = lines[number + 1].strip() if number + 1 < len(lines) else ""
-        is_heading = bool(marker) or bool(_UNDERLINE.match(following)) or (
-            previous_ends_sentence
-            and words <= 8
-            and not stripped.endswith(_TERMINAL)
-            and stripped[0].isupper()
-            and _opens_paragraph(lines[number + 1] if number + 1 < len(lines) else "")
+        is_heading = (
+            bool(marker)
+            or bool(_UNDERLINE.match(following))
+            or (
+                previous_ends_sentence
+                and words <= 8
+                and not stripped.endswith(_TERMINAL)
+                and stripped[0].isupper()
+                and _opens_paragraph(lines[number + 1] if number + 1 < len(lines) else "")
+            )
         )
         list_marker = _LIST_MARKER.match(stripped)
         if is_heading or list_marker:
