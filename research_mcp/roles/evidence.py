@@ -13,8 +13,8 @@ A synthesizer's confidence is capped by what its facts support; each rule that l
 - the thing a question names: a question naming it by an identifier ("GPL-3") is judged on the
   facts that name it too (in their statement, quote or source title); none does: `medium` at most,
   so facts on the GPL-2 do not corroborate an answer about the GPL-3;
-- the subject a question names: a capitalized word inside it ("the Protected field", "Debian") or a
-  quoted phrase that none of its verified facts mentions (statement, quote or source title) means
+- the subject a question names: most of its capitalized words ("the Protected field", "Debian") and
+  quoted phrases mentioned by none of its verified facts (statement, quote or source title) means
   the facts answer something else that shares its common words ("dpkg", "package"): the question
   is a gap ("Not established by the verified facts: ..."), and confidence `low` when every question
   judged is so, else `medium`;
@@ -170,7 +170,7 @@ def judge_evidence(
             )
         )
         missing = [term for term in named if not any(same_term(term, word) for word in said)]
-        if missing:
+        if len(missing) * 2 > len(named):  # most of what it names: "README" may go unsaid, "LibYAML" not
             elsewhere.append((question, missing))
     if elsewhere:
         evidence.gaps += [f"{NOT_ESTABLISHED}{question}"[:500] for question, _ in elsewhere]

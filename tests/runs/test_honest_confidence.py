@@ -157,13 +157,25 @@ ON_IT = [
 ]
 
 
-@pytest.mark.parametrize(("said", "level"), [(ELSEWHERE, "low"), (ON_IT, "medium")])
+LIBYAML = "What does python3-yaml's README say about installing the LibYAML bindings?"
+BINDINGS = [
+    "By default, the setup.py script checks whether LibYAML is installed and builds its bindings.",
+    "To skip building the LibYAML bindings, use --without-libyaml.",
+    "With the LibYAML bindings installed, a fast parser and emitter can be used.",
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "said", "level"),
+    [(PROTECTED, ELSEWHERE, "low"), (PROTECTED, ON_IT, "medium"), (LIBYAML, BINDINGS, "medium")],
+)
 async def test_facts_that_never_mention_what_a_question_names_leave_it_not_established(
-    said: list[str], level: str
+    question: str, said: list[str], level: str
 ) -> None:
-    _, output = await run(PROTECTED, [f"dpkg notes. {' '.join(said)}"], scripted(said))
+    # The LibYAML facts never say "README", but they name most of what the question names.
+    _, output = await run(question, [f"notes. {' '.join(said)}"], scripted(said))
     assert output.confidence.level == level, output.confidence
-    gap = f"Not established by the verified facts: {PROTECTED}"
+    gap = f"Not established by the verified facts: {question}"
     if level == "low":
         assert gap in output.gaps
         assert "mentions what it names (protect)" in output.confidence.reasoning
