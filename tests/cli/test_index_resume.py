@@ -49,15 +49,21 @@ def test_an_interrupted_index_keeps_its_documents_and_the_next_reads_only_the_re
         text=True,
     )
     deadline = time.monotonic() + 120
-    while documents(home) < COMMITTED_BEFORE_CTRL_C and indexing.poll() is None:
+    seen: list[int] = []  # the counts the test saw, for a failure's message
+    while (count := documents(home)) < COMMITTED_BEFORE_CTRL_C and indexing.poll() is None:
+        seen.append(count)
         assert time.monotonic() < deadline, "indexing made no progress"
         time.sleep(0.05)
-    assert indexing.poll() is None, "indexing ended before the test could press Ctrl-C"
+    # Held still while Ctrl-C is pressed, so on a loaded machine it cannot race on to the end first.
+    indexing.send_signal(signal.SIGSTOP)
+    assert indexing.poll() is None, f"indexing ended before the test could press Ctrl-C (saw {seen})"
+    at_ctrl_c = documents(home)
     indexing.send_signal(signal.SIGINT)
+    indexing.send_signal(signal.SIGCONT)
     _, stderr = indexing.communicate(timeout=120)
     kept = documents(home)
 
-    assert indexing.returncode == 130, stderr
+    assert indexing.returncode == 130, f"{stderr}; {at_ctrl_c} indexed at Ctrl-C, counts seen {seen[-20:]}"
     assert COMMITTED_BEFORE_CTRL_C <= kept < NOTES
     assert f"interrupted: {kept} documents indexed so far are kept" in stderr
 
