@@ -10,7 +10,7 @@ from research_mcp.contracts import ConfidenceLevel, ExtractorTaskSpec, Fact, Syn
 from research_mcp.role_inputs import ChildReport, SynthesisFact, SynthesisInput, SynthesisPayload
 from research_mcp.roles.acceptance import Criterion, cited_facts, judge, numbered_criteria, reshape
 from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
-from research_mcp.roles.evidence import UNANSWERED, cap_confidence, judge_evidence
+from research_mcp.roles.evidence import NOT_ESTABLISHED, UNANSWERED, cap_confidence, judge_evidence
 from research_mcp.roles.framing import frame
 from research_mcp.roles.synthesis_inputs import insight_followups, read_inputs, source_gaps
 from research_mcp.storage.outputs import AcceptanceCheck, StoredSynthesis
@@ -268,8 +268,19 @@ def _still_open(carried: Sequence[str], facts: Sequence[Fact]) -> list[str]:
 
 
 def _says(said: str, gap: str) -> bool:
-    """Whether the gap `said` already says `gap` (with a part's title before it, or clipped after)."""
-    return gap[-80:] in said or gap[:80] in said
+    """Whether the gap `said` already says `gap`: with a part's title before it, or clipped after,
+    or the same question left open in other words ("No verified fact was found for: Q" after "Not
+    established by the verified facts: Q")."""
+    question = _open_question(gap)
+    return gap[-80:] in said or gap[:80] in said or (bool(question) and question == _open_question(said))
+
+
+def _open_question(gap: str) -> str:
+    """The question a gap says is unanswered or not established, else ''."""
+    for marker in (UNANSWERED, NOT_ESTABLISHED):
+        if marker in gap:
+            return normalize(gap.split(marker, 1)[1])
+    return ""
 
 
 def _source_titles(deps: RoleDeps) -> Callable[[int], tuple[str, str]]:

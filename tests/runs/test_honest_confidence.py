@@ -217,3 +217,24 @@ async def test_a_question_a_phase_iteration_answered_is_no_longer_a_gap_of_the_r
     output = store.get_handoff(store.get_run(done.structured_content["id"]).result_handoff_id or "").output
     assert isinstance(output, StoredSynthesis)
     assert not any(second in gap for gap in output.gaps), output.gaps
+
+
+async def test_a_question_no_fact_answers_is_one_gap_not_two(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RESEARCH_MCP_MODEL", "extractive")
+    works, unsupported = "How does fakeroot work?", "What does fakeroot not support?"
+    note = "fakeroot runs a command in an environment where it appears to have root privileges for files."
+    leaf = {"kind": "leaf", "title": "fakeroot", "questions": [works, unsupported], "sources": [note]}
+    plan = {"root": {"kind": "executor", "title": "fakeroot", "children": [leaf]}}
+    async with Client(create_server()) as client:
+        planned = await client.call_tool("plan_research", {"query": works, "suggested_plan": plan})
+        done = await client.call_tool(
+            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        )
+        assert done.structured_content["status"] == "done", done.structured_content
+    store = Store(Settings().database_path)
+    output = store.get_handoff(store.get_run(done.structured_content["id"]).result_handoff_id or "").output
+    assert isinstance(output, StoredSynthesis)
+    # One question is left without a fact of its own: its gap is said once, not in two wordings.
+    assert sorted(len([gap for gap in output.gaps if q in gap]) for q in (works, unsupported)) == [0, 1], (
+        output.gaps
+    )
