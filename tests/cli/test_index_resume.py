@@ -58,12 +58,20 @@ def test_an_interrupted_index_keeps_its_documents_and_the_next_reads_only_the_re
     indexing.send_signal(signal.SIGSTOP)
     assert indexing.poll() is None, f"indexing ended before the test could press Ctrl-C (saw {seen})"
     at_ctrl_c = documents(home)
+    # How the indexer takes SIGINT (blocked, ignored, caught), for a failure's message.
+    masks = [
+        line
+        for line in Path(f"/proc/{indexing.pid}/status").read_text().splitlines()
+        if line.startswith(("SigBlk", "SigIgn", "SigCgt", "Threads"))
+    ]
     indexing.send_signal(signal.SIGINT)
     indexing.send_signal(signal.SIGCONT)
     _, stderr = indexing.communicate(timeout=120)
     kept = documents(home)
 
-    assert indexing.returncode == 130, f"{stderr}; {at_ctrl_c} indexed at Ctrl-C, counts seen {seen[-20:]}"
+    assert indexing.returncode == 130, (
+        f"{stderr}; {at_ctrl_c} indexed at Ctrl-C, counts seen {seen[-20:]}, {masks}"
+    )
     assert COMMITTED_BEFORE_CTRL_C <= kept < NOTES
     assert f"interrupted: {kept} documents indexed so far are kept" in stderr
 
