@@ -28,10 +28,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
-import tempfile
 import time
 from functools import partial
 from pathlib import Path
@@ -40,7 +38,7 @@ from typing import Any, NamedTuple
 import anyio
 from mcp import Client
 
-from bench.retrieval import DEFAULT_DATA, write_documents
+from bench.retrieval import DEFAULT_DATA, served_corpus
 from research_mcp.citations import normalize
 
 COMMAND = ".venv/bin/python -m bench.eval_extractive"
@@ -232,17 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     questions = json.loads(args.data.read_text(encoding="utf-8"))
     if args.limit:
         questions = questions[: args.limit]
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "corpus"
-        folder.mkdir()
-        paths = write_documents(questions, folder)
-        os.environ.update(
-            RESEARCH_MCP_HOME=str(Path(tmp) / "home"),
-            RESEARCH_MCP_CORPUS=str(folder),
-            RESEARCH_MCP_MODEL="extractive",
-        )
-        for name in ("ANTHROPIC_API_KEY", "TAVILY_API_KEY", "QDRANT_URL"):
-            os.environ.pop(name, None)
+    with served_corpus(questions) as paths:
         figures = anyio.run(partial(evaluate, questions, paths, explain=args.explain))
     print(f"extractive end-to-end on {args.data.name} ({figures['questions']} questions) — {COMMAND}")
     print(f"  supporting-fact recall     {figures['supporting_fact_recall']:.3f}")
