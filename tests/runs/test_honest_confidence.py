@@ -47,12 +47,16 @@ def scripted(statements: list[str], confidence: float = 0.9, **extra: Any) -> An
     return script
 
 
-async def run(question: str, sources: list[str], script: Any) -> tuple[ScriptedModel, StoredSynthesis]:
-    model = ScriptedModel(script)
-    leaf = {"kind": "leaf", "title": "licence", "questions": [question], "sources": sources}
+async def run(
+    question: str | list[str], sources: list[str], script: Any
+) -> tuple[ScriptedModel | None, StoredSynthesis]:
+    """The run's result over `sources` given inline; `script` None: the no-model backend."""
+    model = ScriptedModel(script) if script is not None else None
+    questions = [question] if isinstance(question, str) else question
+    leaf = {"kind": "leaf", "title": "licence", "questions": questions, "sources": sources}
     plan = {"root": {"kind": "executor", "title": "licences", "children": [leaf]}}
     async with Client(create_server(model=model)) as client:
-        planned = await client.call_tool("plan_research", {"query": question, "suggested_plan": plan})
+        planned = await client.call_tool("plan_research", {"query": questions[0], "suggested_plan": plan})
         done = await client.call_tool(
             "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
         )
@@ -223,17 +227,7 @@ async def test_a_question_no_fact_answers_is_one_gap_not_two(monkeypatch: pytest
     monkeypatch.setenv("RESEARCH_MCP_MODEL", "extractive")
     works, unsupported = "How does fakeroot work?", "What does fakeroot not support?"
     note = "fakeroot runs a command in an environment where it appears to have root privileges for files."
-    leaf = {"kind": "leaf", "title": "fakeroot", "questions": [works, unsupported], "sources": [note]}
-    plan = {"root": {"kind": "executor", "title": "fakeroot", "children": [leaf]}}
-    async with Client(create_server()) as client:
-        planned = await client.call_tool("plan_research", {"query": works, "suggested_plan": plan})
-        done = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
-        )
-        assert done.structured_content["status"] == "done", done.structured_content
-    store = Store(Settings().database_path)
-    output = store.get_handoff(store.get_run(done.structured_content["id"]).result_handoff_id or "").output
-    assert isinstance(output, StoredSynthesis)
+    _, output = await run([works, unsupported], [note], None)
     # One question is left without a fact of its own: its gap is said once, not in two wordings.
     assert sorted(len([gap for gap in output.gaps if q in gap]) for q in (works, unsupported)) == [0, 1], (
         output.gaps
