@@ -9,7 +9,6 @@ import json
 import logging
 import os
 import shlex
-import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,11 +57,6 @@ class _Commands(click.Group):
 @click.option("-v", "--verbose", is_flag=True, help="Log debug detail to stderr.")
 def main(verbose: bool) -> None:
     """research-mcp: a research team as MCP tools."""
-    # Ctrl-C is how `index` and `run` are stopped (what they did is kept): a parent that left SIGINT
-    # blocked (a thread library's fork handler can) would make it do nothing. An ignored SIGINT (a
-    # background job) is left ignored.
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.DEBUG if verbose else logging.INFO,

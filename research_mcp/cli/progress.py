@@ -47,7 +47,7 @@ def format_totals(totals: RunTotals, sep: str = " · ") -> str:
             f"facts {totals.facts_verified}/{totals.facts} verified",
             f"{totals.tokens} tokens",
             f"${totals.cost_usd:.4f}",
-            f"{totals.elapsed_s:.1f} s",
+            f"{round(totals.elapsed_s, 2):.1f} s",  # the figure the export gives (2 places), shown to 1
         ]
     )
 
@@ -192,7 +192,7 @@ def _cells(row: RunRow) -> list[str]:
         f"{t.nodes_done}/{t.nodes_total}",
         f"${t.cost_usd:.4f}",
         str(t.tokens),
-        f"{t.elapsed_s:.1f}s",
+        f"{round(t.elapsed_s, 2):.1f}s",
         row.created_at[:19].replace("T", " "),
     ]
 

@@ -9,6 +9,7 @@ import re
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from tests.cli.conftest import SCRIPT, cli, cli_env
 from tests.server.test_startup import write_notes
 
 NOTES = 2000
+_WITH_SIGINT = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
 COMMITTED_BEFORE_CTRL_C = 20
 
 
@@ -41,7 +43,9 @@ def test_an_interrupted_index_keeps_its_documents_and_the_next_reads_only_the_re
     home = tmp_path / "home"
     env = cli_env(home)
     indexing = subprocess.Popen(
-        [str(SCRIPT), "index", str(notes)],
+        # Ctrl-C as at a terminal: SIGINT's default restored first, since a suite started as a
+        # background job (`pytest &`) passes SIGINT on ignored, and an ignored SIGINT stays ignored.
+        [sys.executable, "-c", _WITH_SIGINT, str(SCRIPT), "index", str(notes)],
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
