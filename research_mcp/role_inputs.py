@@ -69,12 +69,16 @@ class ChildReport(BaseModel):
 
 class SourceInsight(BaseModel):
     """What an extractor said its source leaves open: a follow-up question, a gap the source itself
-    names (its limitations), or a source it cites; kept with the source it came from."""
+    names (its limitations), or a source it cites; kept with the source it came from (read by this
+    run, or by an earlier one: `earlier`)."""
 
     source_id: int
     kind: Literal["follow_up", "gap", "link"]
     text: str
     context: str = ""
+    #: Kept in the knowledge base by an earlier run (the source is not among this run's): its title
+    #: or address, so a reader can find it.
+    earlier: str = ""
 
 
 class SynthesisInput(BaseModel):

@@ -14,7 +14,7 @@ from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.roles.acceptance import summary_asked
 from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
 from research_mcp.roles.framing import frame
-from research_mcp.storage.models import NewFact
+from research_mcp.storage.models import NewFact, NewInsight
 from research_mcp.storage.outputs import StoredExtraction, StoredOutput
 
 __all__ = [
@@ -193,6 +193,8 @@ async def extract(
             output.follow_up_questions.clear()
             output.source_identified_gaps.clear()
             output.linked_candidate_sources.clear()
+        # Kept in the knowledge base with the source, for later runs (runs/prior.py).
+        deps.store.add_insights(run_id, handoff_id, _insights(source, output))
         verified = sum(1 for fact in new_facts if fact.verified)
         return {
             "fact_ids": fact_ids,
@@ -243,6 +245,32 @@ async def extract(
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(deps.knowledge.merge_or_index, recorded)
     return result
+
+
+def _insights(source: Source, output: ExtractorOutput) -> list[NewInsight]:
+    """What one extraction said its source leaves open, with that source."""
+    return [
+        *(
+            NewInsight(source_id=source.id, ref=source.ref, kind="source_gap", text=gap)
+            for gap in output.source_identified_gaps
+        ),
+        *(
+            NewInsight(
+                source_id=source.id,
+                ref=source.ref,
+                kind="follow_up",
+                text=item.question,
+                context=item.rationale,
+            )
+            for item in output.follow_up_questions
+        ),
+        *(
+            NewInsight(
+                source_id=source.id, ref=source.ref, kind="linked_source", text=link.ref, context=link.context
+            )
+            for link in output.linked_candidate_sources
+        ),
+    ]
 
 
 class SpecSpending:

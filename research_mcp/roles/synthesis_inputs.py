@@ -5,20 +5,27 @@ leave open: follow-up questions, gaps a source names, sources it cites), each ke
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from research_mcp.citations import normalize
 from research_mcp.role_inputs import ChildReport, ExtractorInput, SourceInsight, SynthesisInput
 from research_mcp.roles.base import RoleDeps
 from research_mcp.roles.evidence import bears_on
+from research_mcp.storage.models import KnownInsight
 from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis
 
-__all__ = ["Inputs", "insight_followups", "read_inputs", "source_gaps"]
+__all__ = ["Inputs", "insight_followups", "known_insights", "read_inputs", "source_gaps"]
 
 #: What the sources leave open, carried up one synthesis (follow-ups, named gaps, cited sources).
 MAX_INSIGHTS = 30
 #: Gaps the sources name, and follow-ups (questions, sources to read), a synthesis adds by code.
 MAX_SOURCE_GAPS = 3
 MAX_CODE_FOLLOWUPS = 5
+_KINDS: dict[str, Literal["follow_up", "gap", "link"]] = {
+    "follow_up": "follow_up",
+    "source_gap": "gap",
+    "linked_source": "link",
+}
 
 
 class Inputs:
@@ -92,7 +99,34 @@ def source_gaps(insights: Sequence[SourceInsight], questions: Sequence[str]) -> 
     named = [
         item for item in insights if item.kind == "gap" and any(bears_on(item.text, q) for q in questions)
     ]
-    return [f"Source S{item.source_id} names a gap: {item.text}"[:500] for item in named[:MAX_SOURCE_GAPS]]
+    return [f"Source {_named(item)} names a gap: {item.text}"[:500] for item in named[:MAX_SOURCE_GAPS]]
+
+
+def _named(item: SourceInsight) -> str:
+    """The source of an insight as a gap names it: by id, and by title when an earlier run read it."""
+    return (
+        f"S{item.source_id} ({item.earlier[:120]}), read by an earlier run,"
+        if item.earlier
+        else f"S{item.source_id}"
+    )
+
+
+def known_insights(known: Sequence[KnownInsight], below: Sequence[SourceInsight]) -> list[SourceInsight]:
+    """What sources read by earlier runs left open (runs/prior.py chose those bearing on the
+    questions) as this synthesis reads them, but those already said below."""
+    said = {(item.source_id, item.kind, normalize(item.text)) for item in below}
+    found = []
+    for item in known:
+        insight = SourceInsight(
+            source_id=item.source_id,
+            kind=_KINDS[item.kind],
+            text=item.text,
+            context=item.context,
+            earlier=item.title or item.ref,
+        )
+        if (insight.source_id, insight.kind, normalize(insight.text)) not in said:
+            found.append(insight)
+    return found
 
 
 def insight_followups(insights: Sequence[SourceInsight], asked: Sequence[str], read: set[str]) -> list[str]:

@@ -12,7 +12,8 @@ from research_mcp.roles.acceptance import Criterion, cited_facts, judge, numbere
 from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
 from research_mcp.roles.evidence import NOT_ESTABLISHED, UNANSWERED, cap_confidence, judge_evidence
 from research_mcp.roles.framing import frame
-from research_mcp.roles.synthesis_inputs import insight_followups, read_inputs, source_gaps
+from research_mcp.roles.synthesis_inputs import insight_followups, known_insights, read_inputs, source_gaps
+from research_mcp.storage.models import KnownInsight
 from research_mcp.storage.outputs import AcceptanceCheck, StoredSynthesis
 
 __all__ = ["UNANSWERED", "cap_confidence", "gate_synthesis", "gather_inputs", "synthesize"]
@@ -64,6 +65,7 @@ def _prompt(payload: SynthesisPayload, criteria: Sequence[Criterion], prior: Col
         open_lines = [
             f"S{item.source_id} {said[item.kind]}: {item.text}"
             + (f" ({item.context})" if item.context else "")
+            + (f" [read by an earlier run: {item.earlier}]" if item.earlier else "")
             for item in payload.insights
         ]
         lines.append(frame("WHAT THE SOURCES LEAVE OPEN", "\n".join(open_lines)))
@@ -109,6 +111,7 @@ async def synthesize(
     failures: Sequence[str] = (),
     task_specs: Sequence[ExtractorTaskSpec] = (),
     notes: Sequence[str] = (),
+    known: Sequence[KnownInsight] = (),
 ) -> RoleResult[SynthesisOutput]:
     """`prior_facts`: known facts from earlier research (prior findings), citable like the others.
 
@@ -120,8 +123,12 @@ async def synthesize(
     criteria are judged (roles/acceptance.py). Whatever the backend says, code adds the gaps it sees
     and caps the confidence by the evidence (roles/evidence.py); what the extractors said their
     sources leave open reaches the synthesizer and, by code, the gaps and follow-ups. `notes` names
-    what the node left out on purpose (what a task spec's budget did not allow), added to the gaps."""
+    what the node left out on purpose (what a task spec's budget did not allow), added to the gaps.
+    `known`: what sources read by earlier runs left open (kept in the knowledge base), bearing on
+    the questions: given to the synthesizer with the others, and named in the gaps with the source."""
     below = read_inputs(deps, input_handoffs)
+    earlier = known_insights(known, below.insights)
+    insights = [*below.insights, *earlier]
     facts = list({fact.id: fact for fact in deps.store.canonical_facts(below.fact_ids)}.values())
     failed = list(dict.fromkeys(failure[:MAX_FAILURE_CHARS] for failure in [*below.failures, *failures]))
     # Prior findings the inputs do not already hold (a leaf re-reading a source finds its own again).
@@ -145,7 +152,7 @@ async def synthesize(
         **synthesis_input.model_dump(),
         facts=[SynthesisFact(**fact.model_dump(exclude={"location"})) for fact in facts],
         child_reports=below.reports,
-        insights=below.insights,
+        insights=insights,
     )
     criteria = numbered_criteria(task_specs)
     allowed = {fact.id for fact in facts}
@@ -194,6 +201,7 @@ async def synthesize(
                     *format_gaps,
                     *_acceptance_gaps(acceptance),
                     *source_gaps(below.insights, questions),
+                    *source_gaps(earlier, questions),
                     *_still_open(below.evidence_gaps, facts),
                 ]
             )
@@ -204,7 +212,7 @@ async def synthesize(
         # A gap a lower synthesis gave (prefixed with its title, perhaps clipped) is not added twice.
         output.gaps += [gap for gap in found_gaps if not any(_says(said, gap) for said in output.gaps)]
         output.suggested_followups += insight_followups(
-            below.insights, [*questions, *output.suggested_followups], below.read_refs | links
+            insights, [*questions, *output.suggested_followups], below.read_refs | links
         )
         output.confidence = evidence.cap(output.confidence)
         if not check.verified:
@@ -225,7 +233,7 @@ async def synthesize(
             "prior_fact_ids": prior,
             "acceptance": [item.model_dump() for item in acceptance],
             "evidence_gaps": found_gaps,
-            "insights": [item.model_dump() for item in below.insights],
+            "insights": [item.model_dump() for item in insights],
         }
 
     return await perform(

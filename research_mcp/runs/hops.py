@@ -4,7 +4,8 @@ After the first extractions, the leaf's leads (runs/leads.py) are followed in or
 `HOP_SOURCES` new sources are chosen: a linked source is read as it is (the fetcher's allow-list
 and the run's source budget hold as for any source); a bridge name is searched together with the
 question it bears on, and the first result not read yet that mentions the name is taken; a
-follow-up question is searched as asked. Each new source is told the fact that led to it as
+follow-up question is searched as asked. A source that a source read by an earlier run cites,
+bearing on the leaf's questions (runs/prior.py), is followed as a link, after the leaf's own. Each new source is told the fact that led to it as
 context, so the answer that needs both sources can be put together.
 
 A bridge a source already read is about (its title names it: "Brown County" and the first pass's
@@ -20,6 +21,7 @@ those the plan's estimate counted). The choice is recorded (a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import anyio
@@ -51,12 +53,20 @@ class Hop:
 
 
 async def follow_leads(
-    rc: RunContext, node: PlanNode, key: str, questions: list[str], refs: list[str], extractions: list[str]
+    rc: RunContext,
+    node: PlanNode,
+    key: str,
+    questions: list[str],
+    refs: list[str],
+    extractions: list[str],
+    known_links: Sequence[tuple[str, str, int]] = (),
 ) -> list[str]:
-    """The second hop's extractions (none when nothing leads anywhere new), in the order chosen."""
+    """The second hop's extractions (none when nothing leads anywhere new), in the order chosen.
+    `known_links`: sources that sources read by earlier runs cite (address, context, citing source),
+    bearing on the leaf: followed after the links of the leaf's own sources."""
     chosen = _chosen_before(rc, key)
     if chosen is None:
-        chosen = await _choose(rc, node, key, questions, refs, extractions)
+        chosen = await _choose(rc, node, key, questions, refs, extractions, known_links)
     found: dict[int, list[str]] = {}
 
     async def read(position: int, hop: Hop) -> None:
@@ -89,7 +99,13 @@ def _limit(node: PlanNode, first: int) -> int:
 
 
 async def _choose(
-    rc: RunContext, node: PlanNode, key: str, questions: list[str], refs: list[str], extractions: list[str]
+    rc: RunContext,
+    node: PlanNode,
+    key: str,
+    questions: list[str],
+    refs: list[str],
+    extractions: list[str],
+    known_links: Sequence[tuple[str, str, int]],
 ) -> list[Hop]:
     store = rc.deps.store
     read = {ref_key(ref) for ref in refs}
@@ -99,6 +115,14 @@ async def _choose(
         if (asked := store.get_handoff(handoff_id).input_as(ExtractorInput)) is not None
     ]
     leads = leads_from(store, extractions, questions, known=[asked.source_title for asked in first])
+    own_links = sum(1 for lead in leads if lead.kind == "link")
+    cited = {lead.text for lead in leads if lead.kind == "link"}
+    earlier = [
+        Lead("link", ref, 0.5, source_id, f"read by an earlier run: {context}")
+        for ref, context, source_id in known_links
+        if ref not in cited
+    ]
+    leads = [*leads[:own_links], *earlier, *leads[own_links:]]
     asked_again: set[str] = set()
     limit = _limit(node, len(refs))
     chosen: list[Hop] = []

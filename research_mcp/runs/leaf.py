@@ -1,5 +1,8 @@
 """Leaf work: choose a leaf's sources, read them (runs/reading.py), follow what they found to new
-sources (the second hop, runs/hops.py), then synthesize over both.
+sources (the second hop, runs/hops.py), then synthesize over both. What earlier research found
+(prior facts) and what sources read by earlier runs left open (runs/prior.py) are read first: the
+open questions and named gaps are asked of the leaf's sources too, a source they cite may be read by
+the second hop, and the synthesizer is given them.
 
 The sources a leaf chose are recorded (a `sources_chosen` event, with the searches' failures), so a
 leaf resumed after an interrupt or a crash reads the same sources again instead of searching anew
@@ -11,16 +14,13 @@ run would have given them.
 
 from __future__ import annotations
 
-import hashlib
-
 from research_mcp.contracts import PlanNode
 from research_mcp.roles.acceptance import numbered_criteria
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.hops import follow_leads
-from research_mcp.runs.prior import prior_findings
-from research_mcp.runs.reading import choose_sources, extract_sources, ref_key
-from research_mcp.sources.library import classify_ref
+from research_mcp.runs.prior import known_insights, known_questions, prior_findings
+from research_mcp.runs.reading import choose_sources, extract_sources, ref_key, stored_ref
 from research_mcp.storage.models import SourcesChosen
 
 __all__ = ["rubric", "run_leaf"]
@@ -63,11 +63,21 @@ async def run_leaf(rc: RunContext, node: PlanNode, key: str, discovered: list[st
     if not refs:
         rc.deps.store.add_event(rc.run_id, "no_sources", f"no sources found for {node.title!r}", node_id=key)
     prior = await prior_findings(rc, node, key, questions)
+    # What sources read by earlier runs left open, bearing on the leaf: asked of its sources too.
+    insights = await known_insights(rc, node, key, questions, refs)
     contexts, known = rubric(rc, node, prior, refs)
     extractions = await extract_sources(
-        rc, node, key, refs, questions=questions, contexts=contexts, known=known
+        rc,
+        node,
+        key,
+        refs,
+        questions=questions,
+        added_questions=known_questions(insights),
+        contexts=contexts,
+        known=known,
     )
-    extractions += await follow_leads(rc, node, key, questions, refs, extractions)
+    links = [(item.text, item.context, item.source_id) for item in insights if item.kind == "linked_source"]
+    extractions += await follow_leads(rc, node, key, questions, refs, extractions, known_links=links)
     result = await synthesize(
         rc.deps,
         title=node.title,
@@ -79,6 +89,7 @@ async def run_leaf(rc: RunContext, node: PlanNode, key: str, discovered: list[st
         failures=rc.failures.get(key, []),
         task_specs=node.task_specs,
         notes=[e.message for e in rc.deps.store.events_for_run(rc.run_id, "spec_budget") if e.node_id == key],
+        known=insights,
     )
     return result.handoff_id
 
@@ -91,11 +102,11 @@ def rubric(
     found in other sources (prior findings from the knowledge base, to add to or contradict)."""
     facts = [fact for fact in rc.deps.store.get_facts(prior) if fact.verified]
     refs_of = rc.deps.store.source_refs({fact.source_id for fact in facts})
-    own = {_stored_ref(ref) for ref in refs}
+    own = {stored_ref(ref) for ref in refs}
     known = [
         fact.statement[:RUBRIC_FACT_CHARS]
         for fact in facts
-        if _stored_ref(refs_of.get(fact.source_id, "")) not in own and f"S{fact.source_id}" not in own
+        if stored_ref(refs_of.get(fact.source_id, "")) not in own and f"S{fact.source_id}" not in own
     ][:RUBRIC_FACTS]
     criteria = [criterion.label for criterion in numbered_criteria(node.task_specs)]
     criteria += [
@@ -105,12 +116,3 @@ def rubric(
         return {}, known
     must = "The findings must meet:\n" + "\n".join(f"- {line}" for line in dict.fromkeys(criteria))
     return {ref: must for ref in refs}, known
-
-
-def _stored_ref(ref: str) -> str:
-    """The address a reference is stored under, as sources/library.py stores it: a text given inline
-    under its hash, a web address in canonical form, the others as given."""
-    kind = classify_ref(ref)
-    if kind == "text":
-        return f"text:{hashlib.sha256(ref.strip().encode()).hexdigest()[:16]}"
-    return ref_key(ref)

@@ -12,9 +12,24 @@ from __future__ import annotations
 import anyio
 
 from research_mcp.contracts import PlanNode
+from research_mcp.llm.extractive.scoring import bears_on
 from research_mcp.runs.context import RunContext, leaf_questions
+from research_mcp.runs.reading import stored_ref
+from research_mcp.storage.models import InsightKind, InsightsGiven, KnownInsight
 
-__all__ = ["prior_findings"]
+__all__ = [
+    "KNOWN_INSIGHTS",
+    "KNOWN_QUESTIONS",
+    "known_insights",
+    "known_questions",
+    "prior_findings",
+    "recorded_insights",
+]
+
+#: What earlier sources left open, given to one leaf's synthesizer; and asked of its sources.
+KNOWN_INSIGHTS = 5
+KNOWN_QUESTIONS = 3
+_KIND_ORDER: tuple[InsightKind, ...] = ("source_gap", "follow_up", "linked_source")
 
 
 def _asked(node: PlanNode, questions: list[str]) -> set[str]:
@@ -58,3 +73,61 @@ async def prior_findings(rc: RunContext, node: PlanNode, key: str, questions: li
             data={"fact_ids": [fact.id for fact in facts]},
         )
     return [fact.id for fact in facts]
+
+
+async def known_insights(
+    rc: RunContext, node: PlanNode, key: str, questions: list[str], refs: list[str]
+) -> list[KnownInsight]:
+    """What sources read by earlier runs said they leave open, bearing on the leaf's questions (a term
+    match: two content terms shared with one of them), kept in the knowledge base: the gaps they name
+    first, then their extractors' follow-up questions, then the sources they cite; at most
+    KNOWN_INSIGHTS. Not those of a source the leaf reads itself (its extraction gives them again),
+    nor those raised for another leaf's questions of this run and none of its own (left to that
+    leaf): running the same plan again gives each leaf the same inputs as before."""
+    if rc.deps.knowledge is None:
+        return []
+    store = rc.deps.store
+    own = _asked(node, questions)
+    others: set[str] = set()
+    for (plan_id, leaf_id), asked in asked_by_leaf(rc).items():
+        if (plan_id, leaf_id) != (rc.plan_id, node.id):
+            others |= asked
+    others -= own
+    reading = {stored_ref(ref) for ref in refs} | set(refs)
+    found = []
+    for item in store.known_insights(kinds=_KIND_ORDER, not_run=rc.run_id):
+        said = f"{item.text} {item.context}" if item.kind == "linked_source" else item.text
+        if (
+            item.ref in reading
+            or f"S{item.source_id}" in reading
+            or (set(item.questions) & others and not set(item.questions) & own)
+            or not any(bears_on(said, question) for question in questions)
+        ):
+            continue
+        found.append(item)
+    found.sort(key=lambda item: _KIND_ORDER.index(item.kind))  # stable: the newest first within a kind
+    found = found[:KNOWN_INSIGHTS]
+    if found:
+        store.add_event(
+            rc.run_id,
+            "known_insights",
+            f"{len(found)} things earlier sources left open bear on {node.title!r}",
+            node_id=key,
+            data=InsightsGiven(insight_ids=[item.id for item in found]),
+        )
+    return found
+
+
+def known_questions(insights: list[KnownInsight]) -> list[str]:
+    """What the leaf's sources are asked besides its questions: the gaps earlier sources named and
+    the questions they left open (a source read now may answer them), at most KNOWN_QUESTIONS."""
+    asked = [item.text for item in insights if item.kind in ("source_gap", "follow_up")]
+    return list(dict.fromkeys(asked))[:KNOWN_QUESTIONS]
+
+
+def recorded_insights(rc: RunContext, key: str) -> list[KnownInsight]:
+    """What earlier runs left open that this leaf was given (its `known_insights` event), again."""
+    for event in reversed(rc.deps.store.events_for_run(rc.run_id, "known_insights")):
+        if event.node_id == key and (given := event.data_as(InsightsGiven)) is not None:
+            return rc.deps.store.get_insights(given.insight_ids)
+    return []

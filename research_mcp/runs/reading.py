@@ -9,6 +9,7 @@ its extraction is read back.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 from collections.abc import Collection, Mapping, Sequence
 
@@ -20,10 +21,10 @@ from research_mcp.feasibility import SOURCES_PER_LEAF, leaf_reading
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.extractor import SpecSpending, asked_questions, extract
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
-from research_mcp.sources.library import ref_key
+from research_mcp.sources.library import classify_ref, ref_key
 from research_mcp.storage.models import SourcesChosen
 
-__all__ = ["SOURCES_PER_LEAF", "choose_sources", "extract_sources", "ref_key", "take"]
+__all__ = ["SOURCES_PER_LEAF", "choose_sources", "extract_sources", "ref_key", "stored_ref", "take"]
 
 logger = logging.getLogger(__name__)
 
@@ -177,3 +178,12 @@ def _done_extractions(rc: RunContext, key: str) -> dict[tuple[int, tuple[str, ..
         if handoff.status == "done" and asked is not None:
             found[(asked.source_id, tuple(asked.questions))] = handoff.id
     return found
+
+
+def stored_ref(ref: str) -> str:
+    """The address a reference is stored under, as sources/library.py stores it: a text given inline
+    under its hash, a web address in canonical form, the others as given."""
+    kind = classify_ref(ref)
+    if kind == "text":
+        return f"text:{hashlib.sha256(ref.strip().encode()).hexdigest()[:16]}"
+    return ref_key(ref)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlite_utils import Database
+
+from research_mcp.citations import normalize
 
 __all__ = ["MIGRATIONS", "apply_migrations"]
 
@@ -247,6 +251,59 @@ def m007_facts_by_source(db: Database) -> None:
     db.table("facts").create_index(["source_id"], if_not_exists=True)
 
 
+def m008_source_insights(db: Database) -> None:
+    """What sources leave open, kept in the knowledge base with the source (`insight_tables.py`): each
+    extraction's follow-up questions, the gaps its source names and the sources it cites, once per
+    source (address), kind and text. Those of the extractions already stored are kept here too."""
+    db.table("source_insights").create(
+        {
+            "id": int,
+            "source_id": int,
+            "ref": str,  # the source's address, as stored: one source read again keeps its insights once
+            "kind": str,  # follow_up | source_gap | linked_source
+            "text": str,  # the question, the gap, or the cited source's address
+            "context": str,  # why (a follow-up's rationale, where a cited source is named)
+            "key": str,  # the text normalized: what makes two insights of a source the same
+            "run_id": str,
+            "handoff_id": str,  # the extraction that found it
+            "created_at": str,
+        },
+        pk="id",
+        foreign_keys=[("source_id", "sources", "id")],
+    )
+    db.table("source_insights").create_index(["ref", "kind", "key"], unique=True)
+    db.table("source_insights").create_index(["run_id"])
+    rows = db.conn.execute(
+        "SELECT h.id, h.run_id, h.output, h.finished_at, s.id, s.ref FROM handoffs h"
+        " JOIN sources s ON s.id = json_extract(h.output, '$.source_id')"
+        " WHERE h.role = 'extractor' AND h.status = 'done' AND h.output IS NOT NULL ORDER BY h.started_at, h.id"
+    ).fetchall()
+    for handoff_id, run_id, output, finished_at, source_id, ref in rows:
+        for row in _insight_rows(json.loads(output), source_id, ref):
+            db.conn.execute(
+                "INSERT OR IGNORE INTO source_insights (source_id, ref, kind, text, context, key, run_id,"
+                " handoff_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*row, run_id, handoff_id, finished_at),
+            )
+
+
+def _insight_rows(
+    output: dict[str, Any], source_id: int, ref: str
+) -> list[tuple[int, str, str, str, str, str]]:
+    """An extraction's stored output as insight rows (source id, ref, kind, text, context, key)."""
+    found: list[tuple[int, str, str, str, str]] = []
+    found += [(source_id, ref, "source_gap", gap, "") for gap in output.get("source_identified_gaps") or []]
+    found += [
+        (source_id, ref, "follow_up", item.get("question", ""), item.get("rationale", ""))
+        for item in output.get("follow_up_questions") or []
+    ]
+    found += [
+        (source_id, ref, "linked_source", item.get("ref", ""), item.get("context", ""))
+        for item in output.get("linked_candidate_sources") or []
+    ]
+    return [(*row, normalize(row[3])) for row in found if row[3].strip()]
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_initial", m001_initial),
     ("002_corpus", m002_corpus),
@@ -255,6 +312,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("005_run_owner", m005_run_owner),
     ("006_corpus_fts_bulk", m006_corpus_fts_bulk),
     ("007_facts_by_source", m007_facts_by_source),
+    ("008_source_insights", m008_source_insights),
 ]
 
 

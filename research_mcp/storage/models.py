@@ -25,8 +25,12 @@ __all__ = [
     "CorpusDocumentInfo",
     "CorpusFileState",
     "HopChoice",
+    "InsightKind",
+    "InsightsGiven",
     "KnownFact",
+    "KnownInsight",
     "NewFact",
+    "NewInsight",
     "NewNode",
     "NodeStatus",
     "PhaseGate",
@@ -170,6 +174,12 @@ class SourcesChosen(BaseModel):
     failures: list[str] = []
 
 
+class InsightsGiven(BaseModel):
+    """`known_insights`: what earlier runs left open that a leaf was given (`source_insights` ids)."""
+
+    insight_ids: list[int]
+
+
 class PhaseGate(BaseModel):
     """`phase_gate`: a phase's criteria (met or not) when the decision to iterate was taken."""
 
@@ -263,6 +273,38 @@ class KnownFact(_Row):
     ref: str
     kind: str  # the source's kind: web, corpus or text
     fetched_at: str
+
+
+#: What an extraction said its source leaves open: a follow-up question its extractor raised, a gap
+#: the source names itself (its limitations), or a source it cites.
+InsightKind = Literal["follow_up", "source_gap", "linked_source"]
+
+
+class NewInsight(BaseModel):
+    """One insight of an extraction, kept with its source (`InsightTables.add_insights`)."""
+
+    source_id: int
+    ref: str
+    kind: InsightKind
+    text: str
+    context: str = ""
+
+
+class KnownInsight(_Row):
+    """An insight kept in the knowledge base: with its source, the extraction and run that found
+    it, and the questions that extraction asked."""
+
+    id: int
+    source_id: int
+    ref: str
+    title: str = ""
+    kind: InsightKind
+    text: str
+    context: str = ""
+    run_id: str | None = None
+    handoff_id: str
+    created_at: str
+    questions: list[str] = Field(default_factory=list)
 
 
 # --- the corpus ----------------------------------------------------------------------------------

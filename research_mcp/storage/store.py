@@ -2,7 +2,7 @@
 
 `Store` joins the table modules, each holding the SQL of its tables: `run_tables.py` (plans, runs,
 nodes, events), `handoff_tables.py` (handoffs, model calls, reusable outputs), `fact_tables.py`
-(sources, facts, citations) and `corpus_tables.py` (the local corpus). Their common ground, in
+(sources, facts, citations), `insight_tables.py` (what sources leave open) and `corpus_tables.py` (the local corpus). Their common ground, in
 `database.py`: one connection per process, WAL mode, a busy timeout, and every write in a
 `BEGIN IMMEDIATE` transaction, so that a second process on the same file waits instead of failing. A
 write returns only after its COMMIT: a handoff id handed to anyone is already durable; a write that
@@ -19,6 +19,7 @@ from research_mcp.storage.corpus_tables import CorpusTables
 from research_mcp.storage.database import new_id, now
 from research_mcp.storage.fact_tables import FactTables
 from research_mcp.storage.handoff_tables import HandoffTables
+from research_mcp.storage.insight_tables import InsightTables
 from research_mcp.storage.models import NewFact
 from research_mcp.storage.run_tables import INTERRUPTED, RunTables
 from research_mcp.storage.sqlite import process_owner
@@ -26,5 +27,5 @@ from research_mcp.storage.sqlite import process_owner
 __all__ = ["INTERRUPTED", "NewFact", "Store", "new_id", "now", "process_owner"]
 
 
-class Store(RunTables, HandoffTables, FactTables, CorpusTables):
-    """Runs, plan nodes, handoffs, sources, facts, events, model calls and the corpus."""
+class Store(RunTables, HandoffTables, FactTables, InsightTables, CorpusTables):
+    """Runs, plan nodes, handoffs, sources, facts, what sources leave open, events, model calls and the corpus."""

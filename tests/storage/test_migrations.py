@@ -99,3 +99,37 @@ def test_reading_a_source_again_with_the_same_content_refreshes_its_fetch_time()
 
     assert again.id == first.id
     assert again.fetched_at > first.fetched_at
+
+
+def test_008_source_insights_keeps_what_extractions_stored_before_it_said_their_sources_leave_open(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.db"
+    old = Database(path)
+    apply_migrations(old, MIGRATIONS[:7])
+    old.conn.execute(
+        "INSERT INTO sources (id, ref, kind, title, content_hash, text, fetched_at, metadata)"
+        " VALUES (3, 'corpus:1', 'corpus', 'Wind', 'h', 'Limitations: no floating turbines.', 'then', '{}')"
+    )
+    output = (
+        '{"source_id": 3, "source_identified_gaps": ["No floating turbines.", "no  floating turbines."],'
+        ' "follow_up_questions": [{"question": "How do floating turbines fare?", "confidence": 0.5,'
+        ' "rationale": "not answered"}], "linked_candidate_sources": []}'
+    )
+    for handoff_id in ("h_1", "h_2"):  # the same source read twice: its insights are kept once
+        old.conn.execute(
+            "INSERT INTO handoffs (id, run_id, role, status, input, output, started_at, finished_at)"
+            " VALUES (?, 'run_1', 'extractor', 'done', '{}', ?, ?, 'later')",
+            (handoff_id, output, handoff_id),
+        )
+    old.conn.commit()
+    old.conn.close()
+
+    store = Store(path)
+
+    kept = store.known_insights(kinds=["source_gap", "follow_up"])
+    assert sorted((i.kind, i.text, i.ref, i.title, i.handoff_id, i.run_id) for i in kept) == [
+        ("follow_up", "How do floating turbines fare?", "corpus:1", "Wind", "h_1", "run_1"),
+        ("source_gap", "No floating turbines.", "corpus:1", "Wind", "h_1", "run_1"),
+    ]
+    store.close()

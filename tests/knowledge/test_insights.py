@@ -1,0 +1,90 @@
+"""What sources leave open is kept in the knowledge base with the source, and a later run uses it:
+a limitation one run's source names reaches the synthesizer, the gaps and the sources of a later
+run whose questions it bears on, without that source being read again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from research_mcp.config import Settings
+from research_mcp.role_inputs import ExtractorInput
+from research_mcp.server.app import create_server
+from research_mcp.storage.outputs import StoredSynthesis
+from research_mcp.storage.store import Store
+from tests.server.indexing import wait_until_indexed
+
+STUDY = (
+    "# Offshore wind in the North Sea\n\n"
+    "Offshore wind farms in the North Sea reached an average capacity factor of 42 percent in 2022. "
+    "Larger turbines raised the capacity factor of new farms above 45 percent.\n\n"
+    "## Limitations\n\n"
+    "This study does not cover floating offshore wind turbines.\n"
+)
+HYWIND = (
+    "Hywind Scotland opened in 2017 as the first commercial floating offshore wind farm. "
+    "Its five floating turbines stand in water up to 120 metres deep."
+)
+LIMITATION = "This study does not cover floating offshore wind turbines."
+FLOATING = "How do floating offshore wind turbines perform?"
+
+
+def one_leaf(title: str, question: str, source: str) -> dict[str, Any]:
+    leaf = {"kind": "leaf", "title": title, "questions": [question], "sources": [source]}
+    return {"root": {"kind": "executor", "title": f"about {title}", "children": [leaf]}}
+
+
+@pytest.fixture
+def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "north sea wind.md").write_text(STUDY, encoding="utf-8")
+    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
+    return folder
+
+
+async def research(client: Client, query: str, plan: dict[str, Any]) -> str:
+    planned = await client.call_tool("plan_research", {"query": query, "suggested_plan": plan})
+    run = await client.call_tool(
+        "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 50}
+    )
+    assert run.structured_content["status"] == "done", run.structured_content
+    return str(run.structured_content["id"])
+
+
+async def test_a_limitation_a_source_names_reaches_a_later_runs_gaps_with_its_source(corpus: Path) -> None:
+    capacity = "What capacity factor do offshore wind farms in the North Sea reach?"
+    async with Client(create_server()) as client:
+        await wait_until_indexed(client)
+        first = await research(client, capacity, one_leaf("North Sea", capacity, "corpus:1"))
+        again = await research(client, capacity, one_leaf("North Sea", capacity, "corpus:1"))
+        second = await research(client, FLOATING, one_leaf("floating wind", FLOATING, HYWIND))
+        gaps = await client.call_tool("report_results", {"id": second, "view": "gaps"})
+        sources = await client.call_tool("report_results", {"id": second, "view": "sources"})
+
+    store = Store(Settings().database_path)
+    # Kept with its source, once: reading the source again (another run) adds nothing.
+    [kept] = [item for item in store.known_insights(kinds=["source_gap"]) if item.text == LIMITATION]
+    assert (kept.ref, kept.run_id, kept.title) == ("corpus:1", first, "Offshore wind in the North Sea")
+    assert store.count_insights(again) == 0
+    # The same plan run again is given nothing new: its own source gives its insights itself.
+    assert not [e for e in store.events_for_run(again) if e.kind == "known_insights"]
+
+    # The later run did not read the study, yet its gaps name the study's limitation and the study.
+    assert "North Sea" not in sources.structured_content["text"]
+    text = gaps.structured_content["text"]
+    assert f"(Offshore wind in the North Sea), read by an earlier run, names a gap: {LIMITATION}" in text
+    # Its synthesizer was given it, and its source was asked it.
+    [leaf] = [
+        out
+        for h in store.handoffs_for_run(second, role="synthesizer")
+        if (out := h.output_as(StoredSynthesis)) and h.input.title == "floating wind"  # type: ignore[union-attr]
+    ]
+    assert [(i.kind, i.text, i.earlier) for i in leaf.insights if i.earlier] == [
+        ("gap", LIMITATION, "Offshore wind in the North Sea")
+    ]
+    asked = [h.input_as(ExtractorInput) for h in store.handoffs_for_run(second, role="extractor")]
+    assert any(a is not None and LIMITATION in a.questions for a in asked)
