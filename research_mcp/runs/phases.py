@@ -2,9 +2,11 @@
 `max_iterations` and the phase's budget, widen the node's leaves (the scout sweeps for the missing
 themes, the gaps and the follow-ups; its sources are read, and those already read asked again) and
 synthesize again, at the same level: the tree never deepens. Each iteration's delta is an event.
+A leaf with acceptance criteria whose extractions grew is synthesized again and its criteria judged
+again (runs/rejudge.py); a criterion still unmet is asked in the next iteration, as a missing theme is.
 
-The best synthesis of the phase is kept, not the last: the one meeting most criteria, then citing
-most verified facts. A phase that stops with criteria unmet (max_iterations reached, or its budget
+The best synthesis of the phase is kept, not the last: the one meeting most criteria (runs/gates.py
+judges them), then leaving fewest leaf acceptance criteria unmet, then citing most verified facts. A phase that stops with criteria unmet (max_iterations reached, or its budget
 spent) does not pass silently: the kept synthesis is committed again by code with one gap per unmet
 criterion, naming the evidence it was judged on, and its confidence capped (`medium` when some
 criteria were met, `low` when none were); the run stays `done` and its handle says so.
@@ -12,13 +14,10 @@ criteria were met, `low` when none were); the run stays `done` and its handle sa
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
-
 import anyio
 
 from research_mcp.citations import WRITTEN_CITATION
-from research_mcp.contracts import Budget, ConfidenceLevel, Phase, PlanNode, SynthesisOutput
+from research_mcp.contracts import ConfidenceLevel, Phase, PlanNode, SynthesisOutput
 from research_mcp.errors import BudgetExhausted, ModelError
 from research_mcp.feasibility import leaf_reading
 from research_mcp.role_inputs import ExtractorInput
@@ -27,108 +26,19 @@ from research_mcp.roles.evidence import NOT_ESTABLISHED
 from research_mcp.roles.scout import scout
 from research_mcp.roles.synthesizer import UNANSWERED, gate_synthesis, synthesize
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
+from research_mcp.runs.gates import PhaseSpending, criteria_status, unmet_gap
 from research_mcp.runs.leaf import RUBRIC_FACTS, rubric
 from research_mcp.runs.reading import choose_sources, extract_sources
+from research_mcp.runs.rejudge import criteria_questions, judged_leaves, rejudge, unmet_acceptance
 from research_mcp.storage.models import PhaseGate
 from research_mcp.storage.outputs import StoredCuration, StoredExtraction, StoredSynthesis
 
-__all__ = ["PhaseSpending", "criteria_status", "run_phases", "unmet_gap"]
+__all__ = ["run_phases"]
 
-_LEVELS = {"low": 0, "medium": 1, "high": 2}
 #: Follow-up questions and source-named gaps one leaf asks in one iteration.
 MAX_FOLLOW_UPS = 3
 #: Gaps code writes that are not questions to ask again.
 _NOT_QUESTIONS = ("Cut short:", "Acceptance criterion", "Expected format not met", " names a gap: ")
-
-
-def corroboration(fact_ids: list[int], sources: dict[int, tuple[int, int]]) -> int:
-    """Sources agreeing on a finding: its facts' distinct sources, or a merged fact's corroborations."""
-    known = [sources[f] for f in fact_ids if f in sources]
-    return max(len({source for source, _ in known}), max((count for _, count in known), default=0))
-
-
-def criteria_status(
-    phase: Phase, output: StoredSynthesis, source_of: dict[int, tuple[int, int]]
-) -> dict[str, bool]:
-    """Each criterion of the phase, met or not, judged from a synthesis handoff's output."""
-    criteria = phase.criteria
-    status: dict[str, bool] = {}
-    if criteria.min_corroboration is not None:
-        findings = output.key_findings
-        status["corroboration"] = bool(findings) and all(
-            corroboration(finding.fact_ids, source_of) >= criteria.min_corroboration for finding in findings
-        )
-    report = output.report.lower()
-    for theme in criteria.themes:
-        status[f"theme:{theme}"] = theme.lower() in report
-    if criteria.contradictions_resolved:
-        status["contradictions_resolved"] = not output.contradictions
-    if criteria.min_confidence is not None:
-        status["confidence"] = _LEVELS[output.confidence.level] >= _LEVELS[criteria.min_confidence]
-    return status
-
-
-def unmet_gap(
-    phase: Phase, criterion: str, output: StoredSynthesis, source_of: dict[int, tuple[int, int]]
-) -> str:
-    """An unmet criterion as a gap a reader can act on: what was required, and the evidence found."""
-    criteria = phase.criteria
-    head = f"Phase {phase.name!r} criterion unmet: "
-    if criterion == "corroboration":
-        weakest = min(
-            (corroboration(finding.fact_ids, source_of) for finding in output.key_findings), default=0
-        )
-        return head + (
-            f"each key finding agreed by {criteria.min_corroboration} sources; "
-            f"{len(output.key_findings)} key findings, the weakest agreed by {weakest}"
-        )
-    if criterion.startswith("theme:"):
-        theme = criterion.split(":", 1)[1]
-        return head + f"theme {theme!r} covered; no verified finding of the report mentions it"
-    if criterion == "contradictions_resolved":
-        return (
-            head
-            + f"contradictions resolved; {len(output.contradictions)} remain: "
-            + "; ".join(output.contradictions[:2])
-        )
-    return head + (
-        f"confidence at least {criteria.min_confidence}; the synthesis reached {output.confidence.level} "
-        f"({output.confidence.reasoning[:200]})"
-    )
-
-
-@dataclass
-class PhaseSpending:
-    """What a phase has spent since it started, against the phase's own budget."""
-
-    budget: Budget | None
-    tokens: int
-    cost_usd: float
-    started: float = field(default_factory=time.monotonic)
-    sources: int = 0
-
-    def exceeded(self, rc: RunContext) -> str | None:
-        limits, spent = self.budget, rc.deps.budget
-        if limits is None:
-            return None
-        if limits.max_tokens is not None and spent.tokens - self.tokens >= limits.max_tokens:
-            return f"{spent.tokens - self.tokens} of its {limits.max_tokens} tokens spent"
-        if limits.max_cost_usd is not None and spent.cost_usd - self.cost_usd >= limits.max_cost_usd:
-            return f"${spent.cost_usd - self.cost_usd:.4f} of its ${limits.max_cost_usd:.4f} spent"
-        if limits.max_seconds is not None and time.monotonic() - self.started >= limits.max_seconds:
-            return f"its {limits.max_seconds:g} s time limit reached"
-        return None
-
-    def stop_reason(self, rc: RunContext) -> str | None:
-        """Why no further iteration may start: tokens, cost or time spent, or every source read."""
-        if self.sources_left() == 0:
-            return f"its {self.sources} sources read"
-        return self.exceeded(rc)
-
-    def sources_left(self) -> int | None:
-        if self.budget is None or self.budget.max_sources is None:
-            return None
-        return max(self.budget.max_sources - self.sources, 0)
 
 
 class _PhaseBudgetSpent(Exception):
@@ -210,9 +120,10 @@ async def _ask(
     return [handoff for position in sorted(found) for handoff in found[position]]
 
 
-def _merit(status: dict[str, bool], output: StoredSynthesis) -> tuple[int, int]:
-    """How good a phase's synthesis is: criteria met, then verified facts cited."""
-    return sum(status.values()), output.citations.verified
+def _merit(status: dict[str, bool], output: StoredSynthesis) -> tuple[int, int, int]:
+    """How good a phase's synthesis is: criteria met, then its leaves' acceptance criteria left
+    unmet (fewer is better), then verified facts cited."""
+    return sum(status.values()), -unmet_acceptance(output), output.citations.verified
 
 
 async def run_phases(
@@ -369,6 +280,8 @@ async def _iterate(
     added_sources: list[str] = []
     new_extractions: list[str] = []
     asked_follow_ups: list[str] = []
+    asked_criteria: list[str] = []
+    judged = judged_leaves(rc, inputs, leaves, [node_key(rc.plan_id, leaf.id) for leaf in leaves])
     for leaf in leaves:
         if reason := spending.exceeded(rc):
             raise _PhaseBudgetSpent(reason)
@@ -387,9 +300,11 @@ async def _iterate(
         # new sources, found by searching for it.
         raised = _raised_by_source(rc, leaf_key, iteration)
         follow_ups = list(dict.fromkeys(q for asked in raised.values() for q in asked))[:MAX_FOLLOW_UPS]
-        queries = [*leaf.search_queries, *missing_themes, *gaps[:2], *follow_ups]
+        # The leaf's acceptance criteria still unmet are asked too, as a missing theme is.
+        criteria = criteria_questions(rc, leaf, judged.get(leaf_key))
+        queries = [*leaf.search_queries, *missing_themes, *gaps[:2], *criteria, *follow_ups]
         widened = leaf.model_copy(update={"sources": [], "search_queries": queries})
-        asking = [*missing_themes, *gaps[:2], *follow_ups]
+        asking = [*missing_themes, *gaps[:2], *criteria, *follow_ups]
         found = await _scout_for(rc, widened, leaf_key, asking, len(used), iteration) if asking else None
         # Found by the scout: those, else none (it searched already); the scout failed: a search.
         refs = [] if found == [] else await choose_sources(rc, widened, found or [], skip=used)
@@ -399,17 +314,25 @@ async def _iterate(
         spending.sources += len(refs)
         added_sources += refs
         asked_follow_ups += follow_ups
+        asked_criteria += criteria
         # New sources are asked the new questions and the follow-ups; the sources already read are
         # asked again (a new extraction, since its questions differ), not passed over: the new
         # questions, and what each one itself left open.
-        reads: list[tuple[list[str], list[str], tuple[str, ...]]] = [(refs, [*added, *follow_ups], ())]
+        reads: list[tuple[list[str], list[str], tuple[str, ...]]] = [
+            (refs, [*added, *criteria, *follow_ups], ())
+        ]
         reads += [
-            ([stored[ref]], [*added, *raised.get(ref, [])], (stored[ref],))
+            ([stored[ref]], [*added, *criteria, *raised.get(ref, [])], (stored[ref],))
             for ref in sorted(used - set(refs))
         ]
         known = [WRITTEN_CITATION.sub("", f.statement).strip() for f in output.key_findings[:RUBRIC_FACTS]]
-        new_extractions += await _ask(rc, leaf, leaf_key, reads, iteration, known)
-    inputs += new_extractions
+        grown = await _ask(rc, leaf, leaf_key, reads, iteration, known)
+        new_extractions += grown
+        if grown and (before := judged.get(leaf_key)) is not None:
+            # Its criteria judged again on its new evidence; the phase node reads that synthesis.
+            inputs[inputs.index(before)] = await rejudge(rc, leaf, leaf_key, before, grown, iteration)
+        else:
+            inputs += grown
     if reason := spending.exceeded(rc):
         raise _PhaseBudgetSpent(reason)
     result = await synthesize(
@@ -430,5 +353,6 @@ async def _iterate(
         "extractions_added": new_extractions,
         "questions_added": missing_themes + gaps[:2],
         "follow_ups_asked": list(dict.fromkeys(asked_follow_ups)),
+        "criteria_asked": list(dict.fromkeys(asked_criteria)),
     }
     return result.handoff_id, delta

@@ -5,8 +5,10 @@ confidence; the expected format given; a spec's budget obeyed; a summary asked f
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import Client
 
 from research_mcp.config import Settings
@@ -23,6 +25,7 @@ from research_mcp.role_inputs import ExtractorPayload, SynthesisPayload
 from research_mcp.server.app import create_server
 from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis
 from research_mcp.storage.store import Store
+from tests.server.indexing import wait_until_indexed
 
 SOLAR = (
     "Solar panels convert sunlight into electricity using photovoltaic cells. "
@@ -69,11 +72,14 @@ async def run_leaf(
     return model, str(run.structured_content["id"])
 
 
-def leaf_synthesis(run_id: str) -> StoredSynthesis:
+def leaf_synthesis(run_id: str, iteration: int | None = None) -> StoredSynthesis:
     [output] = [
         output
         for h in store().handoffs_for_run(run_id, role="synthesizer")
-        if h.node_id and h.node_id.endswith("/n.1") and (output := h.output_as(StoredSynthesis)) is not None
+        if h.node_id
+        and h.node_id.endswith("/n.1")
+        and iteration in (None, h.iteration)
+        and (output := h.output_as(StoredSynthesis)) is not None
     ]
     return output
 
@@ -259,3 +265,53 @@ async def test_a_phase_iteration_tells_each_extractor_what_the_synthesis_establi
     assert known.startswith("Already known (look for what adds to it or contradicts it):\n- ")
     assert "Solar panels convert sunlight into electricity using photovoltaic cells" in known
     assert "[F" not in known
+
+
+PEROVSKITE = (
+    "Perovskite solar cells reached 26 percent efficiency in laboratory tests in 2024. "
+    "Perovskite panels are cheaper to make than silicon panels."
+)
+
+
+async def test_a_criterion_unmet_on_the_first_reading_is_asked_and_judged_met_after_an_iteration_adds_a_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "solar.txt").write_text(SOLAR, "utf-8")
+    (folder / "perovskite.txt").write_text(PEROVSKITE, "utf-8")
+    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
+    criterion = "cites at least 2 sources"
+    leaf = {
+        "kind": "leaf",
+        "title": "panels",
+        "questions": [QUESTION],
+        "sources": [str(folder / "solar.txt")],
+        "task_specs": [{"questions": [QUESTION], "acceptance_criteria": [criterion]}],
+    }
+    # A theme the first source does not cover makes the phase iterate; the iteration adds a source.
+    phase = {"name": "coverage", "criteria": {"themes": ["perovskite"]}, "max_iterations": 2}
+    plan = {"root": {"kind": "executor", "title": "energy", "children": [leaf], "phases": [phase]}}
+    async with Client(create_server(model=ScriptedModel(team_script))) as client:
+        assert (await wait_until_indexed(client))["phase"] == "ready"
+        planned = await client.call_tool("plan_research", {"query": "energy", "suggested_plan": plan})
+        run = await client.call_tool(
+            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        )
+        run_id = run.structured_content["id"]
+        gaps = await client.call_tool("report_results", {"id": run_id, "view": "gaps"})
+
+    # Unmet on the first reading, and asked in the iteration.
+    assert [(c.criterion, c.met) for c in leaf_synthesis(run_id, iteration=0).acceptance] == [
+        (criterion, False)
+    ]
+    [delta] = [e.data for e in store().events_for_run(run_id, "iteration") if e.data]
+    assert delta["changed"]["criteria_asked"] == [f"{QUESTION} (to meet: {criterion})"]
+    # Judged again on the leaf's new evidence, recorded met; the run's report no longer says unmet.
+    [judged] = store().events_for_run(run_id, "acceptance")
+    assert [(c["criterion"], c["met"]) for c in judged.data["after"]] == [(criterion, True)]  # type: ignore[index]
+    again = store().get_handoff(judged.data["handoff_id"]).output_as(StoredSynthesis)  # type: ignore[index]
+    assert again is not None and [(c.met, c.by) for c in again.acceptance] == [(True, "code")]
+    assert again.acceptance[0].evidence == "2 sources behind the cited verified facts"
+    assert not [gap for gap in final(run_id).gaps if criterion in gap]
+    assert criterion not in gaps.structured_content["text"]

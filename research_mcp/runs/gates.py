@@ -1,0 +1,106 @@
+"""What a phase is judged on: its success criteria, each met or not, judged from a synthesis; an
+unmet one as a gap naming the evidence; and the phase's own budget, spent or not (runs/phases.py
+iterates while criteria are unmet and the budget allows)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from research_mcp.contracts import Budget, Phase
+from research_mcp.runs.context import RunContext
+from research_mcp.storage.outputs import StoredSynthesis
+
+__all__ = ["PhaseSpending", "corroboration", "criteria_status", "unmet_gap"]
+
+_LEVELS = {"low": 0, "medium": 1, "high": 2}
+
+
+def corroboration(fact_ids: list[int], sources: dict[int, tuple[int, int]]) -> int:
+    """Sources agreeing on a finding: its facts' distinct sources, or a merged fact's corroborations."""
+    known = [sources[f] for f in fact_ids if f in sources]
+    return max(len({source for source, _ in known}), max((count for _, count in known), default=0))
+
+
+def criteria_status(
+    phase: Phase, output: StoredSynthesis, source_of: dict[int, tuple[int, int]]
+) -> dict[str, bool]:
+    """Each criterion of the phase, met or not, judged from a synthesis handoff's output."""
+    criteria = phase.criteria
+    status: dict[str, bool] = {}
+    if criteria.min_corroboration is not None:
+        findings = output.key_findings
+        status["corroboration"] = bool(findings) and all(
+            corroboration(finding.fact_ids, source_of) >= criteria.min_corroboration for finding in findings
+        )
+    report = output.report.lower()
+    for theme in criteria.themes:
+        status[f"theme:{theme}"] = theme.lower() in report
+    if criteria.contradictions_resolved:
+        status["contradictions_resolved"] = not output.contradictions
+    if criteria.min_confidence is not None:
+        status["confidence"] = _LEVELS[output.confidence.level] >= _LEVELS[criteria.min_confidence]
+    return status
+
+
+def unmet_gap(
+    phase: Phase, criterion: str, output: StoredSynthesis, source_of: dict[int, tuple[int, int]]
+) -> str:
+    """An unmet criterion as a gap a reader can act on: what was required, and the evidence found."""
+    criteria = phase.criteria
+    head = f"Phase {phase.name!r} criterion unmet: "
+    if criterion == "corroboration":
+        weakest = min(
+            (corroboration(finding.fact_ids, source_of) for finding in output.key_findings), default=0
+        )
+        return head + (
+            f"each key finding agreed by {criteria.min_corroboration} sources; "
+            f"{len(output.key_findings)} key findings, the weakest agreed by {weakest}"
+        )
+    if criterion.startswith("theme:"):
+        theme = criterion.split(":", 1)[1]
+        return head + f"theme {theme!r} covered; no verified finding of the report mentions it"
+    if criterion == "contradictions_resolved":
+        return (
+            head
+            + f"contradictions resolved; {len(output.contradictions)} remain: "
+            + "; ".join(output.contradictions[:2])
+        )
+    return head + (
+        f"confidence at least {criteria.min_confidence}; the synthesis reached {output.confidence.level} "
+        f"({output.confidence.reasoning[:200]})"
+    )
+
+
+@dataclass
+class PhaseSpending:
+    """What a phase has spent since it started, against the phase's own budget."""
+
+    budget: Budget | None
+    tokens: int
+    cost_usd: float
+    started: float = field(default_factory=time.monotonic)
+    sources: int = 0
+
+    def exceeded(self, rc: RunContext) -> str | None:
+        limits, spent = self.budget, rc.deps.budget
+        if limits is None:
+            return None
+        if limits.max_tokens is not None and spent.tokens - self.tokens >= limits.max_tokens:
+            return f"{spent.tokens - self.tokens} of its {limits.max_tokens} tokens spent"
+        if limits.max_cost_usd is not None and spent.cost_usd - self.cost_usd >= limits.max_cost_usd:
+            return f"${spent.cost_usd - self.cost_usd:.4f} of its ${limits.max_cost_usd:.4f} spent"
+        if limits.max_seconds is not None and time.monotonic() - self.started >= limits.max_seconds:
+            return f"its {limits.max_seconds:g} s time limit reached"
+        return None
+
+    def stop_reason(self, rc: RunContext) -> str | None:
+        """Why no further iteration may start: tokens, cost or time spent, or every source read."""
+        if self.sources_left() == 0:
+            return f"its {self.sources} sources read"
+        return self.exceeded(rc)
+
+    def sources_left(self) -> int | None:
+        if self.budget is None or self.budget.max_sources is None:
+            return None
+        return max(self.budget.max_sources - self.sources, 0)
