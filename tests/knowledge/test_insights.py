@@ -1,6 +1,7 @@
 """What sources leave open is kept in the knowledge base with the source, and a later run uses it:
 a limitation one run's source names reaches the synthesizer, the gaps and the sources of a later
-run whose questions it bears on, without that source being read again."""
+run whose questions it bears on, without that source being read again; a source it cites is read
+by a later leaf it bears on."""
 
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ import pytest
 from mcp import Client
 
 from research_mcp.config import Settings
-from research_mcp.role_inputs import ExtractorInput
+from research_mcp.contracts import ExtractorOutput, LinkedSource
+from research_mcp.llm.base import ModelRequest
+from research_mcp.llm.scripted import ScriptedModel, team_script
+from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.server.app import create_server
 from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import Store
 from tests.server.indexing import wait_until_indexed
+from tests.sources.loopback import LoopbackServer
 
 STUDY = (
     "# Offshore wind in the North Sea\n\n"
@@ -88,3 +93,51 @@ async def test_a_limitation_a_source_names_reaches_a_later_runs_gaps_with_its_so
     ]
     asked = [h.input_as(ExtractorInput) for h in store.handoffs_for_run(second, role="extractor")]
     assert any(a is not None and LIMITATION in a.questions for a in asked)
+
+
+PAGE = "<html><head><title>{title}</title></head><body><article><p>{text}</p></article></body></html>"
+SIHWA = "How much does the Sihwa Lake station produce?"
+
+
+async def test_a_source_an_earlier_runs_source_cites_is_read_by_a_later_leaf_it_bears_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with LoopbackServer() as pages:
+        survey = "Tidal power stations are few. The Sihwa Lake report gives the station's output."
+        pages.serve("/survey.html", PAGE.format(title="Tidal survey", text=survey).encode())
+        report = "The Sihwa Lake station produces 254 megawatts from the tide."
+        pages.serve("/sihwa.html", PAGE.format(title="Sihwa Lake", text=report).encode())
+        monkeypatch.setenv("RESEARCH_MCP_FETCH_ALLOW", f"127.0.0.1:{pages.port}")
+        linked = pages.url("/sihwa.html")
+
+        def script(request: ModelRequest[Any]) -> Any:
+            output = team_script(request)
+            if isinstance(request.payload, ExtractorPayload) and "survey" in request.payload.source_ref:
+                assert isinstance(output, ExtractorOutput)
+                output.linked_candidate_sources = [LinkedSource(ref=linked, context="the Sihwa Lake report")]
+            return output
+
+        spec = {"questions": ["Which tidal power stations are there?"], "discovery_intense": True}
+        survey_leaf = {"kind": "leaf", "title": "survey", "sources": [pages.url("/survey.html")]}
+        later = one_leaf("Sihwa", SIHWA, "Tidal power turns turbines with the rise and fall of the sea.")
+        async with Client(create_server(model=ScriptedModel(script))) as client:
+            await research(
+                client,
+                "tidal stations",
+                {
+                    "root": {
+                        "kind": "executor",
+                        "title": "tidal",
+                        "children": [{**survey_leaf, "task_specs": [spec]}],
+                    }
+                },
+            )
+            second = await research(client, SIHWA, later)
+
+    # The later leaf was given its own text only; the page the survey cites was read on its second hop.
+    read = {
+        h.input.source_ref: h.input.context
+        for h in Store(Settings().database_path).handoffs_for_run(second, role="extractor")
+    }  # type: ignore[union-attr]
+    assert read.get(linked, "").startswith("Cited by source S")
+    assert "read by an earlier run: the Sihwa Lake report" in read[linked]
