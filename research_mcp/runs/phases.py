@@ -328,9 +328,11 @@ async def _iterate(
         known = [WRITTEN_CITATION.sub("", f.statement).strip() for f in output.key_findings[:RUBRIC_FACTS]]
         grown = await _ask(rc, leaf, leaf_key, reads, iteration, known)
         new_extractions += grown
-        if grown and (before := judged.get(leaf_key)) is not None:
-            # Its criteria judged again on its new evidence; the phase node reads that synthesis.
-            inputs[inputs.index(before)] = await rejudge(rc, leaf, leaf_key, before, grown, iteration)
+        # Its criteria judged again on its new evidence; the phase node reads that synthesis.
+        before = judged.get(leaf_key)
+        again = await rejudge(rc, leaf, leaf_key, before, grown, iteration) if grown and before else None
+        if before is not None and again is not None:
+            inputs[inputs.index(before)] = again
         else:
             inputs += grown
     if reason := spending.exceeded(rc):

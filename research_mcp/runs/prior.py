@@ -86,6 +86,8 @@ async def known_insights(
     leaf): running the same plan again gives each leaf the same inputs as before."""
     if rc.deps.knowledge is None:
         return []
+    if given := recorded_insights(rc, key):  # given before an interruption: given again
+        return given
     store = rc.deps.store
     own = _asked(node, questions)
     others: set[str] = set()

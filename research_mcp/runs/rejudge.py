@@ -23,9 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from research_mcp.contracts import PlanNode
+from research_mcp.contracts import PlanNode, SynthesisOutput
+from research_mcp.errors import ModelError
 from research_mcp.role_inputs import SynthesisInput
 from research_mcp.roles.acceptance import numbered_criteria
+from research_mcp.roles.base import RoleResult
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.prior import recorded_insights
@@ -74,28 +76,21 @@ def unmet_acceptance(output: StoredSynthesis) -> int:
 
 async def rejudge(
     rc: RunContext, leaf: PlanNode, leaf_key: str, before_id: str, added: Sequence[str], iteration: int
-) -> str:
+) -> str | None:
     """The leaf synthesized again with the extractions an iteration `added`, its criteria judged
-    again and the verdicts recorded; returns the new synthesis handoff."""
+    again and the verdicts recorded; returns the new synthesis handoff, or None when that synthesis
+    failed (named in the leaf's failures: the phase node reads the new extractions as they are)."""
     store = rc.deps.store
     before = store.get_handoff(before_id)
     asked, output = before.input_as(SynthesisInput), before.output_as(StoredSynthesis)
     if asked is None or output is None:
         raise ValueError(f"handoff {before_id} is no finished synthesis")
-    result = await synthesize(
-        rc.deps,
-        title=leaf.title,
-        questions=leaf_questions(leaf),
-        input_handoffs=[*asked.input_handoffs, *(h for h in added if h not in asked.input_handoffs)],
-        run_id=rc.run_id,
-        node_id=leaf_key,
-        iteration=iteration,
-        prior_facts=output.prior_fact_ids,
-        failures=rc.failures.get(leaf_key, []),
-        task_specs=leaf.task_specs,
-        notes=[e.message for e in store.events_for_run(rc.run_id, "spec_budget") if e.node_id == leaf_key],
-        known=recorded_insights(rc, leaf_key),
-    )
+    try:
+        result = await _synthesize_again(rc, leaf, leaf_key, asked, output, added, iteration)
+    except ModelError as error:
+        note = f"The acceptance criteria of {leaf.title!r} were not judged again in iteration {iteration}: {error}"
+        rc.failures.setdefault(leaf_key, []).append(note)
+        return None
     after = _checks(rc, result.handoff_id)
     met = sum(1 for check in after if check.met)
     store.add_event(
@@ -112,3 +107,32 @@ async def rejudge(
         },
     )
     return result.handoff_id
+
+
+async def _synthesize_again(
+    rc: RunContext,
+    leaf: PlanNode,
+    leaf_key: str,
+    asked: SynthesisInput,
+    output: StoredSynthesis,
+    added: Sequence[str],
+    iteration: int,
+) -> RoleResult[SynthesisOutput]:
+    """The leaf's synthesis over what it was given and the extractions added, as run_leaf made it."""
+    notes = [
+        e.message for e in rc.deps.store.events_for_run(rc.run_id, "spec_budget") if e.node_id == leaf_key
+    ]
+    return await synthesize(
+        rc.deps,
+        title=leaf.title,
+        questions=leaf_questions(leaf),
+        input_handoffs=[*asked.input_handoffs, *(h for h in added if h not in asked.input_handoffs)],
+        run_id=rc.run_id,
+        node_id=leaf_key,
+        iteration=iteration,
+        prior_facts=output.prior_fact_ids,
+        failures=rc.failures.get(leaf_key, []),
+        task_specs=leaf.task_specs,
+        notes=notes,
+        known=recorded_insights(rc, leaf_key),
+    )
