@@ -12,7 +12,7 @@ from __future__ import annotations
 import anyio
 
 from research_mcp.contracts import PlanNode
-from research_mcp.llm.extractive.scoring import bears_on
+from research_mcp.llm.extractive.scoring import same_term, terms
 from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.reading import stored_ref
 from research_mcp.storage.models import InsightKind, InsightsGiven, KnownInsight
@@ -78,8 +78,8 @@ async def prior_findings(rc: RunContext, node: PlanNode, key: str, questions: li
 async def known_insights(
     rc: RunContext, node: PlanNode, key: str, questions: list[str], refs: list[str]
 ) -> list[KnownInsight]:
-    """What sources read by earlier runs said they leave open, bearing on the leaf's questions (a term
-    match: two content terms shared with one of them), kept in the knowledge base: the gaps they name
+    """What sources read by earlier runs said they leave open, bearing on the leaf's questions (`related`
+    to one of them), kept in the knowledge base: the gaps they name
     first, then their extractors' follow-up questions, then the sources they cite; at most
     KNOWN_INSIGHTS. Not those of a source the leaf reads itself (its extraction gives them again),
     nor those raised for another leaf's questions of this run and none of its own (left to that
@@ -98,12 +98,13 @@ async def known_insights(
     reading = {stored_ref(ref) for ref in refs} | set(refs)
     found = []
     for item in store.known_insights(kinds=_KIND_ORDER, not_run=rc.run_id):
-        said = f"{item.text} {item.context}" if item.kind == "linked_source" else item.text
+        # A cited source is judged by what the citing source says of it (its address says little).
+        said = item.context or item.text if item.kind == "linked_source" else item.text
         if (
             item.ref in reading
             or f"S{item.source_id}" in reading
             or (set(item.questions) & others and not set(item.questions) & own)
-            or not any(bears_on(said, question) for question in questions)
+            or not any(related(said, question) for question in questions)
         ):
             continue
         found.append(item)
@@ -118,6 +119,16 @@ async def known_insights(
             data=InsightsGiven(insight_ids=[item.id for item in found]),
         )
     return found
+
+
+def related(text: str, question: str) -> bool:
+    """Whether what an earlier source left open is about a question: they share at least two content
+    terms, and at least half the terms of each. Two terms alone are too loose across runs: "Are Local
+    H and For Against both from the United States?" would reach every question naming the United
+    States, and be asked of its sources."""
+    said, asked = set(terms(text)), set(terms(question))
+    shared = {term for term in asked if any(same_term(term, other) for other in said)}
+    return len(shared) >= max(2, len(said) / 2, len(asked) / 2)
 
 
 def known_questions(insights: list[KnownInsight]) -> list[str]:

@@ -16,6 +16,7 @@ from research_mcp.contracts import ExtractorOutput, LinkedSource
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
+from research_mcp.runs.prior import related
 from research_mcp.server.app import create_server
 from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import Store
@@ -141,3 +142,16 @@ async def test_a_source_an_earlier_runs_source_cites_is_read_by_a_later_leaf_it_
     }  # type: ignore[union-attr]
     assert read.get(linked, "").startswith("Cited by source S")
     assert "read by an earlier run: the Sihwa Lake report" in read[linked]
+
+
+def test_what_an_earlier_source_left_open_reaches_a_question_sharing_half_the_terms_of_each_not_one_naming_a_country() -> (
+    None
+):
+    assert related(LIMITATION, FLOATING)
+    balk = "Alfred Balk served on a committee under which United States Vice President?"
+    assert not related("United States: country population inhabitants", balk)
+    assert not related("Are Local H and For Against both from the United States?", balk)
+    assert not related(
+        'The director of "Big Stone Gap" is based in what New York city?',
+        "Which New York bands formed in 1990?",
+    )
