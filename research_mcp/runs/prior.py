@@ -78,10 +78,9 @@ async def prior_findings(rc: RunContext, node: PlanNode, key: str, questions: li
 async def known_insights(
     rc: RunContext, node: PlanNode, key: str, questions: list[str], refs: list[str]
 ) -> list[KnownInsight]:
-    """What sources read by earlier runs said they leave open, bearing on the leaf's questions (`related`
-    to one of them), kept in the knowledge base: the gaps they name
-    first, then their extractors' follow-up questions, then the sources they cite; at most
-    KNOWN_INSIGHTS. Not those of a source the leaf reads itself (its extraction gives them again),
+    """What sources read by earlier runs said they leave open, kept in the knowledge base, bearing
+    on the leaf's questions (`related` to one of them): the gaps they name first, then their
+    extractors' follow-up questions, then the sources they cite; at most KNOWN_INSIGHTS. Not those of a source the leaf reads itself (its extraction gives them again),
     nor those raised for another leaf's questions of this run and none of its own (left to that
     leaf): running the same plan again gives each leaf the same inputs as before."""
     if rc.deps.knowledge is None:
