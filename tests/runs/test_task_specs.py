@@ -19,6 +19,7 @@ from research_mcp.contracts import (
     ExtractorOutput,
     SynthesisOutput,
 )
+from research_mcp.errors import ModelError
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.role_inputs import ExtractorPayload, SynthesisPayload
@@ -273,15 +274,13 @@ PEROVSKITE = (
 )
 
 
-async def test_a_criterion_unmet_on_the_first_reading_is_asked_and_judged_met_after_an_iteration_adds_a_source(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    folder = tmp_path / "notes"
-    folder.mkdir()
+async def run_phase(
+    folder: Path, criterion: str, script: Any = team_script, status: str = "done"
+) -> tuple[str, str]:
+    """A leaf reading the solar note, with `criterion`, under a phase whose theme only the perovskite
+    note covers (so the phase iterates, and the iteration adds that note); the run id and its gaps."""
     (folder / "solar.txt").write_text(SOLAR, "utf-8")
     (folder / "perovskite.txt").write_text(PEROVSKITE, "utf-8")
-    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
-    criterion = "cites at least 2 sources"
     leaf = {
         "kind": "leaf",
         "title": "panels",
@@ -289,17 +288,33 @@ async def test_a_criterion_unmet_on_the_first_reading_is_asked_and_judged_met_af
         "sources": [str(folder / "solar.txt")],
         "task_specs": [{"questions": [QUESTION], "acceptance_criteria": [criterion]}],
     }
-    # A theme the first source does not cover makes the phase iterate; the iteration adds a source.
     phase = {"name": "coverage", "criteria": {"themes": ["perovskite"]}, "max_iterations": 2}
     plan = {"root": {"kind": "executor", "title": "energy", "children": [leaf], "phases": [phase]}}
-    async with Client(create_server(model=ScriptedModel(team_script))) as client:
+    async with Client(create_server(model=ScriptedModel(script))) as client:
         assert (await wait_until_indexed(client))["phase"] == "ready"
         planned = await client.call_tool("plan_research", {"query": "energy", "suggested_plan": plan})
         run = await client.call_tool(
             "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
         )
+        assert run.structured_content["status"] == status, run.structured_content
         run_id = run.structured_content["id"]
         gaps = await client.call_tool("report_results", {"id": run_id, "view": "gaps"})
+    return run_id, gaps.structured_content["text"]
+
+
+@pytest.fixture
+def notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
+    return folder
+
+
+async def test_a_criterion_unmet_on_the_first_reading_is_asked_and_judged_met_after_an_iteration_adds_a_source(
+    notes: Path,
+) -> None:
+    criterion = "cites at least 2 sources"
+    run_id, gaps = await run_phase(notes, criterion)
 
     # Unmet on the first reading, and asked in the iteration.
     assert [(c.criterion, c.met) for c in leaf_synthesis(run_id, iteration=0).acceptance] == [
@@ -314,4 +329,26 @@ async def test_a_criterion_unmet_on_the_first_reading_is_asked_and_judged_met_af
     assert again is not None and [(c.met, c.by) for c in again.acceptance] == [(True, "code")]
     assert again.acceptance[0].evidence == "2 sources behind the cited verified facts"
     assert not [gap for gap in final(run_id).gaps if criterion in gap]
-    assert criterion not in gaps.structured_content["text"]
+    assert criterion not in gaps
+
+
+async def test_a_leaf_whose_synthesis_fails_when_judged_again_is_named_and_the_phase_reads_its_new_extractions(
+    notes: Path,
+) -> None:
+    def script(request: ModelRequest[Any]) -> Any:
+        payload = request.payload
+        if (
+            isinstance(payload, SynthesisPayload)
+            and payload.task_specs
+            and len({f.source_id for f in payload.facts}) > 1
+        ):
+            raise ModelError("the model is unavailable")
+        return team_script(request)
+
+    # Partial: a part failed, named in the gaps (execute_plan(run_id, retry=true) runs it again).
+    run_id, gaps = await run_phase(notes, "cites at least 2 sources", script, status="partial")
+
+    assert not store().events_for_run(run_id, "acceptance")
+    assert "The acceptance criteria of 'panels' were not judged again in iteration 1" in gaps
+    facts = {f.statement for f in store().get_facts(final(run_id).fact_ids)}
+    assert any("Perovskite" in statement for statement in facts)  # the new extractions, read as they are
