@@ -268,7 +268,7 @@ def web(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
         yield server
 
 
-HOSTILE = {
+HOSTILE: dict[str, str | tuple[str, ...]] = {
     "/to-private": "10.20.30.40",
     "/to-metadata": "metadata",
     "/bomb": "larger than",
@@ -277,7 +277,9 @@ HOSTILE = {
     "/logo.png": "image/png",
     "/empty": "",
     "/broken.pdf": "could not be parsed (NotImplementedError: Unsupported filter /BogusDecode)",
-    "/stall.pdf": "to parse and was stopped",
+    # Ten megabytes of text operators: its parse is stopped by whichever of its bounds, time or
+    # memory, it reaches first, which depends on the machine.
+    "/stall.pdf": ("to parse and was stopped", "needs more memory than a document may use"),
 }
 
 
@@ -299,7 +301,7 @@ async def test_hostile_pages_are_refused_and_named_while_the_readable_ones_are_r
     gap_lines = gaps.splitlines()
     for path, says in HOSTILE.items():
         [line] = [line for line in gap_lines if line.startswith(f"Source not read: {web.url(path)}")]
-        assert says in line
+        assert any(reason in line for reason in ((says,) if isinstance(says, str) else says)), line
         assert web.url(path) not in sources
         assert web.url(path) in report
     assert "10.20.30.40" not in " ".join(path for path, _ in web.requests)
