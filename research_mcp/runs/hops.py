@@ -123,6 +123,11 @@ async def _choose(
         if ref not in cited
     ]
     leads = [*leads[:own_links], *earlier, *leads[own_links:]]
+    if (about := _subject_read(node, first)) is not None:
+        # The leaf asks about one thing and has read that thing's own source: what the leaf asks is
+        # there, and the names it gives lead away from it. A source it cites is still read.
+        leads = [lead for lead in leads if lead.kind == "link"]
+    why = "" if about is None else f" (no search: S{about.source_id} {about.source_title!r} is about it)"
     asked_again: set[str] = set()
     limit = _limit(node, len(refs))
     chosen: list[Hop] = []
@@ -150,11 +155,24 @@ async def _choose(
     store.add_event(
         rc.run_id,
         "second_hop",
-        f"second hop of {node.title!r}: {len(chosen)} sources from {len(leads)} leads",
+        f"second hop of {node.title!r}: {len(chosen)} sources from {len(leads)} leads{why}",
         node_id=key,
         data=SecondHop(chosen=[HopChoice(**asdict(hop)) for hop in chosen], followed=followed),
     )
     return chosen
+
+
+def _subject_read(node: PlanNode, first: list[ExtractorInput]) -> ExtractorInput | None:
+    """The source read first that is about the one thing the leaf asks about, if any: a leaf whose
+    title is a name its questions use, not one of them (a compared item's leaf, "Local H", asked
+    "Are Local H and For Against both from the United States?"), is about that name; a source whose
+    title names it ("Local H", "Freakonomics (film)") is that thing's own source. A leaf given its
+    sources reads what they cite, whatever they are about."""
+    if node.sources or not node.title.strip() or node.title in node.questions:
+        return None
+    if not any(mentions(question, node.title) for question in node.questions):
+        return None
+    return next((asked for asked in first if mentions(asked.source_title, node.title)), None)
 
 
 def _about(lead: Lead, first: list[ExtractorInput], taken: set[str]) -> str | None:

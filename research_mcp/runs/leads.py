@@ -16,7 +16,7 @@ particular backend phrases things, so a model's findings and the extractive back
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Literal
@@ -82,13 +82,24 @@ def _distance(statement: str, start: int, end: int, asked: set[str]) -> int:
     return min((min(abs(index - inside[0]), abs(index - inside[-1])) for index in near), default=len(words))
 
 
-def bridge_entities(facts: Iterable[Fact], questions: Sequence[str], known: Iterable[str] = ()) -> list[Lead]:
-    """The names the verified facts mention that neither the questions nor `known` (the titles of the
-    sources already read) do, strongest first: a name every source uses after one only one source
-    gives ("American" after "Adriana Trigiani"); each fact's name nearest to the words of the
-    questions before any fact's second; the most confident fact's first."""
+def bridge_entities(
+    facts: Iterable[Fact],
+    questions: Sequence[str],
+    known: Iterable[str] = (),
+    titles: Mapping[int, str] | None = None,
+) -> list[Lead]:
+    """The names the verified facts mention that neither the questions nor `known` (names not to
+    follow) do, strongest first: a name every source uses after one only one source gives
+    ("American" after "Adriana Trigiani"); each fact's name nearest to the words of the questions
+    before any fact's second; the most confident fact's first.
+
+    `titles` are the titles of the sources read, by source id: a fact's own source's title is no
+    bridge (it is what that source is about), another source's is ("Tata Consultancy Services",
+    named by the singer's page, is the title of a page the first search read with the leaf's
+    question, which it did not answer): the hop asks that source what the name leads to ask."""
     asked = {term for question in questions for term in terms(question)}
     seen = {normalize(title).casefold() for title in known if title}
+    own = {source: normalize(title).casefold() for source, title in (titles or {}).items()}
     verified = sorted((f for f in facts if f.verified), key=lambda fact: (-fact.confidence, fact.id))
     sources: dict[str, set[int]] = {}
     for fact in verified:
@@ -99,7 +110,9 @@ def bridge_entities(facts: Iterable[Fact], questions: Sequence[str], known: Iter
         names = [
             (_distance(fact.statement, start, end, asked), start, name)
             for name, start, end in name_spans(fact.statement)
-            if normalize(name).casefold() not in seen and not _asked_about(name, asked)
+            if normalize(name).casefold() not in seen
+            and normalize(name).casefold() != own.get(fact.source_id)
+            and not _asked_about(name, asked)
         ]
         for nearness, (_, start, name) in enumerate(sorted(names)):
             key = normalize(name).casefold()
@@ -149,7 +162,12 @@ def leads_from(
         title = titles.get(fact.source_id, "")
         if fact.verified and title and terms(title):
             answered.append(Lead("bridge", title, fact.confidence, fact.source_id, fact.statement))
-    bridges = bridge_entities(facts, questions, known)
+    # A name that titles a source already read is a bridge all the same (the hop asks that source
+    # again, runs/hops.py), unless the fact naming it comes from that source.
+    read = {normalize(title).casefold() for title in titles.values()}
+    bridges = bridge_entities(
+        facts, questions, [title for title in known if normalize(title).casefold() not in read], titles
+    )
     in_turn = [
         lead for pair in zip_longest(bridges, _distinct(answered)) for lead in pair if lead is not None
     ]

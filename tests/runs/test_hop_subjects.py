@@ -1,0 +1,114 @@
+"""The second hop and the subjects of the sources already read: a name that titles one of them is
+asked of it; a compared item's leaf that has read the item's own source does not search further."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from research_mcp.config import Settings
+from research_mcp.contracts import Fact
+from research_mcp.role_inputs import ExtractorInput
+from research_mcp.runs.leads import bridge_entities
+from research_mcp.storage.store import Store
+from tests.runs.test_deepening import run_plan
+from tests.runs.test_second_hop import extractor_script, research
+
+
+def write_notes(folder: Path, notes: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    folder.mkdir()
+    for name, text in notes.items():
+        (folder / f"{name}.txt").write_text(text, encoding="utf-8")
+    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
+
+
+def fact(ident: int, source_id: int, statement: str) -> Fact:
+    return Fact(
+        id=ident,
+        statement=statement,
+        quote="x",
+        source_id=source_id,
+        location=None,
+        confidence=0.8,
+        verified=True,
+    )
+
+
+def test_a_name_that_titles_another_source_read_is_a_bridge_and_a_sources_own_title_is_not() -> None:
+    facts = [
+        fact(1, 1, "Sachin Warrier worked as a software engineer at Tata Consultancy Services."),
+        fact(2, 2, "Tata Consultancy Services has its head office in Mumbai."),
+    ]
+    titles = {1: "Sachin Warrier", 2: "Tata Consultancy Services"}
+
+    leads = bridge_entities(facts, ["Where is the company Sachin Warrier worked for based?"], titles=titles)
+
+    named = [(lead.text, lead.source_id) for lead in leads]
+    assert ("Tata Consultancy Services", 1) in named  # named by the singer's page: asked of its own
+    assert "Mumbai" in [text for text, _ in named]
+    assert ("Tata Consultancy Services", 2) not in named  # its own page does not lead to itself
+
+
+SINGER = "Where is the company that Sachin Warrier worked for as a software engineer headquartered?"
+
+
+async def test_a_source_read_first_that_a_bridge_names_is_asked_again_what_the_bridge_leaves_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_notes(
+        tmp_path / "notes",
+        {
+            "Sachin Warrier": "Sachin Warrier worked as a software engineer at Tata Consultancy Services.",
+            # Read first (the corpus has three notes) with the leaf's question, of which it shares no word.
+            "Tata Consultancy Services": "Tata Consultancy Services has its head office in Mumbai.",
+            "Kanave Kalayathe": "Kanave Kalayathe is an album by a playback singer.",
+        },
+        monkeypatch,
+    )
+
+    run_id = await research(SINGER)
+
+    store = Store(Settings().database_path)
+    asked = [h.input_as(ExtractorInput) for h in store.handoffs_for_run(run_id, role="extractor")]
+    company = [a for a in asked if a is not None and a.source_title == "Tata Consultancy Services"]
+    assert [a.questions[0].split(":")[0] for a in company] == [
+        SINGER.split(":")[0],
+        "Tata Consultancy Services",
+    ]
+    assert "Sachin Warrier" in company[1].context  # told the fact that named it
+    facts = store.facts_for_handoffs([h.id for h in store.handoffs_for_run(run_id, role="extractor")])
+    assert any("head office in Mumbai" in f.statement and f.verified for f in facts)
+
+
+async def test_a_compared_items_leaf_that_read_the_items_own_source_searches_no_further(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_notes(
+        tmp_path / "notes",
+        {
+            "Local H": "Local H is a rock band from Zion, Illinois in the United States.",
+            "For Against": "For Against is a band from Lincoln, Nebraska in the United States.",
+            "Zion, Illinois": "Zion is a city in Lake County, Illinois, United States.",
+            "Lincoln, Nebraska": "Lincoln is the capital of Nebraska, United States.",
+            "Lake County": "Lake County lies north of Chicago, Illinois, on Lake Michigan.",
+            "Nebraska": "Nebraska is a state of the Great Plains, United States.",
+        },
+        monkeypatch,
+    )
+
+    question = "Are Local H and For Against both from the United States?"
+    items = [
+        {"kind": "leaf", "title": item, "questions": [question], "search_queries": [item]}
+        for item in ("Local H", "For Against")
+    ]
+    run_id = await run_plan(
+        {"kind": "executor", "title": question, "children": items}, extractor_script, index=True
+    )
+
+    store = Store(Settings().database_path)
+    hops = store.events_for_run(run_id, "second_hop")
+    assert len(hops) == 2 and all(hop.data is not None and hop.data["chosen"] == [] for hop in hops)
+    assert all("no search" in hop.message for hop in hops)
+    searches = [e for e in store.events_for_run(run_id, "search") if e.node_id]
+    assert searches == []  # the hop's searches are recorded with their leaf; none was made
