@@ -3,7 +3,9 @@
 Each question is scored against every sentence (see `scoring`), a sentence that refers back ("she
 was named ambassador") as what it refers back to (`references`); up to k sentences are chosen by
 MMR (the best at or above `FACT_RELEVANCE`, each further one at or above `FURTHER_RELEVANCE` and
-`RELATIVE_RELEVANCE` of the best), and each becomes a fact
+`RELATIVE_RELEVANCE` of the best; a question that names the source's subject also scores each
+sentence against the clause it says of that subject, `focus`), a source the question names also
+gives its opening where it says what the subject is (`_add_definition`), and each becomes a fact
 whose quote is the sentence sliced from the source (so it is found by construction) and whose
 statement is the same sentence: this backend never paraphrases. A fact's confidence is 0.2 + its
 score, at most 0.95, so a sentence at the threshold gets 0.4 and a strong one (score 0.5) the 0.7 a
@@ -26,8 +28,9 @@ from research_mcp.contracts import (
     FollowUpQuestion,
     LinkedSource,
 )
+from research_mcp.llm.extractive.focus import focus, names_subject, subject
 from research_mcp.llm.extractive.references import resolved_texts
-from research_mcp.llm.extractive.scoring import Relevance, select_diverse
+from research_mcp.llm.extractive.scoring import Relevance, select_diverse, terms
 from research_mcp.llm.extractive.sentences import Sentence, split_sentences
 from research_mcp.role_inputs import ExtractorPayload
 
@@ -82,7 +85,9 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
             confidence=Confidence(level="low", reasoning=f"{reason} Extractive backend: no language model."),
         )
     relevance = Relevance([scored_as[index] for index in kept], embedder)
-    scores = [relevance.scores(question) for question in questions]
+    # A sentence answers what the question asks of the source's own subject as well as the whole
+    # question: each scores its best against either (focus.py).
+    scores = [_scores(relevance, question, payload.source_title) for question in questions]
     per_question = max(1, min(_k(payload), MAX_FACTS // len(questions)))
     chosen = [
         [
@@ -99,6 +104,8 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
         ]
         for question_scores in scores
     ]
+
+    _add_definition(chosen, scores, claims, payload)
 
     # One fact per sentence, assigned to the question it scores highest on.
     home: dict[int, int] = {}
@@ -130,6 +137,37 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
         source_identified_gaps=_source_gaps(sentences),
         linked_candidate_sources=_linked_sources(payload, sentences, claims, scores),
     )
+
+
+def _scores(relevance: Relevance, question: str, title: str) -> np.ndarray:
+    """Each sentence's relevance to the question, or to its focus on the source's subject if higher."""
+    whole = relevance.scores(question)
+    clause = focus(question, title)
+    return np.maximum(whole, relevance.scores(clause)) if clause else whole
+
+
+def _add_definition(
+    chosen: list[list[int]], scores: list[np.ndarray], claims: list[Sentence], payload: ExtractorPayload
+) -> None:
+    """A source about a thing the question names also gives, with its answer, the sentence that says
+    what that thing is: its opening, where the opening names the subject its title names ("Local H
+    is an American rock band ..." for "Are Local H and For Against both from the United States?",
+    whose answering sentence says only where the members met). The answer says something of the
+    thing; the definition says which thing it is, and a comparison or a synthesis joining two
+    sources needs both. So does a source a lead reached by naming its subject (its context). A
+    source the question does not name (a search's near miss) gives its answer alone. The opening
+    goes with the question it scores best on among those the source answers (among all of them
+    when it answers none: what the thing is, is then all it says of it)."""
+    title = payload.source_title
+    named = [*payload.questions, payload.context]
+    if not claims or not any(names_subject(text, title) for text in named if text):
+        return
+    if not set(terms(subject(title))) <= set(terms(claims[0].text)):
+        return
+    if any(0 in indexes for indexes in chosen):
+        return
+    answered = [index for index, indexes in enumerate(chosen) if indexes] or list(range(len(chosen)))
+    chosen[max(answered, key=lambda index: (float(scores[index][0]), -index))].append(0)
 
 
 def _spec_questions(payload: ExtractorPayload) -> list[str]:
