@@ -1,7 +1,10 @@
 """The second hop: a leaf follows what its first sources found, then synthesizes over both.
 
-After the first extractions, the leaf's leads (runs/leads.py) are followed in order until
-`HOP_SOURCES` new sources are chosen: a linked source is read as it is (the fetcher's allow-list
+After the first extractions, the words of the leaf's question that no verified fact says (what the
+first sources left open, `open_terms`) are searched for first: the question's own search, whose
+best results the leaf read, often lists the page that says them further down; the result that says
+most of them is read (as a bridge's source, if it names one of the leads). Then the leaf's leads
+(runs/leads.py) are followed in order until `HOP_SOURCES` new sources are chosen: a linked source is read as it is (the fetcher's allow-list
 and the run's source budget hold as for any source); a bridge name is searched together with the
 question it bears on, and the first result not read yet that mentions the name is taken; a
 follow-up question is searched as asked. A source that a source read by an earlier run cites,
@@ -14,6 +17,8 @@ place of the leaf's, without counting against the source budget a second time. A
 led to is asked only what the bridge leaves open (with a leaf's task specs, their questions and
 then that one): the leaf's own questions went to the sources found for them.
 
+A leaf about one compared item (its title a name its question uses) that has read the item's own
+source follows only links: what it asks is there, and the names that source gives lead away from it.
 A leaf given its own sources follows their links but does not search or ask again (its calls stay
 those the plan's estimate counted). The choice is recorded (a
 `second_hop` event) before the new sources are read, so a resumed run reads the same ones.
@@ -28,10 +33,12 @@ import anyio
 
 from research_mcp.contracts import PlanNode
 from research_mcp.feasibility import HOP_SOURCES
+from research_mcp.llm.extractive.scoring import same_term, terms
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.runs.context import RunContext
-from research_mcp.runs.leads import Lead, leads_from, mentions, still_open
+from research_mcp.runs.leads import Lead, leads_from, mentions, open_terms, still_open
 from research_mcp.runs.reading import extract_sources, ref_key
+from research_mcp.sources.library import Candidate
 from research_mcp.storage.models import HopChoice, SecondHop
 
 __all__ = ["HOP_SOURCES", "follow_leads"]
@@ -133,6 +140,27 @@ async def _choose(
     chosen: list[Hop] = []
     followed: list[dict[str, object]] = []
     tried = 0
+    # What the first sources left open is searched for first: the question's own search often
+    # found the page that says it, below the ones the leaf read (runs/leads.py `open_terms`).
+    gap = open_terms(store, extractions, questions) if about is None and not node.sources and limit else []
+    if gap:
+        tried += 1
+        if (found := await _search_open(rc, key, questions[0], gap, read)) is not None:
+            read.add(ref_key(found.ref))
+            said = f"{found.title} {found.snippet}"
+            # A result that names a bridge is read as that bridge's source would be.
+            bridge = next(
+                (lead for lead in leads if lead.kind == "bridge" and mentions(said, lead.text)), None
+            )
+            if bridge is not None:
+                chosen.append(Hop(found.ref, _context(bridge), _hop_question(bridge, questions[0])))
+            else:
+                chosen.append(
+                    Hop(
+                        found.ref, f"Found by searching for what the first sources left open: {' '.join(gap)}"
+                    )
+                )
+            followed.append({"kind": "open", "text": " ".join(gap), "ref": found.ref})
     for lead in leads:
         if len(chosen) >= limit or tried >= MAX_LEADS:
             break
@@ -203,6 +231,31 @@ async def _search(rc: RunContext, key: str, lead: Lead, questions: list[str], re
             continue
         return candidate.ref
     return None
+
+
+async def _search_open(
+    rc: RunContext, key: str, question: str, gap: list[str], read: set[str]
+) -> Candidate | None:
+    """The first result of the question's search not read yet whose title and snippet say most of
+    what the first sources left open."""
+    failed: list[str] = []
+    found = await rc.deps.sources.search(question[:300], limit=len(read) + 3, failures=failed)
+    rc.deps.store.add_event(
+        rc.run_id,
+        "search",
+        f"{question[:300]!r}: {len(found)} candidates",
+        node_id=key,
+        data={"query": question},
+    )
+    best: tuple[int, Candidate] | None = None
+    for candidate in found:
+        if ref_key(candidate.ref) in read:
+            continue
+        said = set(terms(f"{candidate.title} {candidate.snippet}"))
+        covered = sum(any(same_term(term, word) for word in said) for term in gap)
+        if 2 * covered >= len(gap) and (best is None or covered > best[0]):
+            best = (covered, candidate)
+    return best[1] if best is not None else None
 
 
 def _hop_question(lead: Lead, question: str) -> str:

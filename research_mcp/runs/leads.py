@@ -24,12 +24,21 @@ from typing import Literal
 from research_mcp.citations import normalize
 from research_mcp.contracts import Fact
 from research_mcp.llm.extractive.names import NOT_NAMES, WORD_TOKEN, name_spans, named_entities
-from research_mcp.llm.extractive.scoring import terms
+from research_mcp.llm.extractive.scoring import same_term, terms
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.storage.outputs import StoredExtraction
 from research_mcp.storage.store import Store
 
-__all__ = ["Lead", "bridge_entities", "leads_from", "mentions", "name_spans", "named_entities", "still_open"]
+__all__ = [
+    "Lead",
+    "bridge_entities",
+    "leads_from",
+    "mentions",
+    "name_spans",
+    "named_entities",
+    "open_terms",
+    "still_open",
+]
 
 LeadKind = Literal["bridge", "follow_up", "link"]
 
@@ -183,3 +192,16 @@ def _distinct(leads: Iterable[Lead]) -> list[Lead]:
     for lead in leads:
         first.setdefault(normalize(lead.text).casefold(), lead)
     return list(first.values())
+
+
+def open_terms(store: Store, extraction_ids: Sequence[str], questions: Sequence[str]) -> list[str]:
+    """The words of the questions that no verified fact of these extractions says (in order, each
+    once): what the first sources left open ("coastal area" when they told where the fortress is
+    but named no coast)."""
+    fact_ids: list[int] = []
+    for handoff_id in extraction_ids:
+        output = store.get_handoff(handoff_id).output_as(StoredExtraction)
+        fact_ids.extend(output.fact_ids if output is not None else [])
+    said = {term for fact in store.get_facts(fact_ids) if fact.verified for term in terms(fact.statement)}
+    asked = dict.fromkeys(term for question in questions for term in terms(question))
+    return [term for term in asked if not any(same_term(term, word) for word in said)]

@@ -112,3 +112,45 @@ async def test_a_compared_items_leaf_that_read_the_items_own_source_searches_no_
     assert all("no search" in hop.message for hop in hops)
     searches = [e for e in store.events_for_run(run_id, "search") if e.node_id]
     assert searches == []  # the hop's searches are recorded with their leaf; none was made
+
+
+COAST = "Which coastal area lies north of the medieval fortress in the village of Dirleton?"
+
+
+async def test_what_the_first_sources_left_open_is_searched_for_and_the_page_that_says_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_notes(
+        tmp_path / "notes",
+        {
+            # Read first: each says where the fortress is, none names a coast.
+            "dirleton-castle": "Dirleton Castle is a medieval fortress in the village of Dirleton, north of the green.",
+            "dirleton-village": "Dirleton is a village with a medieval fortress and a church, north of Haddington.",
+            "fortress-list": "A medieval fortress in the village of Dirleton lies north of the road to Tantallon.",
+            # Found by the question's search below them, and named by none of their facts.
+            "yellowcraig": "Yellowcraig is a coastal area of dunes and beach.",
+            "haddington": "Haddington is a town south of Dirleton.",
+        },
+        monkeypatch,
+    )
+
+    # The leaf searches for the fortress; its question asks for the coast.
+    leaf = {
+        "kind": "leaf",
+        "title": COAST,
+        "questions": [COAST],
+        "search_queries": ["medieval fortress Dirleton"],
+    }
+    run_id = await run_plan(
+        {"kind": "executor", "title": COAST, "children": [leaf]}, extractor_script, index=True
+    )
+
+    store = Store(Settings().database_path)
+    hop = next(e for e in store.events_for_run(run_id) if e.kind == "second_hop")
+    assert hop.data is not None
+    assert [f["text"] for f in hop.data["followed"] if f["kind"] == "open"] == ["coastal area"]
+    assert store.latest_source(hop.data["chosen"][0]["ref"]).title == "yellowcraig"  # type: ignore[union-attr]
+    facts = store.facts_for_handoffs([h.id for h in store.handoffs_for_run(run_id, role="extractor")])
+    assert any(
+        f.statement == "Yellowcraig is a coastal area of dunes and beach." and f.verified for f in facts
+    )
