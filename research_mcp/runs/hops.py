@@ -204,14 +204,15 @@ def _subject_read(node: PlanNode, first: list[ExtractorInput]) -> ExtractorInput
 
 
 def _about(lead: Lead, first: list[ExtractorInput], taken: set[str]) -> str | None:
-    """A source the first pass read whose title names the bridge (not the source that gave it, nor
-    one already asked again): the bridge's question is put to it."""
+    """A source the first pass read whose title names the bridge, or whose title (of two words or
+    more) the bridge names ("David Weissman" in "David Diamond and David Weissman"; "Big Stone Gap
+    (town)" is not in "Big Stone Gap (film)"); not the source that gave it, nor one already asked
+    again: the bridge's question is put to it."""
     for asked in first:
-        if (
-            asked.source_id != lead.source_id
-            and asked.source_ref not in taken
-            and mentions(asked.source_title, lead.text)
-        ):
+        if asked.source_id == lead.source_id or asked.source_ref in taken:
+            continue
+        title = asked.source_title
+        if mentions(title, lead.text) or (len(title.split()) > 1 and mentions(lead.text, title)):
             return asked.source_ref
     return None
 

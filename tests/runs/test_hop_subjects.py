@@ -154,3 +154,26 @@ async def test_what_the_first_sources_left_open_is_searched_for_and_the_page_tha
     assert any(
         f.statement == "Yellowcraig is a coastal area of dunes and beach." and f.verified for f in facts
     )
+
+
+async def test_a_source_read_first_whose_subject_a_longer_bridge_names_is_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_notes(
+        tmp_path / "notes",
+        {
+            "The Family Man": "The Family Man is a film written by David Diamond and David Weissman.",
+            "David Weissman": "David Weissman is a screenwriter. His credits include Evolution.",
+            "Deadfall": "Deadfall is a film starring Nicolas Cage.",
+        },
+        monkeypatch,
+    )
+
+    run_id = await research("What screenwriter with credits for Evolution co-wrote The Family Man?")
+
+    store = Store(Settings().database_path)
+    asked = [h.input_as(ExtractorInput) for h in store.handoffs_for_run(run_id, role="extractor")]
+    screenwriter = [a for a in asked if a is not None and a.source_title == "David Weissman"]
+    # The name the film's page gives joins two people; one of them is a page already read.
+    assert len(screenwriter) == 2
+    assert screenwriter[1].questions[0].startswith("David Diamond and David Weissman:")
