@@ -117,3 +117,25 @@ async def test_a_source_a_lead_reached_by_naming_its_subject_gives_its_definitio
     )
 
     assert "Local H is a rock band formed by Scott Lucas and Matt Garcia." in found
+
+
+CASUALTIES = (
+    "World War II was the deadliest military conflict in history. "
+    "Over 60 million people were killed, about 3% of the world population. "
+    "The tables below give a count of losses by country. "
+    "Military deaths from all causes totalled 21 to 25 million."
+)
+KILLED = "Over 60 million people were killed, about 3% of the world population."
+
+
+async def test_a_source_a_lead_brought_gives_further_sentences_its_short_question_scores_lower() -> None:
+    lexical = ExtractiveModel(None)
+    hop = "World War II: fallen 60"
+    context = (
+        "Found by following 'World War II', which source S2 names: a memorial to the fallen of World War II."
+    )
+
+    # Searched for the leaf's question, the source gives its best sentence only; reached by a lead,
+    # the sentence that scores a little lower against the lead's few words comes with it.
+    assert KILLED not in await quotes(lexical, "World War II casualties", hop, CASUALTIES)
+    assert KILLED in await quotes(lexical, "World War II casualties", hop, CASUALTIES, context)

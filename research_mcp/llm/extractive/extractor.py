@@ -2,8 +2,9 @@
 
 Each question is scored against every sentence (see `scoring`), a sentence that refers back ("she
 was named ambassador") as what it refers back to (`references`); up to k sentences are chosen by
-MMR (the best at or above `FACT_RELEVANCE`, each further one at or above `FURTHER_RELEVANCE` and
-`RELATIVE_RELEVANCE` of the best; a question that names the source's subject also scores each
+MMR (the best at or above `FACT_RELEVANCE`, each further one at or above `FURTHER_RELEVANCE`, or
+`LEAD_FURTHER_RELEVANCE` in a source a lead brought the research to, and `RELATIVE_RELEVANCE` of
+the best; a question that names the source's subject also scores each
 sentence against the clause it says of that subject, `focus`), a source the question names also
 gives its opening where it says what the subject is (`_add_definition`), and each becomes a fact
 whose quote is the sentence sliced from the source (so it is found by construction) and whose
@@ -51,6 +52,11 @@ ANSWER_SHARE = 0.8
 #: near miss) gives one sentence, not three.
 FACT_RELEVANCE = 0.2
 FURTHER_RELEVANCE = 0.35
+#: A source a lead brought the research to (told why it is read: its `context`) is about what it is
+#: asked, a bridge's name and the few words the question leaves open about it: such short questions
+#: score lower, and its further sentences need LEAD_FURTHER_RELEVANCE ("Over 60 million people were
+#: killed" in "World War II casualties", asked "World War II: fallen 60 million").
+LEAD_FURTHER_RELEVANCE = 0.28
 RELATIVE_RELEVANCE = 0.6
 
 # A study's limitations, not a licence's "Limitation of Liability" or its "including, without limitation".
@@ -89,6 +95,7 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
     # question: each scores its best against either (focus.py).
     scores = [_scores(relevance, question, payload.source_title) for question in questions]
     per_question = max(1, min(_k(payload), MAX_FACTS // len(questions)))
+    further = LEAD_FURTHER_RELEVANCE if payload.context else FURTHER_RELEVANCE
     chosen = [
         [
             index
@@ -100,7 +107,7 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
                     threshold=max(FACT_RELEVANCE, RELATIVE_RELEVANCE * float(np.max(question_scores))),
                 )
             )
-            if position == 0 or question_scores[index] >= FURTHER_RELEVANCE
+            if position == 0 or question_scores[index] >= further
         ]
         for question_scores in scores
     ]
