@@ -141,8 +141,10 @@ async def _choose(
     followed: list[dict[str, object]] = []
     tried = 0
     # What the first sources left open is searched for first: the question's own search often
-    # found the page that says it, below the ones the leaf read (runs/leads.py `open_terms`).
-    gap = open_terms(store, extractions, questions) if about is None and not node.sources and limit else []
+    # found the page that says it, below the ones the leaf read (runs/leads.py `open_terms`). Not
+    # when nothing was read, or a search of the leaf failed: that search is not made again.
+    searched = first and not rc.failures.get(key) and not node.sources
+    gap = open_terms(store, extractions, questions) if searched and about is None and limit else []
     if gap:
         tried += 1
         if (found := await _search_open(rc, key, questions[0], gap, read)) is not None:
