@@ -49,6 +49,15 @@ def asked_by_leaf(rc: RunContext) -> dict[tuple[str, str], set[str]]:
     return rc.asked_by_leaf
 
 
+def _asked_elsewhere(rc: RunContext, node: PlanNode) -> set[str]:
+    """What the run's other leaves ask (normalized), across its plans."""
+    others: set[str] = set()
+    for (plan_id, leaf_id), asked in asked_by_leaf(rc).items():
+        if (plan_id, leaf_id) != (rc.plan_id, node.id):
+            others |= asked
+    return others
+
+
 async def prior_findings(rc: RunContext, node: PlanNode, key: str, questions: list[str]) -> list[int]:
     """Ids of known facts bearing on the leaf's questions, best first (none without a knowledge base)."""
     knowledge = rc.deps.knowledge
@@ -56,12 +65,9 @@ async def prior_findings(rc: RunContext, node: PlanNode, key: str, questions: li
         return []
     store = rc.deps.store
     own = _asked(node, questions)
-    others: set[str] = set()
-    for (plan_id, leaf_id), asked in asked_by_leaf(rc).items():
-        if (plan_id, leaf_id) != (rc.plan_id, node.id):
-            others |= asked
+    others = _asked_elsewhere(rc, node) - own
     facts = await anyio.to_thread.run_sync(
-        lambda: knowledge.prior_findings(questions, own=own, others=others - own),
+        lambda: knowledge.prior_findings(questions, own=own, others=others),
         abandon_on_cancel=True,  # a read: a cancelled run need not wait for it (or the model to load)
     )
     if facts:
@@ -89,11 +95,7 @@ async def known_insights(
         return given
     store = rc.deps.store
     own = _asked(node, questions)
-    others: set[str] = set()
-    for (plan_id, leaf_id), asked in asked_by_leaf(rc).items():
-        if (plan_id, leaf_id) != (rc.plan_id, node.id):
-            others |= asked
-    others -= own
+    others = _asked_elsewhere(rc, node) - own
     reading = {stored_ref(ref) for ref in refs} | set(refs)
     found = []
     for item in store.known_insights(kinds=_KIND_ORDER, not_run=rc.run_id):
