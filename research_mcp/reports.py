@@ -181,6 +181,12 @@ def _run_view(store: Store, run_id: str, view: View) -> list[str]:
             n.node_id.split("/", 1)[-1]: n.status + (f" {n.handoff_id}" if n.handoff_id else "")
             for n in store.nodes_for_run(run_id)
         }
+        # A leaf synthesized again after a phase iteration (its criteria judged again): the newest.
+        for event in store.events_for_run(run_id, "acceptance"):
+            local = (event.node_id or "").split("/", 1)[-1]
+            again = event.data.get("handoff_id") if isinstance(event.data, dict) else None
+            if local in status and again:
+                status[local] = status[local].split(";", 1)[0] + f"; criteria judged again in {again}"
         lines = []
         for plan_id in run.plan_ids:
             plan = store.get_plan(plan_id)

@@ -330,6 +330,12 @@ async def test_a_criterion_unmet_on_the_first_reading_is_asked_and_judged_met_af
     assert again.acceptance[0].evidence == "2 sources behind the cited verified facts"
     assert not [gap for gap in final(run_id).gaps if criterion in gap]
     assert criterion not in gaps
+    # The run's tree names the leaf's synthesis judged again, where the manager can read it.
+    async with Client(create_server(model=ScriptedModel(team_script))) as client:
+        tree = await client.call_tool("report_results", {"id": run_id, "view": "tree"})
+    [line] = [x for x in tree.structured_content["text"].splitlines() if "leaf: panels" in x]
+    assert line.split("[", 1)[1].startswith("done h_")
+    assert f"; criteria judged again in {judged.data['handoff_id']}]" in line  # type: ignore[index]
 
 
 async def test_a_leaf_whose_synthesis_fails_when_judged_again_is_named_and_the_phase_reads_its_new_extractions(
