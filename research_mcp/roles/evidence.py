@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from research_mcp.citations import normalize
 from research_mcp.contracts import Confidence, ConfidenceLevel, Fact
-from research_mcp.llm.extractive.scoring import bears_on, same_term, terms
+from research_mcp.llm.extractive.scoring import bears_on, said_terms, same_term, terms
 from research_mcp.storage.outputs import AcceptanceCheck
 
 __all__ = [
@@ -169,7 +169,8 @@ def judge_evidence(
                 )
             )
         )
-        missing = [term for term in named if not any(same_term(term, word) for word in said)]
+        mentioned = said_terms(named, said)
+        missing = [term for term in named if term not in mentioned]
         if len(missing) * 2 > len(named):  # most of what it names: "README" may go unsaid, "LibYAML" not
             elsewhere.append((question, missing))
     if elsewhere:

@@ -17,7 +17,7 @@ import anyio
 
 from research_mcp.contracts import PlanNode
 from research_mcp.errors import BudgetExhausted, ModelError, ResearchError
-from research_mcp.llm.extractive.scoring import same_term, terms
+from research_mcp.llm.extractive.scoring import said_terms, terms
 from research_mcp.roles.curation import curate, curation_behind
 from research_mcp.roles.scout import scout
 from research_mcp.roles.synthesizer import synthesize
@@ -118,8 +118,7 @@ def _for_each_leaf(curations: Sequence[StoredCuration], leaves: Sequence[PlanNod
 
 def _shared(text: str, asked: set[str]) -> int:
     """How many of the asked terms `text` holds."""
-    said = set(terms(text))
-    return sum(1 for term in asked if any(same_term(term, word) for word in said))
+    return len(said_terms(asked, set(terms(text))))
 
 
 async def _run_executor(rc: RunContext, node: PlanNode, key: str) -> str:

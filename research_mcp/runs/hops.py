@@ -33,7 +33,7 @@ import anyio
 
 from research_mcp.contracts import PlanNode
 from research_mcp.feasibility import HOP_SOURCES
-from research_mcp.llm.extractive.scoring import same_term, terms
+from research_mcp.llm.extractive.scoring import said_terms, terms
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.runs.context import RunContext
 from research_mcp.runs.leads import Lead, leads_from, mentions, open_terms, still_open
@@ -255,7 +255,7 @@ async def _search_open(
         if ref_key(candidate.ref) in read:
             continue
         said = set(terms(f"{candidate.title} {candidate.snippet}"))
-        covered = sum(any(same_term(term, word) for word in said) for term in gap)
+        covered = len(said_terms(gap, said))
         if 2 * covered >= len(gap) and (best is None or covered > best[0]):
             best = (covered, candidate)
     return best[1] if best is not None else None

@@ -24,7 +24,7 @@ from typing import Literal
 from research_mcp.citations import normalize
 from research_mcp.contracts import Fact
 from research_mcp.llm.extractive.names import NOT_NAMES, WORD_TOKEN, name_spans, named_entities
-from research_mcp.llm.extractive.scoring import same_term, terms
+from research_mcp.llm.extractive.scoring import said_terms, terms
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.storage.outputs import StoredExtraction
 from research_mcp.storage.store import Store
@@ -204,4 +204,5 @@ def open_terms(store: Store, extraction_ids: Sequence[str], questions: Sequence[
         fact_ids.extend(output.fact_ids if output is not None else [])
     said = {term for fact in store.get_facts(fact_ids) if fact.verified for term in terms(fact.statement)}
     asked = dict.fromkeys(term for question in questions for term in terms(question))
-    return [term for term in asked if not any(same_term(term, word) for word in said)]
+    known = set(said_terms(asked, said))
+    return [term for term in asked if term not in known]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import anyio
 
 from research_mcp.contracts import PlanNode
-from research_mcp.llm.extractive.scoring import same_term, terms
+from research_mcp.llm.extractive.scoring import said_terms, terms
 from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.reading import stored_ref
 from research_mcp.storage.models import InsightKind, InsightsGiven, KnownInsight
@@ -128,8 +128,7 @@ def related(text: str, question: str) -> bool:
     H and For Against both from the United States?" would reach every question naming the United
     States, and be asked of its sources."""
     said, asked = set(terms(text)), set(terms(question))
-    shared = {term for term in asked if any(same_term(term, other) for other in said)}
-    return len(shared) >= max(2, len(said) / 2, len(asked) / 2)
+    return len(said_terms(asked, said)) >= max(2, len(said) / 2, len(asked) / 2)
 
 
 def known_questions(insights: list[KnownInsight]) -> list[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 import numpy as np
 
@@ -27,6 +27,7 @@ __all__ = [
     "Lexicon",
     "Relevance",
     "bears_on",
+    "said_terms",
     "same_term",
     "select_diverse",
     "semantic_scale",
@@ -247,11 +248,15 @@ def same_term(a: str, b: str) -> bool:
     )
 
 
+def said_terms(asked: Iterable[str], said: Collection[str]) -> list[str]:
+    """The `asked` terms that one of the `said` terms matches (`same_term`), in order."""
+    return [term for term in asked if any(same_term(term, word) for word in said)]
+
+
 def bears_on(text: str, question: str) -> bool:
     """Whether a text shares two content terms with a question (its only one, if it has one): a
     licence's "See the GNU General Public License for more details." shares "license" with "Which
     licenses allow linking from proprietary software?", and nothing that question asks."""
     asked = set(terms(question))
     said = set(terms(text))
-    shared = {a for a in asked if any(same_term(a, s) for s in said)}
-    return not asked or len(shared) >= min(2, len(asked))
+    return not asked or len(said_terms(asked, said)) >= min(2, len(asked))
