@@ -16,9 +16,11 @@ from research_mcp.roles.synthesis_inputs import insight_followups, known_insight
 from research_mcp.storage.models import KnownInsight
 from research_mcp.storage.outputs import AcceptanceCheck, StoredSynthesis
 
-__all__ = ["UNANSWERED", "cap_confidence", "gate_synthesis", "gather_inputs", "synthesize"]
+__all__ = ["CRITERION_UNMET", "UNANSWERED", "cap_confidence", "gate_synthesis", "gather_inputs", "synthesize"]
 
 MAX_FACTS = 150
+#: How the gap of an acceptance criterion a synthesis did not meet begins.
+CRITERION_UNMET = "Acceptance criterion unmet"
 NOT_COVERED = "## Not covered (failed)"
 MAX_FAILURE_CHARS = 400
 
@@ -308,7 +310,7 @@ def _acceptance_gaps(acceptance: Sequence[AcceptanceCheck]) -> list[str]:
     gaps = []
     for check in acceptance:
         if check.met is False:
-            gaps.append(f"Acceptance criterion unmet: {check.criterion!r}: {check.evidence}"[:500])
+            gaps.append(f"{CRITERION_UNMET}: {check.criterion!r}: {check.evidence}"[:500])
         elif check.met is None:
             gaps.append(f"Acceptance criterion not checked: {check.criterion!r} ({check.evidence})"[:500])
     return gaps

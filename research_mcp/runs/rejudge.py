@@ -28,7 +28,7 @@ from research_mcp.errors import ModelError
 from research_mcp.role_inputs import SynthesisInput
 from research_mcp.roles.acceptance import numbered_criteria
 from research_mcp.roles.base import RoleResult
-from research_mcp.roles.synthesizer import synthesize
+from research_mcp.roles.synthesizer import CRITERION_UNMET, synthesize
 from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.prior import recorded_insights
 from research_mcp.storage.outputs import AcceptanceCheck, StoredSynthesis
@@ -37,7 +37,6 @@ __all__ = ["MAX_CRITERIA_QUESTIONS", "criteria_questions", "judged_leaves", "rej
 
 #: Unmet acceptance criteria of one leaf asked in one iteration.
 MAX_CRITERIA_QUESTIONS = 2
-UNMET = "Acceptance criterion unmet"
 
 
 def judged_leaves(
@@ -71,7 +70,7 @@ def criteria_questions(rc: RunContext, leaf: PlanNode, handoff_id: str | None) -
 
 def unmet_acceptance(output: StoredSynthesis) -> int:
     """How many acceptance criteria a synthesis (or those below it) left unmet."""
-    return sum(1 for gap in output.evidence_gaps if gap.startswith(UNMET))
+    return sum(1 for gap in output.evidence_gaps if gap.startswith(CRITERION_UNMET))
 
 
 async def rejudge(
