@@ -170,6 +170,29 @@ def geothermal_notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
 
 
+async def test_an_unmet_theme_asks_a_new_question_whose_answer_makes_the_kept_synthesis_meet_the_gate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    geothermal_notes(tmp_path, monkeypatch)
+    phase = {"name": "coverage", "criteria": {"themes": ["geothermal"]}, "max_iterations": 3}
+    async with Client(create_server(model=ScriptedModel(team_script))) as client:
+        run = await run_plan(client, plan_of(leaf("solar", TEXT_A), phases=[phase]))
+        report = await client.call_tool("report_results", {"id": run["id"], "view": "report"})
+    events = store().events_for_run(run["id"])
+    [delta] = [e.data for e in events if e.kind == "iteration" and e.data]
+    # The unmet theme became the iteration's question, its answer met the gate, and that synthesis
+    # (not the first) is the run's.
+    assert delta["changed"]["questions_added"] == ["geothermal"]
+    assert (delta["criteria_before"], delta["criteria_after"]) == (
+        {"theme:geothermal": False},
+        {"theme:geothermal": True},
+    )
+    assert delta["kept_iteration"] == 1
+    assert "phase_met" in [e.kind for e in events]
+    assert "Geothermal plant" in report.structured_content["text"]
+    assert run["metrics"].get("criteria_unmet", 0) == 0
+
+
 async def test_a_phase_keeps_its_best_synthesis_not_its_last(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
