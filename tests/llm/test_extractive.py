@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Literal, TypeVar
 
 import pytest
@@ -10,7 +9,6 @@ from pydantic import BaseModel
 
 from research_mcp.citations import CITATION, locate_quote
 from research_mcp.contracts import (
-    Embedder,
     ExtractorOutput,
     ExtractorTaskSpec,
     PlannerOutput,
@@ -21,7 +19,6 @@ from research_mcp.contracts import (
 from research_mcp.errors import ModelError
 from research_mcp.feasibility import check_feasible
 from research_mcp.llm.base import ModelRequest
-from research_mcp.llm.embeddings import default_embedder
 from research_mcp.llm.extractive import ExtractiveModel
 from research_mcp.llm.extractive.extractor import NO_ANSWER
 from research_mcp.llm.extractive.sentences import split_sentences
@@ -60,19 +57,6 @@ Data are available at https://example.org/coffee-data and the protocol at https:
 
 CAFFEINE_QUESTION = "How much caffeine is in a cup of coffee?"
 CAFFEINE_ANSWER = "A typical 240 ml cup of brewed coffee contains about 95 mg of caffeine."
-
-
-@pytest.fixture(scope="module")
-def minilm() -> Embedder:
-    embedder = default_embedder()
-    embedder.embed(["probe"])
-    return embedder
-
-
-@pytest.fixture(params=["lexical", "lexical+minilm"])
-def model(request: pytest.FixtureRequest) -> ExtractiveModel:
-    embedder = request.getfixturevalue("minilm") if request.param == "lexical+minilm" else None
-    return ExtractiveModel(embedder, today=lambda: date(2025, 6, 1))
 
 
 async def ask(model: ExtractiveModel, output_type: type[OutputT], payload: BaseModel) -> OutputT:

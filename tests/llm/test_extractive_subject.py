@@ -3,29 +3,11 @@ names (the question's focus), and the sentence that says what that thing is (its
 
 from __future__ import annotations
 
-from datetime import date
-
-import pytest
-
-from research_mcp.contracts import Embedder, ExtractorOutput
+from research_mcp.contracts import ExtractorOutput
 from research_mcp.llm.base import ModelRequest
-from research_mcp.llm.embeddings import default_embedder
 from research_mcp.llm.extractive import ExtractiveModel
 from research_mcp.llm.extractive.focus import focus
 from research_mcp.role_inputs import ExtractorPayload
-
-
-@pytest.fixture(scope="module")
-def minilm() -> Embedder:
-    embedder = default_embedder()
-    embedder.embed(["probe"])
-    return embedder
-
-
-@pytest.fixture(params=["lexical", "lexical+minilm"])
-def model(request: pytest.FixtureRequest) -> ExtractiveModel:
-    embedder = request.getfixturevalue("minilm") if request.param == "lexical+minilm" else None
-    return ExtractiveModel(embedder, today=lambda: date(2025, 6, 1))
 
 
 async def quotes(
