@@ -42,7 +42,7 @@ def index_drift(home: Path) -> IndexDrift:
     settings = Settings(RESEARCH_MCP_HOME=home)
     store = Store(settings.database_path)
     try:
-        with KnowledgeIndex.open(path=settings.qdrant_path, embedder=default_embedder()) as index:
+        with KnowledgeIndex.open(path=settings.vectors_path, embedder=default_embedder()) as index:
             return heal(KnowledgeBase(store, index), dry_run=True)
     finally:
         store.close()

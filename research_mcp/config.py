@@ -53,6 +53,9 @@ class Settings(BaseSettings):
 
     qdrant_url: str | None = Field(default=None, validation_alias="QDRANT_URL")
     qdrant_api_key: SecretStr | None = Field(default=None, validation_alias="QDRANT_API_KEY")
+    # Seconds a process waits for the embedded vector folder while another research-mcp process on the
+    # same data folder uses it, before going on with full-text search only for a while.
+    index_wait: float = Field(default=10.0, ge=0, le=600, validation_alias="RESEARCH_MCP_INDEX_WAIT")
 
     # Web pages older than this are read again, and facts from them are not reused until they are.
     web_max_age_days: float = Field(default=7.0, gt=0, validation_alias="RESEARCH_MCP_WEB_MAX_AGE_DAYS")
@@ -119,7 +122,13 @@ class Settings(BaseSettings):
         return self.home / "research.db"
 
     @property
-    def qdrant_path(self) -> Path:
+    def vectors_path(self) -> Path:
+        """The embedded vector engine's folder (Qdrant Edge shards)."""
+        return self.home / "vectors"
+
+    @property
+    def legacy_qdrant_path(self) -> Path:
+        """Where releases before 0.2 kept vectors (qdrant-client's local mode); removed once migrated."""
         return self.home / "qdrant"
 
     @property

@@ -38,13 +38,18 @@ def doctor_report(settings: Settings) -> str:
     """The configuration in effect and why, with each problem and how to fix it."""
     web = "tavily" if settings.tavily_api_key else "not configured (set TAVILY_API_KEY)"
     corpus = ", ".join(str(path) for path in settings.corpus) or "not configured (set RESEARCH_MCP_CORPUS)"
-    qdrant = settings.qdrant_url or f"embedded at {settings.qdrant_path}"
+    qdrant = settings.qdrant_url or f"Qdrant Edge, embedded at {settings.vectors_path}"
     lines = [
         f"data folder:  {settings.home}",
         f"model:        {backend_line(settings)}",
         f"web search:   {web}",
         f"corpus:       {corpus}",
-        f"knowledge:    qdrant {qdrant}",
+        f"knowledge:    qdrant {qdrant}"
+        + (
+            " (moving from the old qdrant folder: a running server finishes it)"
+            if settings.qdrant_url is None and settings.legacy_qdrant_path.is_dir()
+            else ""
+        ),
         f"index drift:  {index_drift(settings)}",
         f"concurrency:  {settings.concurrency} model calls at once",
         connect_hint(),
@@ -100,13 +105,19 @@ def rebuild_knowledge_index(settings: Settings) -> str:
     store = Store(settings.database_path)
     knowledge_index = open_knowledge_index(settings)
     try:
+        knowledge_index.count("facts")  # waits for the folder while another process uses it
         if not knowledge_index.available:
             raise click.ClickException(
                 "the knowledge index cannot be opened (see the warning above): stop the research-mcp "
-                "server using this data folder, or start the Qdrant server, and run reindex again."
+                "server using this data folder (or set RESEARCH_MCP_INDEX_WAIT to wait longer for it), "
+                "or start the Qdrant server, and run reindex again."
             )
         facts = KnowledgeBase(store, knowledge_index).reindex_facts()
         chunks = _reindex_chunks(store, knowledge_index)
+        if settings.qdrant_url is None and settings.legacy_qdrant_path.is_dir():
+            from research_mcp.sources.vector_migration import retire
+
+            retire(settings.legacy_qdrant_path)  # everything it held is in the new index now
         return f"knowledge index rebuilt from {settings.database_path}: {facts} facts, {chunks} corpus chunks"
     finally:
         knowledge_index.close()

@@ -31,6 +31,7 @@ from research_mcp.sources.fetch import SafeFetcher
 from research_mcp.sources.library import SourceLibrary
 from research_mcp.sources.parsing import DocumentParser
 from research_mcp.sources.search import WebSearch
+from research_mcp.sources.vector_migration import keep_migrating
 from research_mcp.sources.watching import keep_indexed
 from research_mcp.storage.healing import keep_healed
 from research_mcp.storage.knowledge_base import KnowledgeBase
@@ -48,18 +49,19 @@ INSTRUCTIONS = (
 
 
 def open_knowledge_index(settings: Settings, *, lazy: bool = False) -> KnowledgeIndex:
-    """The process's one knowledge index: a Qdrant server at QDRANT_URL, else embedded under the data
-    folder. Never raises for an unavailable Qdrant (the index is then a no-op, with one warning).
-    ``lazy`` defers the connection (and importing qdrant-client) to first use."""
+    """The process's one knowledge index: a Qdrant server at QDRANT_URL, else Qdrant Edge embedded under
+    the data folder. Never raises for an unavailable Qdrant (the index is then a no-op, with one
+    warning). ``lazy`` defers the connection (and importing the engine) to first use."""
     from research_mcp.llm.embeddings import corpus_embedder, default_embedder
 
     return KnowledgeIndex.open(
-        path=settings.qdrant_path,
+        path=settings.vectors_path,
         url=settings.qdrant_url,
         api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None,
         embedder=default_embedder(),
         chunk_embedder=corpus_embedder(),
         lazy=lazy,
+        wait=settings.index_wait,
     )
 
 
@@ -136,6 +138,10 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
                 # and after any indexing failure; the host's first request never waits for it.
                 stop_healing = threading.Event()
                 group.start_soon(keep_healed, knowledge, stop_healing)
+                if config.qdrant_url is None:
+                    group.start_soon(
+                        keep_migrating, config.legacy_qdrant_path, knowledge, corpus, stop_healing
+                    )
                 service = ResearchService(
                     settings=config,
                     store=store,

@@ -1,25 +1,21 @@
-"""Opening Qdrant for the knowledge index: the embedded one in a local folder (whose lock another
-process may hold) or a server (which may be down or refuse us). Each way fails soft: one warning
-line, and None, so research goes on with the index off (``vectors.py``)."""
+"""A Qdrant server (``QDRANT_URL``) as the knowledge index's engine, through qdrant-client: for an
+index that outgrows one machine, with the same collections, vectors, payloads and queries as the
+embedded Qdrant Edge (``storage/edge.py``). A server that is down or refuses us fails soft: one
+warning line, and research goes on with the index off (``vectors.py``)."""
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from research_mcp.storage.vector_engine import EngineUnavailable, IndexedHit, Point
 
 if TYPE_CHECKING:
-    from qdrant_client import QdrantClient
+    import numpy as np
+    from qdrant_client import QdrantClient, models
 
-__all__ = [
-    "commit_without_waiting",
-    "connect_local",
-    "connect_server",
-    "folder_in_use",
-    "is_server",
-    "one_line",
-    "warn_unavailable",
-]
+__all__ = ["ServerEngine", "connect_server", "one_line", "warn_unavailable"]
 
 logger = logging.getLogger("research_mcp.storage.vectors")
 
@@ -27,34 +23,8 @@ logger = logging.getLogger("research_mcp.storage.vectors")
 SERVER_TIMEOUT = 5
 
 
-def is_server(client: QdrantClient) -> bool:
-    from qdrant_client.local.qdrant_local import QdrantLocal
-
-    return not isinstance(client._client, QdrantLocal)
-
-
-def connect_local(path: Path) -> QdrantClient | None:
-    from qdrant_client import QdrantClient
-
-    busy = f"the local Qdrant folder {str(path)!r} is in use by another process"
-    try:
-        # Probe first: a QdrantClient that loses the lock race leaks its open lock file.
-        if folder_in_use(path):
-            warn_unavailable(busy)
-            return None
-        # Our own lock serialises every call, so the client may move between worker threads.
-        return QdrantClient(path=str(path), force_disable_check_same_thread=True)
-    except OSError as err:  # a read-only or full disk, a folder we may not write
-        warn_unavailable(f"the local Qdrant folder {str(path)!r} cannot be written ({one_line(err)})")
-        return None
-    except RuntimeError as err:
-        if "already accessed by another instance" not in str(err):
-            raise
-        warn_unavailable(busy)
-        return None
-
-
-def connect_server(url: str, api_key: str | None) -> QdrantClient | None:
+def connect_server(url: str, api_key: str | None) -> ServerEngine | None:
+    """The server at ``url`` if it answers; None (with one warning) if it does not."""
     from qdrant_client import QdrantClient
     from qdrant_client.http.exceptions import ApiException
 
@@ -66,26 +36,131 @@ def connect_server(url: str, api_key: str | None) -> QdrantClient | None:
         client.close()
         warn_unavailable(f"the Qdrant server at {url!r} could not be used ({one_line(err)})")
         return None
-    return client
+    return ServerEngine(client)
 
 
-def folder_in_use(path: Path) -> bool:
-    """Whether another client holds the local folder's lock (taken as qdrant-client takes it)."""
-    import portalocker  # qdrant-client's own dependency for this lock
+class ServerEngine:
+    """The :class:`~research_mcp.storage.vector_engine.VectorEngine` of a Qdrant server."""
 
-    lock_path = path / ".lock"
-    if not lock_path.is_file():
-        return False
-    with lock_path.open("r+") as lock_file:
+    shared = True  # other installations may keep collections beside ours
+
+    def __init__(self, client: QdrantClient) -> None:
+        self._client = client
+
+    def collections(self) -> list[str]:
+        return self._call(lambda: [c.name for c in self._client.get_collections().collections])
+
+    def dimension(self, name: str) -> int | None:
+        def dimension() -> int | None:
+            if not self._client.collection_exists(name):
+                return None
+            vectors = self._client.get_collection(name).config.params.vectors
+            return vectors.size if vectors is not None and hasattr(vectors, "size") else None
+
+        return self._call(dimension)
+
+    def create(self, name: str, dim: int, metadata: dict[str, Any]) -> None:
+        from qdrant_client import models
+
+        self._call(
+            lambda: self._client.create_collection(
+                name,
+                vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE),
+                metadata={**metadata, "dim": dim},
+            )
+        )
+
+    def drop(self, name: str) -> None:
+        self._call(lambda: self._client.delete_collection(name))
+
+    def upsert(self, name: str, points: Sequence[Point]) -> None:
+        from qdrant_client import models
+
+        structs = [models.PointStruct(id=i, vector=v.tolist(), payload=p) for i, v, p in points]
+        self._call(lambda: self._client.upsert(name, points=structs, wait=True))
+
+    def query(
+        self,
+        name: str,
+        vector: np.ndarray,
+        *,
+        limit: int,
+        min_score: float,
+        where: dict[str, str | int] | None,
+    ) -> list[IndexedHit]:
+        response = self._call(
+            lambda: self._client.query_points(
+                name,
+                query=vector.tolist(),
+                query_filter=_filter(where),
+                limit=limit,
+                score_threshold=min_score,
+                with_payload=True,
+            )
+        )
+        return [
+            IndexedHit(id=int(point.id), score=float(point.score), payload=dict(point.payload or {}))
+            for point in response.points
+        ]
+
+    def delete(self, name: str, ids: Sequence[int]) -> None:
+        from qdrant_client import models
+
+        self._call(
+            lambda: self._client.delete(
+                name, points_selector=models.PointIdsList(points=list(ids)), wait=True
+            )
+        )
+
+    def count(self, name: str) -> int:
+        return int(self._call(lambda: self._client.count(name, exact=True).count))
+
+    def id_page(self, name: str, after: int | None, limit: int) -> tuple[list[int], int | None]:
+        points, following = self._call(
+            lambda: self._client.scroll(
+                name, limit=limit, offset=after, with_payload=False, with_vectors=False
+            )
+        )
+        return [int(point.id) for point in points], None if following is None else int(following)  # type: ignore[arg-type]
+
+    def held(self, name: str, ids: Sequence[int]) -> set[int]:
+        points = self._call(
+            lambda: self._client.retrieve(name, ids=list(ids), with_payload=False, with_vectors=False)
+        )
+        return {int(point.id) for point in points}
+
+    def optimize(self, name: str) -> None:
+        """A server builds its HNSW index in the background."""
+
+    def release(self) -> None:
+        """A server is shared by design: nothing to let go."""
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _call(self, call: Any) -> Any:
+        from qdrant_client.http.exceptions import ApiException
+
         try:
-            portalocker.lock(lock_file, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
-        except portalocker.exceptions.LockException:
-            return True
-        portalocker.unlock(lock_file)
-    return False
+            return call()
+        except ApiException as err:
+            raise EngineUnavailable(f"Qdrant stopped answering ({one_line(err)})") from err
 
 
-def one_line(err: Exception) -> str:
+def _filter(where: dict[str, str | int] | None) -> models.Filter | None:
+    if not where:
+        return None
+    from qdrant_client import models
+
+    return models.Filter(
+        must=[
+            models.FieldCondition(key=key, match=models.MatchValue(value=value))
+            for key, value in where.items()
+        ]
+    )
+
+
+def one_line(err: BaseException) -> str:
     return " ".join(str(err).split())[:200] or type(err).__name__
 
 
@@ -95,27 +170,3 @@ def warn_unavailable(reason: str) -> None:
         "run `research-mcp reindex` once Qdrant is reachable again.",
         reason,
     )
-
-
-def commit_without_waiting(client: QdrantClient, name: str) -> None:
-    """Let the embedded Qdrant's SQLite file for collection ``name`` commit without waiting for the disk.
-
-    qdrant-client's local mode commits every point in its own transaction; with SQLite's default
-    journal each commit waits for the disk (about 30 ms here), so indexing a corpus crawled at ~25
-    chunks/s whatever the embedder. In WAL mode with synchronous=NORMAL a commit is durable against
-    a crash of the process, and the file stays consistent if the machine loses power (the last
-    commits may be lost then; this index is compared with the store and healed). Reaches into
-    qdrant-client's local storage, so it is skipped, with a log line, where a version lays it out
-    otherwise; a Qdrant server is left alone.
-    """
-    if is_server(client):
-        return
-    try:
-        storage = client._client.collections[name].storage  # type: ignore[attr-defined]
-        if storage is None:  # in memory: nothing to commit
-            return
-        connection = storage.storage
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("PRAGMA synchronous=NORMAL")
-    except (AttributeError, KeyError, TypeError) as err:
-        logger.info("the embedded Qdrant's storage is kept as it is (%s)", one_line(err))

@@ -1,45 +1,42 @@
-"""The knowledge index: vectors of facts and corpus chunks in Qdrant.
+"""The knowledge index: vectors of facts and corpus chunks, in Qdrant.
 
 SQLite is the system of record; this index only answers "what do we already
 know that is close to this?" and can be dropped and rebuilt from SQLite at any
 time (:meth:`KnowledgeIndex.reset`, then :meth:`KnowledgeIndex.add` again).
 
-Qdrant runs embedded (qdrant-client local mode, one folder under the data
-folder) unless a server URL is given. When it cannot be used — another
-process holds the local folder, the server is down or refuses us — the index
-says so in one warning log line and becomes a no-op (``available`` is False):
-research goes on, facts still land in SQLite, and a reindex catches up later.
+Qdrant runs embedded (Qdrant Edge, shards in one folder under the data folder:
+``storage/edge.py``) unless a server URL is given (``storage/qdrant.py``); both
+sit behind one small protocol (``storage/vector_engine.py``). When the engine
+cannot be used (the server is down or refuses us, the disk refuses a write)
+the index says so in one warning log line and becomes a no-op (``available`` is
+False): research goes on, facts still land in SQLite, and healing or a reindex
+catches up later. When another process holds the embedded folder, the index
+waits for it, then does without it for :data:`BUSY_PAUSE` seconds and tries
+again; an index idle for :data:`IDLE_RELEASE` seconds lets the folder go, so
+processes sharing a data folder take turns.
 
 Each collection is named after the embedder that fills it and records that embedder's name and
-dimension in its Qdrant metadata: vectors of different models never mix. When the embedder
-changes (a new release, another model), the new collection starts empty, which the corpus sees as
-vectors out of step with SQLite and re-embeds once (``Corpus.rebuild_vectors``); the collections
-the old embedder filled are dropped then, in the embedded Qdrant. On a Qdrant server, which other
-installations may share, they are left alone and named in a log line.
+dimension: vectors of different models never mix. When the embedder changes (a new release,
+another model), the new collection starts empty, which the corpus sees as vectors out of step with
+SQLite and re-embeds once (``Corpus.rebuild_vectors``); the collections the old embedder filled are
+dropped then, in the embedded engine. On a Qdrant server, which other installations may share,
+they are left alone and named in a log line.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from research_mcp.contracts import Embedder
-from research_mcp.storage.qdrant import (
-    commit_without_waiting,
-    connect_local,
-    connect_server,
-    is_server,
-    one_line,
-    warn_unavailable,
-)
+from research_mcp.storage.vector_engine import EngineBusy, EngineUnavailable, IndexedHit, VectorEngine
 
-if TYPE_CHECKING:  # qdrant-client and numpy take a second or more to import: only when first used
+if TYPE_CHECKING:  # numpy takes a while to import: only when first used
     import numpy as np
-    from qdrant_client import QdrantClient, models
 
 __all__ = ["Collection", "IndexedHit", "KnowledgeIndex"]
 
@@ -48,19 +45,14 @@ logger = logging.getLogger(__name__)
 Collection = Literal["facts", "chunks"]
 T = TypeVar("T")
 
-#: Points sent to Qdrant per upsert request.
+#: Points sent to the engine per upsert.
 UPSERT_BATCH = 256
 #: Ids read per scroll request when listing what the index holds.
 SCROLL_PAGE = 2048
-
-
-@dataclass(frozen=True)
-class IndexedHit:
-    """One search result: the SQLite id of a fact or chunk, its cosine similarity, its payload."""
-
-    id: int
-    score: float
-    payload: dict[str, Any]
+#: Seconds without a call after which the embedded engine's folder is let go for other processes.
+IDLE_RELEASE = 2.0
+#: Seconds the index does without the embedded engine after another process kept it past the wait.
+BUSY_PAUSE = 30.0
 
 
 class KnowledgeIndex:
@@ -68,13 +60,14 @@ class KnowledgeIndex:
 
     def __init__(
         self,
-        client: QdrantClient | None,
+        engine: VectorEngine | None,
         embedder: Embedder,
         *,
         chunk_embedder: Embedder | None = None,
-        connect: Callable[[], QdrantClient | None] | None = None,
+        connect: Callable[[], VectorEngine | None] | None = None,
+        idle_release: float | None = IDLE_RELEASE,
     ) -> None:
-        self._client = client
+        self._engine = engine
         self._connect = connect  # run once, on first use, when the index was opened lazily
         self._embedder = embedder
         self._embedders: dict[Collection, Embedder] = {
@@ -83,6 +76,11 @@ class KnowledgeIndex:
         }
         self._lock = threading.Lock()
         self._ready: set[str] = set()
+        self._paused_until = 0.0  # another process kept the folder: do without it until then
+        self._idle_release = idle_release
+        self._last_call = 0.0
+        self._releaser: threading.Thread | None = None
+        self._closed = threading.Event()
 
     @classmethod
     def open(
@@ -95,28 +93,32 @@ class KnowledgeIndex:
         chunk_embedder: Embedder | None = None,
         location: str | None = None,
         lazy: bool = False,
+        wait: float = 10.0,
+        idle_release: float | None = IDLE_RELEASE,
     ) -> KnowledgeIndex:
-        """Connect to Qdrant: ``location=":memory:"``, a server ``url``, or a local folder ``path``.
+        """Open the engine: ``location=":memory:"`` (an embedded engine in a temporary folder, removed
+        on close), a server ``url``, or an embedded engine in the folder ``path``.
 
         ``embedder`` embeds facts, and corpus chunks too unless ``chunk_embedder`` is given.
         Never raises because Qdrant is unavailable; returns an index whose ``available`` is False.
-        ``lazy`` defers importing qdrant-client and connecting until the index is first used (or
-        :meth:`connect` is called), so a server can answer its host first.
+        ``lazy`` defers importing the engine and connecting until the index is first used (or
+        :meth:`connect` is called), so a server can answer its host first. ``wait``: seconds a call
+        waits for the embedded folder while another process holds it; ``idle_release``: seconds
+        without a call after which this process lets the folder go (None: never).
         """
         if location is None and url is None and path is None:
             raise ValueError("KnowledgeIndex.open needs a path, a url or a location")
 
-        def connect() -> QdrantClient | None:
-            from qdrant_client import QdrantClient
-
-            if location is not None:
-                return QdrantClient(location=location)
+        def connect() -> VectorEngine | None:
             if url is not None:
-                return connect_server(url, api_key)
-            assert path is not None
-            return connect_local(path)
+                from research_mcp.storage.qdrant import connect_server
 
-        index = cls(None, embedder, chunk_embedder=chunk_embedder, connect=connect)
+                return connect_server(url, api_key)
+            from research_mcp.storage.edge import EdgeEngine
+
+            return EdgeEngine(None if location is not None else path, wait=wait)
+
+        index = cls(None, embedder, chunk_embedder=chunk_embedder, connect=connect, idle_release=idle_release)
         if not lazy:
             index.connect()
         return index
@@ -128,14 +130,14 @@ class KnowledgeIndex:
     @property
     def available(self) -> bool:
         with self._lock:
-            return self._connected() is not None
+            return self._connected() is not None and time.monotonic() >= self._paused_until
 
-    def _connected(self) -> QdrantClient | None:
-        """The client, connecting first if that was deferred; call with the lock held."""
+    def _connected(self) -> VectorEngine | None:
+        """The engine, connecting first if that was deferred; call with the lock held."""
         if self._connect is not None:
             connect, self._connect = self._connect, None
-            self._client = connect()
-        return self._client
+            self._engine = connect()
+        return self._engine
 
     @property
     def embedder(self) -> Embedder:
@@ -159,20 +161,15 @@ class KnowledgeIndex:
         self, collection: Collection, items: Sequence[tuple[int, np.ndarray, dict[str, Any]]]
     ) -> None:
         """As :meth:`add`, for ``(id, vector, payload)`` already embedded by this index's embedder."""
-        if not self.available or not items:
+        if not items:
             return
         import numpy as np
-        from qdrant_client import models
 
-        points = [
-            models.PointStruct(id=point_id, vector=vector.astype(np.float32).tolist(), payload=payload)
-            for point_id, vector, payload in items
-        ]
-
-        def upsert(client: QdrantClient) -> None:
-            name = self._ensure(client, collection)
-            for start in range(0, len(points), UPSERT_BATCH):
-                client.upsert(name, points=points[start : start + UPSERT_BATCH], wait=True)
+        def upsert(engine: VectorEngine) -> None:
+            name = self._ensure(engine, collection)
+            for start in range(0, len(items), UPSERT_BATCH):
+                batch = items[start : start + UPSERT_BATCH]
+                engine.upsert(name, [(i, vector.astype(np.float32), payload) for i, vector, payload in batch])
 
         self._call(upsert, None)
 
@@ -207,22 +204,13 @@ class KnowledgeIndex:
         if vector.shape != (dim,):
             raise ValueError(f"expected a vector of shape ({dim},), got {vector.shape!r}")
 
-        def query(client: QdrantClient) -> list[IndexedHit]:
+        def query(engine: VectorEngine) -> list[IndexedHit]:
             name = self._name(collection)
-            if not self._exists(client, name):
+            if not self._exists(engine, name):
                 return []
-            response = client.query_points(
-                name,
-                query=vector.astype(np.float32).tolist(),
-                query_filter=_filter(where),
-                limit=limit,
-                score_threshold=min_score,
-                with_payload=True,
+            return engine.query(
+                name, vector.astype(np.float32), limit=limit, min_score=min_score, where=where
             )
-            return [
-                IndexedHit(id=int(point.id), score=float(point.score), payload=dict(point.payload or {}))
-                for point in response.points
-            ]
 
         return self._call(query, [])
 
@@ -231,53 +219,52 @@ class KnowledgeIndex:
         if not ids:
             return
 
-        def delete(client: QdrantClient) -> None:
+        def delete(engine: VectorEngine) -> None:
             name = self._name(collection)
-            if self._exists(client, name):
-                from qdrant_client import models
-
-                client.delete(name, points_selector=models.PointIdsList(points=list(ids)), wait=True)
+            if self._exists(engine, name):
+                engine.delete(name, ids)
 
         self._call(delete, None)
 
     def reset(self, collection: Collection) -> None:
         """Drop the collection and recreate it empty, before a reindex from SQLite."""
 
-        def reset(client: QdrantClient) -> None:
+        def reset(engine: VectorEngine) -> None:
             name = self._name(collection)
-            client.delete_collection(name)
+            engine.drop(name)
             self._ready.discard(name)
-            self._ensure(client, collection)
+            self._ensure(engine, collection)
 
         self._call(reset, None)
+
+    def optimize(self, collection: Collection) -> None:
+        """Build the search index over what was just written in bulk (after indexing a corpus)."""
+
+        def optimize(engine: VectorEngine) -> None:
+            name = self._name(collection)
+            if self._exists(engine, name):
+                engine.optimize(name)
+
+        self._call(optimize, None)
 
     def count(self, collection: Collection) -> int:
         """How many items the collection holds (0 when unavailable)."""
 
-        def count(client: QdrantClient) -> int:
+        def count(engine: VectorEngine) -> int:
             name = self._name(collection)
-            return client.count(name, exact=True).count if self._exists(client, name) else 0
+            return engine.count(name) if self._exists(engine, name) else 0
 
         return self._call(count, 0)
 
     def ids(self, collection: Collection) -> set[int]:
         """Every id the collection holds (empty when unavailable): what a resumed indexing skips."""
-
-        def ids(client: QdrantClient) -> set[int]:
-            name = self._name(collection)
-            found: set[int] = set()
-            if not self._exists(client, name):
+        found: set[int] = set()
+        after: int | None = None
+        while True:
+            page, after = self.id_page(collection, after=after)
+            found.update(page)
+            if after is None:
                 return found
-            offset = None
-            while True:
-                points, offset = client.scroll(
-                    name, limit=SCROLL_PAGE, offset=offset, with_payload=False, with_vectors=False
-                )
-                found.update(int(point.id) for point in points)
-                if offset is None:
-                    return found
-
-        return self._call(ids, set())
 
     def id_page(
         self, collection: Collection, *, after: int | None = None, limit: int = SCROLL_PAGE
@@ -286,14 +273,11 @@ class KnowledgeIndex:
         scroll position ``after`` (None: the start), and the position of the next page (None: no more).
         Empty when the index is unavailable."""
 
-        def page(client: QdrantClient) -> tuple[list[int], int | None]:
+        def page(engine: VectorEngine) -> tuple[list[int], int | None]:
             name = self._name(collection)
-            if not self._exists(client, name):
+            if not self._exists(engine, name):
                 return [], None
-            points, offset = client.scroll(
-                name, limit=limit, offset=after, with_payload=False, with_vectors=False
-            )
-            return [int(point.id) for point in points], None if offset is None else int(offset)
+            return engine.id_page(name, after, limit)
 
         nothing: tuple[list[int], int | None] = ([], None)
         return self._call(page, nothing)
@@ -303,22 +287,26 @@ class KnowledgeIndex:
         if not ids:
             return set()
 
-        def held(client: QdrantClient) -> set[int]:
+        def held(engine: VectorEngine) -> set[int]:
             name = self._name(collection)
-            if not self._exists(client, name):
-                return set()
-            points = client.retrieve(name, ids=list(ids), with_payload=False, with_vectors=False)
-            return {int(point.id) for point in points}
+            return engine.held(name, ids) if self._exists(engine, name) else set()
 
         return self._call(held, set())
 
+    def release(self) -> None:
+        """Let other processes use the embedded engine's folder until this index's next call."""
+        with self._lock:
+            if self._engine is not None:
+                self._engine.release()
+
     def close(self) -> None:
-        """Release Qdrant (and the local folder's lock). Safe to call twice."""
+        """Release the engine (and the embedded folder). Safe to call twice."""
+        self._closed.set()
         with self._lock:
             self._connect = None  # never opened: nothing to release
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
+            engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.close()
 
     def __enter__(self) -> KnowledgeIndex:
         return self
@@ -326,89 +314,91 @@ class KnowledgeIndex:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _call(self, operation: Callable[[QdrantClient], T], unavailable: T) -> T:
-        """Run one operation on the client, one thread at a time.
+    def _call(self, operation: Callable[[VectorEngine], T], unavailable: T) -> T:
+        """Run one operation on the engine, one thread at a time.
 
-        When the index is unavailable, or a Qdrant server fails during the call, the
-        result is ``unavailable``; a server failure also makes the index unavailable
-        from then on, with one warning.
+        When the index is unavailable the result is ``unavailable``. An engine that fails during
+        the call makes the index unavailable from then on, with one warning; one that another
+        process keeps busy makes it pause for :data:`BUSY_PAUSE` seconds.
         """
-        from qdrant_client.http.exceptions import ApiException
-
         with self._lock:
-            client = self._connected()
-            if client is None:
+            engine = self._connected()
+            if engine is None or time.monotonic() < self._paused_until:
                 return unavailable
             try:
-                return operation(client)
-            except ApiException as err:
-                self._client = None
-                client.close()
-                warn_unavailable(f"Qdrant stopped answering ({one_line(err)})")
+                return operation(engine)
+            except EngineBusy as err:
+                self._paused_until = time.monotonic() + BUSY_PAUSE
+                logger.warning(
+                    "Knowledge index busy: %s. Research continues without it for %.0f s (full-text search "
+                    "only; facts are kept in SQLite and indexed later).",
+                    err,
+                    BUSY_PAUSE,
+                )
                 return unavailable
+            except EngineUnavailable as err:
+                self._engine = None
+                engine.close()
+                from research_mcp.storage.qdrant import warn_unavailable
+
+                warn_unavailable(str(err))
+                return unavailable
+            finally:
+                self._last_call = time.monotonic()
+                self._start_releaser(engine)
+
+    def _start_releaser(self, engine: VectorEngine) -> None:
+        """The thread that lets an idle embedded folder go; call with the lock held."""
+        if engine.shared or self._idle_release is None or self._releaser is not None:
+            return
+        self._releaser = threading.Thread(target=self._release_when_idle, name="vectors-release", daemon=True)
+        self._releaser.start()
+
+    def _release_when_idle(self) -> None:
+        assert self._idle_release is not None
+        while not self._closed.wait(self._idle_release / 2):
+            with self._lock:
+                idle = time.monotonic() - self._last_call >= self._idle_release
+                if idle and self._engine is not None:
+                    self._engine.release()
 
     def _name(self, collection: Collection) -> str:
         # One collection per embedder: vectors of different models never mix, and a
         # shared server can hold other applications' collections beside ours.
         return f"research_mcp_{collection}_{self._embedders[collection].name}"
 
-    def _exists(self, client: QdrantClient, name: str) -> bool:
+    def _exists(self, engine: VectorEngine, name: str) -> bool:
         if name in self._ready:
             return True
-        if not client.collection_exists(name):
+        dim = engine.dimension(name)
+        if dim is None:
             return False
         collection: Collection = "facts" if name.startswith("research_mcp_facts_") else "chunks"
-        if client.get_collection(name).config.params.vectors.size != self._embedders[collection].dim:  # type: ignore[union-attr]
+        if dim != self._embedders[collection].dim:
             # Same name, another dimension: not vectors this embedder can search. Start again.
             logger.warning("dropping %s: its vectors are not of this embedder's dimension", name)
-            client.delete_collection(name)
+            engine.drop(name)
             return False
         self._ready.add(name)
-        commit_without_waiting(client, name)
         return True
 
-    def _ensure(self, client: QdrantClient, collection: Collection) -> str:
+    def _ensure(self, engine: VectorEngine, collection: Collection) -> str:
         name = self._name(collection)
-        if not self._exists(client, name):
-            from qdrant_client import models
-
+        if not self._exists(engine, name):
             embedder = self._embedders[collection]
-            client.create_collection(
-                name,
-                vectors_config=models.VectorParams(size=embedder.dim, distance=models.Distance.COSINE),
-                metadata={"embedder": embedder.name, "dim": embedder.dim},
-            )
+            engine.create(name, embedder.dim, {"embedder": embedder.name})
             self._ready.add(name)
-            commit_without_waiting(client, name)
-            self._drop_other_embedders(client, collection)
+            self._drop_other_embedders(engine, collection)
         return name
 
-    def _drop_other_embedders(self, client: QdrantClient, collection: Collection) -> None:
+    def _drop_other_embedders(self, engine: VectorEngine, collection: Collection) -> None:
         """Drop this collection's siblings filled by other embedders: their vectors can no longer be searched."""
         prefix, current = f"research_mcp_{collection}_", self._name(collection)
-        stale = [
-            c.name
-            for c in client.get_collections().collections
-            if c.name.startswith(prefix) and c.name != current
-        ]
-        for name in stale:
-            if not is_server(client):  # the embedded Qdrant is ours alone
+        for name in [c for c in engine.collections() if c.startswith(prefix) and c != current]:
+            if not engine.shared:  # the embedded engine is ours alone
                 logger.info("dropping %s: it holds another embedder's vectors (now %s)", name, current)
-                client.delete_collection(name)
+                engine.drop(name)
             else:
                 logger.info(
                     "%s holds another embedder's vectors (now %s); left on the shared server", name, current
                 )
-
-
-def _filter(where: dict[str, str | int] | None) -> models.Filter | None:
-    if not where:
-        return None
-    from qdrant_client import models
-
-    return models.Filter(
-        must=[
-            models.FieldCondition(key=key, match=models.MatchValue(value=value))
-            for key, value in where.items()
-        ]
-    )

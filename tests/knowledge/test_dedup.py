@@ -122,10 +122,12 @@ def test_without_an_index_facts_are_stored_and_nothing_merges(
 ) -> None:
     caplog.set_level(logging.WARNING)
     store = Store(tmp_path / "research.db")
-    with KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder()) as holder:
+    with KnowledgeIndex.open(
+        path=tmp_path / "qdrant", embedder=default_embedder(), idle_release=None
+    ) as holder:
         holder.add("facts", [(999, "holds the folder", {})])
         locked_out = KnowledgeBase(
-            store, KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder())
+            store, KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder(), wait=0)
         )
         first = record(locked_out, source(store, "a", COMPLETED), COMPLETED)
         second = record(locked_out, source(store, "b", FINISHED), FINISHED)

@@ -143,7 +143,7 @@ async def test_the_background_healer_heals_at_start_and_again_after_an_indexing_
 def test_doctor_reports_the_drift_and_how_to_heal_it() -> None:
     settings = Settings()
     store = Store(settings.database_path)
-    with KnowledgeIndex.open(path=settings.qdrant_path, embedder=default_embedder()) as index:
+    with KnowledgeIndex.open(path=settings.vectors_path, embedder=default_embedder()) as index:
         knowledge = KnowledgeBase(store, index)
         ids = record_all(knowledge, STATEMENTS)
         index.delete("facts", ids[:3])

@@ -1,5 +1,5 @@
 """The index is derived from SQLite: `research-mcp reindex` rebuilds it with the same search results,
-and a second process on the same data folder loses nothing while the first holds the index."""
+and a second process on the same data folder takes its turn, or loses nothing while the first holds the index."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 from mcp import Client
 
@@ -31,8 +32,10 @@ FACTS = [
 QUERY = "Who built the Eiffel Tower, and when?"
 
 
-def open_index(settings: Settings) -> KnowledgeIndex:
-    return KnowledgeIndex.open(path=settings.qdrant_path, embedder=default_embedder())
+def open_index(settings: Settings, idle_release: float | None = 2.0) -> KnowledgeIndex:
+    return KnowledgeIndex.open(
+        path=settings.vectors_path, embedder=default_embedder(), idle_release=idle_release
+    )
 
 
 def same_hits(actual: list[IndexedHit], expected: list[IndexedHit]) -> bool:
@@ -70,8 +73,9 @@ def test_reindex_from_sqlite_gives_the_same_search_results(tmp_path: Path) -> No
     store.close()
 
 
-def test_reindex_says_what_to_do_when_the_index_is_held_by_a_server() -> None:
-    with open_index(Settings()) as holder:
+def test_reindex_says_what_to_do_when_the_index_is_held_by_a_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RESEARCH_MCP_INDEX_WAIT", "0.2")
+    with open_index(Settings(), idle_release=None) as holder:
         holder.add("facts", [(1, "held", {})])
         result = CliRunner().invoke(main, ["reindex"])
 
@@ -108,11 +112,14 @@ SECOND_PROCESS = textwrap.dedent(
 )
 
 
-def test_a_second_process_on_the_same_data_folder_neither_crashes_nor_loses_a_fact() -> None:
+def test_a_second_process_on_the_same_data_folder_neither_crashes_nor_loses_a_fact(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RESEARCH_MCP_INDEX_WAIT", "0.5")
     settings = Settings()
     store = Store(settings.database_path)
     statement = FACTS[2]
-    with open_index(settings) as first:
+    with open_index(settings, idle_release=None) as first:  # busy the whole time
         knowledge = KnowledgeBase(store, first)
         record(knowledge, source(store, "text:first", f"First. {FACTS[0]}"), FACTS[0])
 
@@ -123,7 +130,8 @@ def test_a_second_process_on_the_same_data_folder_neither_crashes_nor_loses_a_fa
         assert second.returncode == 0, second.stderr
         fact_id, available = second.stdout.split()
         assert available == "False"
-        assert "Knowledge index unavailable" in second.stderr
+        assert "in use by another research-mcp process" in second.stderr
+        assert "Knowledge index busy" in second.stderr
         assert [fact.statement for fact in store.get_facts([int(fact_id)])] == [statement]  # in SQLite
         assert int(fact_id) not in {hit.id for hit in first.search("facts", statement)}  # not yet indexed
 
@@ -133,7 +141,28 @@ def test_a_second_process_on_the_same_data_folder_neither_crashes_nor_loses_a_fa
     store.close()
 
 
-async def test_a_server_whose_index_is_held_elsewhere_still_researches_and_keeps_its_facts() -> None:
+def test_a_second_process_takes_its_turn_once_the_first_is_idle_and_indexes_at_once() -> None:
+    settings = Settings()
+    store = Store(settings.database_path)
+    statement = FACTS[2]
+    with open_index(settings, idle_release=0.1) as first:
+        record(KnowledgeBase(store, first), source(store, "text:first", f"First. {FACTS[0]}"), FACTS[0])
+
+        second = subprocess.run(
+            [sys.executable, "-c", SECOND_PROCESS, statement], capture_output=True, text=True, timeout=120
+        )
+
+        assert second.returncode == 0, second.stderr
+        fact_id, available = second.stdout.split()
+        assert available == "True"
+        assert first.search("facts", statement, limit=1)[0].id == int(fact_id)  # indexed by the second
+    store.close()
+
+
+async def test_a_server_whose_index_is_held_elsewhere_still_researches_and_keeps_its_facts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RESEARCH_MCP_INDEX_WAIT", "0.2")
     text = "Notes. " + " ".join(FACTS)
     plan = {
         "root": {
@@ -144,7 +173,7 @@ async def test_a_server_whose_index_is_held_elsewhere_still_researches_and_keeps
             ],
         }
     }
-    with open_index(Settings()) as holder:
+    with open_index(Settings(), idle_release=None) as holder:
         holder.add("facts", [(10_000, "held by another process", {})])
         async with Client(create_server(model=ScriptedModel(team_script))) as client:
             planned = await client.call_tool("plan_research", {"query": "the notes", "suggested_plan": plan})

@@ -94,7 +94,7 @@ def in_namespace(setup: str, home: Path, env: dict[str, str], log: Path) -> Stdi
     <home>.after when it exits."""
     after = home.parent / f"{home.name}.after"
     after.mkdir()
-    script = f"{setup} && {SCRIPT} serve; rm -f {home}/filler; cp -a {home}/. {after}/"
+    script = f"{setup} && {SCRIPT} serve; rm -f {home}/filler; cp -a --sparse=always {home}/. {after}/"
     server = StdioServer(env, stderr=log, argv=["unshare", "-m", "sh", "-c", script])
     server.initialize()
     return server
@@ -216,7 +216,8 @@ def test_a_full_disk_mid_run_is_a_clear_error_and_the_run_resumes_once_space_is_
     seeded = seed(research_home, team)
     before = counts(research_home / "research.db")
     stash, signals = research_home.parent / "seeded", research_home.parent / "signals"
-    shutil.copytree(research_home, stash)
+    # Sparse copies: the vector engine preallocates its WAL and storage files as sparse files.
+    subprocess.run(["cp", "-a", "--sparse=always", str(research_home), str(stash)], check=True)
     signals.mkdir()
     # Inside the namespace a watcher fills the tmpfs when told (a file outside it appears), then frees it.
     watcher = (
@@ -224,7 +225,7 @@ def test_a_full_disk_mid_run_is_a_clear_error_and_the_run_resumes_once_space_is_
         f" touch {signals}/filled; while [ ! -e {signals}/free ]; do sleep 0.02; done;"
         f" rm -f {research_home}/filler; touch {signals}/freed) </dev/null >/dev/null 2>&1 &"
     )
-    setup = f"mount -t tmpfs -o size=48m tmpfs {research_home} && cp -a {stash}/. {research_home}/ && {watcher} true"
+    setup = f"mount -t tmpfs -o size=48m tmpfs {research_home} && cp -a --sparse=always {stash}/. {research_home}/ && {watcher} true"
     server = in_namespace(
         setup, research_home, env_for(research_home, team), research_home.parent / "full.log"
     )

@@ -5,9 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import sqlite3
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,6 +15,7 @@ import pytest
 
 from research_mcp.llm.embeddings import StaticEmbedder, default_embedder
 from research_mcp.storage.vectors import IndexedHit, KnowledgeIndex
+from tests.fake_qdrant import fake_qdrant_server
 
 FACTS = [
     (1, "A cat sits on the mat", {"run": "r1", "source": 10}),
@@ -28,8 +26,18 @@ FACTS = [
 KITTEN_QUERY = "A kitten is sitting on a rug"
 
 
-@pytest.fixture(params=["memory", "disk"])
+@pytest.fixture(params=["memory", "disk", "server"])
 def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KnowledgeIndex]:
+    """The same behaviour from each engine: Edge in a temporary folder, Edge in a folder, and a Qdrant
+    server at QDRANT_URL through qdrant-client (a loopback fake over a real engine: tests/fake_qdrant.py)."""
+    if request.param == "server":
+        with (
+            fake_qdrant_server() as (url, _),
+            KnowledgeIndex.open(url=url, embedder=default_embedder()) as opened,
+        ):
+            assert opened.available
+            yield opened
+        return
     if request.param == "memory":
         opened = KnowledgeIndex.open(location=":memory:", embedder=default_embedder())
     else:
@@ -161,18 +169,6 @@ def test_an_index_on_disk_keeps_its_items_after_it_is_closed_and_reopened(tmp_pa
         assert_same_hits(reopened.search("facts", KITTEN_QUERY), before)
 
 
-def test_the_embedded_qdrant_commits_in_wal_mode_and_keeps_what_it_committed(tmp_path: Path) -> None:
-    """Each point is its own transaction in qdrant-client's local mode: in WAL mode a commit does not
-    wait for the disk (22.3 -> 4.6 s indexing 1,004 chunks, `python -m bench.scaling --sizes 1000`)."""
-    with KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder()) as first:
-        first.add("facts", FACTS)
-        [storage] = (tmp_path / "qdrant").glob("collection/*/storage.sqlite")
-        with sqlite3.connect(storage) as other:  # the journal mode is the file's, seen by any connection
-            assert other.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-    with KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder()) as reopened:
-        assert reopened.count("facts") == 4
-
-
 class DimensionEmbedder:
     """Vectors of a chosen dimension under a chosen name: the embedder seam, for what the index does with them."""
 
@@ -193,24 +189,27 @@ def test_chunks_use_the_chunk_embedder_and_each_collection_records_its_embedder(
         index.add("chunks", [(7, "Tide pools shelter anemones on rocky shores", {"doc_id": 1})])
 
         (hit,) = index.search("chunks", "anemones in rock pools")
-        client = index._client
-        assert client is not None
-        recorded = {
-            c.name: (
-                client.get_collection(c.name).config.metadata,
-                client.get_collection(c.name).config.params.vectors.size,
-            )  # type: ignore[union-attr]
-            for c in client.get_collections().collections
-        }
+    recorded = {
+        meta.stem: (
+            json.loads(meta.read_text()),
+            json.loads((meta.with_suffix("") / "edge_config.json").read_text()),
+        )
+        for meta in (tmp_path / "qdrant").glob("*.json")
+    }
+    sizes = {name: edge["vectors"]["dense"]["size"] for name, (_, edge) in recorded.items()}
 
     assert hit.id == 7
     assert index.embedder_for("chunks") is chunk_embedder
-    assert recorded == {
-        "research_mcp_facts_all-MiniLM-L6-v2-int8": ({"embedder": "all-MiniLM-L6-v2-int8", "dim": 384}, 384),
-        "research_mcp_chunks_all-MiniLM-L6-v2-static256": (
-            {"embedder": "all-MiniLM-L6-v2-static256", "dim": 256},
-            256,
-        ),
+    assert {name: meta for name, (meta, _) in recorded.items()} == {
+        "research_mcp_facts_all-MiniLM-L6-v2-int8": {"embedder": "all-MiniLM-L6-v2-int8", "dim": 384},
+        "research_mcp_chunks_all-MiniLM-L6-v2-static256": {
+            "embedder": "all-MiniLM-L6-v2-static256",
+            "dim": 256,
+        },
+    }
+    assert sizes == {
+        "research_mcp_facts_all-MiniLM-L6-v2-int8": 384,
+        "research_mcp_chunks_all-MiniLM-L6-v2-static256": 256,
     }
 
 
@@ -226,62 +225,6 @@ def test_a_collection_whose_dimension_no_longer_matches_its_embedder_starts_agai
         second.add("facts", FACTS[:2])
         assert second.count("facts") == 2
         assert [hit.id for hit in second.search("facts", "anything", limit=5)] != []
-
-
-def test_a_second_index_on_a_folder_in_use_is_unavailable_and_warns_once(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    caplog.set_level(logging.WARNING, logger="research_mcp.storage.vectors")
-    with KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder()) as first:
-        first.add("facts", FACTS)
-
-        second = KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder())
-        second.add("facts", [(9, "Lost to the index, kept in SQLite", {})])
-        results = (second.search("facts", KITTEN_QUERY), second.count("facts"))
-        second.reset("facts")
-        second.delete("facts", [1])
-        second.close()
-
-        assert (second.available, results) == (False, ([], 0))
-        assert first.available
-        assert first.count("facts") == 4
-    [warning] = unavailable_warnings(caplog)
-    assert "in use by another process" in warning.getMessage()
-    assert "\n" not in warning.getMessage()
-
-    with KnowledgeIndex.open(path=tmp_path / "qdrant", embedder=default_embedder()) as after:
-        assert after.available
-        assert after.count("facts") == 4
-
-
-def test_another_process_holding_the_folder_leaves_this_one_running_without_the_index(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    folder = tmp_path / "qdrant"
-    holder = (
-        "import sys\n"
-        "from qdrant_client import QdrantClient\n"
-        "client = QdrantClient(path=sys.argv[1])\n"
-        "print('ready', flush=True)\n"
-        "sys.stdin.read()\n"
-        "client.close()\n"
-    )
-    with subprocess.Popen(
-        [sys.executable, "-c", holder, str(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    ) as other:
-        assert other.stdout is not None and other.stdin is not None
-        assert other.stdout.readline().strip() == "ready"
-
-        index = KnowledgeIndex.open(path=folder, embedder=default_embedder())
-        index.add("facts", FACTS)
-
-        other.stdin.close()
-        assert other.wait(timeout=60) == 0
-    assert not index.available
-    assert len(unavailable_warnings(caplog)) == 1
-
-    with KnowledgeIndex.open(path=folder, embedder=default_embedder()) as after:
-        assert after.available
 
 
 def test_an_unreachable_server_gives_an_unavailable_index_and_one_warning(
@@ -351,3 +294,24 @@ def test_open_without_a_destination_is_refused() -> None:
 
 def test_a_hit_is_a_plain_value() -> None:
     assert IndexedHit(id=1, score=0.5, payload={"run": "r1"}) == IndexedHit(1, 0.5, {"run": "r1"})
+
+
+def test_on_a_server_the_index_speaks_qdrants_api_and_leaves_other_embedders_collections_alone(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="research_mcp.storage.vectors")
+    with fake_qdrant_server() as (url, requests):
+        with KnowledgeIndex.open(url=url, embedder=DimensionEmbedder("older-model", 4)) as older:
+            older.add("facts", FACTS[:1])
+        with KnowledgeIndex.open(url=url, embedder=default_embedder()) as index:
+            index.add("facts", FACTS)
+            hits = index.search("facts", KITTEN_QUERY, limit=2)
+            page, following = index.id_page("facts", limit=3)
+            held = index.held("facts", [1, 2, 99])
+
+    assert {hit.id for hit in hits} == {1, 3}
+    assert (page, following, held) == ([1, 2, 3], 4, {1, 2})
+    assert "PUT /collections/research_mcp_facts_all-MiniLM-L6-v2-int8/points" in requests
+    assert "POST /collections/research_mcp_facts_all-MiniLM-L6-v2-int8/points/query" in requests
+    assert "DELETE /collections/research_mcp_facts_older-model" not in requests
+    assert any("left on the shared server" in record.getMessage() for record in caplog.records)

@@ -1,0 +1,283 @@
+"""Qdrant Edge: the embedded vector engine, one shard per collection under the data folder.
+
+Edge is Qdrant's own engine run in the process: segments on disk (vectors and payloads
+memory-mapped, so the process keeps only the pages it touches), a write-ahead log, an HNSW index
+built by ``optimize()``. Settings measured in BENCHMARKS.md (``bench/vector_engine.py``).
+
+Layout of the folder (``<data>/vectors``)::
+
+    lease                      the folder lock: the process holding it may open the shards
+    holder                     the pid of that process, for the others' "waiting" line
+    <collection>/              one Edge shard (edge_config.json, wal/, segments/)
+    <collection>.json          what we know of it: embedder name and dimension
+
+One process at a time: a shard's WAL is locked by the process that opened it. The process that
+uses the index takes ``lease`` (an OS lock, released by the kernel if the process dies), opens the
+shards it needs, and :meth:`EdgeEngine.release` closes them and lets the lease go once it is idle
+(the index calls it). Another process waits for the lease up to ``wait`` seconds, saying so in one
+log line, and gets :class:`EngineBusy` if it is still held: the index then goes on without vectors
+for a while. So ``serve`` and a CLI ``run`` on one data folder take turns; neither corrupts a shard.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from research_mcp.storage.vector_engine import EngineBusy, EngineUnavailable, IndexedHit, Point
+
+if TYPE_CHECKING:
+    import numpy as np
+    import qdrant_edge
+
+__all__ = ["EdgeEngine"]
+
+logger = logging.getLogger("research_mcp.storage.vectors")
+
+#: The one vector of every point, by name.
+VECTOR = "dense"
+#: Seconds between two tries for the lease while another process holds it.
+POLL = 0.05
+#: KB of vectors a segment holds before optimize() builds its HNSW graph (about 150,000 chunk vectors
+#: of 256 floats). Below it a query scores every vector: exact, and at 85,000 chunks as fast as the
+#: graph, which would take 20 times longer to build and twice the memory (``bench/vector_engine.py``).
+INDEXING_THRESHOLD_KB = 150_000
+#: Candidates an HNSW search keeps (Qdrant's ``hnsw_ef``), in segments that have the graph.
+HNSW_EF = 128
+
+
+class EdgeEngine:
+    """Collections as Qdrant Edge shards in ``root``. ``temporary``: a folder of its own, removed on close."""
+
+    shared = False
+
+    def __init__(self, root: Path | None, *, wait: float = 10.0) -> None:
+        self._temporary = root is None
+        self.root = Path(tempfile.mkdtemp(prefix="research-mcp-vectors-")) if root is None else Path(root)
+        self.wait = wait
+        self._shards: dict[str, qdrant_edge.EdgeShard] = {}
+        self._lease: Any = None  # the open lock file while this process holds the folder
+
+    # -- the lease -------------------------------------------------------------------------------
+
+    @property
+    def holding(self) -> bool:
+        return self._lease is not None
+
+    def _acquire(self) -> None:
+        if self._lease is not None:
+            return
+        import portalocker
+
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            lease = (self.root / "lease").open("a+")
+        except OSError as err:
+            raise EngineUnavailable(
+                f"the folder {str(self.root)!r} cannot be written ({_one_line(err)})"
+            ) from err
+        deadline, announced = time.monotonic() + self.wait, False
+        while True:
+            try:
+                portalocker.lock(lease, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
+                break
+            except portalocker.exceptions.LockException:
+                if time.monotonic() >= deadline:
+                    lease.close()
+                    raise EngineBusy(f"the folder {str(self.root)!r} is in use by {self._holder()}") from None
+                if not announced:
+                    logger.warning(
+                        "The knowledge index at %r is in use by %s; waiting up to %.0f s for it.",
+                        str(self.root),
+                        self._holder(),
+                        self.wait,
+                    )
+                    announced = True
+                time.sleep(POLL)
+        self._lease = lease
+        with contextlib.suppress(OSError):  # only ever read for the waiting line
+            (self.root / "holder").write_text(str(os.getpid()))
+        if announced:
+            logger.warning("The knowledge index at %r is this process's again.", str(self.root))
+
+    def _holder(self) -> str:
+        try:
+            pid = int((self.root / "holder").read_text().strip())
+        except (OSError, ValueError):
+            return "another process"
+        if pid == os.getpid():
+            return "another knowledge index of this process"
+        return f"another research-mcp process (pid {pid})"
+
+    def release(self) -> None:
+        """Close every shard (flushing it) and let the folder go."""
+        for name in list(self._shards):
+            self._close_shard(name)
+        if self._lease is not None:
+            import portalocker
+
+            lease, self._lease = self._lease, None
+            portalocker.unlock(lease)
+            lease.close()
+
+    def close(self) -> None:
+        self.release()
+        if self._temporary:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    # -- collections -----------------------------------------------------------------------------
+
+    def collections(self) -> list[str]:
+        self._acquire()
+        return sorted(path.stem for path in self.root.glob("*.json") if (self.root / path.stem).is_dir())
+
+    def dimension(self, name: str) -> int | None:
+        self._acquire()
+        try:
+            meta = json.loads((self.root / f"{name}.json").read_text())
+        except (OSError, ValueError):
+            return None
+        if not (self.root / name / "edge_config.json").is_file():
+            return None
+        dim = meta.get("dim")
+        return dim if isinstance(dim, int) else None
+
+    def create(self, name: str, dim: int, metadata: dict[str, Any]) -> None:
+        import qdrant_edge as qe
+
+        self._acquire()
+        self.drop(name)  # whatever a crash left half made
+        config = qe.EdgeConfig(
+            vectors={VECTOR: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine, on_disk=True)},
+            on_disk_payload=True,
+            optimizers=qe.EdgeOptimizersConfig(indexing_threshold=INDEXING_THRESHOLD_KB),
+        )
+        self._shards[name] = self._edge(lambda: qe.EdgeShard.create(str(self.root / name), config))
+        _write_atomically(self.root / f"{name}.json", json.dumps({**metadata, "dim": dim}))
+
+    def drop(self, name: str) -> None:
+        self._acquire()
+        self._close_shard(name)
+        (self.root / f"{name}.json").unlink(missing_ok=True)
+        shutil.rmtree(self.root / name, ignore_errors=True)
+
+    # -- points ----------------------------------------------------------------------------------
+
+    def upsert(self, name: str, points: Sequence[Point]) -> None:
+        import qdrant_edge as qe
+
+        shard = self._shard(name)
+        batch = [
+            qe.Point(point_id, {VECTOR: vector.tolist()}, payload) for point_id, vector, payload in points
+        ]
+        self._edge(lambda: shard.update(qe.UpdateOperation.upsert_points(batch)))
+
+    def query(
+        self,
+        name: str,
+        vector: np.ndarray,
+        *,
+        limit: int,
+        min_score: float,
+        where: dict[str, str | int] | None,
+    ) -> list[IndexedHit]:
+        import qdrant_edge as qe
+
+        shard = self._shard(name)
+        request = qe.QueryRequest(
+            limit=limit,
+            query=qe.Query.Nearest(vector.tolist(), using=VECTOR),
+            filter=_filter(where),
+            score_threshold=min_score,
+            with_payload=True,
+            params=qe.SearchParams(hnsw_ef=HNSW_EF),
+        )
+        points = self._edge(lambda: shard.query(request))
+        return [IndexedHit(id=int(p.id), score=float(p.score), payload=dict(p.payload or {})) for p in points]
+
+    def delete(self, name: str, ids: Sequence[int]) -> None:
+        import qdrant_edge as qe
+
+        shard = self._shard(name)
+        self._edge(lambda: shard.update(qe.UpdateOperation.delete_points(list(ids))))
+
+    def count(self, name: str) -> int:
+        import qdrant_edge as qe
+
+        shard = self._shard(name)
+        return int(self._edge(lambda: shard.count(qe.CountRequest(exact=True))))
+
+    def id_page(self, name: str, after: int | None, limit: int) -> tuple[list[int], int | None]:
+        import qdrant_edge as qe
+
+        shard = self._shard(name)
+        request = qe.ScrollRequest(offset=after, limit=limit, with_payload=False, with_vector=False)
+        records, following = self._edge(lambda: shard.scroll(request))
+        return [int(record.id) for record in records], None if following is None else int(following)
+
+    def held(self, name: str, ids: Sequence[int]) -> set[int]:
+        shard = self._shard(name)
+        records = self._edge(lambda: shard.retrieve(list(ids), with_payload=False, with_vector=False))
+        return {int(record.id) for record in records}
+
+    def optimize(self, name: str) -> None:
+        shard = self._shard(name)
+        self._edge(shard.optimize)
+
+    # -- shards ----------------------------------------------------------------------------------
+
+    def _shard(self, name: str) -> qdrant_edge.EdgeShard:
+        self._acquire()
+        shard = self._shards.get(name)
+        if shard is None:
+            import qdrant_edge as qe
+
+            shard = self._edge(lambda: qe.EdgeShard.load(str(self.root / name)))
+            self._shards[name] = shard
+        return shard
+
+    def _close_shard(self, name: str) -> None:
+        shard = self._shards.pop(name, None)
+        if shard is not None:
+            try:
+                shard.close()
+            except (
+                Exception
+            ) as err:  # the binding raises bare Exception; a close that fails loses nothing the WAL holds
+                logger.warning("closing the knowledge index's %s shard failed: %s", name, _one_line(err))
+
+    @staticmethod
+    def _edge(call: Any) -> Any:
+        """Call into Edge, whose errors come as bare ``Exception`` with the engine's message."""
+        try:
+            return call()
+        except Exception as err:
+            raise EngineUnavailable(f"Qdrant Edge failed ({_one_line(err)})") from err
+
+
+def _filter(where: dict[str, str | int] | None) -> qdrant_edge.Filter | None:
+    if not where:
+        return None
+    import qdrant_edge as qe
+
+    return qe.Filter(
+        must=[qe.FieldCondition(key=key, match=qe.MatchValue(value)) for key, value in where.items()]
+    )
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    partial = path.with_suffix(".partial")
+    partial.write_text(text)
+    os.replace(partial, path)
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split())[:200] or type(err).__name__

@@ -1,0 +1,93 @@
+"""The seam between the knowledge index and the engine that holds its vectors.
+
+Two engines serve it: Qdrant Edge, embedded in the process with its shards under the data folder
+(``storage/edge.py``, the default), and a Qdrant server at ``QDRANT_URL`` through qdrant-client
+(``storage/qdrant.py``), for an index that outgrows one machine. Both hold the same collections,
+vectors and payloads and answer the same queries; :class:`~research_mcp.storage.vectors.KnowledgeIndex`
+speaks only this protocol.
+
+An engine raises :class:`EngineUnavailable` when it cannot serve a call (the server is down, the disk
+refuses a write); the index then goes on without it, with one warning. :class:`EngineBusy` is the
+embedded engine's "another process holds the folder right now": the index waits, then goes on
+without it for a while and tries again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:  # numpy takes a while to import: the server answers its host first
+    import numpy as np
+
+__all__ = ["EngineBusy", "EngineUnavailable", "IndexedHit", "Point", "VectorEngine"]
+
+#: One point to store: its SQLite id, its vector, its payload.
+Point = tuple[int, "np.ndarray", dict[str, Any]]
+
+
+class EngineUnavailable(Exception):
+    """The engine cannot serve this call; the message says why, in one line."""
+
+
+class EngineBusy(EngineUnavailable):
+    """Another process holds the embedded engine's folder and did not release it in time."""
+
+
+@dataclass(frozen=True)
+class IndexedHit:
+    """One search result: the SQLite id of a fact or chunk, its cosine similarity, its payload."""
+
+    id: int
+    score: float
+    payload: dict[str, Any]
+
+
+class VectorEngine(Protocol):
+    """Named collections of cosine vectors with payloads. Not thread-safe: the index serialises calls."""
+
+    #: Whether other installations may share the engine (a server): its foreign collections are left alone.
+    shared: bool
+
+    def collections(self) -> list[str]: ...
+
+    def dimension(self, name: str) -> int | None:
+        """The collection's vector size, or None when it does not exist."""
+        ...
+
+    def create(self, name: str, dim: int, metadata: dict[str, Any]) -> None: ...
+
+    def drop(self, name: str) -> None: ...
+
+    def upsert(self, name: str, points: Sequence[Point]) -> None: ...
+
+    def query(
+        self,
+        name: str,
+        vector: np.ndarray,
+        *,
+        limit: int,
+        min_score: float,
+        where: dict[str, str | int] | None,
+    ) -> list[IndexedHit]: ...
+
+    def delete(self, name: str, ids: Sequence[int]) -> None: ...
+
+    def count(self, name: str) -> int: ...
+
+    def id_page(self, name: str, after: int | None, limit: int) -> tuple[list[int], int | None]:
+        """Ids from scroll position ``after`` (None: the start), and the next position (None: no more)."""
+        ...
+
+    def held(self, name: str, ids: Sequence[int]) -> set[int]: ...
+
+    def optimize(self, name: str) -> None:
+        """Build the search index of what was just written in bulk (a no-op where the engine does it itself)."""
+        ...
+
+    def release(self) -> None:
+        """Let other processes use what this one holds until its next call (a no-op for a server)."""
+        ...
+
+    def close(self) -> None: ...
