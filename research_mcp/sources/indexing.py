@@ -151,6 +151,8 @@ def index_corpus(
     if not stop.is_set() and (changed or not progress.vectors_checked):
         tally.embedded += _embed_missing(corpus, progress, stop)
         progress.vectors_checked = not stop.is_set()
+    if tally.embedded and corpus.vectors is not None and not stop.is_set():
+        corpus.vectors.optimize("chunks")  # the HNSW index over what this pass added
     progress.finished(corpus.document_count(), stopped=stop.is_set())
     return IndexReport(
         added=tally.added,
@@ -267,35 +269,42 @@ def _embed(corpus: Corpus, pending: list[Chunk], tally: _Tally) -> None:
 
 
 def _embed_missing(corpus: Corpus, progress: IndexProgress, stop: threading.Event) -> int:
-    """Embed every chunk in SQLite the vector index lacks; delete vectors of chunks gone."""
+    """Embed every chunk in SQLite the vector index lacks; delete vectors of chunks gone.
+
+    Both sides are read a page at a time (ids only from the index), so memory does not grow with
+    the corpus: this is also how a data folder whose index was moved to another engine gets its
+    vectors back."""
     index = corpus.vectors
     if index is None or not index.available:
         return 0
     stored = corpus.store.corpus_chunk_count()
-    if index.count("chunks") == stored:
+    held_count = index.count("chunks")
+    if held_count == stored:
         return 0
-    held = index.ids("chunks")
-    ids: set[int] = set()
-    missing: list[Chunk] = []
-    last = 0
-    while chunks := corpus.store.corpus_chunks_after(last, SCAN_BATCH):  # chunk ids only grow
-        ids.update(c.id for c in chunks)
-        missing += [
+    after: int | None = None
+    while not stop.is_set():
+        page, after = index.id_page("chunks", after=after)
+        gone = sorted(set(page) - corpus.store.corpus_chunks_among(page))
+        if gone:
+            index.delete("chunks", gone)
+            held_count -= len(gone)
+        if after is None:
+            break
+    if held_count >= stored:
+        return 0
+    logger.info("corpus: embedding about %d chunks the vector index lacks", stored - held_count)
+    progress.embedding(stored - held_count)
+    embedded, last = 0, 0
+    while not stop.is_set() and (chunks := corpus.store.corpus_chunks_after(last, EMBED_BATCH)):
+        last = chunks[-1].id
+        held = index.held("chunks", [c.id for c in chunks])
+        batch = [
             (c.id, embedding_text(c.title, c.text), {"doc_id": c.doc_id}) for c in chunks if c.id not in held
         ]
-        last = chunks[-1].id
-    extra = held.difference(ids)
-    if extra:
-        index.delete("chunks", sorted(extra))
-    if not missing:
-        return 0
-    logger.info("corpus: embedding %d chunks the vector index lacks", len(missing))
-    progress.embedding(len(missing))
-    embedded = 0
-    for start in range(0, len(missing), EMBED_BATCH):
-        if stop.is_set():
+        if not batch:
+            continue
+        if not index.available:
             break
-        batch = missing[start : start + EMBED_BATCH]
         try:
             index.add("chunks", batch)
         except NotConfigured as err:

@@ -101,6 +101,13 @@ class CorpusTables(StoreDatabase):
         )
         return [CorpusChunk.model_validate(row) for row in rows]
 
+    def corpus_chunks_among(self, chunk_ids: Sequence[int]) -> set[int]:
+        """Which of these chunk ids the store holds."""
+        if not chunk_ids:
+            return set()
+        rows = self._all(f"SELECT id FROM corpus_chunks WHERE id IN ({marks(chunk_ids)})", list(chunk_ids))
+        return {int(row["id"]) for row in rows}
+
     # --- reading -------------------------------------------------------------------------------
 
     def corpus_document_count(self, roots: Sequence[str]) -> int:
