@@ -41,7 +41,9 @@ def index_folder(settings: Settings, folder: Path, *, stream: IO[str] | None = N
         corpus = open_corpus(settings, store, knowledge_index, parser)
         try:
             report = _with_progress(
-                lambda progress: corpus.index(folder.resolve(), progress=progress), stream
+                lambda progress: corpus.index(folder.resolve(), progress=progress),
+                stream,
+                known=corpus.document_count(),
             )
         except ResearchError as failure:  # a store that cannot be written: one line, not a traceback
             raise click.ClickException(" ".join(str(failure).split())) from None
@@ -66,8 +68,11 @@ def index_folder(settings: Settings, folder: Path, *, stream: IO[str] | None = N
         store.close()
 
 
-def _with_progress(run: Callable[[IndexProgress], IndexReport], stream: IO[str]) -> IndexReport:
-    """``run(progress)``, its progress shown as a bar on a terminal, as a line every few seconds elsewhere."""
+def _with_progress(
+    run: Callable[[IndexProgress], IndexReport], stream: IO[str], *, known: int = 0
+) -> IndexReport:
+    """``run(progress)``, its progress shown as a bar on a terminal, as a line every few seconds elsewhere;
+    ``known``: documents indexed before, searchable meanwhile."""
     if not stream.isatty():
         shown = [0.0]
 
@@ -76,7 +81,7 @@ def _with_progress(run: Callable[[IndexProgress], IndexReport], stream: IO[str])
                 shown[0] = time.monotonic()
                 print(status.line(), file=stream, flush=True)
 
-        return run(IndexProgress(plain))
+        return run(IndexProgress(plain, known=known))
 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
@@ -102,7 +107,7 @@ def _with_progress(run: Callable[[IndexProgress], IndexReport], stream: IO[str])
             bar.update(tasks["vectors"], completed=status.chunks_embedded)
 
     with bar:
-        return run(IndexProgress(show))
+        return run(IndexProgress(show, known=known))
 
 
 def doctor_lines(settings: Settings) -> list[str]:

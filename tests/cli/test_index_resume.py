@@ -113,3 +113,15 @@ def test_doctor_says_there_is_nothing_to_search_without_a_corpus_or_web_search(t
     done = cli("doctor", env=cli_env(tmp_path / "home"))
 
     assert "problem: nothing to search: set RESEARCH_MCP_CORPUS" in done.stdout
+
+
+def test_indexing_again_says_the_documents_indexed_before_are_searchable_meanwhile(tmp_path: Path) -> None:
+    notes = write_notes(tmp_path / "notes", 5)
+    env = cli_env(tmp_path / "home")
+    assert cli("index", str(notes), env=env, timeout=300).returncode == 0
+
+    again = cli("index", str(notes), env=env, timeout=300)
+
+    assert again.returncode == 0, again.stderr
+    assert "5 documents indexed earlier are searchable" in again.stderr + again.stdout
+    assert "0 documents indexed earlier" not in again.stderr + again.stdout
