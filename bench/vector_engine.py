@@ -19,9 +19,9 @@ the files, is counted). Figures:
 - disk MB: the shard's folder, in blocks used (the WAL's files are sparse).
 
 The configurations: ``disk`` (vectors and payload memory-mapped), ``ram`` (vectors in RAM), ``disk-int8`` (vectors on disk, int8
-scalar quantization kept in RAM, rescored from the originals), ``disk-plain`` (as ``disk``, with no
+scalar quantization kept in RAM, rescored from the originals), ``disk-plain`` (as ``disk``, vectors as float16, no
 HNSW graph built below 150,000 KB of vectors a segment: searches score every vector; what the index
-uses, and what ``--scaling`` measures).
+uses for corpus chunks, and what ``--scaling`` measures).
 """
 
 from __future__ import annotations
@@ -56,7 +56,11 @@ def _config(name: str, dim: int) -> Any:
     if name == "disk-int8":
         quantization = qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=0.99, always_ram=True)
     params = qe.EdgeVectorParams(
-        size=dim, distance=qe.Distance.Cosine, on_disk=name != "ram", quantization_config=quantization
+        size=dim,
+        distance=qe.Distance.Cosine,
+        on_disk=name != "ram",
+        quantization_config=quantization,
+        datatype=qe.VectorStorageDatatype.Float16 if name == "disk-plain" else None,
     )
     optimizers = None
     if name == "disk-plain":  # no HNSW graph until a segment holds ~150,000 256-d vectors

@@ -67,7 +67,7 @@ def doctor_report(settings: Settings) -> str:
 
 def index_drift(settings: Settings) -> str:
     """How far the facts index is from the store (read only: nothing is healed here)."""
-    from research_mcp.server.app import open_knowledge_index
+    from research_mcp.sources.opening import open_knowledge_index
     from research_mcp.storage.healing import heal
     from research_mcp.storage.knowledge_base import KnowledgeBase
     from research_mcp.storage.store import Store
@@ -98,7 +98,7 @@ def index_drift(settings: Settings) -> str:
 
 def rebuild_knowledge_index(settings: Settings) -> str:
     """Rebuild the knowledge index (fact and corpus chunk vectors) from the SQLite store; what it holds now."""
-    from research_mcp.server.app import open_knowledge_index
+    from research_mcp.sources.opening import open_knowledge_index
     from research_mcp.storage.knowledge_base import KnowledgeBase
     from research_mcp.storage.store import Store
 

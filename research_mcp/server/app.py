@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import threading
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -29,16 +28,15 @@ from research_mcp.server.view import AppsOnly, build_apps, link_view
 from research_mcp.service import ResearchService
 from research_mcp.sources.fetch import SafeFetcher
 from research_mcp.sources.library import SourceLibrary
-from research_mcp.sources.parsing import DocumentParser
+from research_mcp.sources.opening import open_corpus, open_knowledge_index, open_parser
 from research_mcp.sources.search import WebSearch
 from research_mcp.sources.vector_migration import keep_migrating
 from research_mcp.sources.watching import keep_indexed
 from research_mcp.storage.healing import keep_healed
 from research_mcp.storage.knowledge_base import KnowledgeBase
 from research_mcp.storage.store import Store
-from research_mcp.storage.vectors import KnowledgeIndex
 
-__all__ = ["create_server"]
+__all__ = ["create_server", "open_corpus", "open_knowledge_index", "open_parser"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,41 +44,6 @@ INSTRUCTIONS = (
     "A research team as tools. Use the `research` prompt for how to act as the manager: "
     "plan_research → execute_plan → report_results. Results are small handles; pull detail with report_results."
 )
-
-
-def open_knowledge_index(settings: Settings, *, lazy: bool = False) -> KnowledgeIndex:
-    """The process's one knowledge index: a Qdrant server at QDRANT_URL, else Qdrant Edge embedded under
-    the data folder. Never raises for an unavailable Qdrant (the index is then a no-op, with one
-    warning). ``lazy`` defers the connection (and importing the engine) to first use."""
-    from research_mcp.llm.embeddings import corpus_embedder, default_embedder
-
-    return KnowledgeIndex.open(
-        path=settings.vectors_path,
-        url=settings.qdrant_url,
-        api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None,
-        embedder=default_embedder(),
-        chunk_embedder=corpus_embedder(),
-        lazy=lazy,
-        wait=settings.index_wait,
-    )
-
-
-def open_parser(settings: Settings) -> DocumentParser:
-    """The process's document parser: HTML and PDF parsed in worker processes, each document within
-    the source timeout. Parsing is CPU-bound, so there are no more workers than cores (nor than the
-    configured concurrency)."""
-    return DocumentParser(
-        timeout=settings.source_timeout, max_workers=max(1, min(settings.concurrency, os.cpu_count() or 1))
-    )
-
-
-def open_corpus(settings: Settings, store: Store, index: KnowledgeIndex, parser: DocumentParser) -> Any:
-    """The local corpus over RESEARCH_MCP_CORPUS (the server indexes it in the background), or None."""
-    if not settings.corpus:
-        return None
-    from research_mcp.sources.corpus import Corpus
-
-    return Corpus(store, settings.corpus, index=index, parser=parser)
 
 
 def create_server(settings: Settings | None = None, *, model: ModelBackend | None = None) -> MCPServer[Any]:

@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from research_mcp.storage.database import StoreDatabase, marks, now
-from research_mcp.storage.models import CorpusChunk, CorpusDocumentInfo, CorpusFileState, StoredCorpusDocument
+from research_mcp.storage.models import (
+    CorpusChunk,
+    CorpusDocumentInfo,
+    CorpusFileState,
+    StoredCorpusDocument,
+    compress_text,
+)
 
 __all__ = ["CorpusTables"]
 
@@ -50,7 +56,7 @@ class CorpusTables(StoreDatabase):
             "content_hash": content_hash,
             "size": size,
             "mtime_ns": mtime_ns,
-            "text": text,
+            "text": compress_text(text),
             "indexed_at": now(),
         }
         documents, chunks = self.db.table("corpus_documents"), self.db.table("corpus_chunks")

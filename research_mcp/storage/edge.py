@@ -150,13 +150,20 @@ class EdgeEngine:
         dim = meta.get("dim")
         return dim if isinstance(dim, int) else None
 
-    def create(self, name: str, dim: int, metadata: dict[str, Any]) -> None:
+    def create(self, name: str, dim: int, metadata: dict[str, Any], *, half: bool = False) -> None:
         import qdrant_edge as qe
 
         self._acquire()
         self.drop(name)  # whatever a crash left half made
         config = qe.EdgeConfig(
-            vectors={VECTOR: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine, on_disk=True)},
+            vectors={
+                VECTOR: qe.EdgeVectorParams(
+                    size=dim,
+                    distance=qe.Distance.Cosine,
+                    on_disk=True,
+                    datatype=qe.VectorStorageDatatype.Float16 if half else None,
+                )
+            },
             on_disk_payload=True,
             optimizers=qe.EdgeOptimizersConfig(indexing_threshold=INDEXING_THRESHOLD_KB),
         )

@@ -12,9 +12,10 @@ Rows are frozen: a row is what the store held when it was read; change it throug
 from __future__ import annotations
 
 import json
+import zlib
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from research_mcp.contracts import Budget, NodeKind, PlannerOutput, RunStatus
 
@@ -44,6 +45,7 @@ __all__ = [
     "SourcesChosen",
     "StoredCorpusDocument",
     "StoredPlan",
+    "compress_text",
 ]
 
 NodeStatus = Literal["pending", "running", "done", "failed", "cancelled"]
@@ -330,10 +332,21 @@ class CorpusDocumentInfo(_Row):
 
 
 class StoredCorpusDocument(CorpusDocumentInfo):
-    """A `corpus_documents` row with its text."""
+    """A `corpus_documents` row with its text (stored zlib-compressed since 0.2; plain in older rows)."""
 
     content_hash: str
     text: str
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _decompress(cls, value: object) -> object:
+        return zlib.decompress(value).decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
+
+
+def compress_text(text: str) -> bytes:
+    """A document's text as `corpus_documents.text` keeps it: its chunks keep the same text readable and
+    searchable, so the whole is kept compressed (about a third of its size)."""
+    return zlib.compress(text.encode("utf-8", "surrogatepass"), 6)
 
 
 class CorpusChunk(_Row):

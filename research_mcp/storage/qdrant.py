@@ -59,13 +59,16 @@ class ServerEngine:
 
         return self._call(dimension)
 
-    def create(self, name: str, dim: int, metadata: dict[str, Any]) -> None:
+    def create(self, name: str, dim: int, metadata: dict[str, Any], *, half: bool = False) -> None:
         from qdrant_client import models
 
+        datatype = models.Datatype.FLOAT16 if half else None
         self._call(
             lambda: self._client.create_collection(
                 name,
-                vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE),
+                vectors_config=models.VectorParams(
+                    size=dim, distance=models.Distance.COSINE, datatype=datatype
+                ),
                 metadata={**metadata, "dim": dim},
             )
         )

@@ -140,7 +140,7 @@ def test_two_server_processes_on_one_data_folder_lose_and_duplicate_nothing(
     logs = [research_home.parent / "a.stderr", research_home.parent / "b.stderr"]
     first = StdioServer(env, stderr=logs[0])
     first.initialize()
-    second = StdioServer(env, stderr=logs[1])  # opened second: the local Qdrant folder is taken
+    second = StdioServer(env, stderr=logs[1])  # opened second: the two take turns with the vector folder
     second.initialize()
     answers: list[tuple[str, dict[str, Any]]] = []
     failures: list[str] = []
@@ -241,4 +241,4 @@ def test_two_server_processes_on_one_data_folder_lose_and_duplicate_nothing(
     assert statuses == {"done"}
     assert found == expected
     assert integrity == "ok"
-    assert warnings == [0, 1]
+    assert warnings == [0, 0]  # the vector folder is shared in turns: neither loses the index

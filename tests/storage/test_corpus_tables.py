@@ -70,3 +70,23 @@ def test_the_full_text_index_follows_a_document_changed_and_deleted(tmp_path: Pa
     assert store.delete_corpus_document(doc_id) == second
     assert _found(store, "estuary") == []
     _fts_consistent(store)
+
+
+def test_a_documents_text_is_kept_compressed_and_reads_back_whole_as_do_older_plain_rows(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "research.db")
+    text = "\n\n".join(f"Paragraph {i}: spring tides follow the new and the full moon." for i in range(400))
+    doc_id, _, _ = _save(store, text)
+    with store.write() as conn:
+        stored = conn.execute("SELECT text FROM corpus_documents WHERE id = ?", (doc_id,)).fetchone()[0]
+    document = store.corpus_document(doc_id)
+
+    assert document is not None and document.text == text
+    assert isinstance(stored, bytes) and len(stored) < len(text) / 3  # its chunks keep it readable
+
+    with store.write() as conn:  # a row as releases before 0.2 wrote it
+        conn.execute("UPDATE corpus_documents SET text = ? WHERE id = ?", ("Neap tides.", doc_id))
+    older = store.corpus_document(doc_id)
+    assert older is not None and older.text == "Neap tides."
+    store.close()
