@@ -295,6 +295,8 @@ class ResearchService:
             metrics["citations_made"] = output.citations.made
             if output.unmet_criteria:
                 metrics["criteria_unmet"] = len(output.unmet_criteria)
+            if output.suggested_followups:
+                metrics["followups"] = len(output.suggested_followups)
             summary = [
                 *result.summary[:2],
                 f"{done}/{total} nodes; confidence {output.confidence.level}",
@@ -302,6 +304,8 @@ class ResearchService:
             if metrics["sources"] == 0:
                 summary[1] = NO_SOURCES
             next_calls = [f"report_results(id='{run_id}')", f"report_results(id='{run_id}', view='sources')"]
+            if output.suggested_followups:  # no dead ends: where the research could go next
+                next_calls.insert(1, f"report_results(id='{run_id}', view='followups')")
             if status == "partial":
                 failed = len(output.failures)
                 parts = "failed part or source" if failed == 1 else "failed parts or sources"
