@@ -203,10 +203,13 @@ class ResearchService:
 
     # --- execute_plan --------------------------------------------------------------------------
 
-    def authorization_question(self, plan_ids: list[str]) -> str:
+    def authorization_question(self, plan_ids: list[str]) -> str | None:
         """What the user is asked before a run of `plan_ids` starts: each plan's query, its leaves,
-        its estimate and any scope warning. Raises NotFound or InvalidInput for
+        its estimate and any scope warning; None when a run of them exists already (it was asked
+        for then: execute_plan waits on it or resumes it). Raises NotFound or InvalidInput for
         a plan that cannot run."""
+        if self.store.latest_run_for(plan_ids) is not None:
+            return None
         lines: list[str] = []
         for plan in (self.store.get_plan(plan_id) for plan_id in plan_ids):
             if plan.status != "feasible":

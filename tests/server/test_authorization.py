@@ -142,3 +142,12 @@ async def test_on_2026_07_28_the_question_is_an_input_required_result_answered_b
         )
     assert isinstance(done, CallToolResult) and done.structured_content["status"] == "done"
     assert runs() == 1
+
+
+async def test_starting_a_plan_that_already_ran_returns_its_run_without_asking_again() -> None:
+    user = User()
+    async with Client(create_server(model=ScriptedModel(team_script)), elicitation_callback=user) as client:  # type: ignore[arg-type]
+        plan_id = await plan(client)
+        first = await start(client, plan_id)
+        again = await start(client, plan_id)
+    assert again["id"] == first["id"] and len(user.asked) == 1
