@@ -32,11 +32,36 @@ STATEMENT_CHARS = 160
 
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w])")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_IDENTIFIER = re.compile(r"[A-Za-z]+\d+\w*|\d+[A-Za-z]+\w*")
+#: Numbers read as years: a date that differs is a disagreement, a count in another year is not.
+FIRST_YEAR, LAST_YEAR = 1000, 2100
 _NEGATION = re.compile(r"\b(?:not|no|never|none|neither|nor|without|cannot)\b|n't\b", re.IGNORECASE)
 
 
 def _numbers(text: str) -> frozenset[str]:
     return frozenset(match.replace(",", "") for match in _NUMBER.findall(text))
+
+
+def _years(numbers: frozenset[str]) -> frozenset[str]:
+    return frozenset(n for n in numbers if n.isdigit() and FIRST_YEAR <= int(n) <= LAST_YEAR)
+
+
+def _names(text: str) -> frozenset[str]:
+    """What names the statement's subject: capitalized words after the first, and identifiers (K10)."""
+    words = _WORD.findall(text)
+    named = [w for w in words[1:] if w[0].isupper()] + [w for w in words if _IDENTIFIER.fullmatch(w)]
+    return frozenset(word.casefold() for word in named)
+
+
+def _numbers_disagree(a: str, b: str) -> bool:
+    """Different numbers for one thing: the numbers differ, and not merely because the two speak of
+    different years (a count in 2000 and another in 2010 is a series, not a contradiction)."""
+    numbers_a, numbers_b = _numbers(a), _numbers(b)
+    years_a, years_b = _years(numbers_a), _years(numbers_b)
+    counts_a, counts_b = numbers_a - years_a, numbers_b - years_b
+    if counts_a and counts_b:  # amounts disagree; the same year (or none given) makes it one claim
+        return not counts_a & counts_b and years_a == years_b
+    return bool(years_a and years_b) and not years_a & years_b  # dates: "opened in 1932", "in 1934"
 
 
 def _subject(text: str) -> list[str]:
@@ -79,9 +104,12 @@ def _conflict(a: Fact, b: Fact) -> list[str] | None:
     shared, share = _shared(first, second)
     if len(shared) < MIN_SHARED:
         return None
-    numbers_a, numbers_b = _numbers(a.statement), _numbers(b.statement)
-    if share >= SAME_SUBJECT and numbers_a and numbers_b and not numbers_a & numbers_b:
+    names_a, names_b = _names(a.statement), _names(b.statement)
+    if names_a and names_b and names_a != names_b:  # the Alder bridge and the Elder bridge
+        return None
+    if share >= SAME_SUBJECT and _numbers_disagree(a.statement, b.statement):
         return shared
+    numbers_a, numbers_b = _numbers(a.statement), _numbers(b.statement)
     negated = bool(_NEGATION.search(a.statement)) != bool(_NEGATION.search(b.statement))
     if share >= SAME_CLAIM and negated and numbers_a == numbers_b:
         return shared
@@ -98,16 +126,17 @@ def _said(fact: Fact) -> str:
     statement = " ".join(fact.statement.split())
     if len(statement) > STATEMENT_CHARS:
         statement = statement[: STATEMENT_CHARS - 1] + "…"
-    return f'S{fact.source_id} says "{statement}" [F{fact.id}]'
+    return f'"{statement}" [F{fact.id}]'
 
 
 def found_contradictions(facts: Sequence[Fact]) -> list[str]:
     """Pairs of verified facts from different sources that contradict each other, worded for the
-    report ("Sources disagree on harbour bridge opened: S1 says "…" [F3]; S2 says "…" [F7]")."""
+    report ("Sources disagree on harbour bridge opened: "…" [F3]; "…" [F7]")."""
     verified = [fact for fact in facts if fact.verified]
     found: list[str] = []
     subjects: set[str] = set()
-    for a, b in combinations(sorted(verified, key=lambda fact: fact.id), 2):
+    # In the order of what the facts say, not of their ids: the same facts give the same list.
+    for a, b in combinations(sorted(verified, key=lambda fact: (fact.statement, fact.quote)), 2):
         if a.source_id == b.source_id or (shared := _conflict(a, b)) is None or _settled(a, b, verified):
             continue
         subject = _in_words(a.statement, shared)

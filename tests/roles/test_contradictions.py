@@ -176,3 +176,20 @@ async def test_an_unmet_corroboration_seeks_a_second_source_for_the_weakest_find
     [first, *_] = iterations(handle["id"])
     assert any("1932" in question for question in first["changed"]["questions_added"])
     assert "corpus:1" in first["changed"]["sources_added"]
+
+
+def test_a_series_over_years_and_two_things_of_one_kind_are_no_contradiction() -> None:
+    series = [
+        fact(1, "Visitors to the harbour bridge numbered 4081 in the year 2010.", 1),
+        fact(2, "Visitors to the harbour bridge numbered 3711 in the year 2000.", 2),
+    ]
+    named = [
+        fact(1, "Record K10: the Elder bridge was first built in 1810 by a guild of 113 masons.", 1),
+        fact(2, "Record K00: the Alder bridge was first built in 1700 by a guild of 3 masons.", 2),
+    ]
+    counted = [
+        fact(1, "Visitors to the harbour bridge numbered 4081 in the year 2010.", 1),
+        fact(2, "Visitors to the harbour bridge numbered 3711 in the year 2010.", 2),
+    ]
+    assert found_contradictions(series) == [] and found_contradictions(named) == []
+    assert len(found_contradictions(counted)) == 1
