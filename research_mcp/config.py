@@ -67,6 +67,9 @@ class Settings(BaseSettings):
         default_factory=list, validation_alias="RESEARCH_MCP_HTTP_ALLOWED_HOSTS"
     )
 
+    # execute_plan asks a client that supports elicitation before a run starts; false for unattended use.
+    ask_before_run: bool = Field(default=True, validation_alias="RESEARCH_MCP_ASK_BEFORE_RUN")
+
     concurrency: int = Field(default=4, ge=1, le=64, validation_alias="RESEARCH_MCP_CONCURRENCY")
     wait_seconds: float = Field(
         default=45.0, gt=0, le=55, validation_alias=AliasChoices("RESEARCH_MCP_WAIT_SECONDS")

@@ -233,6 +233,7 @@ class SourceRef(BaseModel):
     url_or_path: str
     title: str
     relevance: float | None = None
+    reason: str = Field(default="", description="Why it is relevant: the cited facts it gives or backs.")
 
 
 class ExtractedFact(_Strict):

@@ -6,7 +6,8 @@
      +-- NotConfigured            a capability needs configuration (no model, no search key)
      +-- ModelError               a model backend failed (refusal, max_tokens, invalid output, HTTP)
      +-- SourceError              a source could not be read (refused address, too large, bad type)
-     +-- BudgetExhausted          a run or node spent its token, cost, time or source budget
+     +-- BudgetExhausted          a run spent its token, cost, time or source budget
+     +-- NodeBudgetExhausted      a plan node spent its own budget; the node ends with what it has
      +-- StoreError               the data folder's database could not be read or written
           +-- StoreFull           the disk holding the data folder is full
           +-- StoreReadOnly       the data folder (or its database) cannot be written
@@ -23,6 +24,7 @@ __all__ = [
     "BudgetExhausted",
     "InvalidInput",
     "ModelError",
+    "NodeBudgetExhausted",
     "NotConfigured",
     "NotFound",
     "ResearchError",
@@ -81,6 +83,14 @@ class SourceError(ResearchError):
 
 class BudgetExhausted(ResearchError):
     """A budget (tokens, cost, time, sources) was spent."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"Budget exhausted: {what}.")
+        self.what = what
+
+
+class NodeBudgetExhausted(ResearchError):
+    """A plan node's own budget was spent: its remaining reads are skipped, the run goes on."""
 
     def __init__(self, what: str) -> None:
         super().__init__(f"Budget exhausted: {what}.")

@@ -40,6 +40,7 @@ MIN_MAX_TOKENS = 200
 MAX_MAX_TOKENS = 20_000
 #: The characters of a curated source's opening shown in the sources view.
 LEAD_IN_VIEW = 160
+SUMMARY_FOLLOWUPS = 3  # follow-up questions the summary view names (the followups view has them all)
 
 
 def approx_tokens(text: str) -> int:
@@ -75,22 +76,25 @@ def assemble_result(store: Store, run_id: str) -> ResearchResult:
         raise InvalidInput(not_ready(run))
     facts = store.get_facts(_cited(output))
     citations = store.citations([fact.id for fact in facts])
-    # Each source, with how many of the facts it supports (as their source or corroborating them).
-    counts: dict[int, int] = {}
+    # Each source, with the cited facts it supports: as their source, or corroborating them.
+    own: dict[int, int] = {}
+    backs: dict[int, int] = {}
     for fact in facts:
-        for sid in dict.fromkeys([fact.source_id, *(c.source_id for c in citations[fact.id])]):
-            counts[sid] = counts.get(sid, 0) + 1
-    source_ids = list(counts)
+        own[fact.source_id] = own.get(fact.source_id, 0) + 1
+        for sid in dict.fromkeys(c.source_id for c in citations[fact.id] if c.source_id != fact.source_id):
+            backs[sid] = backs.get(sid, 0) + 1
+    counts = {sid: own.get(sid, 0) + backs.get(sid, 0) for sid in dict.fromkeys([*own, *backs])}
     top = max(counts.values(), default=1)
     sources = []
-    for sid in source_ids:
+    for sid, count in counts.items():
         source = store.get_source(sid)
         sources.append(
             SourceRef(
                 id=f"S{sid}",
                 url_or_path=source.ref,
                 title=source.title,
-                relevance=round(counts[sid] / top, 2),
+                relevance=round(count / top, 2),
+                reason=_relevance_reason(own.get(sid, 0), backs.get(sid, 0), len(facts)),
             )
         )
     totals = read_snapshot(store, run).totals
@@ -121,6 +125,13 @@ def assemble_result(store: Store, run_id: str) -> ResearchResult:
         metadata=metadata,
         suggested_followups=output.suggested_followups,
     )
+
+
+def _relevance_reason(own: int, backs: int, cited: int) -> str:
+    """Why a source ranks where it does, in a few words: the cited facts it gives and corroborates."""
+    parts = [f"source of {own} of the {cited} cited facts"] if own else []
+    parts += [f"corroborates {backs}"] if backs else []
+    return ", ".join(parts)
 
 
 def not_ready(run: Run) -> str:
@@ -219,6 +230,11 @@ def _run_view(store: Store, run_id: str, view: View) -> list[str]:
                 if run.status == "partial"
                 else []
             ),
+            *(
+                ["follow-ups: " + " | ".join(result.suggested_followups[:SUMMARY_FOLLOWUPS])]
+                if result.suggested_followups
+                else []
+            ),
             "more: report_results views report, sources, facts, confidence, gaps, followups, tree",
         ]
     if view == "report":
@@ -226,7 +242,9 @@ def _run_view(store: Store, run_id: str, view: View) -> list[str]:
             "metadata: " + result.metadata.model_dump_json()
         ]
     if view == "sources":
-        return [f"{s.id} {s.title} <{s.url_or_path}> relevance={s.relevance}" for s in result.sources]
+        return [
+            f"{s.id} {s.title} <{s.url_or_path}> relevance={s.relevance} ({s.reason})" for s in result.sources
+        ]
     if view == "facts":
         facts = store.get_facts(_facts_of(result_synthesis(store, run)))
         citations = store.citations([f.id for f in facts])

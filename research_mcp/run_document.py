@@ -39,6 +39,7 @@ def run_document(store: Store, run_id: str) -> dict[str, Any]:
     facts = store.get_facts(fact_ids)
     citations = store.citations([fact.id for fact in facts])
     relevance = {source.id: source.relevance for source in result.sources}
+    reasons = {source.id: source.reason for source in result.sources}
     source_ids = list(
         dict.fromkeys(
             [int(s.id[1:]) for s in result.sources]
@@ -56,6 +57,7 @@ def run_document(store: Store, run_id: str) -> dict[str, Any]:
                 "kind": source.kind,
                 "location": _source_location(source),
                 "relevance": relevance.get(f"S{sid}", 0.0),
+                "relevance_reason": reasons.get(f"S{sid}", ""),
             }
         )
     queries = [store.get_plan(plan_id).query for plan_id in run.plan_ids]

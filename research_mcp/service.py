@@ -26,6 +26,7 @@ from research_mcp.contracts import (
     ReportPage,
     View,
 )
+from research_mcp.errors import InvalidInput
 from research_mcp.llm.base import ModelBackend
 from research_mcp.llm.pricing import FALLBACK_PRICE, price_for
 from research_mcp.reports import page_of, view_items
@@ -56,6 +57,7 @@ NO_SOURCES = (
 # "content":[{"type":"text","text":…}],"structuredContent":…,"isError":false,"resultType":"complete"}.
 RESULT_ENVELOPE_BYTES = 200
 LINE_CHARS = 160
+AUTHORIZATION_LEAVES = 8  # leaves a run's authorization question names, per plan
 
 
 def _line(text: str) -> str:
@@ -201,6 +203,50 @@ class ResearchService:
 
     # --- execute_plan --------------------------------------------------------------------------
 
+    def authorization_question(self, plan_ids: list[str]) -> str | None:
+        """What the user is asked before a run of `plan_ids` starts: each plan's query, its leaves,
+        its estimate and any scope warning; None when a run of them exists already (it was asked
+        for then: execute_plan waits on it or resumes it). Raises NotFound or InvalidInput for
+        a plan that cannot run."""
+        if self.store.latest_run_for(plan_ids) is not None:
+            return None
+        lines: list[str] = []
+        for plan in (self.store.get_plan(plan_id) for plan_id in plan_ids):
+            if plan.status != "feasible":
+                raise InvalidInput(f"plan {plan.id} is infeasible; nothing to authorize")
+            leaves = [node.title for node in plan.tree.root.walk() if not node.children]
+            lines.append(f"Research {plan.query!r} ({plan.id}): {len(leaves)} leaves")
+            lines += [f"  - {title}" for title in leaves[:AUTHORIZATION_LEAVES]]
+            if len(leaves) > AUTHORIZATION_LEAVES:
+                lines.append(f"  - and {len(leaves) - AUTHORIZATION_LEAVES} more")
+            if (est := plan.estimate) is not None:
+                lines.append(
+                    f"  estimate: {est.model_calls} model calls, ~{est.tokens_in + est.tokens_out} tokens, "
+                    f"${est.cost_usd}, ~{est.wall_s} s"
+                )
+            scope = judge_scope(plan.query)
+            if scope.too_broad:
+                lines.append(f"  warning: too broad ({scope.reason}); narrower: {'; '.join(scope.splits)}")
+        return "\n".join([*lines, "Start this research run?"])
+
+    def declined(self, plan_ids: list[str], *, cancelled: bool) -> CompactReturn:
+        """The result of an execute_plan whose run the user did not authorize: nothing ran."""
+        first = plan_ids[0]
+        said = "dismissed the question about" if cancelled else "declined"
+        return fit_compact(
+            CompactReturn(
+                id=first,
+                kind="plan",
+                status="declined",
+                summary=[
+                    f"Not started: the user {said} the run of {', '.join(plan_ids)}; nothing ran",
+                    "Ask the user what to change, then plan again or call execute_plan again",
+                ],
+                next=[f"report_results(id='{first}', view='tree')", "plan_research(query=<narrower>)"],
+                backend=self.store.get_plan(first).backend,
+            )
+        )
+
     async def execute(
         self,
         *,
@@ -252,6 +298,8 @@ class ResearchService:
             metrics["citations_made"] = output.citations.made
             if output.unmet_criteria:
                 metrics["criteria_unmet"] = len(output.unmet_criteria)
+            if output.suggested_followups:
+                metrics["followups"] = len(output.suggested_followups)
             summary = [
                 *result.summary[:2],
                 f"{done}/{total} nodes; confidence {output.confidence.level}",
@@ -259,6 +307,8 @@ class ResearchService:
             if metrics["sources"] == 0:
                 summary[1] = NO_SOURCES
             next_calls = [f"report_results(id='{run_id}')", f"report_results(id='{run_id}', view='sources')"]
+            if output.suggested_followups:  # no dead ends: where the research could go next
+                next_calls.insert(1, f"report_results(id='{run_id}', view='followups')")
             if status == "partial":
                 failed = len(output.failures)
                 parts = "failed part or source" if failed == 1 else "failed parts or sources"

@@ -12,11 +12,14 @@ from __future__ import annotations
 import json
 import re
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 from mcp import Client
+from mcp.client.session import ClientRequestContext
+from mcp_types import ElicitRequestParams, ElicitResult
 
 from research_mcp.cli.progress import LiveProgress
 from research_mcp.config import Settings
@@ -47,11 +50,13 @@ class RunRequest:
     query: str | None = None
     resume: str | None = None
     budget: dict[str, Any] | None = None
+    # Asks the person at the terminal the server's authorization question; None: start unasked.
+    confirm: Callable[[str], bool] | None = None
 
 
 @dataclass
 class _State:
-    phase: str = "planning"  # planning | starting | running
+    phase: str = "planning"  # planning | asking | starting | running
     run_id: str | None = None
     interrupted: bool = False
     main: anyio.CancelScope = field(default_factory=anyio.CancelScope)
@@ -75,7 +80,11 @@ async def drive(settings: Settings, request: RunRequest, progress: LiveProgress)
     state = _State()
     handle: dict[str, Any] = {}
     failure: RunFailed | None = None
-    async with Client(create_server(settings)) as client, anyio.create_task_group() as group:
+    asker = _asker(request.confirm, state) if request.confirm is not None else None
+    async with (
+        Client(create_server(settings), elicitation_callback=asker) as client,
+        anyio.create_task_group() as group,
+    ):
         with anyio.open_signal_receiver(signal.SIGINT) as signals:
             group.start_soon(_on_interrupt, signals, client, state, progress)
             try:
@@ -121,6 +130,8 @@ async def _run(
             **({"budget": request.budget} if request.budget else {}),
         }
         handle = _handle(await client.call_tool("execute_plan", start), "starting the run")
+        if handle["status"] == "declined":
+            raise RunFailed(f"not started: the run was declined; the plan is kept as {plan['id']}")
     state.run_id, state.phase = handle["id"], "running"
     if state.interrupted:  # Ctrl-C while the run was being started: cancel it now that its id is known
         return await _cancel(client, state.run_id)
@@ -140,6 +151,20 @@ async def _run(
     finally:
         watcher.cancel()
     return handle
+
+
+def _asker(confirm: Callable[[str], bool], state: _State) -> Any:
+    """The client's elicitation callback: the server's question, asked on the terminal."""
+
+    async def ask(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        state.phase = "asking"
+        try:
+            start = await anyio.to_thread.run_sync(confirm, params.message, abandon_on_cancel=True)
+        finally:
+            state.phase = "starting"
+        return ElicitResult(action="accept", content={"start": start})
+
+    return ask
 
 
 async def _wait_for_corpus(client: Client, progress: LiveProgress) -> None:
@@ -171,8 +196,8 @@ async def _on_interrupt(signals: Any, client: Client, state: _State, progress: L
             progress.note("still cancelling the run; it takes a few seconds at most")
             continue
         state.interrupted = True
-        if state.phase == "planning":
-            progress.note("interrupted while planning: stopping")
+        if state.phase in ("planning", "asking"):
+            progress.note(f"interrupted while {state.phase}: stopping")
             state.main.cancel()
         elif state.phase == "running" and state.run_id is not None:
             progress.note(f"interrupted: cancelling run {state.run_id}")

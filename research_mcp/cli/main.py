@@ -262,6 +262,17 @@ def export(run_id: str, fmt: str, output: Path | None) -> None:
     click.echo(f"wrote {output}", err=True)
 
 
+def _ask_on_terminal(question: str) -> bool:
+    """The server's authorization question on stderr (stdout carries the report); yes by default."""
+    *lines, last = question.splitlines()
+    for line in lines:
+        click.echo(line, err=True)
+    try:
+        return click.confirm(last, default=True, err=True)
+    except click.Abort:  # end of input at the prompt: no
+        return False
+
+
 @main.command()
 @click.argument("query", required=False)
 @click.option(
@@ -287,6 +298,7 @@ def export(run_id: str, fmt: str, output: Path | None) -> None:
     type=click.Choice(["auto", "anthropic", "sampling", "extractive"]),
     help="Model backend (default: RESEARCH_MCP_MODEL, else auto).",
 )
+@click.option("--yes", "-y", is_flag=True, help="Start the run without asking (never asked off a terminal).")
 def run(
     query: str | None,
     resume: str | None,
@@ -296,8 +308,11 @@ def run(
     max_seconds: float | None,
     max_sources: int | None,
     model: str | None,
+    yes: bool,
 ) -> None:
     """Plan and execute one research query with live progress on stderr; print the report on stdout.
+
+    On a terminal the plan (leaves, estimate, scope warning) is shown and the run starts on your yes.
 
     Ctrl-C cancels the run (exit 130); resume it with --resume RUN_ID.
     """
@@ -353,7 +368,10 @@ def run(
             raise _user_error(error) from None
         finally:
             store.close()
-    request = RunRequest(query=query, resume=resume, budget=budget or None)
+    asks = not yes and sys.stdin.isatty() and settings.ask_before_run
+    request = RunRequest(
+        query=query, resume=resume, budget=budget or None, confirm=_ask_on_terminal if asks else None
+    )
     try:
         with LiveProgress(settings.database_path) as progress:
             handle = anyio.run(drive, settings, request, progress)

@@ -19,6 +19,7 @@ from research_mcp.errors import BudgetExhausted, ModelError, ResearchError
 from research_mcp.llm.base import Generation, InvalidAnswer, ModelBackend, ModelRequest, Usage
 from research_mcp.redaction import Redactor
 from research_mcp.retry import recording_retries
+from research_mcp.roles.node_budgets import charge_nodes, check_nodes
 from research_mcp.storage.outputs import StoredOutput, stored_output
 
 if TYPE_CHECKING:
@@ -287,6 +288,7 @@ async def _ask(
             with recording_retries() as retried:
                 try:
                     async with deps.limiter:
+                        check_nodes(request.role)  # here, where parallel calls of one node take turns
                         generation = await deps.model.generate(request)
                 finally:
                     for attempt in retried:  # overloads ridden out (or not): kept with the handoff
@@ -303,6 +305,7 @@ async def _ask(
                 spent.model = usage.model
                 spent.add(usage)
                 deps.budget.spend(usage)
+                charge_nodes(usage)
                 status = "invalid" if isinstance(error, InvalidAnswer) else "failed"
                 record_call(usage, status, started, str(error))
             if isinstance(error, InvalidAnswer) and number < MAX_REPAIRS:
@@ -317,6 +320,7 @@ async def _ask(
         spent.model = generation.usage.model
         spent.add(generation.usage)
         deps.budget.spend(generation.usage)
+        charge_nodes(generation.usage)
         record_call(generation.usage, "ok", started)
         return generation
     raise AssertionError("unreachable: the last attempt returns or raises")

@@ -154,6 +154,7 @@ async def plan_research(
         suggested=suggested,
         backend=deps.model.name,
         handoff_id=result.handoff_id,
+        budget=budget,
     )
     return PlanRecord(plan_id, status, root, violations, estimate, result.handoff_id)
 

@@ -10,6 +10,7 @@ from research_mcp.contracts import ConfidenceLevel, ExtractorTaskSpec, Fact, Syn
 from research_mcp.role_inputs import ChildReport, SynthesisFact, SynthesisInput, SynthesisPayload
 from research_mcp.roles.acceptance import Criterion, cited_facts, judge, numbered_criteria, reshape
 from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
+from research_mcp.roles.contradictions import found_contradictions
 from research_mcp.roles.evidence import NOT_ESTABLISHED, UNANSWERED, cap_confidence, judge_evidence
 from research_mcp.roles.framing import frame
 from research_mcp.roles.synthesis_inputs import insight_followups, known_insights, read_inputs, source_gaps
@@ -22,6 +23,7 @@ MAX_FACTS = 150
 #: How the gap of an acceptance criterion a synthesis did not meet begins.
 CRITERION_UNMET = "Acceptance criterion unmet"
 NOT_COVERED = "## Not covered (failed)"
+CONTRADICTIONS = "## Contradictions between sources"
 MAX_FAILURE_CHARS = 400
 
 
@@ -97,6 +99,13 @@ def _with_failures(report: str, failures: list[str]) -> str:
     if not failures:
         return report
     return f"{report.rstrip()}\n\n{NOT_COVERED}\n\n" + "\n".join(f"- {failure}" for failure in failures)
+
+
+def _with_contradictions(report: str, found: list[str]) -> str:
+    """The report, followed by the contradictions code found between its sources."""
+    if not found:
+        return report
+    return f"{report.rstrip()}\n\n{CONTRADICTIONS}\n\n" + "\n".join(f"- {item}" for item in found)
 
 
 async def synthesize(
@@ -208,7 +217,10 @@ async def synthesize(
                 ]
             )
         )
-        output.report = _with_failures(check.report, failed)
+        # Contradictions between verified facts that code can see, whatever the backend saw.
+        disagreeing = [c for c in found_contradictions(facts) if c not in output.contradictions]
+        output.contradictions += disagreeing
+        output.report = _with_contradictions(_with_failures(check.report, failed), disagreeing)
         # A failure a gap already names (a child's gap arrives prefixed with its title) is not added twice.
         output.gaps = [*output.gaps, *(f for f in failed if not any(f in gap for gap in output.gaps))]
         # A gap a lower synthesis gave (prefixed with its title, perhaps clipped) is not added twice.
@@ -219,6 +231,9 @@ async def synthesize(
         output.confidence = evidence.cap(output.confidence)
         if not check.verified:
             output.confidence = cap_confidence(output.confidence, "low", "the report cites no verified fact")
+        if output.contradictions:
+            why = f"{len(output.contradictions)} contradictions between sources are unresolved"
+            output.confidence = cap_confidence(output.confidence, "medium", why)
         return {
             "report": output.report,
             "gaps": output.gaps,

@@ -19,6 +19,7 @@ from research_mcp.contracts import PlanNode
 from research_mcp.errors import BudgetExhausted, ModelError, ResearchError
 from research_mcp.llm.extractive.scoring import said_terms, terms
 from research_mcp.roles.curation import curate, curation_behind
+from research_mcp.roles.node_budgets import node_budget
 from research_mcp.roles.scout import scout
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
@@ -49,12 +50,13 @@ async def execute_node(
     store.start_node(rc.run_id, key)
     store.add_event(rc.run_id, "node_started", f"{node.kind} {node.title!r} started", node_id=key)
     try:
-        if node.kind == "executor":
-            handoff_id = await _run_executor(rc, node, key)
-        elif node.kind == "discovery":
-            handoff_id = await _run_discovery(rc, node, key, wanted)
-        else:
-            handoff_id = await run_leaf(rc, node, key, discovered or [])
+        with node_budget(node.title, node.budget):
+            if node.kind == "executor":
+                handoff_id = await _run_executor(rc, node, key)
+            elif node.kind == "discovery":
+                handoff_id = await _run_discovery(rc, node, key, wanted)
+            else:
+                handoff_id = await run_leaf(rc, node, key, discovered or [])
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True):
             store.finish_node(rc.run_id, key, "cancelled", None)

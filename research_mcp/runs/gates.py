@@ -5,13 +5,15 @@ iterates while criteria are unmet and the budget allows)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from research_mcp.contracts import Budget, Phase
+from research_mcp.llm.extractive.scoring import said_terms, terms
 from research_mcp.runs.context import RunContext
 from research_mcp.storage.outputs import StoredSynthesis
 
-__all__ = ["PhaseSpending", "corroboration", "criteria_status", "unmet_gap"]
+__all__ = ["PhaseSpending", "corroboration", "criteria_status", "theme_covered", "unmet_gap"]
 
 _LEVELS = {"low": 0, "medium": 1, "high": 2}
 
@@ -22,10 +24,22 @@ def corroboration(fact_ids: list[int], sources: dict[int, tuple[int, int]]) -> i
     return max(len({source for source, _ in known}), max((count for _, count in known), default=0))
 
 
+def theme_covered(theme: str, said: Sequence[str]) -> bool:
+    """A verified fact says every content term of the theme (a theme of stopwords only: its words)."""
+    asked = list(dict.fromkeys(terms(theme)))
+    if not asked:
+        return any(theme.casefold() in text.casefold() for text in said)
+    return any(len(said_terms(asked, set(terms(text)))) == len(asked) for text in said)
+
+
 def criteria_status(
-    phase: Phase, output: StoredSynthesis, source_of: dict[int, tuple[int, int]]
+    phase: Phase,
+    output: StoredSynthesis,
+    source_of: dict[int, tuple[int, int]],
+    said: Sequence[str] = (),
 ) -> dict[str, bool]:
-    """Each criterion of the phase, met or not, judged from a synthesis handoff's output."""
+    """Each criterion of the phase, met or not, judged from a synthesis handoff's output; a theme
+    from `said`, what the verified facts the synthesis cites say (statement and quote each)."""
     criteria = phase.criteria
     status: dict[str, bool] = {}
     if criteria.min_corroboration is not None:
@@ -33,9 +47,8 @@ def criteria_status(
         status["corroboration"] = bool(findings) and all(
             corroboration(finding.fact_ids, source_of) >= criteria.min_corroboration for finding in findings
         )
-    report = output.report.lower()
     for theme in criteria.themes:
-        status[f"theme:{theme}"] = theme.lower() in report
+        status[f"theme:{theme}"] = theme_covered(theme, said)
     if criteria.contradictions_resolved:
         status["contradictions_resolved"] = not output.contradictions
     if criteria.min_confidence is not None:

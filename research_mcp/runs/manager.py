@@ -59,6 +59,20 @@ class LiveRun:
         self.changed = anyio.Event()
 
 
+def planned_budget(plans: list[StoredPlan]) -> Budget | None:
+    """The budget the plans were made for (given to plan_research): each limit the tightest any
+    plan set. None when no plan set one."""
+    limits = [plan.budget for plan in plans if plan.budget is not None]
+    if not limits:
+        return None
+    fields = {
+        name: min(values)
+        for name in Budget.model_fields
+        if (values := [value for limit in limits if (value := getattr(limit, name)) is not None])
+    }
+    return Budget(**fields)
+
+
 class RunManager:
     """Owns the runs of one server process."""
 
@@ -90,7 +104,8 @@ class RunManager:
     ) -> str:
         """Start a run of these plans, or resume the last unfinished one, or (with `retry`) retry the
         failed parts of a partial one; a finished run is otherwise returned as is."""
-        self.check_plans(plan_ids)
+        plans = self.check_plans(plan_ids)
+        budget = budget or planned_budget(plans)
         existing = self.store.latest_run_for(plan_ids)
         if existing is not None and (existing.id in self.live or not self.resumable(existing, retry=retry)):
             return existing.id
@@ -210,7 +225,13 @@ class RunManager:
                 # Failures reach the top synthesis from every node below it (see synthesizer.py).
                 failed = store.get_handoff(result_id).failures
                 limited = deps.budget.source_limit_reached()
-                nothing = not limited and store.sources_read(run_id) == 0 and store.count_facts(run_id) == 0
+                # Nothing read, and not because a node's budget refused to read what there was.
+                nothing = (
+                    not limited
+                    and store.sources_read(run_id) == 0
+                    and store.count_facts(run_id) == 0
+                    and not store.events_for_run(run_id, "node_budget")
+                )
                 store.update_run(
                     run_id,
                     status="budget_exhausted"

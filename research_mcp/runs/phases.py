@@ -18,15 +18,17 @@ import anyio
 
 from research_mcp.citations import WRITTEN_CITATION
 from research_mcp.contracts import ConfidenceLevel, Phase, PlanNode, SynthesisOutput
-from research_mcp.errors import BudgetExhausted, ModelError
+from research_mcp.errors import BudgetExhausted, ModelError, NodeBudgetExhausted
 from research_mcp.feasibility import leaf_reading
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.base import RoleResult
+from research_mcp.roles.contradictions import settling_question
 from research_mcp.roles.evidence import NOT_ESTABLISHED
+from research_mcp.roles.node_budgets import node_budget_spent
 from research_mcp.roles.scout import scout
 from research_mcp.roles.synthesizer import UNANSWERED, gate_synthesis, synthesize
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
-from research_mcp.runs.gates import PhaseSpending, criteria_status, unmet_gap
+from research_mcp.runs.gates import PhaseSpending, corroboration, criteria_status, unmet_gap
 from research_mcp.runs.leaf import RUBRIC_FACTS, rubric
 from research_mcp.runs.reading import choose_sources, extract_sources
 from research_mcp.runs.rejudge import criteria_questions, judged_leaves, rejudge, unmet_acceptance
@@ -52,6 +54,25 @@ def _synthesis(rc: RunContext, handoff_id: str) -> tuple[StoredSynthesis, dict[i
     if output is None:
         raise ValueError(f"handoff {handoff_id} is no finished synthesis")
     return output, {f.id: (f.source_id, f.corroborations) for f in store.get_facts(output.fact_ids)}
+
+
+def _said(rc: RunContext, output: StoredSynthesis) -> list[str]:
+    """What the verified facts a synthesis cites say: each one's statement and quote."""
+    return [f"{f.statement} {f.quote}" for f in rc.deps.store.get_facts(output.cited) if f.verified]
+
+
+def _settling_questions(
+    unmet: list[str], output: StoredSynthesis, source_of: dict[int, tuple[int, int]]
+) -> list[str]:
+    """What would settle an unmet criterion besides a theme: each contradiction's subject, asked of
+    new sources; and for corroboration, the weakest key finding, to find a second source for it."""
+    questions = []
+    if "contradictions_resolved" in unmet:
+        questions += [settling_question(item) for item in output.contradictions[:MAX_FOLLOW_UPS]]
+    if "corroboration" in unmet and output.key_findings:
+        weakest = min(output.key_findings, key=lambda f: corroboration(f.fact_ids, source_of))
+        questions.append(WRITTEN_CITATION.sub("", weakest.statement).strip()[:300])
+    return [question for question in dict.fromkeys(questions) if question]
 
 
 def _gap_questions(output: StoredSynthesis) -> list[str]:
@@ -136,7 +157,7 @@ async def run_phases(
     for phase in node.phases:
         spending = PhaseSpending(phase.budget, rc.deps.budget.tokens, rc.deps.budget.cost_usd)
         output, source_of = _synthesis(rc, handoff_id)
-        status = gates.get((phase.name, 0)) or criteria_status(phase, output, source_of)
+        status = gates.get((phase.name, 0)) or criteria_status(phase, output, source_of, _said(rc, output))
         best = (handoff_id, status, 0)
         stopped = ""
         for iteration in range(1, phase.max_iterations + 1):
@@ -147,7 +168,7 @@ async def run_phases(
             if iteration == phase.max_iterations:
                 stopped = f"stopped at max_iterations={phase.max_iterations}"
                 break
-            if reason := spending.stop_reason(rc):
+            if reason := spending.stop_reason(rc) or node_budget_spent():
                 stopped = f"budget spent: {reason}"
                 break
             # The decision to iterate is recorded with the criteria it was taken on: a run resumed in
@@ -166,6 +187,9 @@ async def run_phases(
             except _PhaseBudgetSpent as spent:
                 stopped = f"budget spent: {spent}"
                 break
+            except NodeBudgetExhausted as spent:
+                stopped = f"budget spent: {spent.what}"
+                break
             except BudgetExhausted:
                 store.add_event(
                     rc.run_id, "phase_budget", f"budget spent in phase {phase.name!r}", node_id=key
@@ -173,7 +197,9 @@ async def run_phases(
                 raise
             before = status
             output, source_of = _synthesis(rc, handoff_id)
-            status = gates.get((phase.name, iteration)) or criteria_status(phase, output, source_of)
+            status = gates.get((phase.name, iteration)) or criteria_status(
+                phase, output, source_of, _said(rc, output)
+            )
             kept_output = _synthesis(rc, best[0])[0]
             if _merit(status, output) > _merit(best[1], kept_output):
                 best = (handoff_id, status, iteration)
@@ -276,7 +302,9 @@ async def _iterate(
     leaves = [child for child in node.children if child.kind == "leaf"]
     gaps = _gap_questions(output)
     missing_themes = [name.split(":", 1)[1] for name in unmet if name.startswith("theme:")]
-    added = [f"What about {theme}?" for theme in missing_themes] + gaps[:2]
+    source_of = {f.id: (f.source_id, f.corroborations) for f in store.get_facts(output.fact_ids)}
+    settling = _settling_questions(unmet, output, source_of)
+    added = [f"What about {theme}?" for theme in missing_themes] + settling + gaps[:2]
     added_sources: list[str] = []
     new_extractions: list[str] = []
     asked_follow_ups: list[str] = []
@@ -302,9 +330,9 @@ async def _iterate(
         follow_ups = list(dict.fromkeys(q for asked in raised.values() for q in asked))[:MAX_FOLLOW_UPS]
         # The leaf's acceptance criteria still unmet are asked too, as a missing theme is.
         criteria = criteria_questions(rc, leaf, judged.get(leaf_key))
-        queries = [*leaf.search_queries, *missing_themes, *gaps[:2], *criteria, *follow_ups]
+        queries = [*leaf.search_queries, *missing_themes, *settling, *gaps[:2], *criteria, *follow_ups]
         widened = leaf.model_copy(update={"sources": [], "search_queries": queries})
-        asking = [*missing_themes, *gaps[:2], *criteria, *follow_ups]
+        asking = [*missing_themes, *settling, *gaps[:2], *criteria, *follow_ups]
         found = await _scout_for(rc, widened, leaf_key, asking, len(used), iteration) if asking else None
         # Found by the scout: those, else none (it searched already); the scout failed: a search.
         refs = [] if found == [] else await choose_sources(rc, widened, found or [], skip=used)
@@ -353,7 +381,7 @@ async def _iterate(
     delta = {
         "sources_added": added_sources,
         "extractions_added": new_extractions,
-        "questions_added": missing_themes + gaps[:2],
+        "questions_added": missing_themes + settling + gaps[:2],
         "follow_ups_asked": list(dict.fromkeys(asked_follow_ups)),
         "criteria_asked": list(dict.fromkeys(asked_criteria)),
     }

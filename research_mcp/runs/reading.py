@@ -16,10 +16,11 @@ from collections.abc import Collection, Mapping, Sequence
 import anyio
 
 from research_mcp.contracts import ExtractorTaskSpec, PlanNode, Source
-from research_mcp.errors import ModelError, NotConfigured, SourceError
+from research_mcp.errors import ModelError, NodeBudgetExhausted, NotConfigured, SourceError
 from research_mcp.feasibility import SOURCES_PER_LEAF, leaf_reading
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.extractor import SpecSpending, asked_questions, extract
+from research_mcp.roles.node_budgets import node_budget_spent
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
 from research_mcp.sources.library import classify_ref, ref_key
 from research_mcp.storage.models import SourcesChosen
@@ -124,6 +125,9 @@ async def extract_sources(
     async def read(
         slot: tuple[int, int], ref: str, spec: ExtractorTaskSpec | None, spent: SpecSpending | None
     ) -> None:
+        if (spent_node := node_budget_spent()) is not None:
+            _node_out_of_budget(rc, key, ref, spent_node)
+            return
         if ref not in already_read and not rc.deps.budget.take_source():
             rc.failures.setdefault(key, []).append(
                 f"Source not read: {ref}: the run's budget of {rc.deps.budget.max_sources} sources was reached"
@@ -158,16 +162,36 @@ async def extract_sources(
                     f"Task spec {slot[1] + 1} not answered from {ref}: its {seconds:g} s time limit reached"
                 )
                 rc.deps.store.add_event(rc.run_id, "spec_budget", note, node_id=key)
+        except NodeBudgetExhausted as error:
+            _node_out_of_budget(rc, key, ref, error.what)
         except (SourceError, ModelError, NotConfigured) as error:
             rc.failures.setdefault(key, []).append(f"Source not read: {ref}: {error}")
             rc.deps.store.add_event(rc.run_id, "source_failed", f"{ref}: {error}", node_id=key)
 
-    async with anyio.create_task_group() as group:
-        for position, ref in enumerate(refs):
-            for index, spec in enumerate(specs):
-                group.start_soon(one, (position, index), ref, spec)
+    # Task specs by priority, 1 first: a wave of higher priority finishes before the next starts, so
+    # a node budget running out leaves the lower priorities unasked.
+    for wave in sorted({_priority(spec) for spec in specs}):
+        async with anyio.create_task_group() as group:
+            for position, ref in enumerate(refs):
+                for index, spec in enumerate(specs):
+                    if _priority(spec) == wave:
+                        group.start_soon(one, (position, index), ref, spec)
     # In the order of the sources, not of completion: the same sources give the synthesizer the same inputs.
     return [handoffs[slot] for slot in sorted(handoffs)]
+
+
+DEFAULT_PRIORITY = ExtractorTaskSpec.model_fields["priority"].default
+
+
+def _priority(spec: ExtractorTaskSpec | None) -> int:
+    return spec.priority if spec is not None else DEFAULT_PRIORITY
+
+
+def _node_out_of_budget(rc: RunContext, key: str, ref: str, reason: str) -> None:
+    """A source left unread because a node's own budget is spent: named in the leaf's failures (so
+    the node ends partial, saying why) and logged as a `node_budget` event."""
+    rc.failures.setdefault(key, []).append(f"Source not read: {ref}: budget exhausted: {reason}")
+    rc.deps.store.add_event(rc.run_id, "node_budget", f"{ref} not read: {reason}", node_id=key)
 
 
 def _done_extractions(rc: RunContext, key: str) -> dict[tuple[int, tuple[str, ...]], str]:

@@ -253,7 +253,13 @@ class TaskRequests:
         params.pop("task", None)
         result = await call_next(replace(ctx, params=params))
         structured = result.get("structuredContent") if isinstance(result, dict) else None
-        if not isinstance(result, dict) or result.get("isError") or not isinstance(structured, dict):
+        declined = isinstance(structured, dict) and structured.get("kind") != "run"  # the user said no
+        if (
+            not isinstance(result, dict)
+            or result.get("isError")
+            or not isinstance(structured, dict)
+            or declined
+        ):
             if _modern(ctx) or not isinstance(result, dict):
                 return result  # the server decides per request: a refused call is no task
             content = result.get("content") or [{}]

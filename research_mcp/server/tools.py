@@ -6,7 +6,9 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, ParamSpec, TypeVar
 
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.resolve import Resolve
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -16,6 +18,7 @@ from research_mcp.contracts import Budget, CompactReturn, ReportPage, View
 from research_mcp.errors import InvalidInput, ResearchError, shown
 from research_mcp.llm.base import ModelBackend
 from research_mcp.server import inputs
+from research_mcp.server.authorization import RunAuthorization, authorize_run
 from research_mcp.server.context import ToolContext
 from research_mcp.server.schemas import output_outline, published_schema
 from research_mcp.service import ResearchService
@@ -136,6 +139,7 @@ async def plan_research(
 @research_errors
 async def execute_plan(
     ctx: ToolContext,
+    authorization: Annotated[ElicitationResult[RunAuthorization], Resolve(authorize_run)],
     plan_id: inputs.PlanId | None = None,
     plan_ids: Annotated[
         list[inputs.PlanId] | None, Field(description="Several plans, one final answer.")
@@ -155,6 +159,8 @@ async def execute_plan(
         raise InvalidInput("give plan_id (or plan_ids) to start a run, or run_id to wait on one.")
     if cancel and run_id is None:
         raise InvalidInput("cancel needs the run_id of the run to stop.")
+    if run_id is None and not (isinstance(authorization, AcceptedElicitation) and authorization.data.start):
+        return compact(_service(ctx).declined(ids, cancelled=authorization.action == "cancel"))
 
     async def progress(value: float, total: int, message: str) -> None:
         await ctx.report_progress(value, total, message)

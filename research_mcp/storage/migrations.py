@@ -287,6 +287,11 @@ def m008_source_insights(db: Database) -> None:
             )
 
 
+def m009_plan_budget(db: Database) -> None:
+    """The budget given to plan_research, kept with the plan: a run of it spends within it."""
+    db.table("plans").add_column("budget", str)
+
+
 def _insight_rows(
     output: dict[str, Any], source_id: int, ref: str
 ) -> list[tuple[int, str, str, str, str, str]]:
@@ -313,6 +318,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("006_corpus_fts_bulk", m006_corpus_fts_bulk),
     ("007_facts_by_source", m007_facts_by_source),
     ("008_source_insights", m008_source_insights),
+    ("009_plan_budget", m009_plan_budget),
 ]
 
 

@@ -86,7 +86,7 @@ class PlanEstimate(BaseModel):
 class StoredPlan(_Row):
     """A `plans` row: the plan tree the planner built and code checked."""
 
-    json_columns = ("tree", "reasons", "estimate", "suggested")
+    json_columns = ("tree", "reasons", "estimate", "suggested", "budget")
 
     id: str
     query: str
@@ -98,6 +98,7 @@ class StoredPlan(_Row):
     backend: str
     handoff_id: str | None = None
     created_at: str
+    budget: Budget | None = None  # given to plan_research; a run given none spends within it
 
 
 class Run(_Row):

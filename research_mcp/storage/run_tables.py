@@ -52,6 +52,7 @@ class RunTables(StoreDatabase):
         suggested: PlannerOutput | None,
         backend: str,
         handoff_id: str,
+        budget: Budget | None = None,
     ) -> None:
         row = {
             "id": plan_id,
@@ -64,6 +65,7 @@ class RunTables(StoreDatabase):
             "backend": backend,
             "handoff_id": handoff_id,
             "created_at": now(),
+            "budget": as_json(budget.model_dump(mode="json") if budget else None),
         }
         with self.write():
             self.db.table("plans").insert(row)

@@ -1,0 +1,157 @@
+"""Contradictions found by code: two verified facts from different sources about the same subject
+that give different numbers or dates, or where one denies what the other states, and that no
+further source settles (more sources agreeing with one side than with the other).
+
+Any backend's synthesis gets them added to its own (the no-model synthesizer finds none by itself),
+so a phase's "contradictions resolved" criterion can fail, and an iteration then asks the question
+that would settle each one (`settling_question`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from itertools import combinations
+
+from research_mcp.contracts import Fact
+from research_mcp.llm.extractive.scoring import stem, terms
+
+__all__ = ["found_contradictions", "settling_question"]
+
+#: How code words a contradiction; `settling_question` reads the subject back from it.
+PREFIX = "Sources disagree on "
+#: Contradictions code names in one synthesis.
+MAX_FOUND = 5
+#: Subject terms two facts must share, at least, to be about the same thing.
+MIN_SHARED = 3
+#: ... and the share of both facts' subject terms they must make up (numbers, dates).
+SAME_SUBJECT = 0.5
+#: ... and for a negation, where the rest of the two statements must be nearly the same.
+SAME_CLAIM = 0.8
+STATEMENT_CHARS = 160
+
+_NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w])")
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_IDENTIFIER = re.compile(r"[A-Za-z]+\d+\w*|\d+[A-Za-z]+\w*")
+#: Numbers read as years: a date that differs is a disagreement, a count in another year is not.
+FIRST_YEAR, LAST_YEAR = 1000, 2100
+_NEGATION = re.compile(r"\b(?:not|no|never|none|neither|nor|without|cannot)\b|n't\b", re.IGNORECASE)
+
+
+def _numbers(text: str) -> frozenset[str]:
+    return frozenset(match.replace(",", "") for match in _NUMBER.findall(text))
+
+
+def _years(numbers: frozenset[str]) -> frozenset[str]:
+    return frozenset(n for n in numbers if n.isdigit() and FIRST_YEAR <= int(n) <= LAST_YEAR)
+
+
+def _names(text: str) -> frozenset[str]:
+    """What names the statement's subject: capitalized words after the first, and identifiers (K10)."""
+    words = _WORD.findall(text)
+    named = [w for w in words[1:] if w[0].isupper()] + [w for w in words if _IDENTIFIER.fullmatch(w)]
+    return frozenset(word.casefold() for word in named)
+
+
+def _numbers_disagree(a: str, b: str) -> bool:
+    """Different numbers for one thing: the numbers differ, and not merely because the two speak of
+    different years (a count in 2000 and another in 2010 is a series, not a contradiction)."""
+    numbers_a, numbers_b = _numbers(a), _numbers(b)
+    years_a, years_b = _years(numbers_a), _years(numbers_b)
+    counts_a, counts_b = numbers_a - years_a, numbers_b - years_b
+    if counts_a and counts_b:  # amounts disagree; the same year (or none given) makes it one claim
+        return not counts_a & counts_b and years_a == years_b
+    return bool(years_a and years_b) and not years_a & years_b  # dates: "opened in 1932", "in 1934"
+
+
+def _subject(text: str) -> list[str]:
+    """The statement's content terms, numbers left out."""
+    return [term for term in dict.fromkeys(terms(text)) if not term.isdigit()]
+
+
+def _shared(a: list[str], b: list[str]) -> tuple[list[str], float]:
+    """The terms both hold, and their share of all the terms either holds."""
+    shared = [term for term in a if term in b]
+    return shared, len(shared) / max(1, len({*a, *b}))
+
+
+def _agrees(fact: Fact, other: Fact) -> bool:
+    """`other` says what `fact` says: the same subject, a number in common (or none on either side)
+    and the same polarity."""
+    shared, share = _shared(_subject(fact.statement), _subject(other.statement))
+    if len(shared) < MIN_SHARED or share < SAME_SUBJECT:
+        return False
+    numbers, others = _numbers(fact.statement), _numbers(other.statement)
+    same_numbers = bool(numbers & others) or not (numbers or others)
+    return same_numbers and bool(_NEGATION.search(fact.statement)) == bool(_NEGATION.search(other.statement))
+
+
+def _backing(fact: Fact, facts: Sequence[Fact]) -> int:
+    """Sources saying what `fact` says: those of the facts agreeing with it, each counted with the
+    sources its statement was found repeated in (a repeat is merged into one fact, corroborated)."""
+    agreeing = {f.source_id: f.corroborations for f in facts if f is fact or _agrees(fact, f)}
+    return sum(max(1, count) for count in agreeing.values())
+
+
+def _settled(a: Fact, b: Fact, facts: Sequence[Fact]) -> bool:
+    """More sources agree with one side than with the other: a later source settled it."""
+    return _backing(a, facts) != _backing(b, facts)
+
+
+def _conflict(a: Fact, b: Fact) -> list[str] | None:
+    """The subject terms two facts conflict on (their numbers differ, or one negates the other)."""
+    first, second = _subject(a.statement), _subject(b.statement)
+    shared, share = _shared(first, second)
+    if len(shared) < MIN_SHARED:
+        return None
+    names_a, names_b = _names(a.statement), _names(b.statement)
+    if names_a and names_b and names_a != names_b:  # the Alder bridge and the Elder bridge
+        return None
+    if share >= SAME_SUBJECT and _numbers_disagree(a.statement, b.statement):
+        return shared
+    numbers_a, numbers_b = _numbers(a.statement), _numbers(b.statement)
+    negated = bool(_NEGATION.search(a.statement)) != bool(_NEGATION.search(b.statement))
+    if share >= SAME_CLAIM and negated and numbers_a == numbers_b:
+        return shared
+    return None
+
+
+def _in_words(statement: str, shared: list[str]) -> str:
+    """The shared subject as the statement writes it (the terms are stemmed)."""
+    words = [word for word in _WORD.findall(statement) if stem(word.casefold()) in shared]
+    return " ".join(list(dict.fromkeys(words))[:6])
+
+
+def _said(fact: Fact) -> str:
+    statement = " ".join(fact.statement.split())
+    if len(statement) > STATEMENT_CHARS:
+        statement = statement[: STATEMENT_CHARS - 1] + "…"
+    return f'"{statement}" [F{fact.id}]'
+
+
+def found_contradictions(facts: Sequence[Fact]) -> list[str]:
+    """Pairs of verified facts from different sources that contradict each other, worded for the
+    report ("Sources disagree on harbour bridge opened: "…" [F3]; "…" [F7]")."""
+    verified = [fact for fact in facts if fact.verified]
+    found: list[str] = []
+    subjects: set[str] = set()
+    # In the order of what the facts say, not of their ids: the same facts give the same list.
+    for a, b in combinations(sorted(verified, key=lambda fact: (fact.statement, fact.quote)), 2):
+        if a.source_id == b.source_id or (shared := _conflict(a, b)) is None or _settled(a, b, verified):
+            continue
+        subject = _in_words(a.statement, shared)
+        if subject in subjects:  # one contradiction a subject, however many sources repeat a side
+            continue
+        subjects.add(subject)
+        found.append(f"{PREFIX}{subject}: {_said(a)}; {_said(b)}")
+        if len(found) == MAX_FOUND:
+            break
+    return found
+
+
+def settling_question(contradiction: str) -> str:
+    """The question whose answer would settle a contradiction: its subject, asked of new sources."""
+    if contradiction.startswith(PREFIX):
+        subject = contradiction[len(PREFIX) :].split(":", 1)[0]
+        return f"What is established about {subject}?"
+    return f"Which is right: {contradiction[:200]}?"
