@@ -27,7 +27,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from research_mcp.errors import InvalidInput, NotConfigured, NotFound
 from research_mcp.sources.documents import chunk_spans, embedding_text
-from research_mcp.sources.folders import SUFFIXES, CorpusFolders, document_name, sniff_text_file
+from research_mcp.sources.folders import (
+    SUFFIXES,
+    CorpusFolders,
+    document_name,
+    sniff_text_file,
+    storable_name,
+)
 from research_mcp.sources.index_progress import CorpusStatus, IndexProgress, IndexReport
 from research_mcp.sources.indexing import index_corpus, rebuild_vectors
 from research_mcp.sources.parsing import DocumentParser
@@ -252,7 +258,7 @@ class Corpus:
         resolved = self.resolve(path)
         owner = self.folders.owner(resolved)
         assert owner is not None
-        rel = resolved.relative_to(owner).as_posix()
+        rel = storable_name(resolved.relative_to(owner).as_posix())
         row = next((f for f in self._store.corpus_files(str(owner)) if f.path == rel), None)
         if row is not None:
             return row.id

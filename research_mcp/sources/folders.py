@@ -35,6 +35,7 @@ __all__ = [
     "gunzip",
     "looks_like_text",
     "sniff_text_file",
+    "storable_name",
 ]
 
 SUFFIXES = frozenset({".md", ".markdown", ".txt", ".text", ".rst", ".html", ".htm", ".pdf"})
@@ -79,6 +80,17 @@ def document_name(name: str) -> DocumentName | None:
     if _not_a_file_type(suffix[1:]):
         return DocumentName(kind="", gzipped=gzipped, title=inner)
     return None
+
+
+def storable_name(name: str) -> str:
+    """A file name or path as the index stores and shows it: itself when it is valid UTF-8; otherwise
+    (``m\\xe9moire.md``, a Latin-1 name) its undecodable bytes written as ``\\xe9`` escapes, so the file
+    is indexed, found and cited under a name every database, terminal and JSON encoder takes."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
+    return name
 
 
 def _not_a_file_type(suffix: str) -> bool:

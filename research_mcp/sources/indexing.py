@@ -35,7 +35,7 @@ from research_mcp.sources.documents import (
     read_regular_file,
     size_cap,
 )
-from research_mcp.sources.folders import document_name, gunzip, sniff_text_file
+from research_mcp.sources.folders import document_name, gunzip, sniff_text_file, storable_name
 from research_mcp.sources.index_progress import CorpusStatus, IndexProgress, IndexReport
 
 if TYPE_CHECKING:
@@ -176,7 +176,7 @@ def _scan(corpus: Corpus, root: Path, top: Path, tally: _Tally) -> list[_Work]:
     seen: set[str] = set()
     work: list[_Work] = []
     for file in corpus.walk(root, top, tally.errors):
-        rel = file.relative_to(root).as_posix()
+        rel = storable_name(file.relative_to(root).as_posix())
         if rel in seen:
             continue
         seen.add(rel)
@@ -209,7 +209,7 @@ def _scan(corpus: Corpus, root: Path, top: Path, tally: _Tally) -> list[_Work]:
 def _read(corpus: Corpus, item: _Work, tally: _Tally, pending: list[Chunk], parser: DocumentParser) -> None:
     """Read one new or changed file into the store; its chunks to embed join ``pending``."""
     rel, row, stat = item.rel, item.row, item.stat
-    named = document_name(item.file.name)
+    named = document_name(storable_name(item.file.name))
     assert named is not None  # the walk yields documents only
     cap = size_cap(named.kind)
     if stat.st_size > cap:

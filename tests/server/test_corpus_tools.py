@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import anyio
@@ -95,3 +96,12 @@ async def test_a_document_saved_while_the_server_runs_is_found_by_the_next_resca
             assert status["phase"] == "ready", status
             await anyio.sleep(0.05)
         assert "indexed so far" not in json.dumps(scouted.structured_content)
+
+
+async def test_a_file_name_that_is_not_utf8_leaves_the_served_corpus_indexing_to_the_end(
+    corpus: Path,
+) -> None:
+    (corpus / os.fsdecode(b"m\xe9moire.md")).write_text("# Memoire\n\nHerons nest in April.\n")
+    async with Client(create_server(), mode="legacy") as client:
+        status = await wait_until_indexed(client)
+    assert (status["phase"], status["error"], status["documents_indexed"]) == ("ready", None, 4)

@@ -131,3 +131,21 @@ def test_gunzip_reads_every_member_and_refuses_a_truncated_stream() -> None:
     assert gunzip(two, 1024) == b"first member. second member."
     with pytest.raises(SourceError, match="truncated"):
         gunzip(gzip.compress(b"x" * 5000)[:-12], 2**20)
+
+
+def test_a_file_named_in_latin_1_is_indexed_under_an_escaped_name_and_the_rest_of_the_corpus_too(
+    store: Store, folder: Path
+) -> None:
+    latin1 = os.fsdecode(b"m\xe9moire.md")  # not UTF-8: the name holds a lone surrogate in Python
+    (folder / latin1).write_text("# Memoire\n\nThe heron nests in the reed beds each April.\n")
+    (folder / "zebra.md").write_text("# Zebra\n\nStripes sort after the Latin-1 name.\n")
+    corpus = Corpus(store, [folder])
+    report = corpus.index()
+    assert report.errors == [] and report.added == 7
+    assert indexed(store, folder)["m\\xe9moire.md"] == "Memoire"
+    assert "zebra.md" in indexed(store, folder)
+    [hit] = [hit for hit in corpus.search("heron reed beds", limit=3) if "heron" in hit.snippet]
+    assert hit.path == "m\\xe9moire.md"
+    assert corpus.document_at(folder / latin1) == hit.doc_id
+    again = corpus.index()
+    assert (again.added, again.removed, again.unchanged) == (0, 0, 7)  # the escaped name is stable
