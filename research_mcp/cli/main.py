@@ -20,6 +20,7 @@ from research_mcp.cli.doctor import backend_line, connect_hint
 from research_mcp.config import Settings
 from research_mcp.contracts import FINISHED, RETRYABLE
 from research_mcp.errors import ResearchError
+from research_mcp.printable import printable
 from research_mcp.redaction import Redactor, redact_logs
 
 if TYPE_CHECKING:
@@ -43,11 +44,15 @@ def _settings() -> Settings:
 
 
 class _Commands(click.Group):
-    """The command group; Ctrl-C anywhere exits 130, as a shell expects of an interrupted program."""
+    """The command group; Ctrl-C anywhere exits 130, as a shell expects of an interrupted program.
+    An error's message (which may quote a run's error, a page or a file name) is made printable."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.ClickException as error:
+            setattr(error, "message", printable(error.message))  # noqa: B010 (Final in click's stubs)
+            raise
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             ctx.exit(INTERRUPTED)
@@ -116,7 +121,7 @@ def doctor() -> None:
     """Print the configuration in effect and why."""
     from research_mcp.cli.doctor import doctor_report
 
-    click.echo(doctor_report(_settings()))
+    click.echo(printable(doctor_report(_settings())))
 
 
 @main.command()
@@ -124,7 +129,7 @@ def reindex() -> None:
     """Rebuild the knowledge index (fact and corpus chunk vectors) from the SQLite store."""
     from research_mcp.cli.doctor import rebuild_knowledge_index
 
-    click.echo(rebuild_knowledge_index(_settings()))
+    click.echo(printable(rebuild_knowledge_index(_settings())))
 
 
 @main.command()
@@ -195,7 +200,7 @@ def runs(limit: int, as_json: bool) -> None:
     finally:
         store.close()
     if as_json:
-        click.echo(json.dumps([row.as_dict() for row in rows], ensure_ascii=False, indent=2))
+        click.echo(printable(json.dumps([row.as_dict() for row in rows], ensure_ascii=False, indent=2)))
     elif not rows:
         click.echo('no runs yet; start one with: research-mcp run "your question"', err=True)
     else:
@@ -214,7 +219,7 @@ def show(ident: str, view: str) -> None:
         ident = _resolve_run(store, ident)
         if ident.startswith("run_") and view not in ("summary", "tree", "handoff"):
             _needs_report(store, ident)
-        click.echo("\n".join(view_items(store, ident, view)))  # type: ignore[arg-type]
+        click.echo(printable("\n".join(view_items(store, ident, view))))  # type: ignore[arg-type]
     except ResearchError as error:
         raise _user_error(error) from None
     finally:
@@ -245,7 +250,7 @@ def export(run_id: str, fmt: str, output: Path | None) -> None:
     try:
         run_id = _resolve_run(store, run_id)
         _needs_report(store, run_id)
-        text = export_run(store, run_id, fmt)
+        text = printable(export_run(store, run_id, fmt))
     except ResearchError as error:
         raise _user_error(error) from None
     finally:
@@ -341,7 +346,7 @@ def run(
             finished = status in FINISHED and status not in RETRYABLE
             if finished:  # nothing to run: its report, without starting the server
                 click.echo(f"run {resume} had already finished", err=True)
-                click.echo(export_run(store, resume, "md"))
+                click.echo(printable(export_run(store, resume, "md")))
                 return
             # The folders it read documents from are searched and read again, --corpus given or not.
             known = {str(path) for path in settings.corpus}
@@ -392,6 +397,6 @@ def run(
         )
     store = _open_store()
     try:
-        click.echo(export_run(store, run_id, "md"))
+        click.echo(printable(export_run(store, run_id, "md")))
     finally:
         store.close()
