@@ -64,6 +64,8 @@ def index_folder(settings: Settings, folder: Path, *, stream: IO[str] | None = N
         )
         for error in report.errors:
             click.echo(printable(f"skipped: {error}"), err=True)
+        if (skipped := report.skipped_line()) is not None:
+            click.echo(printable(skipped), err=True)
         click.echo(printable(f"add it to RESEARCH_MCP_CORPUS so the server searches it: {folder.resolve()}"))
     finally:
         parser.close()

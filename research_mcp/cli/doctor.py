@@ -15,7 +15,17 @@ if TYPE_CHECKING:
     from research_mcp.storage.store import Store
     from research_mcp.storage.vectors import KnowledgeIndex
 
-__all__ = ["backend_line", "connect_hint", "doctor_report", "index_drift", "rebuild_knowledge_index"]
+__all__ = [
+    "PROBLEM",
+    "backend_line",
+    "connect_hint",
+    "doctor_problems",
+    "doctor_report",
+    "index_drift",
+    "rebuild_knowledge_index",
+]
+
+PROBLEM = "problem: "  # how a doctor line naming a problem begins; `doctor` then exits 1
 
 
 def connect_hint() -> str:
@@ -34,8 +44,14 @@ def backend_line(settings: Settings) -> str:
     return f"{settings.model} (RESEARCH_MCP_MODEL={settings.model})"
 
 
+def doctor_problems(report: str) -> int:
+    """How many problems a doctor report names (each on a line of its own, ``problem: …``)."""
+    return sum(1 for line in report.splitlines() if line.lstrip().startswith(PROBLEM))
+
+
 def doctor_report(settings: Settings) -> str:
-    """The configuration in effect and why, with each problem and how to fix it."""
+    """The configuration in effect and why, with each problem (a line starting ``problem:``) and
+    how to fix it."""
     web = "tavily" if settings.tavily_api_key else "not configured (set TAVILY_API_KEY)"
     corpus = ", ".join(str(path) for path in settings.corpus) or "not configured (set RESEARCH_MCP_CORPUS)"
     qdrant = settings.qdrant_url or f"Qdrant Edge, embedded at {settings.vectors_path}"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import click
 
+from research_mcp import __version__
 from research_mcp.cli.doctor import backend_line, connect_hint
 from research_mcp.config import Settings
 from research_mcp.contracts import FINISHED, RETRYABLE
@@ -59,6 +60,7 @@ class _Commands(click.Group):
 
 
 @click.group(cls=_Commands)
+@click.version_option(__version__, "-V", "--version", prog_name="research-mcp")
 @click.option("-v", "--verbose", is_flag=True, help="Log debug detail to stderr.")
 def main(verbose: bool) -> None:
     """research-mcp: a research team as MCP tools."""
@@ -118,10 +120,17 @@ def _check_store(settings: Settings) -> None:
 
 @main.command()
 def doctor() -> None:
-    """Print the configuration in effect and why."""
-    from research_mcp.cli.doctor import doctor_report
+    """Print the configuration in effect and why; exit 1 when it names a problem."""
+    from research_mcp.cli.doctor import doctor_problems, doctor_report
 
-    click.echo(printable(doctor_report(_settings())))
+    report = printable(doctor_report(_settings()))
+    click.echo(report)
+    if problems := doctor_problems(report):
+        click.echo(
+            f"doctor: {problems} problem{'s' if problems > 1 else ''} found (lines starting 'problem:')",
+            err=True,
+        )
+        sys.exit(1)
 
 
 @main.command()
