@@ -1,4 +1,4 @@
-"""research-mcp command line: serve | run | runs | show | export | index | reindex | doctor.
+"""research-mcp command line: serve | run | runs | show | export | index | reindex | prune | doctor.
 
 Everything but `serve` is for people at a terminal; `serve` speaks MCP on stdio and logs to stderr.
 """
@@ -139,6 +139,44 @@ def reindex() -> None:
     from research_mcp.cli.doctor import rebuild_knowledge_index
 
     click.echo(printable(rebuild_knowledge_index(_settings())))
+
+
+@main.command()
+@click.argument("run_ids", nargs=-1, metavar="[RUN_ID]...")
+@click.option(
+    "--older-than",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="DAYS",
+    help="Runs finished more than DAYS ago (default: RESEARCH_MCP_RETENTION_DAYS).",
+)
+@click.option("--dry-run", is_flag=True, help="Name the runs it would delete; delete nothing.")
+def prune(run_ids: tuple[str, ...], older_than: float | None, dry_run: bool) -> None:
+    """Delete finished runs (by id, `last`, or by age) with their handoffs, events and the facts no
+    other run cites, and those facts' vectors."""
+    from research_mcp.cli.prune import prune_runs, runs_to_prune
+
+    if run_ids and older_than is not None:
+        raise click.UsageError("give run ids or --older-than DAYS, not both")
+    settings = _settings()
+    if LAST in run_ids:
+        store = _open_store()
+        try:
+            run_ids = tuple(_resolve_run(store, ident) for ident in run_ids)
+        finally:
+            store.close()
+    chosen = runs_to_prune(settings, run_ids, older_than)
+    if chosen is None:
+        raise click.UsageError("give run ids, or --older-than DAYS, or set RESEARCH_MCP_RETENTION_DAYS")
+    if dry_run or not chosen:
+        click.echo(f"{len(chosen)} runs to prune{': ' if chosen else ''}{' '.join(chosen)}")
+        return
+    try:
+        lines, refused = prune_runs(settings, chosen)
+    except ResearchError as error:
+        raise _user_error(error) from None
+    click.echo(printable("\n".join([*lines, f"pruned {len(chosen) - refused} of {len(chosen)} runs"])))
+    if refused:
+        sys.exit(1)
 
 
 @main.command()
