@@ -63,7 +63,7 @@ async def test_pruning_deletes_what_only_the_run_holds_with_its_vectors_and_keep
     report_before = view_items(store, again, "report")
     assert first_facts and other_facts
 
-    with KnowledgeIndex.open(path=settings.qdrant_path, embedder=default_embedder()) as index:
+    with KnowledgeIndex.open(path=settings.vectors_path, embedder=default_embedder()) as index:
         knowledge = KnowledgeBase(store, index)
         assert set(other_facts) <= index.ids("facts")
         kept = knowledge.prune_run(first)
