@@ -116,6 +116,15 @@ def storable_name(name: str) -> str:
     return name
 
 
+def file_type(name: str) -> str:
+    """What a name says a file is, as the skipped files are counted: ``.py``, ``.json.gz``, ``(no suffix)``."""
+    lower = name.lower()
+    gzipped = lower.endswith(COMPRESSED) and len(lower) > len(COMPRESSED)
+    inner = lower[: -len(COMPRESSED)] if gzipped else lower
+    suffix = PurePosixPath(inner).suffix or (NO_SUFFIX if not gzipped else "")
+    return suffix + (COMPRESSED if gzipped else "")
+
+
 def _not_a_file_type(suffix: str) -> bool:
     """A dotted tail that names no file type: none, a version (``LGPL-2.1``) or a capitalised word
     (``README.Debian``); file types are lower-case words (``.py``, ``.json``)."""
@@ -234,7 +243,7 @@ class CorpusFolders:
                 path = here / name
                 if document_name(name) is None:
                     if passed is not None and not name.startswith("."):
-                        passed[PurePosixPath(name).suffix.lower() or NO_SUFFIX] += 1
+                        passed[file_type(name)] += 1
                     continue
                 if path.is_symlink():
                     target = self._check_link(path, errors)

@@ -160,6 +160,7 @@ def test_readmes_with_any_suffix_and_latin_1_docs_gzipped_or_not_are_indexed_and
     (folder / "dpkg" / "changelog.de.gz").write_bytes(gzip.compress(latin1))
     (folder / "NOTES.txt").write_bytes(latin1)
     (folder / "empty.md").write_text("")
+    (folder / "api.json.gz").write_bytes(gzip.compress(b'{"data": "not a document"}'))
     report = Corpus(store, [folder]).index()
     titles = indexed(store, folder)
     assert {"README.source", "README.api", "dpkg/changelog.de.gz", "NOTES.txt"} <= set(titles)
@@ -168,9 +169,9 @@ def test_readmes_with_any_suffix_and_latin_1_docs_gzipped_or_not_are_indexed_and
     assert "die Brücke über den Fluß wurde 1932 eröffnet" in corpus.read(hit.doc_id).text  # not mojibake
     # Passed over, and counted: a program and an image (binary), code and data by their names, an empty file.
     assert (report.binary, report.empty) == (1, 1)
-    assert report.not_documents == {".png": 1, ".py": 1, ".json": 1}
+    assert report.not_documents == {".png": 1, ".py": 1, ".json": 1, ".json.gz": 1}
     assert report.skipped_line() == (
-        "skipped 5 files: 3 not documents by their names (.json 1, .png 1, .py 1); "
+        "skipped 6 files: 4 not documents by their names (.json 1, .json.gz 1, .png 1, .py 1); "
         "1 named like documents but holding binary data; 1 empty"
     )
 
