@@ -65,10 +65,10 @@ async def test_pruning_deletes_what_only_the_run_holds_with_its_vectors_and_keep
 
     with KnowledgeIndex.open(path=settings.vectors_path, embedder=default_embedder()) as index:
         knowledge = KnowledgeBase(store, index)
-        assert set(other_facts) <= index.ids("facts")
+        assert index.held("facts", other_facts) == set(other_facts)
         kept = knowledge.prune_run(first)
         gone = knowledge.prune_run(other)
-        held = index.ids("facts")
+        held = index.held("facts", [*first_facts, *other_facts])
         drift = heal(knowledge, dry_run=True)
 
     # The other run's facts were its own: deleted, with their vectors, handoffs, events and nodes.
