@@ -59,6 +59,8 @@ class Settings(BaseSettings):
 
     # Web pages older than this are read again, and facts from them are not reused until they are.
     web_max_age_days: float = Field(default=7.0, gt=0, validation_alias="RESEARCH_MCP_WEB_MAX_AGE_DAYS")
+    # Runs finished longer ago than this are deleted by `research-mcp prune` (None: kept for ever).
+    retention_days: float | None = Field(default=None, gt=0, validation_alias="RESEARCH_MCP_RETENTION_DAYS")
 
     # `serve --http`: the bearer token every request must carry (required beyond loopback), and extra
     # Host header names to accept, e.g. the public name a reverse proxy forwards.

@@ -31,6 +31,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from research_mcp.printable import PrintableFilter
+
 if TYPE_CHECKING:
     from research_mcp.config import Settings
 
@@ -158,15 +160,29 @@ def _scrub(text: str, secret: str) -> str:
 
 
 class RedactingFilter(logging.Filter):
-    """A handler filter that redacts each record's message, arguments and traceback text."""
+    """A handler filter that redacts each record's message, arguments and traceback text.
+
+    The arguments keep their shape (uvicorn's access formatter unpacks five of them): each is redacted
+    in place, and only a secret that the message and its arguments make up together collapses the
+    record into its redacted message.
+    """
 
     def __init__(self, redact: Callable[[str], str]) -> None:
         super().__init__()
         self.redact = redact
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = self.redact(record.getMessage())
-        record.args = None
+        if isinstance(record.msg, str):
+            record.msg = self.redact(record.msg)
+        else:
+            record.msg = self.redact(str(record.msg))
+        if isinstance(record.args, tuple):
+            record.args = tuple(self._argument(arg) for arg in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {key: self._argument(value) for key, value in record.args.items()}
+        message = record.getMessage()
+        if self.redact(message) != message:  # a secret split between the message and an argument
+            record.msg, record.args = self.redact(message), ()
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
@@ -175,13 +191,25 @@ class RedactingFilter(logging.Filter):
             record.stack_info = self.redact(record.stack_info)
         return True
 
+    def _argument(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.redact(value)
+        if value is None or isinstance(value, int | float):
+            return value
+        text = str(value)
+        return (
+            value
+            if self.redact(text) == text and self.redact(repr(value)) == repr(value)
+            else self.redact(text)
+        )
+
 
 def redact_logs(redact: Redactor, logger: logging.Logger | None = None) -> Callable[[], None]:
-    """Attach a `RedactingFilter` to every handler of `logger`, or, by default, to every handler
+    """Attach a `PrintableFilter` (terminal controls dropped, ``printable.py``) and, when secrets are
+    configured, a `RedactingFilter` to every handler of `logger`, or, by default, to every handler
     configured so far (the root logger's, and those of loggers that do not propagate, such as
-    uvicorn's); the returned function detaches them again."""
-    if not redact:
-        return lambda: None
+    uvicorn's); the returned function detaches them again. Controls go first, so none can hide a
+    secret from the redaction by splitting it."""
     if logger is not None:
         handlers = list(logger.handlers)
     else:
@@ -191,12 +219,20 @@ def redact_logs(redact: Redactor, logger: logging.Logger | None = None) -> Calla
             if isinstance(item, logging.Logger)
         ]
         handlers = list(dict.fromkeys(handler for item in loggers for handler in item.handlers))
-    log_filter = RedactingFilter(redact)
+    filters: list[logging.Filter] = [PrintableFilter()]
+    if redact:
+        filters.append(RedactingFilter(redact))
     for handler in handlers:
-        handler.addFilter(log_filter)
+        for log_filter in filters:
+            if not (
+                isinstance(log_filter, PrintableFilter)
+                and any(isinstance(held, PrintableFilter) for held in handler.filters)
+            ):
+                handler.addFilter(log_filter)
 
     def detach() -> None:
         for handler in handlers:
-            handler.removeFilter(log_filter)
+            for log_filter in filters:
+                handler.removeFilter(log_filter)
 
     return detach

@@ -1,22 +1,27 @@
 """Riding out overloaded upstreams: a retry policy per context, applied by one httpx transport.
 
-A tool call must answer within the host's minute, so it waits little and then says "try again";
-a background run has no one waiting on it, so it rides out an overload of minutes. The context
-picks the policy (`patience`): the run engine wraps each run in `patience(BACKGROUND)`, everything
-else gets `INTERACTIVE`.
+A tool call must answer within the host's minute, so it retries within a time budget well inside
+it and then says "try again"; a background run has no one waiting on it, so it rides out an
+overload of minutes. The context picks the policy (`patience`): the run engine wraps each run in
+`patience(BACKGROUND)`, everything else gets `INTERACTIVE`.
 
-    policy        retries   waiting in all   backoff without retry-after
-    INTERACTIVE   2         10 s             0.5 s, 1 s (x0.75-1 jitter)
-    BACKGROUND    8         600 s            2 s, 4 s ... 120 s (x0.75-1 jitter)
+    policy        time budget   retries at most   backoff without retry-after
+    INTERACTIVE   30 s          10                0.5 s, 1 s, 2 s ... 8 s (x0.75-1 jitter)
+    BACKGROUND    600 s         16                2 s, 4 s ... 120 s (x0.75-1 jitter)
+
+The budget is wall time from the first attempt: no retry starts when the time gone (attempts and
+waits) plus the next wait would pass it, so a burst of quick refusals (529, 429, 500 with
+`Retry-After: 0`) is ridden out and a lasting overload ends within the budget.
 
 `RetryingTransport` wraps an httpx (or httpx2) transport: it sends, and while `should_retry` says
 the answer is passing (429, 529, a gateway error) or the connection failed with one of
 `retry_errors`, it waits and sends again. A `retry-after-ms` or `Retry-After` header (seconds or
-an HTTP date) is honoured; when it asks for more than the policy has left, the transport gives up
+an HTTP date) is honoured; when it asks for more than the budget has left, the transport gives up
 at once instead of waiting in vain. The last answer carries a `RetryOutcome` in
 `response.extensions["research_mcp.retry"]` so the caller can say what happened, and every retry is
 logged and appended to the list `recording_retries()` opened, if any (`perform` stores them as
-model calls with status `retried`).
+model calls with status `retried`). A policy's `clock` and `sleep` are the time it reads and waits
+on (tests give a virtual clock, so minutes of backoff take no time).
 """
 
 from __future__ import annotations
@@ -26,10 +31,10 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anyio
@@ -57,23 +62,25 @@ OUTCOME = "research_mcp.retry"  # the response extension holding the RetryOutcom
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How long one request may keep retrying: at most `max_retries` retries and `max_wait`
-    seconds of waiting in all; without a retry-after, waits of `first_backoff` doubling up to
-    `max_backoff`."""
+    """How long one request may keep retrying: no retry starts past `max_wait` seconds from the
+    first attempt (attempts and waits counted), nor past `max_retries` retries; without a
+    retry-after, waits of `first_backoff` doubling up to `max_backoff`, with jitter."""
 
     name: str
     max_retries: int
     max_wait: float
     first_backoff: float = 0.5
     max_backoff: float = 8.0
+    clock: Callable[[], float] = field(default=time.monotonic, compare=False, repr=False)
+    sleep: Callable[[float], Awaitable[None]] = field(default=anyio.sleep, compare=False, repr=False)
 
     def backoff(self, retries: int) -> float:
         """The wait before retry number `retries + 1` when the upstream did not say, with jitter."""
         return min(self.first_backoff * 2**retries, self.max_backoff) * random.uniform(0.75, 1.0)
 
 
-INTERACTIVE = RetryPolicy("interactive", max_retries=2, max_wait=10.0, first_backoff=0.5, max_backoff=8.0)
-BACKGROUND = RetryPolicy("background", max_retries=8, max_wait=600.0, first_backoff=2.0, max_backoff=120.0)
+INTERACTIVE = RetryPolicy("interactive", max_retries=10, max_wait=30.0, first_backoff=0.5, max_backoff=8.0)
+BACKGROUND = RetryPolicy("background", max_retries=16, max_wait=600.0, first_backoff=2.0, max_backoff=120.0)
 NO_RETRY = RetryPolicy("none", max_retries=0, max_wait=0.0)
 
 _policy: ContextVar[RetryPolicy] = ContextVar("research_mcp_retry_policy", default=INTERACTIVE)
@@ -215,16 +222,16 @@ class RetryingTransport:
     async def handle_async_request(self, request: Any) -> Any:
         policy = self.policy or current_policy()
         host = str(request.url.host)
-        retries, waited = 0, 0.0
+        retries, waited, started = 0, 0.0, policy.clock()
         while True:
             try:
                 response: _Response = await self.inner.handle_async_request(request)
             except self.retry_errors as error:
                 wait = policy.backoff(retries)
-                if retries >= policy.max_retries or waited + wait > policy.max_wait:
+                if retries >= policy.max_retries or policy.clock() - started + wait > policy.max_wait:
                     raise
                 what = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-                await self._wait(RetryAttempt(host, None, what, wait, False, policy.name))
+                await self._wait(policy, RetryAttempt(host, None, what, wait, False, policy.name))
             else:
                 if not self.should_retry(response):
                     return self._finish(response, policy, retries, waited)
@@ -232,21 +239,22 @@ class RetryingTransport:
                 wait = asked if asked is not None else policy.backoff(retries)
                 if retries >= policy.max_retries:
                     return self._finish(response, policy, retries, waited)
-                if waited + wait > policy.max_wait:
-                    return self._finish(response, policy, retries, waited, asked=wait)
+                if policy.clock() - started + wait > policy.max_wait:  # the upstream's wait, or ours
+                    return self._finish(response, policy, retries, waited, asked=asked)
                 await response.aclose()
                 await self._wait(
-                    RetryAttempt(host, response.status_code, None, wait, asked is not None, policy.name)
+                    policy,
+                    RetryAttempt(host, response.status_code, None, wait, asked is not None, policy.name),
                 )
             retries, waited = retries + 1, waited + wait
 
     @staticmethod
-    async def _wait(attempt: RetryAttempt) -> None:
+    async def _wait(policy: RetryPolicy, attempt: RetryAttempt) -> None:
         logger.warning("%s", attempt.describe())
         recorded = _attempts.get()
         if recorded is not None:
             recorded.append(attempt)
-        await anyio.sleep(attempt.waited)
+        await policy.sleep(attempt.waited)
 
     @staticmethod
     def _finish(

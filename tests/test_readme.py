@@ -276,6 +276,7 @@ def test_your_data_links_the_store_format_doc() -> None:
 
 def test_doctor_says_which_backend_is_chosen_and_why() -> None:
     result = CliRunner().invoke(main, ["doctor"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # no corpus and no web search: a problem, named
+    assert "problem: nothing to search" in result.output
     assert "no API key set" in result.output
     assert "RESEARCH_MCP_CORPUS" in result.output

@@ -8,8 +8,11 @@ to wait longer than the policy allows, and every retry is recorded with the hand
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
+import anyio
+import anyio.lowlevel
 import pytest
 from mcp import Client
 
@@ -33,13 +36,13 @@ EXTRACTION = {
     "answers": [],
     "confidence": {"level": "high", "reasoning": "stated"},
 }
-OVERLOADS = 5  # more than a tool call's 2 retries, well within a run's 8
+OVERLOADS = 5  # quick ones: ridden out by a tool call and a run alike
 FAST = {"retry-after-ms": "1"}
 
 
-def overloaded(api: FakeMessagesAPI, times: int) -> None:
+def overloaded(api: FakeMessagesAPI, times: int, headers: dict[str, str] = FAST) -> None:
     for _ in range(times):
-        api.reply_error(529, "overloaded_error", "Overloaded", headers=FAST)
+        api.reply_error(529, "overloaded_error", "Overloaded", headers=headers)
 
 
 @pytest.fixture
@@ -52,22 +55,85 @@ def request() -> ModelRequest[ExtractorOutput]:
     return ModelRequest(role="extractor", system="s", prompt="p", output_type=ExtractorOutput)
 
 
-async def test_a_tool_call_gives_up_on_a_long_overload_after_two_retries_saying_try_again(
+class VirtualClock:
+    """The time a policy reads and waits on, advanced by its waits alone: minutes take no time."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.waits: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.now += seconds
+        await anyio.lowlevel.checkpoint()
+
+    def policy(self, policy: RetryPolicy) -> RetryPolicy:
+        return replace(policy, clock=self.clock, sleep=self.sleep)
+
+
+async def test_a_tool_call_rides_out_a_burst_of_overload_rate_limit_and_server_error(
     api: FakeMessagesAPI,
 ) -> None:
-    overloaded(api, OVERLOADS)
+    api.reply_error(529, "overloaded_error", "Overloaded", headers={"retry-after": "0"})
+    api.reply_error(429, "rate_limit_error", "Slow down", headers={"retry-after": "0"})
+    api.reply_error(500, "api_error", "injected", headers={"retry-after": "0"})
     api.reply_tool_use(EXTRACTION)
 
     async with AnthropicModel(
         api_key="test-key", base_url=api.url, model_for=lambda r: "claude-haiku-4-5"
     ) as model:
-        with recording_retries() as retried, pytest.raises(ModelError) as caught:
+        with recording_retries() as retried:
+            generation = await model.generate(request())
+
+    assert generation.output == ExtractorOutput.model_validate(EXTRACTION)
+    assert [(a.status, a.policy, a.waited) for a in retried] == [
+        (529, "interactive", 0.0),
+        (429, "interactive", 0.0),
+        (500, "interactive", 0.0),
+    ]
+
+
+async def test_a_tool_call_gives_up_on_a_lasting_overload_within_its_time_budget_saying_try_again(
+    api: FakeMessagesAPI,
+) -> None:
+    time = VirtualClock()
+    overloaded_for_ever = 1 + INTERACTIVE.max_retries
+    for _ in range(overloaded_for_ever):
+        api.reply_error(529, "overloaded_error", "Overloaded")  # no retry-after: our backoff
+
+    async with AnthropicModel(
+        api_key="test-key", base_url=api.url, model_for=lambda r: "claude-haiku-4-5"
+    ) as model:
+        with patience(time.policy(INTERACTIVE)), pytest.raises(ModelError) as caught:
             await model.generate(request())
 
-    assert len(api.requests) == 3
+    # Backoff doubling from 0.5 s (each wait 75-100 % of it, jittered), stopped before the budget ends.
+    doubling = [min(0.5 * 2**n, 8.0) for n in range(len(time.waits))]
+    assert all(0.75 * full <= wait <= full for wait, full in zip(time.waits, doubling, strict=True))
+    assert 4 <= len(time.waits) < overloaded_for_ever and sum(time.waits) <= INTERACTIVE.max_wait
+    assert INTERACTIVE.max_wait < 60  # inside the host's minute
     assert "overloaded" in str(caught.value) and "Try again in a few minutes" in str(caught.value)
-    assert "after 2 retries" in str(caught.value)
-    assert [(a.status, a.policy, a.asked) for a in retried] == [(529, "interactive", True)] * 2
+    assert f"after {len(time.waits)} retries over {sum(time.waits):.1f} s" in str(caught.value)
+
+
+async def test_a_background_call_rides_out_minutes_of_overload_without_a_retry_after(
+    api: FakeMessagesAPI,
+) -> None:
+    time = VirtualClock()
+    overloaded(api, 9, headers={})
+    api.reply_tool_use(EXTRACTION)
+
+    async with AnthropicModel(
+        api_key="test-key", base_url=api.url, model_for=lambda r: "claude-haiku-4-5"
+    ) as model:
+        with patience(time.policy(BACKGROUND)):
+            generation = await model.generate(request())
+
+    assert generation.output == ExtractorOutput.model_validate(EXTRACTION)
+    assert len(time.waits) == 9 and 5 * 60 < time.now < BACKGROUND.max_wait  # minutes, no real sleep
 
 
 async def test_a_background_call_rides_out_the_same_overload(api: FakeMessagesAPI) -> None:
@@ -126,17 +192,17 @@ async def test_tavily_is_retried_by_the_same_transport_under_the_context_policy(
         tavily.reply(
             200, {"results": [{"url": "https://a.example", "title": "A", "content": "a", "score": 0.5}]}
         )
-        for _ in range(3):
+        for _ in range(1 + INTERACTIVE.max_retries):
             tavily.reply(503, {"detail": {"error": "unavailable"}}, headers={"Retry-After": "0"})
 
         async with WebSearch("tvly-test-key", tavily.url) as web:
             with patience(BACKGROUND):
                 hits = await web.search("q")
             with pytest.raises(SourceError, match=r"HTTP 503"):
-                await web.search("q")  # a tool call: two retries, then Tavily's side
+                await web.search("q")  # a tool call: its retries, then Tavily's side
 
         assert [hit.url for hit in hits] == ["https://a.example"]
-        assert len(tavily.requests) == OVERLOADS + 1 + 3
+        assert len(tavily.requests) == OVERLOADS + 1 + 1 + INTERACTIVE.max_retries
 
 
 async def test_a_run_rides_out_an_overload_and_keeps_each_retry_with_its_handoff(

@@ -17,6 +17,7 @@ from typing import IO
 import click
 
 from research_mcp.config import Settings
+from research_mcp.printable import printable
 from research_mcp.sources.index_progress import CorpusStatus, IndexProgress, IndexReport
 
 __all__ = ["corpus_problems", "doctor_lines", "index_folder"]
@@ -55,13 +56,17 @@ def index_folder(settings: Settings, folder: Path, *, stream: IO[str] | None = N
             )
             raise
         click.echo(
-            f"{folder}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-            f"{report.removed} removed; {corpus.document_count()} documents in the corpus; "
-            f"{report.embedded} chunks embedded"
+            printable(
+                f"{folder}: {report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
+                f"{report.removed} removed; {corpus.document_count()} documents in the corpus; "
+                f"{report.embedded} chunks embedded"
+            )
         )
         for error in report.errors:
-            click.echo(f"skipped: {error}", err=True)
-        click.echo(f"add it to RESEARCH_MCP_CORPUS so the server searches it: {folder.resolve()}")
+            click.echo(printable(f"skipped: {error}"), err=True)
+        if (skipped := report.skipped_line()) is not None:
+            click.echo(printable(skipped), err=True)
+        click.echo(printable(f"add it to RESEARCH_MCP_CORPUS so the server searches it: {folder.resolve()}"))
     finally:
         parser.close()
         knowledge_index.close()
@@ -79,7 +84,7 @@ def _with_progress(
         def plain(status: CorpusStatus) -> None:
             if time.monotonic() - shown[0] >= PLAIN_EVERY_S or status.phase in ("ready", "stopped"):
                 shown[0] = time.monotonic()
-                print(status.line(), file=stream, flush=True)
+                print(printable(status.line()), file=stream, flush=True)
 
         return run(IndexProgress(plain, known=known))
 

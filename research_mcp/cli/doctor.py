@@ -15,7 +15,18 @@ if TYPE_CHECKING:
     from research_mcp.storage.store import Store
     from research_mcp.storage.vectors import KnowledgeIndex
 
-__all__ = ["backend_line", "connect_hint", "doctor_report", "index_drift", "rebuild_knowledge_index"]
+__all__ = [
+    "PROBLEM",
+    "backend_line",
+    "connect_hint",
+    "doctor_problems",
+    "doctor_report",
+    "index_drift",
+    "rebuild_knowledge_index",
+    "store_consistency",
+]
+
+PROBLEM = "problem: "  # how a doctor line naming a problem begins; `doctor` then exits 1
 
 
 def connect_hint() -> str:
@@ -34,11 +45,18 @@ def backend_line(settings: Settings) -> str:
     return f"{settings.model} (RESEARCH_MCP_MODEL={settings.model})"
 
 
+def doctor_problems(report: str) -> int:
+    """How many problems a doctor report names (each on a line of its own, ``problem: …``)."""
+    return sum(1 for line in report.splitlines() if line.lstrip().startswith(PROBLEM))
+
+
 def doctor_report(settings: Settings) -> str:
-    """The configuration in effect and why, with each problem and how to fix it."""
+    """The configuration in effect and why, with each problem (a line starting ``problem:``) and
+    how to fix it."""
     web = "tavily" if settings.tavily_api_key else "not configured (set TAVILY_API_KEY)"
     corpus = ", ".join(str(path) for path in settings.corpus) or "not configured (set RESEARCH_MCP_CORPUS)"
     qdrant = settings.qdrant_url or f"Qdrant Edge, embedded at {settings.vectors_path}"
+    consistency, dangling = store_consistency(settings)
     lines = [
         f"data folder:  {settings.home}",
         f"model:        {backend_line(settings)}",
@@ -51,18 +69,44 @@ def doctor_report(settings: Settings) -> str:
             else ""
         ),
         f"index drift:  {index_drift(settings)}",
+        f"consistency:  {consistency}",
         f"concurrency:  {settings.concurrency} model calls at once",
         connect_hint(),
     ]
     from research_mcp.cli.corpus import doctor_lines
 
     lines[4:4] = doctor_lines(settings)  # after the corpus folders
+    lines += dangling
     if not settings.corpus and not settings.tavily_api_key:
         lines.append(
             "problem: nothing to search: set RESEARCH_MCP_CORPUS to folders of your documents, "
             "or TAVILY_API_KEY for web search (or give sources to each plan leaf)"
         )
     return "\n".join(lines)
+
+
+def store_consistency(settings: Settings) -> tuple[str, list[str]]:
+    """Whether every reference in the store points at a row (a fact's run, a citation's fact, ...):
+    a line for the report, and a problem line for each kind of dangling reference."""
+    from research_mcp.storage.store import Store
+
+    if not settings.database_path.exists():
+        return "no store yet", []
+    try:
+        store = Store(settings.database_path)
+    except ResearchError as error:
+        return f"not checked: {' '.join(str(error).split())}", []
+    try:
+        found = store.consistency_problems()
+    finally:
+        store.close()
+    if not found:
+        return "every reference in the store points at a row", []
+    fix = "back up research.db, then prune the runs concerned (research-mcp prune RUN_ID)"
+    return f"{len(found)} kinds of dangling references", [
+        f"{PROBLEM}the store holds {what} (left by an interrupted delete or an edit from outside); {fix}"
+        for what in found
+    ]
 
 
 def index_drift(settings: Settings) -> str:

@@ -1,4 +1,4 @@
-"""research-mcp command line: serve | run | runs | show | export | index | reindex | doctor.
+"""research-mcp command line: serve | run | runs | show | export | index | reindex | prune | doctor.
 
 Everything but `serve` is for people at a terminal; `serve` speaks MCP on stdio and logs to stderr.
 """
@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import click
 
+from research_mcp import __version__
 from research_mcp.cli.doctor import backend_line, connect_hint
 from research_mcp.config import Settings
 from research_mcp.contracts import FINISHED, RETRYABLE
 from research_mcp.errors import ResearchError
+from research_mcp.printable import printable
 from research_mcp.redaction import Redactor, redact_logs
 
 if TYPE_CHECKING:
@@ -43,17 +45,22 @@ def _settings() -> Settings:
 
 
 class _Commands(click.Group):
-    """The command group; Ctrl-C anywhere exits 130, as a shell expects of an interrupted program."""
+    """The command group; Ctrl-C anywhere exits 130, as a shell expects of an interrupted program.
+    An error's message (which may quote a run's error, a page or a file name) is made printable."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.ClickException as error:
+            setattr(error, "message", printable(error.message))  # noqa: B010 (Final in click's stubs)
+            raise
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             ctx.exit(INTERRUPTED)
 
 
 @click.group(cls=_Commands)
+@click.version_option(__version__, "-V", "--version", prog_name="research-mcp")
 @click.option("-v", "--verbose", is_flag=True, help="Log debug detail to stderr.")
 def main(verbose: bool) -> None:
     """research-mcp: a research team as MCP tools."""
@@ -113,10 +120,17 @@ def _check_store(settings: Settings) -> None:
 
 @main.command()
 def doctor() -> None:
-    """Print the configuration in effect and why."""
-    from research_mcp.cli.doctor import doctor_report
+    """Print the configuration in effect and why; exit 1 when it names a problem."""
+    from research_mcp.cli.doctor import doctor_problems, doctor_report
 
-    click.echo(doctor_report(_settings()))
+    report = printable(doctor_report(_settings()))
+    click.echo(report)
+    if problems := doctor_problems(report):
+        click.echo(
+            f"doctor: {problems} problem{'s' if problems > 1 else ''} found (lines starting 'problem:')",
+            err=True,
+        )
+        sys.exit(1)
 
 
 @main.command()
@@ -124,7 +138,45 @@ def reindex() -> None:
     """Rebuild the knowledge index (fact and corpus chunk vectors) from the SQLite store."""
     from research_mcp.cli.doctor import rebuild_knowledge_index
 
-    click.echo(rebuild_knowledge_index(_settings()))
+    click.echo(printable(rebuild_knowledge_index(_settings())))
+
+
+@main.command()
+@click.argument("run_ids", nargs=-1, metavar="[RUN_ID]...")
+@click.option(
+    "--older-than",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="DAYS",
+    help="Runs finished more than DAYS ago (default: RESEARCH_MCP_RETENTION_DAYS).",
+)
+@click.option("--dry-run", is_flag=True, help="Name the runs it would delete; delete nothing.")
+def prune(run_ids: tuple[str, ...], older_than: float | None, dry_run: bool) -> None:
+    """Delete finished runs (by id, `last`, or by age) with their handoffs, events and the facts no
+    other run cites, and those facts' vectors."""
+    from research_mcp.cli.prune import prune_runs, runs_to_prune
+
+    if run_ids and older_than is not None:
+        raise click.UsageError("give run ids or --older-than DAYS, not both")
+    settings = _settings()
+    if LAST in run_ids:
+        store = _open_store()
+        try:
+            run_ids = tuple(_resolve_run(store, ident) for ident in run_ids)
+        finally:
+            store.close()
+    chosen = runs_to_prune(settings, run_ids, older_than)
+    if chosen is None:
+        raise click.UsageError("give run ids, or --older-than DAYS, or set RESEARCH_MCP_RETENTION_DAYS")
+    if dry_run or not chosen:
+        click.echo(f"{len(chosen)} runs to prune{': ' if chosen else ''}{' '.join(chosen)}")
+        return
+    try:
+        lines, refused = prune_runs(settings, chosen)
+    except ResearchError as error:
+        raise _user_error(error) from None
+    click.echo(printable("\n".join([*lines, f"pruned {len(chosen) - refused} of {len(chosen)} runs"])))
+    if refused:
+        sys.exit(1)
 
 
 @main.command()
@@ -195,7 +247,7 @@ def runs(limit: int, as_json: bool) -> None:
     finally:
         store.close()
     if as_json:
-        click.echo(json.dumps([row.as_dict() for row in rows], ensure_ascii=False, indent=2))
+        click.echo(printable(json.dumps([row.as_dict() for row in rows], ensure_ascii=False, indent=2)))
     elif not rows:
         click.echo('no runs yet; start one with: research-mcp run "your question"', err=True)
     else:
@@ -214,7 +266,7 @@ def show(ident: str, view: str) -> None:
         ident = _resolve_run(store, ident)
         if ident.startswith("run_") and view not in ("summary", "tree", "handoff"):
             _needs_report(store, ident)
-        click.echo("\n".join(view_items(store, ident, view)))  # type: ignore[arg-type]
+        click.echo(printable("\n".join(view_items(store, ident, view))))  # type: ignore[arg-type]
     except ResearchError as error:
         raise _user_error(error) from None
     finally:
@@ -245,7 +297,7 @@ def export(run_id: str, fmt: str, output: Path | None) -> None:
     try:
         run_id = _resolve_run(store, run_id)
         _needs_report(store, run_id)
-        text = export_run(store, run_id, fmt)
+        text = printable(export_run(store, run_id, fmt))
     except ResearchError as error:
         raise _user_error(error) from None
     finally:
@@ -356,7 +408,7 @@ def run(
             finished = status in FINISHED and status not in RETRYABLE
             if finished:  # nothing to run: its report, without starting the server
                 click.echo(f"run {resume} had already finished", err=True)
-                click.echo(export_run(store, resume, "md"))
+                click.echo(printable(export_run(store, resume, "md")))
                 return
             # The folders it read documents from are searched and read again, --corpus given or not.
             known = {str(path) for path in settings.corpus}
@@ -410,6 +462,6 @@ def run(
         )
     store = _open_store()
     try:
-        click.echo(export_run(store, run_id, "md"))
+        click.echo(printable(export_run(store, run_id, "md")))
     finally:
         store.close()

@@ -22,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from research_mcp.printable import printable
 from research_mcp.runs.snapshot import NodeState, PlanTree, RunRow, RunTotals, read_snapshot
 from research_mcp.storage.models import Run
 from research_mcp.storage.store import Store
@@ -76,7 +77,10 @@ class LiveProgress:
             # Log records go above the live display, not through it.
             root = logging.getLogger()
             self._handlers = root.handlers[:]
-            root.handlers = [RichHandler(console=self.console, show_time=False, show_path=False)]
+            handler = RichHandler(console=self.console, show_time=False, show_path=False)
+            for log_filter in {id(f): f for h in self._handlers for f in h.filters}.values():
+                handler.addFilter(log_filter)  # the redaction and the printable filter stay on
+            root.handlers = [handler]
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -89,9 +93,9 @@ class LiveProgress:
     def note(self, text: str) -> None:
         """A one-off message (planning, the plan's estimate, cancelling...)."""
         if self.console is not None:
-            self.console.print(Text(text, style="dim"))
+            self.console.print(Text(printable(text), style="dim"))
         else:
-            print(f"research-mcp: {text}", file=self.stream, flush=True)
+            print(printable(f"research-mcp: {text}"), file=self.stream, flush=True)
 
     async def follow(self, run_id: str) -> None:
         """Show the run until cancelled (the driver cancels this task when the run has finished)."""
@@ -119,7 +123,7 @@ class LiveProgress:
     # --- rendering -------------------------------------------------------------------------------
 
     def _renderable(self, run: Run, trees: Sequence[PlanTree], totals: RunTotals) -> Group:
-        query = " + ".join(tree.query for tree in trees if tree.plan_id != "final")
+        query = printable(" + ".join(tree.query for tree in trees if tree.plan_id != "final"))
         header = Text.assemble(("research: ", "bold"), (query, "bold"), f"  {run.id} ", _status(run))
         parts: list[Any] = [header]
         for tree in trees:
@@ -142,8 +146,10 @@ class LiveProgress:
                 changed = True
                 indent = "  " * depth
                 print(
-                    f"[{time.monotonic() - self._started:6.1f}s] {node.state:<9} {indent}{node.kind} "
-                    f"{node.node_id}: {node.title}",
+                    printable(
+                        f"[{time.monotonic() - self._started:6.1f}s] {node.state:<9} {indent}{node.kind} "
+                        f"{node.node_id}: {node.title}"
+                    ),
                     file=self.stream,
                 )
         line = format_totals(totals, sep=", ")
@@ -168,7 +174,7 @@ def _status(run: Run) -> Text:
 def _add(parent: Tree, node: NodeState) -> None:
     mark, style = STATE_STYLE.get(node.state, ("?", ""))
     label = Text.assemble(
-        (f"{mark} ", style), (f"{node.kind} ", "dim"), node.title, (f"  {node.state}", style)
+        (f"{mark} ", style), (f"{node.kind} ", "dim"), printable(node.title), (f"  {node.state}", style)
     )
     branch = parent.add(label)
     for child in node.children:
@@ -187,7 +193,7 @@ def _cells(row: RunRow) -> list[str]:
     return [
         row.id,
         row.status,
-        " ".join(query.split()),
+        printable(" ".join(query.split())),
         row.backend,
         f"{t.nodes_done}/{t.nodes_total}",
         f"${t.cost_usd:.4f}",
@@ -203,7 +209,7 @@ def print_runs(rows: Sequence[RunRow], stream: IO[str], *, rich: bool) -> None:
     if rich:
         table = Table(*COLUMNS, header_style="bold")
         for line in cells:
-            table.add_row(*line, style=_row_style(line[1]))
+            table.add_row(*(Text(cell) for cell in line), style=_row_style(line[1]))  # no markup
         Console(file=stream, highlight=False).print(table)
         return
     widths = [max(len(column), *(len(line[i]) for line in cells)) for i, column in enumerate(COLUMNS)]

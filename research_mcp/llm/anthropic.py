@@ -119,10 +119,10 @@ class AnthropicModel:
         return self.retry or current_policy()
 
     def deadline(self, policy: RetryPolicy) -> float:
-        """One call's deadline under `policy`: each attempt's timeout plus the waits between them."""
+        """One call's deadline under `policy`: its time budget for retries, then the last attempt's timeout."""
         if self._call_deadline is not None:
             return self._call_deadline
-        return self.timeout * (policy.max_retries + 1) + policy.max_wait + DEADLINE_SLACK_SECONDS
+        return policy.max_wait + self.timeout + DEADLINE_SLACK_SECONDS
 
     @classmethod
     def from_settings(cls, settings: Settings, **options: Any) -> AnthropicModel:

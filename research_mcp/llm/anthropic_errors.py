@@ -24,7 +24,7 @@ def api_error(
     if outcome is not None and outcome.asked is not None:
         retried = (
             f"(it asked to wait {outcome.asked:.0f} s, more than this {outcome.policy.name} call "
-            f"waits: {outcome.policy.max_wait:g} s in all)"
+            f"has left of its {outcome.policy.max_wait:g} s for retries)"
         )
     elif outcome is not None:
         retried = f"after {outcome.retries} retries over {outcome.waited:.1f} s"

@@ -7,7 +7,13 @@ from typing import Any
 
 from research_mcp.citations import CitationChecker, normalize
 from research_mcp.contracts import ConfidenceLevel, ExtractorTaskSpec, Fact, SynthesisOutput
-from research_mcp.role_inputs import ChildReport, SynthesisFact, SynthesisInput, SynthesisPayload
+from research_mcp.role_inputs import (
+    ChildReport,
+    SourceInsight,
+    SynthesisFact,
+    SynthesisInput,
+    SynthesisPayload,
+)
 from research_mcp.roles.acceptance import Criterion, cited_facts, judge, numbered_criteria, reshape
 from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
 from research_mcp.roles.contradictions import found_contradictions
@@ -92,6 +98,16 @@ def _summary(output: SynthesisOutput, failed: int = 0) -> list[str]:
     if failed:
         second += f"; {failed} failed parts or sources, named in the gaps"
     return [first[:200], second]
+
+
+def _scrubbed(insights: Sequence[SourceInsight], checker: CitationChecker) -> list[SourceInsight]:
+    """What the sources leave open, its free text checked like the model's other free text (a gap a
+    source names, kept across runs, may carry a foreign link or a forged citation); a source it
+    cites is a source to read, and keeps its address."""
+    return [
+        item if item.kind == "link" else item.model_copy(update={"text": checker.text(item.text)})
+        for item in insights
+    ]
 
 
 def _with_failures(report: str, failures: list[str]) -> str:
@@ -211,8 +227,8 @@ async def synthesize(
                     *dict.fromkeys(notes),
                     *format_gaps,
                     *_acceptance_gaps(acceptance),
-                    *source_gaps(below.insights, questions),
-                    *source_gaps(earlier, questions),
+                    *source_gaps(_scrubbed(below.insights, checker), questions),
+                    *source_gaps(_scrubbed(earlier, checker), questions),
                     *_still_open(below.evidence_gaps, facts),
                 ]
             )
@@ -226,7 +242,7 @@ async def synthesize(
         # A gap a lower synthesis gave (prefixed with its title, perhaps clipped) is not added twice.
         output.gaps += [gap for gap in found_gaps if not any(_says(said, gap) for said in output.gaps)]
         output.suggested_followups += insight_followups(
-            insights, [*questions, *output.suggested_followups], below.read_refs | links
+            _scrubbed(insights, checker), [*questions, *output.suggested_followups], below.read_refs | links
         )
         output.confidence = evidence.cap(output.confidence)
         if not check.verified:

@@ -53,6 +53,7 @@ class LiveRun:
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     done: anyio.Event = field(default_factory=anyio.Event)
     changed: anyio.Event = field(default_factory=anyio.Event)
+    cancelled_by: str = CANCELLED  # the run's error once cancelled: who cancelled it
 
     def notify(self) -> None:
         self.changed.set()
@@ -135,12 +136,15 @@ class RunManager:
         self.live[run_id] = live
         self.task_group.start_soon(self._run, live, deps)
 
-    async def cancel(self, run_id: str, *, wait: float = 5.0) -> None:
+    async def cancel(self, run_id: str, *, wait: float = 5.0, by: str | None = None) -> None:
         """Cancel a run and record it `cancelled`: a live run is stopped (its finished work kept, what
         was under way cancelled) and waited on for at most `wait` s; a run left `running` by a process
-        that is gone is recorded cancelled at once. A finished run is left as it is."""
+        that is gone is recorded cancelled at once. A finished run is left as it is. `by` names who
+        cancelled it in the run's error ("cancelled by the host (tasks/cancel)")."""
+        reason = f"cancelled by {by}" if by else CANCELLED
         live = self.live.get(run_id)
         if live is not None:
+            live.cancelled_by = reason
             live.scope.cancel()
             with anyio.move_on_after(wait):
                 await live.done.wait()
@@ -155,7 +159,7 @@ class RunManager:
                 f"run {run_id} is being executed by another research-mcp process ({owner}); "
                 "cancel it through that process."
             )
-        self.store.update_run(run_id, status="cancelled", finished_at=now(), error=CANCELLED)
+        self.store.update_run(run_id, status="cancelled", finished_at=now(), error=reason)
 
     async def wait(self, run_id: str, seconds: float, progress: Progress | None = None) -> Run:
         """Wait at most `seconds` for the run to finish, reporting progress at each node and every 5 s.
@@ -246,7 +250,7 @@ class RunManager:
                     error=limited or (deps.sources.nothing_found() if nothing else None),
                 )
             if live.scope.cancelled_caught:
-                store.update_run(run_id, status="cancelled", finished_at=now(), error=CANCELLED)
+                store.update_run(run_id, status="cancelled", finished_at=now(), error=live.cancelled_by)
         except Exception as raised:  # top-level boundary of a background task: record, never crash the server
             try:
                 self._record_failure(run_id, first_error(raised), deps)

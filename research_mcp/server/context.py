@@ -4,7 +4,7 @@ client's capabilities (so the tool layer picks the backend and the service never
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcp.server.mcpserver import Context
@@ -22,6 +22,8 @@ class ServerState:
     service: ResearchService
     # The backend for one request: RESEARCH_MCP_MODEL, the API key, and whether this client can sample.
     choose_model: Callable[[Context[Any]], ModelBackend]
+    # Run id -> the streamable HTTP session that started it as a task: only that session sees it.
+    task_owners: dict[str, str] = field(default_factory=dict)
 
     def model_for(self, ctx: Context[Any]) -> ModelBackend:
         return self.choose_model(ctx)

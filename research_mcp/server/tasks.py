@@ -13,6 +13,13 @@ Two wire forms, one store:
   acknowledgements).
 
 A call without either is served exactly as before (the polling flow: `execute_plan(run_id)`).
+
+Isolation, as the tasks spec asks: over streamable HTTP a task is bound to the session that created
+it (its `mcp-session-id`), for the life of the server process; another session's `tasks/list` does
+not show it, and its `tasks/get`, `tasks/result`, `tasks/cancel` and `tasks/update` get the same
+"no task" error as an unknown id. Over stdio and in memory one host holds the connection and sees
+every run. A task id is echoed in an error at most 80 characters long (`errors.shown`), and a
+cancelled run names who cancelled it.
 The SDK validates a `tools/call` result against `CallToolResult` at 2025-11-25, so a task answer
 is made in a server middleware, the seam whose result the SDK passes through as it is.
 """
@@ -29,12 +36,13 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.server import require_client_extension
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, RequestParams
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from research_mcp.contracts import FINISHED, CompactReturn
-from research_mcp.errors import NotFound, ResearchError
+from research_mcp.errors import NotFound, ResearchError, shown
 from research_mcp.server.context import ServerState
 
 __all__ = ["TASKS_EXTENSION", "RunTasks", "TaskRequests"]
@@ -112,12 +120,34 @@ def _task(state: ServerState, run_id: str, modern: bool) -> dict[str, Any]:
     return task
 
 
-def _known(state: ServerState, task_id: str) -> str:
+def _requester(ctx: RequestContext) -> str | None:
+    """The streamable HTTP session asking (its `mcp-session-id`); None where the transport names none."""
+    headers = getattr(ctx.request, "headers", None)
+    session = headers.get(MCP_SESSION_ID_HEADER) if headers is not None else None
+    return str(session) if session else None
+
+
+def _visible(state: ServerState, run_id: str, requester: str | None) -> bool:
+    """Whether this requester may see the run as a task: over HTTP, only the session that started it."""
+    return requester is None or state.task_owners.get(run_id) == requester
+
+
+def _known(ctx: RequestContext, task_id: str) -> str:
+    state = ctx.lifespan_context
     try:
         state.service.store.get_run(task_id)
     except (NotFound, ResearchError):
-        raise MCPError(code=INVALID_PARAMS, message=f"Failed to retrieve task: no task {task_id!r}") from None
-    return task_id
+        pass
+    else:
+        if _visible(state, task_id, _requester(ctx)):
+            return task_id
+    raise MCPError(code=INVALID_PARAMS, message=f"Failed to retrieve task: no task {shown(task_id)}")
+
+
+def _canceller(ctx: RequestContext) -> str:
+    """Who cancels, as the cancelled run records it."""
+    session = _requester(ctx)
+    return f"the host (tasks/cancel, session {session[:8]}…)" if session else "the host (tasks/cancel)"
 
 
 async def _go_on(ctx: RequestContext, run_id: str, wait_seconds: float) -> CompactReturn:
@@ -142,14 +172,14 @@ async def _go_on(ctx: RequestContext, run_id: str, wait_seconds: float) -> Compa
 async def get_task(ctx: RequestContext, params: TaskParams) -> dict[str, Any]:
     if _modern(ctx):
         require_client_extension(ctx, TASKS_EXTENSION)
-    run_id = _known(ctx.lifespan_context, params.task_id)
+    run_id = _known(ctx, params.task_id)
     await _go_on(ctx, run_id, 0)
     return _task(ctx.lifespan_context, run_id, _modern(ctx))
 
 
 async def task_result(ctx: RequestContext, params: TaskParams) -> dict[str, Any]:
     """2025-11-25: block until the run has ended, then return what execute_plan would have."""
-    run_id = _known(ctx.lifespan_context, params.task_id)
+    run_id = _known(ctx, params.task_id)
     handle = await _go_on(ctx, run_id, WAIT_SLICE_S)
     while _status(handle.status, modern=False) == "working":
         handle = await _go_on(ctx, run_id, WAIT_SLICE_S)
@@ -161,36 +191,54 @@ async def cancel_task(ctx: RequestContext, params: TaskParams) -> dict[str, Any]
     modern = _modern(ctx)
     if modern:
         require_client_extension(ctx, TASKS_EXTENSION)
-    run_id = _known(state, params.task_id)
+    run_id = _known(ctx, params.task_id)
     if _status(state.service.store.get_run(run_id).status, modern) != "working":
         if modern:
             return {}  # cancellation is cooperative: a finished task stays as it ended
         raise MCPError(code=INVALID_PARAMS, message=f"Cannot cancel task {run_id!r}: it has already ended")
-    await state.service.runs.cancel(run_id)
+    await state.service.runs.cancel(run_id, by=_canceller(ctx))
     return {} if modern else _task(state, run_id, modern=False)
 
 
 async def update_task(ctx: RequestContext, params: TaskParams) -> dict[str, Any]:
     """2026-07-28: no run ever asks for input, so an update is acknowledged and ignored."""
     require_client_extension(ctx, TASKS_EXTENSION)
-    _known(ctx.lifespan_context, params.task_id)
+    _known(ctx, params.task_id)
     return {}
 
 
+_BAD_CURSOR = "Invalid cursor: give the nextCursor of the last page, or none."
+
+
 async def list_tasks(ctx: RequestContext, params: ListParams) -> dict[str, Any]:
-    """2025-11-25: every run, newest first, a page of `LIST_PAGE` at a time. The cursor is opaque to
-    the client (it is the last run of the page); `nextCursor` is left out on the last page."""
+    """2025-11-25: every run (over HTTP, the session's own tasks), newest first, a page of
+    `LIST_PAGE` at a time. The cursor is opaque to the client (it is the last run of the page);
+    `nextCursor` is left out on the last page."""
     state = ctx.lifespan_context
+    requester = _requester(ctx)
+    if requester is not None:
+        own = [run_id for run_id, owner in reversed(state.task_owners.items()) if owner == requester]
+        return _page(state, own, params.cursor)
     try:
         runs = state.service.store.runs_page(LIST_PAGE + 1, after=params.cursor)
     except NotFound:
-        raise MCPError(
-            code=INVALID_PARAMS, message="Invalid cursor: give the nextCursor of the last page, or none."
-        ) from None
+        raise MCPError(code=INVALID_PARAMS, message=_BAD_CURSOR) from None
     page = runs[:LIST_PAGE]
     listed: dict[str, Any] = {"tasks": [_task(state, run.id, modern=False) for run in page]}
     if len(runs) > LIST_PAGE:
         listed["nextCursor"] = page[-1].id
+    return listed
+
+
+def _page(state: ServerState, run_ids: list[str], cursor: str | None) -> dict[str, Any]:
+    """One page of these runs as tasks, after the run named by `cursor`."""
+    if cursor is not None and cursor not in run_ids:
+        raise MCPError(code=INVALID_PARAMS, message=_BAD_CURSOR)
+    start = 0 if cursor is None else run_ids.index(cursor) + 1
+    page = run_ids[start : start + LIST_PAGE]
+    listed: dict[str, Any] = {"tasks": [_task(state, run_id, modern=False) for run_id in page]}
+    if len(run_ids) > start + LIST_PAGE:
+        listed["nextCursor"] = page[-1]
     return listed
 
 
@@ -264,7 +312,11 @@ class TaskRequests:
                 return result  # the server decides per request: a refused call is no task
             content = result.get("content") or [{}]
             raise MCPError(code=INVALID_PARAMS, message=str(content[0].get("text", "Invalid arguments")))
-        task = _task(ctx.lifespan_context, str(structured["id"]), _modern(ctx))
+        run_id, owners, requester = str(structured["id"]), ctx.lifespan_context.task_owners, _requester(ctx)
+        # Bound to the session that started it; execute_plan(run_id) of another session's task is refused.
+        if requester is not None and owners.setdefault(run_id, requester) != requester:
+            raise MCPError(code=INVALID_PARAMS, message=f"Failed to retrieve task: no task {shown(run_id)}")
+        task = _task(ctx.lifespan_context, run_id, _modern(ctx))
         task.pop("result", None)
         if _modern(ctx):
             return {"resultType": "task", **task, "_meta": result.get("_meta", {})}

@@ -20,14 +20,21 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from research_mcp.errors import InvalidInput, NotConfigured, NotFound
-from research_mcp.sources.documents import chunk_spans, embedding_text
-from research_mcp.sources.folders import SUFFIXES, CorpusFolders, document_name, sniff_text_file
+from research_mcp.errors import InvalidInput, NotConfigured, NotFound, shown
+from research_mcp.sources.documents import chunk_spans, embedding_text, size_cap
+from research_mcp.sources.folders import (
+    SUFFIXES,
+    CorpusFolders,
+    document_name,
+    sniff_text_file,
+    storable_name,
+)
 from research_mcp.sources.index_progress import CorpusStatus, IndexProgress, IndexReport
 from research_mcp.sources.indexing import index_corpus, rebuild_vectors
 from research_mcp.sources.parsing import DocumentParser
@@ -182,8 +189,10 @@ class Corpus:
             if parser is not self._parser:
                 parser.close()
 
-    def walk(self, root: Path, top: Path, errors: list[str]) -> Iterator[Path]:
-        return self.folders.walk(root, top, errors)
+    def walk(
+        self, root: Path, top: Path, errors: list[str], passed: Counter[str] | None = None
+    ) -> Iterator[Path]:
+        return self.folders.walk(root, top, errors, passed)
 
     def known_files(self, root: Path) -> list[CorpusFileState]:
         """What the index holds of the files of one folder, to compare with the disk."""
@@ -252,7 +261,7 @@ class Corpus:
         resolved = self.resolve(path)
         owner = self.folders.owner(resolved)
         assert owner is not None
-        rel = resolved.relative_to(owner).as_posix()
+        rel = storable_name(resolved.relative_to(owner).as_posix())
         row = next((f for f in self._store.corpus_files(str(owner)) if f.path == rel), None)
         if row is not None:
             return row.id
@@ -266,9 +275,21 @@ class Corpus:
             raise InvalidInput(
                 f"{str(path)!r} is not a text document (it holds binary data); give a document."
             )
+        cap = size_cap(named.kind)
+        if resolved.stat().st_size > cap:
+            raise InvalidInput(
+                f"{shown(str(path))} is larger than {cap // 2**20} MB, the most research-mcp reads of a "
+                f"{named.kind or 'text'} file, so it is never indexed; give a smaller file or an extract of its text."
+            )
         status = self.status()
-        why = status.line() if not status.complete else "it was skipped when the corpus was indexed"
-        raise InvalidInput(f"{str(path)!r} is in the corpus but not indexed ({why}); try again later.")
+        if status.complete:
+            raise InvalidInput(
+                f"{shown(str(path))} is in the corpus but was skipped when it was indexed (research-mcp index "
+                "names why); fix the file, and it is read on the next pass."
+            )
+        raise InvalidInput(
+            f"{shown(str(path))} is in the corpus but not indexed yet ({status.line()}); try again later."
+        )
 
     def read(self, doc_id: int) -> CorpusDocument:
         """A document of the configured folders by id; NotFound otherwise."""

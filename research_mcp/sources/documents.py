@@ -32,6 +32,7 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_TEXT_FILE_BYTES",
     "chunk_spans",
+    "decode_text",
     "describe_file_kind",
     "embedding_text",
     "read_document",
@@ -73,11 +74,25 @@ def read_document(
         return (title if declared and title != rel else stem), text
     if b"\x00" in data[:8192]:
         raise SourceError("holds binary data, not text; skipped")
-    text = data.decode("utf-8-sig", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    text = decode_text(data).replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         return None
     title = _markdown_title(text) if suffix in (".md", ".markdown") else ""
     return title or stem, text
+
+
+def decode_text(data: bytes) -> str:
+    """A plain text file's text: UTF-8; or, when most of its non-ASCII bytes are no UTF-8 at all, the
+    Latin-1 of older READMEs and changelogs (read as cp1252, its Windows superset)."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    text = data.decode("utf-8-sig", errors="replace")
+    wide = sum(1 for char in text if ord(char) > 127)
+    if text.count("\ufffd") * 2 > wide:
+        return data.decode("cp1252", errors="replace")
+    return text
 
 
 def size_cap(suffix: str) -> int:

@@ -2,12 +2,14 @@
 
 A document is named for what it holds: ``.md``, ``.markdown``, ``.txt``, ``.text``, ``.rst``,
 ``.html``, ``.htm`` or ``.pdf``, or a name with no such suffix at all (``README``, ``COPYING``,
-``GPL-3``, ``LGPL-2.1``, ``README.Debian``): those are read when their first 8 KB look like text
-(no NUL byte, valid UTF-8, almost no control characters), so a licence or a README is found and a
-program or an image is passed over without a note. Any of them may be gzip-compressed
-(``changelog.Debian.gz``, ``guide.txt.gz``, as Debian ships its docs); the uncompressed size is
-capped like the file's. Other suffixes (``.py``, ``.json``, ``.png``) and hidden files and folders
-are not documents.
+``GPL-3``, ``LGPL-2.1``, ``README.Debian``), or one that begins with a documentation word whatever
+its suffix (``README.source``, ``README.api``, ``NEWS.old``, ``changelog.Debian``): those are read
+when their first 8 KB look like text (no NUL byte, UTF-8 or else Latin-1/cp1252, almost no control
+characters), so a licence or a README is found and a program or an image is passed over (and
+counted). Any of them may be gzip-compressed (``changelog.Debian.gz``, ``guide.txt.gz``, as Debian
+ships its docs); the uncompressed size is capped like the file's. Other suffixes (``.py``,
+``.json``, ``.png``) and hidden files and folders are not documents; the walk counts the files it
+passes over by suffix, so ``index`` can say what it skipped.
 
 Path safety: every path is resolved (symlinks followed, ``..`` collapsed) and must then lie inside
 a configured folder, tested with ``Path.is_relative_to`` on resolved paths (a string prefix test
@@ -21,6 +23,7 @@ import codecs
 import os
 import stat as stat_mode
 import zlib
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -35,6 +38,7 @@ __all__ = [
     "gunzip",
     "looks_like_text",
     "sniff_text_file",
+    "storable_name",
 ]
 
 SUFFIXES = frozenset({".md", ".markdown", ".txt", ".text", ".rst", ".html", ".htm", ".pdf"})
@@ -44,6 +48,19 @@ SNIFF_BYTES = 8192
 #: Control characters (other than tab, newline, carriage return, form feed) a text may hold, per byte.
 MAX_CONTROL_SHARE = 0.01
 _TEXT_CONTROLS = frozenset("\t\n\r\f")
+#: Names that begin with one of these words (any case, then a dot, a dash or nothing) are
+#: documentation whatever their suffix: ``README.source``, ``NEWS.old``, ``INSTALL.unix``.
+DOC_WORDS = frozenset(
+    "readme news changelog changes copying copyright license licence install authors thanks todo "  # noqa: SIM905
+    "hacking notice history faq bugs credits".split()
+)
+#: Suffixes of code, data and media: never documents, whatever word a name begins with.
+CODE_OR_DATA = frozenset(
+    ".py .pyc .js .ts .json .yaml .yml .toml .ini .cfg .xml .csv .c .h .cc .cpp .java .go .rs .rb .sh "  # noqa: SIM905
+    ".pl .php .css .svg .png .jpg .jpeg .gif .ico .zip .tar .tgz .bz2 .xz .so .o .a .exe .dll .bin".split()
+)
+#: The kind a passed-over file is counted under when its name has no suffix.
+NO_SUFFIX = "(no suffix)"
 
 
 @dataclass(frozen=True)
@@ -76,9 +93,36 @@ def document_name(name: str) -> DocumentName | None:
     suffix = PurePosixPath(inner).suffix
     if suffix.lower() in SUFFIXES:
         return DocumentName(kind=suffix.lower(), gzipped=gzipped, title=inner[: -len(suffix)] or inner)
-    if _not_a_file_type(suffix[1:]):
+    if _not_a_file_type(suffix[1:]) or _documentation_word(inner):
         return DocumentName(kind="", gzipped=gzipped, title=inner)
     return None
+
+
+def _documentation_word(name: str) -> bool:
+    """A name beginning with a documentation word, not of a code or data type: ``README.source``,
+    ``changelog.old``, not ``license.py``."""
+    head = name.split(".", 1)[0].split("-", 1)[0].split("_", 1)[0]
+    return head.lower() in DOC_WORDS and PurePosixPath(name).suffix.lower() not in CODE_OR_DATA
+
+
+def storable_name(name: str) -> str:
+    """A file name or path as the index stores and shows it: itself when it is valid UTF-8; otherwise
+    (``m\\xe9moire.md``, a Latin-1 name) its undecodable bytes written as ``\\xe9`` escapes, so the file
+    is indexed, found and cited under a name every database, terminal and JSON encoder takes."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
+    return name
+
+
+def file_type(name: str) -> str:
+    """What a name says a file is, as the skipped files are counted: ``.py``, ``.json.gz``, ``(no suffix)``."""
+    lower = name.lower()
+    gzipped = lower.endswith(COMPRESSED) and len(lower) > len(COMPRESSED)
+    inner = lower[: -len(COMPRESSED)] if gzipped else lower
+    suffix = PurePosixPath(inner).suffix or (NO_SUFFIX if not gzipped else "")
+    return suffix + (COMPRESSED if gzipped else "")
 
 
 def _not_a_file_type(suffix: str) -> bool:
@@ -88,13 +132,14 @@ def _not_a_file_type(suffix: str) -> bool:
 
 
 def looks_like_text(head: bytes) -> bool:
-    """Whether the first bytes of a file are text: no NUL, valid UTF-8, almost no control characters."""
+    """Whether the first bytes of a file are text: no NUL, UTF-8 (or else Latin-1/cp1252, as older
+    READMEs and changelogs are), almost no control characters."""
     if not head.strip() or b"\x00" in head:
         return False
     try:
         text = codecs.getincrementaldecoder("utf-8-sig")().decode(head, final=False)
     except UnicodeDecodeError:
-        return False
+        text = head.decode("cp1252", errors="replace")
     controls = sum(1 for char in text if char < " " and char not in _TEXT_CONTROLS)
     return controls <= MAX_CONTROL_SHARE * max(len(text), 1)
 
@@ -177,10 +222,13 @@ class CorpusFolders:
         owners = [root for root in self.roots if resolved.is_relative_to(root)]
         return max(owners, key=lambda root: len(root.parts)) if owners else None
 
-    def walk(self, root: Path, top: Path, errors: list[str]) -> Iterator[Path]:
+    def walk(
+        self, root: Path, top: Path, errors: list[str], passed: Counter[str] | None = None
+    ) -> Iterator[Path]:
         """Files named as documents under ``top``, resolved, in a stable order; escaping symlinks
-        reported. Whether one named without a suffix is text is for the indexer to look (only at a
-        file new or changed since it last looked)."""
+        reported; the other (not hidden) files counted in ``passed`` by their suffix. Whether one
+        named without a suffix is text is for the indexer to look (only at a file new or changed
+        since it last looked)."""
 
         def unreadable(err: OSError) -> None:
             errors.append(f"{err.filename}: cannot be listed ({err.strerror}); skipped")
@@ -194,6 +242,8 @@ class CorpusFolders:
             for name in sorted(filenames):
                 path = here / name
                 if document_name(name) is None:
+                    if passed is not None and not name.startswith("."):
+                        passed[file_type(name)] += 1
                     continue
                 if path.is_symlink():
                     target = self._check_link(path, errors)

@@ -13,6 +13,9 @@ from typing import Any, Literal
 
 __all__ = ["CorpusStatus", "IndexProgress", "IndexReport", "Phase", "duration"]
 
+#: Suffixes of the files passed over named one by one in the skipped line; the rest are counted.
+SHOWN_KINDS = 5
+
 Phase = Literal["waiting", "scanning", "reading", "embedding", "ready", "stopped", "failed"]
 
 
@@ -28,6 +31,32 @@ class IndexReport:
     read: int = 0
     embedded: int = 0
     stopped: bool = False
+    #: Files passed over without a note: not documents by their names (counted by suffix), and
+    #: files named like documents that hold binary data or nothing.
+    not_documents: dict[str, int] = field(default_factory=dict)
+    binary: int = 0
+    empty: int = 0
+
+    @property
+    def skipped(self) -> int:
+        return len(self.errors) + sum(self.not_documents.values()) + self.binary + self.empty
+
+    def skipped_line(self) -> str | None:
+        """How many files the pass skipped and why, in one line; None when it skipped none:
+        ``skipped 287 files: 7 named above; 230 not documents by their names (.py 120, .json 40, …); 50 binary``."""
+        if not self.skipped:
+            return None
+        parts = [f"{len(self.errors):,} named above"] if self.errors else []
+        if self.not_documents:
+            kinds = sorted(self.not_documents.items(), key=lambda kind: (-kind[1], kind[0]))
+            shown = ", ".join(f"{suffix} {count:,}" for suffix, count in kinds[:SHOWN_KINDS])
+            more = f", {len(kinds) - SHOWN_KINDS} more kinds" if len(kinds) > SHOWN_KINDS else ""
+            parts.append(f"{sum(self.not_documents.values()):,} not documents by their names ({shown}{more})")
+        if self.binary:
+            parts.append(f"{self.binary:,} named like documents but holding binary data")
+        if self.empty:
+            parts.append(f"{self.empty:,} empty")
+        return f"skipped {self.skipped:,} files: " + "; ".join(parts)
 
 
 @dataclass(frozen=True)

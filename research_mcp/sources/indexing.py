@@ -22,6 +22,7 @@ import os
 import stat as stat_mode
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -35,7 +36,7 @@ from research_mcp.sources.documents import (
     read_regular_file,
     size_cap,
 )
-from research_mcp.sources.folders import document_name, gunzip, sniff_text_file
+from research_mcp.sources.folders import document_name, gunzip, sniff_text_file, storable_name
 from research_mcp.sources.index_progress import CorpusStatus, IndexProgress, IndexReport
 
 if TYPE_CHECKING:
@@ -75,7 +76,9 @@ class Corpus(Protocol):
     def store(self) -> Store: ...
     @property
     def vectors(self) -> KnowledgeIndex | None: ...
-    def walk(self, root: Path, top: Path, errors: list[str]) -> Iterator[Path]: ...
+    def walk(
+        self, root: Path, top: Path, errors: list[str], passed: Counter[str] | None = None
+    ) -> Iterator[Path]: ...
     def known_files(self, root: Path) -> list[CorpusFileState]: ...
     def document_count(self) -> int: ...
     def status(self) -> CorpusStatus: ...
@@ -104,6 +107,9 @@ class _Tally:
     read: int = 0
     embedded: int = 0
     errors: list[str] = field(default_factory=list)
+    not_documents: Counter[str] = field(default_factory=Counter)
+    binary: int = 0
+    empty: int = 0
 
 
 @dataclass(frozen=True)
@@ -163,6 +169,9 @@ def index_corpus(
         read=tally.read,
         embedded=tally.embedded,
         stopped=stop.is_set(),
+        not_documents=dict(tally.not_documents),
+        binary=tally.binary,
+        empty=tally.empty,
     )
 
 
@@ -175,8 +184,8 @@ def _scan(corpus: Corpus, root: Path, top: Path, tally: _Tally) -> list[_Work]:
     }
     seen: set[str] = set()
     work: list[_Work] = []
-    for file in corpus.walk(root, top, tally.errors):
-        rel = file.relative_to(root).as_posix()
+    for file in corpus.walk(root, top, tally.errors, tally.not_documents):
+        rel = storable_name(file.relative_to(root).as_posix())
         if rel in seen:
             continue
         seen.add(rel)
@@ -196,7 +205,8 @@ def _scan(corpus: Corpus, root: Path, top: Path, tally: _Tally) -> list[_Work]:
             continue
         named = document_name(file.name)
         if named is not None and named.sniffed and not sniff_text_file(file, gzipped=named.gzipped):
-            _fail(corpus, tally, row, None)  # a program, an image: no document, nothing to report
+            tally.binary += 1  # a program, an image: no document, counted in the skipped line
+            _fail(corpus, tally, row, None)
             continue
         work.append(_Work(root, rel, file, stat, row))
     gone = [row for path, row in known.items() if path not in seen]
@@ -209,7 +219,7 @@ def _scan(corpus: Corpus, root: Path, top: Path, tally: _Tally) -> list[_Work]:
 def _read(corpus: Corpus, item: _Work, tally: _Tally, pending: list[Chunk], parser: DocumentParser) -> None:
     """Read one new or changed file into the store; its chunks to embed join ``pending``."""
     rel, row, stat = item.rel, item.row, item.stat
-    named = document_name(item.file.name)
+    named = document_name(storable_name(item.file.name))
     assert named is not None  # the walk yields documents only
     cap = size_cap(named.kind)
     if stat.st_size > cap:
@@ -236,7 +246,8 @@ def _read(corpus: Corpus, item: _Work, tally: _Tally, pending: list[Chunk], pars
     except SourceError as err:
         _fail(corpus, tally, row, f"{rel}: {err}")
         return
-    if document is None:  # an empty file: nothing to find in it, nothing to report
+    if document is None:  # an empty file: nothing to find in it, counted in the skipped line
+        tally.empty += 1
         _fail(corpus, tally, row, None)
         return
     title, text = document

@@ -30,6 +30,8 @@ __all__ = ["Candidate", "SourceLibrary", "canonical_url", "classify_ref", "ref_k
 logger = logging.getLogger(__name__)
 
 MIN_TEXT_CHARS = 20
+#: A one-line reference this long at most may be a path relative to a corpus folder.
+MAX_PATH_CHARS = 1024
 _STORED = re.compile(r"^S(\d+)$")
 _CORPUS = re.compile(r"^corpus:(\d+)$")
 # A local file: file:// URL, or one line starting like an absolute, home or relative path.
@@ -108,7 +110,7 @@ class SourceLibrary:
             return self.store.get_source(int(ref[1:]))
         if kind == "web":
             return await self._read_web(ref)
-        if kind == "path":
+        if kind == "path" or (kind == "text" and self._names_a_corpus_file(ref)):
             ref = f"corpus:{self._corpus_document_at(ref)}"
             kind = "corpus"
         if kind == "corpus":
@@ -125,13 +127,23 @@ class SourceLibrary:
             )
         if len(ref) < MIN_TEXT_CHARS:
             raise InvalidInput(
-                f"source {ref!r} is neither a URL (http/https), a corpus id (corpus:<id>), a stored source "
-                f"(S<id>) nor a text of at least {MIN_TEXT_CHARS} characters."
+                f"source {ref!r} is neither a URL (http/https), a corpus id (corpus:<id>), a path of a "
+                f"corpus file (absolute, or relative to a corpus folder), a stored source (S<id>) nor a "
+                f"text of at least {MIN_TEXT_CHARS} characters."
             )
         digest = hashlib.sha256(ref.encode()).hexdigest()
         return self.store.add_source(
             ref=f"text:{digest[:16]}", kind="text", title=title or ref[:60], text=ref, content_hash=digest
         )
+
+    def _names_a_corpus_file(self, ref: str) -> bool:
+        """A reference such as ``notes/kelp.md``: a path relative to a corpus folder, of a file there."""
+        if self.corpus is None or "\n" in ref or len(ref) > MAX_PATH_CHARS:
+            return False
+        try:
+            return self.corpus.resolve(ref).is_file()
+        except (InvalidInput, OSError):
+            return False
 
     def _corpus_document_at(self, ref: str) -> int:
         """A local path (or file:// URL) is read only as the corpus document it is; never as text."""

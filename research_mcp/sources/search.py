@@ -24,9 +24,8 @@ Failures, all `SourceError` with what to do next:
     432 / 433           the plan's credits / the pay-as-you-go limit are used up
     429                 retried by `retry.RetryingTransport`, honouring Retry-After (seconds or
                         an HTTP date; without it, a doubling backoff), within the retry policy
-                        of the context (a tool call: 2 retries, 10 s of waiting in all; a
-                        background run: 8 retries, 10 minutes); a wait longer than what is left
-                        fails at once
+                        of the context (a tool call: retries within 30 s; a background run:
+                        within 10 minutes); a wait longer than what is left fails at once
     502 / 503 / 504     Tavily's gateway or capacity, usually passing: retried like 429, within
                         the same bounds, then reported as Tavily's side
     other statuses      reported with their code (500 as Tavily's side, not retried: an internal
@@ -301,7 +300,7 @@ def _refusal(response: httpx.Response) -> str:
     if outcome is not None and outcome.asked is not None:
         return (
             f"Tavily is rate-limiting this key (HTTP 429) and asked to wait {outcome.asked:.0f} s, "
-            f"more than this server waits ({outcome.policy.max_wait:g} s in all); {ADVICE_RATE}.{said}"
+            f"more than this call has left of its {outcome.policy.max_wait:g} s for retries; {ADVICE_RATE}.{said}"
         )
     retries = outcome.retries if outcome is not None else 0
     return (

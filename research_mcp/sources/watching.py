@@ -56,6 +56,8 @@ async def index_in_background(
         logger.warning("corpus: %s", error)
     if len(report.errors) > LOGGED_ERRORS:
         logger.warning("corpus: %d more files skipped", len(report.errors) - LOGGED_ERRORS)
+    if (skipped := report.skipped_line()) is not None:
+        logger.info("corpus: %s", skipped)
     logger.info(
         "%s; this pass took %.1f s: %d added, %d updated, %d removed, %d skipped",
         corpus.status().line(),
@@ -63,7 +65,7 @@ async def index_in_background(
         report.added,
         report.updated,
         report.removed,
-        len(report.errors),
+        report.skipped,
     )
 
 

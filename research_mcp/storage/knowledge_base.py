@@ -41,7 +41,7 @@ from research_mcp.contracts import Fact
 from research_mcp.errors import ResearchError
 from research_mcp.storage.models import KnownFact, NewFact
 from research_mcp.storage.outputs import CachedOutput
-from research_mcp.storage.store import Store
+from research_mcp.storage.store import PrunedRun, Store
 from research_mcp.storage.vectors import KnowledgeIndex
 
 __all__ = [
@@ -239,6 +239,26 @@ class KnowledgeBase:
 
     def remember_output(self, key: str, role: str, handoff_id: str) -> None:
         self.store.remember_output(key, role, handoff_id)
+
+    # --- retention ------------------------------------------------------------------------------
+
+    def prune_run(self, run_id: str) -> PrunedRun:
+        """Delete a finished run and what only it holds (``retention.py``), and the vectors of the
+        facts deleted; when the index cannot be written now, it is marked :attr:`dirty` and healing
+        deletes them (they are points no fact stands behind)."""
+        pruned = self.store.prune_run(run_id)
+        if not pruned.facts:
+            return pruned
+        if not self.available:
+            self.dirty = True
+            return pruned
+        assert self.index is not None
+        try:
+            self.index.delete("facts", pruned.facts)
+        except _INDEX_FAILURES:
+            logger.exception("the vectors of run %s's facts are left for healing to delete", run_id)
+            self.dirty = True
+        return pruned
 
     # --- rebuilding the index ------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 `Store` joins the table modules, each holding the SQL of its tables: `run_tables.py` (plans, runs,
 nodes, events), `handoff_tables.py` (handoffs, model calls, reusable outputs), `fact_tables.py`
-(sources, facts, citations), `insight_tables.py` (what sources leave open) and `corpus_tables.py` (the local corpus). Their common ground, in
+(sources, facts, citations), `insight_tables.py` (what sources leave open), `corpus_tables.py` (the local corpus)
+and `retention.py` (deleting a run with what only it holds; the store's consistency). Their common ground, in
 `database.py`: one connection per process, WAL mode, a busy timeout, and every write in a
 `BEGIN IMMEDIATE` transaction, so that a second process on the same file waits instead of failing. A
 write returns only after its COMMIT: a handoff id handed to anyone is already durable; a write that
@@ -21,11 +22,12 @@ from research_mcp.storage.fact_tables import FactTables
 from research_mcp.storage.handoff_tables import HandoffTables
 from research_mcp.storage.insight_tables import InsightTables
 from research_mcp.storage.models import NewFact
+from research_mcp.storage.retention import PrunedRun, RetentionTables
 from research_mcp.storage.run_tables import INTERRUPTED, RunTables
 from research_mcp.storage.sqlite import process_owner
 
-__all__ = ["INTERRUPTED", "NewFact", "Store", "new_id", "now", "process_owner"]
+__all__ = ["INTERRUPTED", "NewFact", "PrunedRun", "Store", "new_id", "now", "process_owner"]
 
 
-class Store(RunTables, HandoffTables, FactTables, InsightTables, CorpusTables):
+class Store(RunTables, HandoffTables, FactTables, InsightTables, CorpusTables, RetentionTables):
     """Runs, plan nodes, handoffs, sources, facts, what sources leave open, events, model calls and the corpus."""

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
+import research_mcp
 from research_mcp.config import Settings
 from research_mcp.server.app import open_knowledge_index
 from research_mcp.sources.indexing import EMBED_BATCH
-from tests.cli.conftest import SCRIPT, cli, cli_env
+from tests.cli.conftest import SCRIPT, cli, cli_env, write_corpus
 from tests.server.test_startup import write_notes
 
 NOTES = 2000
@@ -103,7 +104,8 @@ def test_doctor_flags_corpus_folders_that_leave_nothing_to_search(tmp_path: Path
 
     done = cli("doctor", env=env)
 
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # a script can tell: doctor found problems
+    assert done.stderr == "doctor: 2 problems found (lines starting 'problem:')\n"
     assert f"problem: {missing}: no such folder; create it, or fix RESEARCH_MCP_CORPUS" in done.stdout
     assert f"problem: {empty}: holds no documents research-mcp reads" in done.stdout
     assert "corpus index: empty" in done.stdout
@@ -113,6 +115,7 @@ def test_doctor_says_there_is_nothing_to_search_without_a_corpus_or_web_search(t
     done = cli("doctor", env=cli_env(tmp_path / "home"))
 
     assert "problem: nothing to search: set RESEARCH_MCP_CORPUS" in done.stdout
+    assert done.returncode == 1
 
 
 def test_indexing_again_says_the_documents_indexed_before_are_searchable_meanwhile(tmp_path: Path) -> None:
@@ -125,3 +128,23 @@ def test_indexing_again_says_the_documents_indexed_before_are_searchable_meanwhi
     assert again.returncode == 0, again.stderr
     assert "5 documents indexed earlier are searchable" in again.stderr + again.stdout
     assert "0 documents indexed earlier" not in again.stderr + again.stdout
+
+
+def test_doctor_exits_0_when_it_finds_no_problem_and_version_prints_the_version(tmp_path: Path) -> None:
+    notes = write_corpus(tmp_path / "notes")
+    done = cli("doctor", env=cli_env(tmp_path / "home", RESEARCH_MCP_CORPUS=str(notes)))
+    assert done.returncode == 0, done.stdout
+    assert "problem:" not in done.stdout
+    version = cli("--version", env=cli_env(tmp_path / "home"))
+    assert version.returncode == 0 and version.stdout == f"research-mcp, version {research_mcp.__version__}\n"
+
+
+def test_index_says_how_many_files_it_skipped_and_why(tmp_path: Path) -> None:
+    notes = write_corpus(tmp_path / "notes")
+    (notes / "setup.py").write_text("print('code')\n")
+    (notes / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    (notes / "README.source").write_text("Building the ferry timetable package needs quilt.\n")
+    done = cli("index", str(notes), env=cli_env(tmp_path / "home"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"{notes}: 4 added,")  # the three notes and README.source
+    assert "skipped 2 files: 2 not documents by their names (.png 1, .py 1)\n" in done.stderr

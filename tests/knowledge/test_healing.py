@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 import anyio
+import pytest
 from click.testing import CliRunner
 
 from research_mcp.cli.main import main
@@ -140,7 +141,8 @@ async def test_the_background_healer_heals_at_start_and_again_after_an_indexing_
     store.close()
 
 
-def test_doctor_reports_the_drift_and_how_to_heal_it() -> None:
+def test_doctor_reports_the_drift_and_how_to_heal_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TAVILY_API_KEY", "tvly-doctor-test")  # something to search: drift is no problem
     settings = Settings()
     store = Store(settings.database_path)
     with KnowledgeIndex.open(path=settings.vectors_path, embedder=default_embedder()) as index:

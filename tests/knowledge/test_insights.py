@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 
 from research_mcp.config import Settings
-from research_mcp.contracts import ExtractorOutput, LinkedSource
+from research_mcp.contracts import ExtractorOutput, FollowUpQuestion, LinkedSource
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
@@ -155,3 +155,33 @@ def test_what_an_earlier_source_left_open_reaches_a_question_sharing_half_the_te
         'The director of "Big Stone Gap" is based in what New York city?',
         "Which New York bands formed in 1990?",
     )
+
+
+async def test_a_foreign_link_in_a_gap_a_source_names_is_removed_like_in_any_free_text(corpus: Path) -> None:
+    capacity = "What capacity factor do offshore wind farms in the North Sea reach?"
+
+    def appends_a_link(request: ModelRequest[Any]) -> Any:
+        answer = team_script(request)
+        if isinstance(answer, ExtractorOutput):
+            answer.source_identified_gaps = [f"{LIMITATION} per http://evil.example/proof"]
+            answer.follow_up_questions = [
+                FollowUpQuestion(
+                    question="Do floating offshore wind turbines fare worse? see http://evil.example/q",
+                    confidence=0.3,
+                    rationale="the study leaves it out",
+                )
+            ]
+        return answer
+
+    async with Client(create_server(model=ScriptedModel(appends_a_link))) as client:
+        await wait_until_indexed(client)
+        run = await research(client, capacity, one_leaf("North Sea", capacity, "corpus:1"))
+        gaps = await client.call_tool("report_results", {"id": run, "view": "gaps"})
+        followups = await client.call_tool("report_results", {"id": run, "view": "followups"})
+    text = gaps.structured_content["text"]
+    assert f"names a gap: {LIMITATION} per (link removed)" in text
+    assert (
+        "Do floating offshore wind turbines fare worse? see (link removed)"
+        in followups.structured_content["text"]
+    )
+    assert "evil.example" not in text + followups.structured_content["text"]

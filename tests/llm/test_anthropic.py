@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from research_mcp.errors import ModelError, NotConfigured
 from research_mcp.llm.anthropic import AnthropicModel
 from research_mcp.llm.base import InvalidAnswer, ModelRequest, Usage
 from research_mcp.llm.pricing import cost_usd, pricing_note
-from research_mcp.retry import NO_RETRY
+from research_mcp.retry import INTERACTIVE, NO_RETRY
 
 from .fake_anthropic import FakeMessagesAPI, message_usage
 
@@ -271,7 +272,8 @@ async def test_api_errors_become_model_errors_that_say_what_to_do(
     for _ in range(3):
         api.reply_error(status, error_type, api_message, headers=FAST_RETRY)
 
-    async with connect(api) as backend:
+    # A tool call's policy cut to two retries: the message is under test here, the budget in test_retry.py.
+    async with connect(api, retry=replace(INTERACTIVE, max_retries=2)) as backend:
         with pytest.raises(ModelError) as caught:
             await backend.generate(extraction())
 

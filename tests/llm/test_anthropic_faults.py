@@ -33,7 +33,7 @@ that were paid for count in its tokens and cost, with a failed model call record
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import anyio
@@ -155,6 +155,9 @@ FAULTS = {
         ("rejected the API key", "ANTHROPIC_API_KEY"),
     ),
 }
+# A tool call's policy cut to two retries: what each fault becomes is under test here; how long a
+# policy rides out an overload is tests/test_retry.py's.
+TWO_RETRIES = replace(INTERACTIVE, max_retries=2)
 # Calls whose fault is a long wait or a drip get a short deadline; the others the default one.
 SHORT_DEADLINE = {"drip"}
 
@@ -197,6 +200,7 @@ async def test_each_model_fault_ends_in_an_answer_or_a_failed_handoff_that_says_
         model_for=lambda role: "claude-haiku-4-5",
         timeout=TIMEOUT if name == "stall-persistent" else 60.0,
         call_deadline=DEADLINE if name in SHORT_DEADLINE else None,
+        retry=TWO_RETRIES,
     )
     async with model:
         with anyio.fail_after(HANG_GUARD):
@@ -243,8 +247,8 @@ def test_the_default_call_deadline_is_finite_and_covers_every_retry_of_the_polic
     model = AnthropicModel(api_key="k", model_for=lambda role: "claude-haiku-4-5")
     assert model.timeout == 300.0
     assert model.policy() == INTERACTIVE  # outside a run: a tool call's short patience
-    assert model.deadline(INTERACTIVE) == 300.0 * 3 + 10.0 + 5.0
-    assert model.deadline(BACKGROUND) == 300.0 * 9 + 600.0 + 5.0
+    assert model.deadline(INTERACTIVE) == 30.0 + 300.0 + 5.0  # the retry budget, then one attempt
+    assert model.deadline(BACKGROUND) == 600.0 + 300.0 + 5.0
     short = AnthropicModel(api_key="k", model_for=lambda role: "m", timeout=2.0, retry=NO_RETRY)
     assert short.deadline(short.policy()) == 7.0  # the request's own timeout fires first
     assert short.client.timeout == 2.0 and short.client.max_retries == 0  # the SDK never retries

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import anyio
@@ -95,3 +96,32 @@ async def test_a_document_saved_while_the_server_runs_is_found_by_the_next_resca
             assert status["phase"] == "ready", status
             await anyio.sleep(0.05)
         assert "indexed so far" not in json.dumps(scouted.structured_content)
+
+
+async def test_a_file_name_that_is_not_utf8_leaves_the_served_corpus_indexing_to_the_end(
+    corpus: Path,
+) -> None:
+    (corpus / os.fsdecode(b"m\xe9moire.md")).write_text("# Memoire\n\nHerons nest in April.\n")
+    async with Client(create_server(), mode="legacy") as client:
+        status = await wait_until_indexed(client)
+    assert (status["phase"], status["error"], status["documents_indexed"]) == ("ready", None, 4)
+
+
+async def test_extract_source_reads_a_corpus_file_by_a_path_relative_to_the_corpus_folder(
+    corpus: Path,
+) -> None:
+    (corpus / "reefs").mkdir()
+    (corpus / "reefs" / "atolls.md").write_text("# Atolls\n\nAn atoll is a ring of coral around a lagoon.\n")
+    async with Client(create_server()) as client:
+        await wait_until_indexed(client)
+        results = [
+            await client.call_tool("extract_source", {"source": source, "questions": ["What is an atoll?"]})
+            for source in ("reefs/atolls.md", "coral reefs.txt")  # one under the 20 characters of a text
+        ]
+        facts = [
+            await client.call_tool("report_results", {"id": r.structured_content["id"], "view": "facts"})
+            for r in results
+        ]
+    assert not any(r.is_error for r in results), [r.content for r in results]
+    assert "ring of coral around a lagoon" in facts[0].structured_content["text"]
+    assert "one percent of the ocean floor" in facts[1].structured_content["text"]

@@ -72,6 +72,7 @@ class ServerProcess:
     port: int
     lines: list[str] = field(default_factory=list)
     listening: threading.Event = field(default_factory=threading.Event)
+    written: threading.Condition = field(default_factory=threading.Condition)
     reader: threading.Thread = field(init=False)
 
     def __post_init__(self) -> None:
@@ -90,10 +91,20 @@ class ServerProcess:
         assert self.process.stderr is not None
         for raw in self.process.stderr:
             line = raw.decode("utf-8", "replace")
-            self.lines.append(line)
+            with self.written:
+                self.lines.append(line)
+                self.written.notify_all()
             if "Uvicorn running on" in line:
                 self.listening.set()
         self.listening.set()  # exited: the waiter looks at the return code
+
+    def wait_for(self, text: str, count: int, timeout: float = 30) -> None:
+        """Until ``count`` lines of stderr hold ``text``."""
+        with self.written:
+            written = self.written.wait_for(
+                lambda: sum(text in line for line in self.lines) >= count, timeout
+            )
+        assert written, self.stderr
 
     def stop(self) -> int:
         self.process.terminate()
@@ -224,6 +235,22 @@ async def test_with_the_right_token_an_mcp_client_lists_the_tools(with_token: Se
     async with authorized_client(with_token.url, TOKEN) as client:
         assert sorted(tool.name for tool in (await client.list_tools()).tools) == TOOLS
     assert with_token.stdout.read_bytes() == b""
+
+
+def test_each_request_refused_or_served_writes_one_access_line_and_no_traceback(
+    with_token: ServerProcess,
+) -> None:
+    for probe in range(5):
+        assert httpx.post(f"{with_token.url}?probe={probe}", json=INITIALIZE).status_code == 401
+    authorized = {**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}"}
+    assert httpx.post(f"{with_token.url}?probe=ok", json=INITIALIZE, headers=authorized).status_code == 200
+    with_token.wait_for('"POST /mcp?probe=ok HTTP/1.1" 200', 1)
+    for probe in range(5):
+        with_token.wait_for(f'"POST /mcp?probe={probe} HTTP/1.1" 401', 1)
+    probes = [line for line in with_token.lines if "?probe=" in line]
+    assert len(probes) == 6, probes  # one access line per request: who called, what, and the answer
+    assert all(line.startswith("INFO:") and "127.0.0.1:" in line for line in probes), probes
+    assert "Logging error" not in with_token.stderr and "Traceback" not in with_token.stderr
 
 
 def test_with_the_token_host_checks_still_apply_and_allowed_hosts_extend_them(

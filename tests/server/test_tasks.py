@@ -252,3 +252,74 @@ async def test_tasks_list_pages_through_every_run_newest_first_with_an_opaque_cu
     listed = [task["taskId"] for page in pages for task in page["tasks"]]
     assert listed == list(reversed(created))  # every run once, newest first; the new one is on no later page
     assert bad["error"]["code"] == INVALID_PARAMS and "cursor" in bad["error"]["message"]
+
+
+async def test_a_huge_task_id_is_echoed_at_most_80_characters_by_every_task_method() -> None:
+    huge = "run_" + "x" * 900_000
+    server = create_server(model=ScriptedModel(team_script))
+    async with InMemoryTransport(server) as (read, write):
+        session = RawSession(read, write)
+        await session.open()
+        answers = [
+            await session.request(method, {"taskId": huge})
+            for method in ("tasks/get", "tasks/cancel", "tasks/result")
+        ]
+    async with InMemoryTransport(server) as (read, write):  # the 2026-07-28 envelope: no handshake
+        session = RawSession(read, write)
+        answers += [
+            await session.request(method, modern({"taskId": huge, "inputResponses": {}}))
+            for method in ("tasks/get", "tasks/cancel", "tasks/update")
+        ]
+    for answer in answers:
+        message = answer["error"]["message"]
+        assert answer["error"]["code"] == INVALID_PARAMS, message[:200]
+        assert "no task 'run_xxxx" in message and len(message) < 140, message[:200]
+
+
+async def test_a_cancelled_task_names_who_cancelled_it() -> None:
+    server = create_server(model=ScriptedModel(team_script, latency=0.5))
+    async with InMemoryTransport(server) as (read, write):
+        session = RawSession(read, write)
+        await session.open()
+        plan = await session.call(
+            "plan_research", {"query": "three topics", "suggested_plan": three_leaf_plan()}
+        )
+        created = await session.call("execute_plan", {"plan_id": plan["structuredContent"]["id"]}, task={})
+        task_id = created["task"]["taskId"]
+        await session.result("tasks/cancel", {"taskId": task_id})
+        summary = await session.call("report_results", {"id": task_id, "view": "summary"})
+    assert "cancelled by the host (tasks/cancel)" in summary["structuredContent"]["text"], summary
+
+
+async def test_over_http_a_task_is_bound_to_the_session_that_created_it(tmp_path: Path) -> None:
+    port = free_port()
+    server = start_server(f"127.0.0.1:{port}", tmp_path / "home", port)
+    try:
+        async with (
+            streamable_http_client(server.url) as (read, write),
+            streamable_http_client(server.url) as (other_read, other_write),
+        ):
+            owner, other = RawSession(read, write), RawSession(other_read, other_write)
+            await owner.open()
+            await other.open()
+            plan = await owner.call(
+                "plan_research", {"query": "three topics", "suggested_plan": three_leaf_plan()}
+            )
+            created = await owner.call("execute_plan", {"plan_id": plan["structuredContent"]["id"]}, task={})
+            task_id = created["task"]["taskId"]
+
+            assert task_id not in [task["taskId"] for task in (await other.result("tasks/list"))["tasks"]]
+            for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+                refused = await other.request(method, {"taskId": task_id})
+                assert refused["error"]["code"] == INVALID_PARAMS, (method, refused)
+                assert "no task" in refused["error"]["message"]  # the same answer as for an unknown id
+            hijack = await other.request(
+                "tools/call", {"name": "execute_plan", "arguments": {"run_id": task_id}, "task": {}}
+            )
+            assert hijack["error"]["code"] == INVALID_PARAMS
+
+            assert [task["taskId"] for task in (await owner.result("tasks/list"))["tasks"]] == [task_id]
+            finished = await owner.result("tasks/result", {"taskId": task_id})
+            assert finished["structuredContent"]["status"] == "done"  # nobody else cancelled it
+    finally:
+        server.stop()

@@ -60,6 +60,10 @@ class CountingEmbedder:
         return self.inner.embed(texts)
 
 
+#: The folder's files that are no documents by their names, as an index pass counts them (hidden ones are not).
+CODE_AND_IMAGE = {".png": 1, ".py": 1}
+
+
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     root = tmp_path / "corpus"
@@ -98,7 +102,16 @@ def paths(hits: Sequence[CorpusHit]) -> list[str]:
 def test_indexing_a_folder_makes_each_document_findable_by_its_topic_with_its_title(corpus: Corpus) -> None:
     report = corpus.index()
 
-    assert report == IndexReport(added=5, updated=0, unchanged=0, removed=0, errors=[], read=5, embedded=5)
+    assert report == IndexReport(
+        added=5,
+        updated=0,
+        unchanged=0,
+        removed=0,
+        errors=[],
+        read=5,
+        embedded=5,
+        not_documents=CODE_AND_IMAGE,
+    )
     assert corpus.document_count() == 5
     found = {
         query: (hits[0].path, hits[0].title, hits[0].ref == f"corpus:{hits[0].doc_id}")
@@ -157,7 +170,9 @@ def test_a_second_index_run_reads_and_embeds_nothing(corpus: Corpus, embedder: C
 
     report = corpus.index()
 
-    assert report == IndexReport(added=0, updated=0, unchanged=5, removed=0, errors=[], read=0)
+    assert report == IndexReport(
+        added=0, updated=0, unchanged=5, removed=0, errors=[], read=0, not_documents=CODE_AND_IMAGE
+    )
     assert embedder.texts == embedded
 
 
@@ -170,7 +185,16 @@ def test_a_changed_file_alone_is_read_chunked_and_embedded_again(
 
     report = corpus.index()
 
-    assert report == IndexReport(added=0, updated=1, unchanged=4, removed=0, errors=[], read=1, embedded=1)
+    assert report == IndexReport(
+        added=0,
+        updated=1,
+        unchanged=4,
+        removed=0,
+        errors=[],
+        read=1,
+        embedded=1,
+        not_documents=CODE_AND_IMAGE,
+    )
     assert embedder.texts == embedded + 1  # the one chunk of the changed file
     assert paths(corpus.search("basaltic", mode="lexical")) == []
     assert paths(corpus.search("pyroclastic", mode="lexical")) == ["volcano.txt"]
@@ -189,8 +213,12 @@ def test_a_touched_but_unchanged_file_is_read_and_hashed_but_not_embedded_again(
     touched = corpus.index()
     again = corpus.index()
 
-    assert touched == IndexReport(added=0, updated=0, unchanged=5, removed=0, errors=[], read=1)
-    assert again == IndexReport(added=0, updated=0, unchanged=5, removed=0, errors=[], read=0)
+    assert touched == IndexReport(
+        added=0, updated=0, unchanged=5, removed=0, errors=[], read=1, not_documents=CODE_AND_IMAGE
+    )
+    assert again == IndexReport(
+        added=0, updated=0, unchanged=5, removed=0, errors=[], read=0, not_documents=CODE_AND_IMAGE
+    )
     assert embedder.texts == embedded
 
 
@@ -201,7 +229,9 @@ def test_a_deleted_file_leaves_the_index_and_every_search(corpus: Corpus, folder
 
     report = corpus.index()
 
-    assert report == IndexReport(added=0, updated=0, unchanged=4, removed=1, errors=[], read=0)
+    assert report == IndexReport(
+        added=0, updated=0, unchanged=4, removed=1, errors=[], read=0, not_documents=CODE_AND_IMAGE
+    )
     assert "volcano.txt" not in paths(corpus.search("basaltic lava Mauna Loa", limit=10))
     assert "volcano.txt" not in paths(corpus.search("basaltic lava Mauna Loa", limit=10, mode="dense"))
     assert paths(corpus.search("basaltic lava Mauna Loa", mode="lexical")) == []
@@ -230,7 +260,14 @@ def test_vectors_lost_with_the_knowledge_index_are_rebuilt_from_sqlite(store: St
 
         # Not one file read again: the chunks come from SQLite, each embedded once.
         assert report == IndexReport(
-            added=0, updated=0, unchanged=5, removed=0, errors=[], read=0, embedded=5
+            added=0,
+            updated=0,
+            unchanged=5,
+            removed=0,
+            errors=[],
+            read=0,
+            embedded=5,
+            not_documents=CODE_AND_IMAGE,
         )
         assert paths(corpus.search("coral bleaching", limit=1, mode="dense")) == ["reef.pdf"]
 
@@ -250,7 +287,14 @@ def test_a_new_chunk_embedder_re_embeds_every_chunk_once_and_drops_the_old_vecto
 
         # Not one file read again: every chunk comes from SQLite and is embedded once by the new embedder.
         assert report == IndexReport(
-            added=0, updated=0, unchanged=5, removed=0, errors=[], read=0, embedded=chunks
+            added=0,
+            updated=0,
+            unchanged=5,
+            removed=0,
+            errors=[],
+            read=0,
+            embedded=chunks,
+            not_documents=CODE_AND_IMAGE,
         )
         assert static.texts == chunks
         assert paths(corpus.search("coral bleaching", limit=1, mode="dense")) == ["reef.pdf"]

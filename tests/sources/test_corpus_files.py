@@ -131,3 +131,57 @@ def test_gunzip_reads_every_member_and_refuses_a_truncated_stream() -> None:
     assert gunzip(two, 1024) == b"first member. second member."
     with pytest.raises(SourceError, match="truncated"):
         gunzip(gzip.compress(b"x" * 5000)[:-12], 2**20)
+
+
+def test_a_file_named_in_latin_1_is_indexed_under_an_escaped_name_and_the_rest_of_the_corpus_too(
+    store: Store, folder: Path
+) -> None:
+    latin1 = os.fsdecode(b"m\xe9moire.md")  # not UTF-8: the name holds a lone surrogate in Python
+    (folder / latin1).write_text("# Memoire\n\nThe heron nests in the reed beds each April.\n")
+    (folder / "zebra.md").write_text("# Zebra\n\nStripes sort after the Latin-1 name.\n")
+    corpus = Corpus(store, [folder])
+    report = corpus.index()
+    assert report.errors == [] and report.added == 7
+    assert indexed(store, folder)["m\\xe9moire.md"] == "Memoire"
+    assert "zebra.md" in indexed(store, folder)
+    [hit] = [hit for hit in corpus.search("heron reed beds", limit=3) if "heron" in hit.snippet]
+    assert hit.path == "m\\xe9moire.md"
+    assert corpus.document_at(folder / latin1) == hit.doc_id
+    again = corpus.index()
+    assert (again.added, again.removed, again.unchanged) == (0, 0, 7)  # the escaped name is stable
+
+
+def test_readmes_with_any_suffix_and_latin_1_docs_gzipped_or_not_are_indexed_and_skips_are_counted(
+    store: Store, folder: Path
+) -> None:
+    (folder / "README.source").write_text("Building the source package needs debhelper and quilt.\n")
+    (folder / "README.api").write_text("The API module exposes one function per endpoint.\n")
+    latin1 = "Änderungen: die Brücke über den Fluß wurde 1932 eröffnet.\n".encode("latin-1")
+    (folder / "dpkg" / "changelog.de.gz").write_bytes(gzip.compress(latin1))
+    (folder / "NOTES.txt").write_bytes(latin1)
+    (folder / "empty.md").write_text("")
+    (folder / "api.json.gz").write_bytes(gzip.compress(b'{"data": "not a document"}'))
+    report = Corpus(store, [folder]).index()
+    titles = indexed(store, folder)
+    assert {"README.source", "README.api", "dpkg/changelog.de.gz", "NOTES.txt"} <= set(titles)
+    corpus = Corpus(store, [folder])
+    [hit] = [h for h in corpus.search("Brücke Fluß eröffnet", limit=5) if h.path == "dpkg/changelog.de.gz"]
+    assert "die Brücke über den Fluß wurde 1932 eröffnet" in corpus.read(hit.doc_id).text  # not mojibake
+    # Passed over, and counted: a program and an image (binary), code and data by their names, an empty file.
+    assert (report.binary, report.empty) == (1, 1)
+    assert report.not_documents == {".png": 1, ".py": 1, ".json": 1, ".json.gz": 1}
+    assert report.skipped_line() == (
+        "skipped 6 files: 4 not documents by their names (.json 1, .json.gz 1, .png 1, .py 1); "
+        "1 named like documents but holding binary data; 1 empty"
+    )
+
+
+def test_extract_source_on_a_file_too_large_to_index_says_it_never_will_be(
+    store: Store, folder: Path
+) -> None:
+    (folder / "huge.txt").write_bytes(b"tide tables\n" * (11 * 2**20 // 12 + 1))
+    corpus = Corpus(store, [folder])
+    assert any(error.startswith("huge.txt: larger than 10 MB") for error in corpus.index().errors)
+    with pytest.raises(InvalidInput, match=r"larger than 10 MB.*never indexed") as caught:
+        corpus.document_at(folder / "huge.txt")
+    assert "try again later" not in str(caught.value)

@@ -1,0 +1,73 @@
+"""One sanitiser for text bound for a terminal: what a document, a file name, a page or an upstream
+wrote is shown as text, never obeyed as a terminal command.
+
+A terminal acts on control characters and the escape sequences they begin: OSC 52 (``ESC ] 52 ; c ;
+<base64> BEL``) sets the clipboard in kitty, WezTerm, iTerm2, Windows Terminal and tmux; OSC 8 makes
+a link whose target the text does not show; OSC 0 sets the window title; CSI ``2J`` clears the
+screen; a carriage return or a backspace overwrites what was printed. :func:`printable` drops them:
+
+- the string sequences (OSC, DCS, SOS, PM, APC, 7-bit ``ESC ]`` or 8-bit ``\\x9d``), whole, up to
+  their BEL or ST terminator; an unterminated one loses its introducer, so its payload shows as text;
+- CSI sequences (``ESC [`` or ``\\x9b``), whole, and any other ``ESC`` with the character after it;
+- every other C0 and C1 control character and DEL, except newline and tab (``\\r\\n`` becomes ``\\n``);
+- lone surrogates (a file name that is not UTF-8) become U+FFFD, which every stream can encode.
+
+Every CLI string that came from outside passes through it, and :class:`PrintableFilter` does the same
+to every log record on the handlers it is attached to (``redaction.redact_logs`` attaches both).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+__all__ = ["PrintableFilter", "printable"]
+
+_STRING_SEQUENCE = re.compile(r"(?:\x1b[\]P_^X]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)")
+_CSI = re.compile(r"(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]")
+_OTHER_ESCAPE = re.compile(r"\x1b[\x20-\x7e]?")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_ANY = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every terminal control sequence and control character but newline and tab gone."""
+    if not _ANY.search(text):
+        return text
+    text = text.replace("\r\n", "\n")
+    for pattern in (_STRING_SEQUENCE, _CSI, _OTHER_ESCAPE, _CONTROL):
+        text = pattern.sub("", text)
+    return _SURROGATE.sub("\ufffd", text)
+
+
+class PrintableFilter(logging.Filter):
+    """A handler filter that makes each record's message, arguments and traceback printable.
+
+    The arguments keep their shape (a formatter such as uvicorn's access log unpacks them): strings
+    are sanitised in place, numbers are left as they are.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = printable(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(_printable_arg(arg) for arg in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {key: _printable_arg(value) for key, value in record.args.items()}
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = printable(record.exc_text)
+        if record.stack_info:
+            record.stack_info = printable(record.stack_info)
+        return True
+
+
+def _printable_arg(value: object) -> object:
+    if isinstance(value, str):
+        return printable(value)
+    if value is None or isinstance(value, int | float):
+        return value
+    text = str(value)
+    return value if printable(text) == text else printable(text)
