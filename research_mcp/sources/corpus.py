@@ -136,6 +136,7 @@ class Corpus:
         self._index = index
         self._titles: tuple[tuple[Any, ...], TitleIndex] | None = None
         self.progress = IndexProgress(known=self.document_count())
+        self.failed: dict[tuple[str, str], tuple[int, int, float, str]] = {}
 
     @property
     def dense_available(self) -> bool:

@@ -61,6 +61,9 @@ LARGE_FILE_BYTES = 5 * 1024 * 1024
 EMBED_BATCH = 64
 #: Chunks read from SQLite at once when looking for those the vector index lacks.
 SCAN_BATCH = 1024
+#: Seconds after which a file that failed is tried again although unchanged (a parse that timed out
+#: on a loaded machine may pass later).
+RETRY_FAILED_AFTER = 3600.0
 #: Seconds between two progress log lines of a long re-embedding.
 PROGRESS_SECONDS = 5.0
 
@@ -71,6 +74,9 @@ class Corpus(Protocol):
     """What a pass needs of the corpus it indexes (``corpus.Corpus``; a protocol keeps imports one-way)."""
 
     progress: IndexProgress
+    #: Files that could not be indexed, by (folder, path): (size, mtime_ns, when, why), so that a pass
+    #: does not parse an unchanged one again (a stalling PDF cost 20 s at every rescan).
+    failed: dict[tuple[str, str], tuple[int, int, float, str]]
 
     @property
     def store(self) -> Store: ...
@@ -203,6 +209,15 @@ def _scan(corpus: Corpus, root: Path, top: Path, tally: _Tally) -> list[_Work]:
         if row is not None and row.size == stat.st_size and row.mtime_ns == stat.st_mtime_ns:
             tally.unchanged += 1
             continue
+        failed = corpus.failed.get((str(root), rel))
+        if (
+            row is None
+            and failed is not None
+            and failed[:2] == (stat.st_size, stat.st_mtime_ns)
+            and time.monotonic() - failed[2] < RETRY_FAILED_AFTER
+        ):
+            tally.errors.append(f"{failed[3]} (unchanged since: not read again)")
+            continue
         named = document_name(file.name)
         if named is not None and named.sniffed and not sniff_text_file(file, gzipped=named.gzipped):
             tally.binary += 1  # a program, an image: no document, counted in the skipped line
@@ -223,14 +238,14 @@ def _read(corpus: Corpus, item: _Work, tally: _Tally, pending: list[Chunk], pars
     assert named is not None  # the walk yields documents only
     cap = size_cap(named.kind)
     if stat.st_size > cap:
-        _fail(corpus, tally, row, f"{rel}: larger than {cap // 2**20} MB; skipped")
+        _fail(corpus, tally, row, _remember(corpus, item, f"{rel}: larger than {cap // 2**20} MB; skipped"))
         return
     if stat.st_size >= LARGE_FILE_BYTES:
         logger.info("corpus: reading %s, a large file (%.1f MB)", rel, stat.st_size / 2**20)
     try:
         data = read_regular_file(item.file, cap)
     except SourceError as err:
-        _fail(corpus, tally, row, f"{rel}: {err}")
+        _fail(corpus, tally, row, _remember(corpus, item, f"{rel}: {err}"))
         return
     except OSError as err:
         tally.errors.append(f"{rel}: cannot be read ({err.strerror}); skipped")
@@ -244,7 +259,7 @@ def _read(corpus: Corpus, item: _Work, tally: _Tally, pending: list[Chunk], pars
     try:
         document = read_document(gunzip(data, cap) if named.gzipped else data, named, rel, parser)
     except SourceError as err:
-        _fail(corpus, tally, row, f"{rel}: {err}")
+        _fail(corpus, tally, row, _remember(corpus, item, f"{rel}: {err}"))
         return
     if document is None:  # an empty file: nothing to find in it, counted in the skipped line
         tally.empty += 1
@@ -256,6 +271,17 @@ def _read(corpus: Corpus, item: _Work, tally: _Tally, pending: list[Chunk], pars
         tally.added += 1
     else:
         tally.updated += 1
+
+
+def _remember(corpus: Corpus, item: _Work, message: str) -> str:
+    """Keep why this file failed, with its size and time, for the passes that find it unchanged."""
+    corpus.failed[(str(item.root), item.rel)] = (
+        item.stat.st_size,
+        item.stat.st_mtime_ns,
+        time.monotonic(),
+        message,
+    )
+    return message
 
 
 def _fail(corpus: Corpus, tally: _Tally, row: CorpusFileState | None, message: str | None) -> None:

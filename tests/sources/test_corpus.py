@@ -589,3 +589,24 @@ def test_a_device_or_fifo_swapped_in_after_the_walk_is_refused_when_opened(tmp_p
     grown.write_bytes(b"x" * 1001)
     with pytest.raises(SourceError, match="larger than"):
         read_regular_file(grown, 1000)
+
+
+def test_a_file_that_failed_is_not_read_again_while_unchanged_but_is_once_it_changes(
+    corpus: Corpus, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stalling PDF cost its whole parse timeout (20 s) at every pass, so at every rescan of `serve`."""
+    broken = folder / "notes" / "broken.pdf"
+    broken.write_bytes(hostile.unknown_filter_pdf())
+    first = corpus.index()
+
+    again = corpus.index()
+
+    [failure] = [e for e in first.errors if e.startswith("notes/broken.pdf")]
+    assert "could not be parsed" in failure
+    assert again.read == 0  # not even read: its size and time are those it failed with
+    assert f"{failure} (unchanged since: not read again)" in again.errors
+
+    broken.write_bytes(minimal_pdf("Spring tides follow the new and the full moon.", "Tides"))
+    fixed = corpus.index()
+    assert (fixed.read, fixed.added) == (1, 1)
+    assert not [e for e in fixed.errors if "broken.pdf" in e]
