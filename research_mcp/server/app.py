@@ -23,8 +23,8 @@ from research_mcp.server.context import ServerState
 from research_mcp.server.prompts import UnknownPrompts, register_prompts
 from research_mcp.server.resources import register_resources
 from research_mcp.server.tasks import RunTasks, TaskRequests
-from research_mcp.server.tools import build_tools
-from research_mcp.server.view import AppsOnly, build_apps, link_view
+from research_mcp.server.tools import UnknownTools, build_tools
+from research_mcp.server.view import VIEW_TOOL, AppsOnly, build_apps, link_view
 from research_mcp.service import ResearchService
 from research_mcp.sources.fetch import SafeFetcher
 from research_mcp.sources.library import SourceLibrary
@@ -122,17 +122,23 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
                     group.cancel_scope.cancel()
         store.close()
 
+    tools = link_view(build_tools())
     server: MCPServer[Any] = MCPServer(
         "research-mcp",
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         version=__version__,
-        tools=link_view(build_tools()),
+        tools=tools,
         # The run view, for hosts that render MCP Apps; runs as protocol tasks, for hosts that send them.
         extensions=[build_apps(), RunTasks()],
         # Other hosts list exactly what they did before the view; a task-augmented call starts a task;
-        # an unknown prompt is invalid params.
-        middleware=[AppsOnly(), TaskRequests(), UnknownPrompts()],
+        # an unknown tool or prompt is invalid params.
+        middleware=[
+            UnknownTools([tool.name for tool in tools] + [VIEW_TOOL]),
+            AppsOnly(),
+            TaskRequests(),
+            UnknownPrompts(),
+        ],
     )
     register_resources(server, lambda: running[-1] if running else None)
     register_prompts(server)
