@@ -24,7 +24,7 @@ from research_mcp.server.prompts import UnknownPrompts, register_prompts
 from research_mcp.server.resources import register_resources
 from research_mcp.server.tasks import RunTasks, TaskRequests
 from research_mcp.server.tools import UnknownTools, build_tools
-from research_mcp.server.view import VIEW_TOOL, AppsOnly, build_apps, link_view
+from research_mcp.server.view import AppsOnly, build_apps, link_view, view_tool
 from research_mcp.service import ResearchService
 from research_mcp.sources.fetch import SafeFetcher
 from research_mcp.sources.library import SourceLibrary
@@ -122,7 +122,7 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
                     group.cancel_scope.cancel()
         store.close()
 
-    tools = link_view(build_tools())
+    tools = [*link_view(build_tools()), view_tool()]
     server: MCPServer[Any] = MCPServer(
         "research-mcp",
         instructions=INSTRUCTIONS,
@@ -134,7 +134,7 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
         # Other hosts list exactly what they did before the view; a task-augmented call starts a task;
         # an unknown tool or prompt is invalid params.
         middleware=[
-            UnknownTools([tool.name for tool in tools] + [VIEW_TOOL]),
+            UnknownTools([tool.name for tool in tools]),
             AppsOnly(),
             TaskRequests(),
             UnknownPrompts(),

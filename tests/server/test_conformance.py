@@ -9,7 +9,10 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 from mcp import Client
+from mcp.client.extension import advertise
+from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
@@ -50,3 +53,179 @@ async def test_an_unknown_tool_is_invalid_params(connection: str) -> None:
     assert "Unknown tool 'no_such_tool'" in refused.value.error.message
     assert "plan_research" in refused.value.error.message
     assert known.is_error  # a known tool's own failure stays a tool result
+
+
+# --- 2. input schemas carry the limits the server enforces, and describe every parameter ----------
+
+LIMITS = {
+    ("plan_research", "query"): {"minLength": 3, "maxLength": 2000},
+    ("plan_research", "suggested_plan"): {"maxItems": 60},
+    ("execute_plan", "plan_id"): {"pattern": "^plan_[\\w-]{1,59}$"},
+    ("execute_plan", "plan_ids"): {"maxItems": 10},
+    ("execute_plan", "run_id"): {"pattern": "^run_[\\w-]{1,60}$"},
+    ("execute_plan", "wait_seconds"): {"minimum": 0, "maximum": 55},
+    ("extract_source", "source"): {"maxLength": 2_000_000},
+    ("extract_source", "questions"): {"maxItems": 20},
+    ("scout_sources", "topic"): {"minLength": 3, "maxLength": 2000},
+    ("scout_sources", "queries"): {"maxItems": 10},
+    ("scout_sources", "limit"): {"minimum": 1, "maximum": 20},
+    ("report_results", "id"): {"pattern": "^(run|plan|h)_[\\w-]{1,59}$"},
+    ("report_results", "cursor"): {"pattern": "^(\\d{1,9}:\\d{1,9})?$"},
+    ("report_results", "max_tokens"): {"minimum": 200, "maximum": 20000},
+}
+
+
+async def listed(connection: str) -> dict[str, dict[str, Any]]:
+    async with connected(connection) as client:
+        tools = (await client.list_tools()).tools
+    return {tool.name: tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools}
+
+
+async def test_every_parameter_is_described_and_carries_its_limits(connection: str) -> None:
+    tools = await listed(connection)
+    undescribed = [
+        f"{name}.{parameter}"
+        for name, tool in tools.items()
+        for parameter, schema in tool["inputSchema"]["properties"].items()
+        if not schema.get("description")
+    ]
+    assert undescribed == []
+    for (name, parameter), limits in LIMITS.items():
+        schema = tools[name]["inputSchema"]["properties"][parameter]
+        assert limits.items() <= schema.items(), (name, parameter, schema)
+    assert tools["extract_source"]["inputSchema"]["properties"]["questions"]["items"]["maxLength"] == 1000
+    assert tools["execute_plan"]["inputSchema"]["properties"]["plan_ids"]["items"]["pattern"] == (
+        "^plan_[\\w-]{1,59}$"
+    )
+
+
+# Arguments each refused by the published schema: the server refuses each too, naming the argument.
+PAST_THE_LIMITS = [
+    ("plan_research", {"query": "x" * 2001}, "query"),
+    ("plan_research", {"query": "ab"}, "query"),
+    ("execute_plan", {"plan_id": "run_1a2b3c"}, "plan_id"),
+    ("execute_plan", {"run_id": "run_" + "a" * 61}, "run_id"),
+    ("execute_plan", {"plan_ids": ["plan_1"] * 11}, "plan_ids"),
+    ("execute_plan", {"run_id": "run_1", "wait_seconds": 55.5}, "wait_seconds"),
+    ("execute_plan", {"run_id": "run_1", "wait_seconds": -1}, "wait_seconds"),
+    ("extract_source", {"source": "Penguins breed in winter.", "questions": ["why?"] * 21}, "questions"),
+    ("extract_source", {"source": "Penguins breed in winter.", "questions": ["x" * 1001]}, "questions"),
+    ("scout_sources", {"topic": "penguins", "limit": 0}, "limit"),
+    ("scout_sources", {"topic": "penguins", "limit": 21}, "limit"),
+    ("scout_sources", {"topic": "penguins", "queries": ["q"] * 11}, "queries"),
+    ("scout_sources", {"topic": "penguins", "queries": ["q" * 301]}, "queries"),
+    ("report_results", {"id": "S12"}, "id"),
+    ("report_results", {"id": "run_1", "cursor": "next"}, "cursor"),
+    ("report_results", {"id": "run_1", "max_tokens": 199}, "max_tokens"),
+    ("report_results", {"id": "run_1", "max_tokens": 20001}, "max_tokens"),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "argument"), PAST_THE_LIMITS)
+async def test_what_the_schema_refuses_the_server_refuses(
+    tool: str, arguments: dict[str, Any], argument: str
+) -> None:
+    schema = (await listed("memory-2025-11-25"))[tool]["inputSchema"]
+    assert list(Draft202012Validator(schema).iter_errors(arguments)), "the schema accepts it"
+    async with connected("memory-2025-11-25") as client:
+        result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    assert argument in result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_what_the_schema_accepts_at_its_limits_the_server_accepts() -> None:
+    """Values exactly at each published bound: the schema accepts them, so the server must."""
+    at_the_limits = {
+        "scout_sources": {"topic": "pen", "queries": ["q" * 300] * 10, "limit": 20},
+        "extract_source": {"source": "Penguins breed in winter.", "questions": ["x" * 1000] + ["Why?"] * 19},
+    }
+    tools = await listed("memory-2025-11-25")
+    async with connected("memory-2025-11-25") as client:
+        for tool, arguments in at_the_limits.items():
+            assert not list(Draft202012Validator(tools[tool]["inputSchema"]).iter_errors(arguments))
+            result = await client.call_tool(tool, arguments)
+            assert not result.is_error, result.content
+        plan = await client.call_tool("plan_research", {"query": "q" * 2000})
+        assert not plan.is_error, plan.content
+        run = await client.call_tool(
+            "execute_plan",
+            {"plan_id": plan.structured_content["id"], "wait_seconds": 55},  # type: ignore[index]
+        )
+        assert not run.is_error, run.content
+        page = await client.call_tool(
+            "report_results", {"id": run.structured_content["id"], "max_tokens": 20000}
+        )  # type: ignore[index]
+        assert not page.is_error, page.content
+
+
+# --- 3. typed output schemas, and every result checked against its tool's ----------------------------
+
+APPS = {"extensions": [advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})]}
+PENGUINS = "Emperor penguins breed in the Antarctic winter. Adelie penguins breed in the summer."
+PLAN = [
+    {"parent": None, "kind": "executor", "title": "penguins"},
+    {
+        "parent": 0,
+        "kind": "leaf",
+        "title": "breeding",
+        "questions": ["When do penguins breed?"],
+        "sources": [PENGUINS],
+    },
+]
+
+
+def untyped(schema: Any, path: str = "$") -> list[str]:
+    """The places in a schema that say `object` or `array` without saying what is in it."""
+    if isinstance(schema, list):
+        return [place for index, item in enumerate(schema) for place in untyped(item, f"{path}[{index}]")]
+    if not isinstance(schema, dict):
+        return []
+    found = []
+    if (
+        schema.get("type") == "object"
+        and "properties" not in schema
+        and not isinstance(schema.get("additionalProperties"), dict)
+    ):
+        found.append(path)
+    if schema.get("type") == "array" and "items" not in schema:
+        found.append(path)
+    return found + [place for key, value in schema.items() for place in untyped(value, f"{path}.{key}")]
+
+
+async def test_every_result_of_a_whole_flow_matches_its_tools_typed_output_schema(connection: str) -> None:
+    results: list[tuple[str, dict[str, Any]]] = []
+    async with connected(connection, **APPS) as client:
+        schemas = {tool.name: tool.output_schema for tool in (await client.list_tools()).tools}
+
+        async def call(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            result = await client.call_tool(tool, arguments)
+            assert not result.is_error, result.content
+            assert result.structured_content is not None
+            results.append((tool, result.structured_content))
+            return result.structured_content
+
+        plan = await call("plan_research", {"query": "When do penguins breed?", "suggested_plan": PLAN})
+        run = await call("execute_plan", {"plan_id": plan["id"], "wait_seconds": 30})
+        assert run["status"] == "done", run
+        for view in ("summary", "report", "sources", "facts", "confidence", "gaps", "followups", "tree"):
+            await call("report_results", {"id": run["id"], "view": view, "max_tokens": 200})
+        await call("run_view", {"run_id": run["id"]})
+        extraction = await call(
+            "extract_source", {"source": PENGUINS, "questions": ["When do penguins breed?"]}
+        )
+        await call("report_results", {"id": extraction["id"], "view": "handoff"})
+        await call("scout_sources", {"topic": "penguin breeding"})
+    assert sorted(schemas) == [
+        "execute_plan",
+        "extract_source",
+        "plan_research",
+        "report_results",
+        "run_view",
+        "scout_sources",
+    ]
+    assert {name: untyped(schema) for name, schema in schemas.items()} == {name: [] for name in schemas}
+    for tool, structured in results:
+        Draft202012Validator.check_schema(schemas[tool])
+        errors = [error.message for error in Draft202012Validator(schemas[tool]).iter_errors(structured)]
+        assert errors == [], (tool, errors)
+    assert len(results) == 14
