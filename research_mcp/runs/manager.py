@@ -211,19 +211,25 @@ class RunManager:
                 failed = store.get_handoff(result_id).failures
                 limited = deps.budget.source_limit_reached()
                 nothing = not limited and store.sources_read(run_id) == 0 and store.count_facts(run_id) == 0
-                store.update_run(
-                    run_id,
-                    status="budget_exhausted"
+                status = (
+                    "budget_exhausted"
                     if limited
                     else "no_sources"
                     if nothing
                     else "partial"
                     if failed
-                    else "done",
+                    else "done"
+                )
+                store.update_run(
+                    run_id,
+                    status=status,
                     finished_at=now(),
                     result_handoff_id=result_id,
                     error=limited or (deps.sources.nothing_found() if nothing else None),
                 )
+                if status != "done":
+                    why = limited or "; ".join(failed[:2]) or deps.sources.nothing_found()
+                    logger.warning("run %s ended %s: %s", run_id, status, why)
             if live.scope.cancelled_caught:
                 store.update_run(run_id, status="cancelled", finished_at=now(), error=CANCELLED)
         except Exception as raised:  # top-level boundary of a background task: record, never crash the server

@@ -160,6 +160,7 @@ async def extract_sources(
                 rc.deps.store.add_event(rc.run_id, "spec_budget", note, node_id=key)
         except (SourceError, ModelError, NotConfigured) as error:
             rc.failures.setdefault(key, []).append(f"Source not read: {ref}: {error}")
+            logger.warning("run %s: source not read: %s: %s", rc.run_id, ref, error)
             rc.deps.store.add_event(rc.run_id, "source_failed", f"{ref}: {error}", node_id=key)
 
     async with anyio.create_task_group() as group:

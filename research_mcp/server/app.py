@@ -17,9 +17,10 @@ from research_mcp import __version__
 from research_mcp.config import Settings
 from research_mcp.llm.base import ModelBackend
 from research_mcp.llm.select import choose_backend
-from research_mcp.redaction import Redactor, redact_logs, weak_secrets
+from research_mcp.redaction import RedactingFilter, Redactor, redact_logs, weak_secrets
 from research_mcp.runs.manager import RunManager
 from research_mcp.server.context import ServerState
+from research_mcp.server.host_log import HostLog
 from research_mcp.server.prompts import UnknownPrompts, register_prompts
 from research_mcp.server.resources import register_resources
 from research_mcp.server.tasks import RunTasks, TaskRequests
@@ -50,6 +51,7 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
     """The research-mcp server. `model` replaces backend choice (tests and benchmarks use a scripted one)."""
 
     running: list[ResearchService] = []  # the service while the server runs, for static resources
+    host_log = HostLog()  # log lines for the clients that set a level
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[ServerState]:
@@ -59,6 +61,9 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
         stop_indexing = threading.Event()
         async with AsyncExitStack() as stack:
             stack.callback(redact_logs(redact))  # the last thing undone: logs stay redacted to the end
+            host_log.filters = [RedactingFilter(redact)] if redact else []
+            logging.getLogger("research_mcp").addHandler(host_log)
+            stack.callback(logging.getLogger("research_mcp").removeHandler, host_log)
             for warning in weak_secrets(config):
                 logger.warning("%s", warning)
             # Nothing slow before the host's first request is answered: Qdrant connects, and the
@@ -132,12 +137,13 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
         # The run view, for hosts that render MCP Apps; runs as protocol tasks, for hosts that send them.
         extensions=[build_apps(), RunTasks()],
         # Other hosts list exactly what they did before the view; a task-augmented call starts a task;
-        # an unknown tool or prompt is invalid params.
+        # an unknown tool or prompt is invalid params; MCP logging for clients whose protocol has it.
         middleware=[
             UnknownTools([tool.name for tool in tools]),
             AppsOnly(),
             TaskRequests(),
             UnknownPrompts(),
+            host_log,
         ],
     )
     register_resources(server, lambda: running[-1] if running else None)

@@ -4,6 +4,7 @@ installed console script."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -13,8 +14,8 @@ from jsonschema import Draft202012Validator
 from mcp import Client
 from mcp.client.extension import advertise
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
-from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND
 
 from research_mcp.config import Settings
 from research_mcp.llm.scripted import ScriptedModel, team_script
@@ -229,3 +230,77 @@ async def test_every_result_of_a_whole_flow_matches_its_tools_typed_output_schem
         errors = [error.message for error in Draft202012Validator(schemas[tool]).iter_errors(structured)]
         assert errors == [], (tool, errors)
     assert len(results) == 14
+
+
+# --- 4. titles, and MCP logging for the protocol versions that have it ---------------------------------
+
+SECRET = "sk-ant-conformance-0123456789abcdef"
+
+
+async def test_every_tool_has_a_title(connection: str) -> None:
+    tools = await listed(connection)
+    assert {name: bool(tool.get("title")) for name, tool in tools.items()} == {name: True for name in tools}
+
+
+async def test_a_client_that_sets_a_level_gets_the_servers_log_lines_redacted_and_no_lower(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What the server logs reaches a 2025-11-25 client at or above the level it set: a source not
+    read and the run that ended partial for it, with the secret in the refused URL redacted."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)  # a secret the server redacts wherever it logs
+    caplog.set_level(logging.INFO, logger="research_mcp")
+    refused = f"http://10.0.0.1/report?key={SECRET}"
+    plan = [
+        {"parent": None, "kind": "executor", "title": "penguins"},
+        {
+            "parent": 0,
+            "kind": "leaf",
+            "title": "breeding",
+            "questions": ["When?"],
+            "sources": [PENGUINS, refused],
+        },
+    ]
+    messages: list[Any] = []
+
+    async def on_log(params: Any) -> None:
+        messages.append(params)
+
+    server = create_server(model=ScriptedModel(team_script))
+    async with Client(server, mode="legacy", logging_callback=on_log) as client:
+        assert client.server_capabilities.logging is not None
+        with pytest.warns(MCPDeprecationWarning):  # the SDK's client reminds that 2026-07-28 dropped it
+            await client.set_logging_level("warning")
+        planned = await client.call_tool(
+            "plan_research", {"query": "When do penguins breed?", "suggested_plan": plan}
+        )
+        run = await client.call_tool(
+            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        )  # type: ignore[index]
+        assert run.structured_content["status"] == "partial"  # type: ignore[index]
+        logging.getLogger("research_mcp.conformance").info("below the level set")
+        logging.getLogger("research_mcp.conformance").error("above the level set")
+        await client.list_prompts()  # one more round trip: the notifications sent before it have arrived
+    lines = [str(message.data) for message in messages]
+    assert any("source not read: http://10.0.0.1/report" in line for line in lines), lines
+    assert any("ended partial" in line for line in lines), lines
+    assert "above the level set" in lines and "below the level set" not in lines
+    assert {message.level for message in messages} == {"warning", "error"}
+    assert all(SECRET not in line and SECRET[:12] not in line for line in lines)
+
+
+async def test_without_a_level_set_no_log_line_is_sent_and_2026_clients_have_no_set_level() -> None:
+    messages: list[Any] = []
+
+    async def on_log(params: Any) -> None:
+        messages.append(params)
+
+    async with Client(
+        create_server(model=ScriptedModel(team_script)), mode="legacy", logging_callback=on_log
+    ) as client:
+        await client.call_tool("execute_plan", {"run_id": "run_000000000000"})
+    assert messages == []
+    async with Client(create_server(model=ScriptedModel(team_script)), mode="2026-07-28") as client:
+        assert client.server_capabilities.logging is None
+        with pytest.raises(MCPError) as refused, pytest.warns(MCPDeprecationWarning):
+            await client.set_logging_level("info")
+    assert refused.value.error.code == METHOD_NOT_FOUND
