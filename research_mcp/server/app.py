@@ -22,9 +22,10 @@ from research_mcp.runs.manager import RunManager
 from research_mcp.server.context import ServerState
 from research_mcp.server.host_log import HostLog
 from research_mcp.server.prompts import UnknownPrompts, register_prompts
+from research_mcp.server.protocol import UnknownTools, UnpagedLists
 from research_mcp.server.resources import register_resources
 from research_mcp.server.tasks import RunTasks, TaskRequests
-from research_mcp.server.tools import UnknownTools, build_tools
+from research_mcp.server.tools import build_tools
 from research_mcp.server.view import AppsOnly, build_apps, link_view, view_tool
 from research_mcp.service import ResearchService
 from research_mcp.sources.fetch import SafeFetcher
@@ -137,9 +138,10 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
         # The run view, for hosts that render MCP Apps; runs as protocol tasks, for hosts that send them.
         extensions=[build_apps(), RunTasks()],
         # Other hosts list exactly what they did before the view; a task-augmented call starts a task;
-        # an unknown tool or prompt is invalid params; MCP logging for clients whose protocol has it.
+        # an unknown tool or prompt, or a cursor for an unpaged list, is invalid params; MCP logging for clients whose protocol has it.
         middleware=[
             UnknownTools([tool.name for tool in tools]),
+            UnpagedLists(),
             AppsOnly(),
             TaskRequests(),
             UnknownPrompts(),

@@ -30,7 +30,7 @@ from mcp.server.extension import Extension, MethodBinding
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.server import require_client_extension
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, RequestParams
+from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND, RequestParams
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from research_mcp.contracts import FINISHED, CompactReturn
@@ -216,6 +216,11 @@ class TaskRequests:
     """Server middleware: task-augmented `execute_plan` calls, and the 2025-11-25 declarations."""
 
     async def __call__(self, ctx: RequestContext, call_next: CallNext) -> HandlerResult:
+        if ctx.method == "tools/call" and self._task_of_another_tool(ctx):
+            raise MCPError(
+                code=METHOD_NOT_FOUND,
+                message=f"Tool {(ctx.params or {}).get('name')!r} does not run as a task: call it without `task`.",
+            )
         if ctx.method == "tools/call" and self._wants_task(ctx):
             return await self._start_task(ctx, call_next)
         result = await call_next(ctx)
@@ -231,6 +236,16 @@ class TaskRequests:
                 if tool.get("name") == TASK_TOOL:
                     tool["execution"] = {"taskSupport": "optional"}
         return result
+
+    @staticmethod
+    def _task_of_another_tool(ctx: RequestContext) -> bool:
+        """2025-11-25: a task-augmented call of a tool without `execution.taskSupport` (-32601)."""
+        params = ctx.params or {}
+        return (
+            ctx.protocol_version == TASK_VERSION
+            and params.get("name") != TASK_TOOL
+            and isinstance(params.get("task"), dict)
+        )
 
     @staticmethod
     def _wants_task(ctx: RequestContext) -> bool:

@@ -6,13 +6,10 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, ParamSpec, TypeVar
 
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
-from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from mcp_types import INVALID_PARAMS
 from pydantic import Field, ValidationError
 
 from research_mcp.contracts import Budget, CompactReturn, ReportPage
@@ -23,7 +20,7 @@ from research_mcp.server.context import ToolContext
 from research_mcp.server.schemas import published_output, published_schema
 from research_mcp.service import ResearchService
 
-__all__ = ["READS", "UnknownTools", "build_tools", "checked_tool"]
+__all__ = ["READS", "build_tools", "checked_tool"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -224,22 +221,3 @@ def build_tools() -> list[Tool]:
         checked_tool(scout_sources, "Scout sources", WRITES),
         checked_tool(report_results, "Read results", READS),
     ]
-
-
-class UnknownTools:
-    """Server middleware: `tools/call` of a tool this server does not have is invalid params (-32602),
-    a protocol error as the tools pages of 2025-06-18 and later list it, not an isError result."""
-
-    def __init__(self, names: list[str]) -> None:
-        self.names = names
-
-    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        if ctx.method == "tools/call":
-            name = (ctx.params or {}).get("name")
-            if not isinstance(name, str) or name not in self.names:
-                raise MCPError(
-                    code=INVALID_PARAMS,
-                    message=f"Unknown tool {shown(name)}: the tools are {', '.join(self.names)}.",
-                    data={"name": name},
-                )
-        return await call_next(ctx)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 from mcp import Client
+from mcp.client._memory import InMemoryTransport
 from mcp.client.extension import advertise
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
@@ -21,6 +22,7 @@ from research_mcp.config import Settings
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server
 from tests.server.test_stdio import SCRIPT, server_params
+from tests.server.test_tasks import RawSession
 
 CONNECTIONS = ("memory-2025-11-25", "memory-2026-07-28", "stdio")
 
@@ -304,3 +306,34 @@ async def test_without_a_level_set_no_log_line_is_sent_and_2026_clients_have_no_
         with pytest.raises(MCPError) as refused, pytest.warns(MCPDeprecationWarning):
             await client.set_logging_level("info")
     assert refused.value.error.code == METHOD_NOT_FOUND
+
+
+# --- 5. tasks: only execute_plan runs as one; list cursors are checked ---------------------------------
+
+
+async def test_a_task_augmented_call_of_a_tool_without_task_support_is_method_not_found() -> None:
+    server = create_server(model=ScriptedModel(team_script))
+    async with InMemoryTransport(server) as (read, write):
+        session = RawSession(read, write)
+        await session.open()
+        refused = await session.request(
+            "tools/call",
+            {"name": "scout_sources", "arguments": {"topic": "penguins"}, "task": {"ttl": 60_000}},
+        )
+        plain = await session.call("scout_sources", {"topic": "penguins"})
+    assert refused["error"]["code"] == METHOD_NOT_FOUND
+    assert "does not run as a task" in refused["error"]["message"]
+    assert not plain["isError"]
+
+
+@pytest.mark.parametrize(
+    "listing", ["list_tools", "list_resources", "list_resource_templates", "list_prompts"]
+)
+async def test_a_cursor_this_server_never_gave_is_invalid_params(connection: str, listing: str) -> None:
+    async with connected(connection) as client:
+        first = await getattr(client, listing)()
+        with pytest.raises(MCPError) as refused:
+            await getattr(client, listing)(cursor="page-2")
+    assert first.next_cursor is None
+    assert refused.value.error.code == INVALID_PARAMS
+    assert "Invalid cursor 'page-2'" in refused.value.error.message
