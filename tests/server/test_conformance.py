@@ -4,12 +4,16 @@ installed console script."""
 
 from __future__ import annotations
 
+import itertools
 import logging
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from mcp import Client
 from mcp.client._memory import InMemoryTransport
@@ -20,7 +24,10 @@ from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND
 
 from research_mcp.config import Settings
 from research_mcp.llm.scripted import ScriptedModel, team_script
+from research_mcp.runs import manager
+from research_mcp.runs.manager import next_progress, progress_message
 from research_mcp.server.app import create_server
+from tests.server.test_runs import three_leaf_plan
 from tests.server.test_stdio import SCRIPT, server_params
 from tests.server.test_tasks import RawSession
 
@@ -337,3 +344,53 @@ async def test_a_cursor_this_server_never_gave_is_invalid_params(connection: str
     assert first.next_cursor is None
     assert refused.value.error.code == INVALID_PARAMS
     assert "Invalid cursor 'page-2'" in refused.value.error.message
+
+
+# --- 6. progress: strictly increasing, never past its total, its message agreeing ---------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), max_size=40))
+def test_progress_values_increase_stay_within_the_total_and_the_message_says_them(
+    observations: list[tuple[int, int]],
+) -> None:
+    """Whatever the run's counts do between two reports (a node reopened lowers `done`, a phase
+    iteration changes `total`), what is sent increases, is never above its total, and its message
+    names the whole part of the value."""
+    last: float | None = None
+    for done, total in observations:
+        value = next_progress(last, done, total)
+        if value is None:
+            continue
+        assert last is None or value > last
+        assert 0 <= value <= total
+        message = progress_message(value, total)
+        assert message.startswith(f"{math.floor(value)}/{total} nodes done")
+        assert ("under way" in message) == (value != int(value))
+        last = value
+
+
+async def test_a_runs_progress_notifications_increase_within_their_total_and_agree_with_their_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(manager, "PROGRESS_EVERY_S", 0.05)  # heartbeats between nodes
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append((value, total, message))
+
+    server = create_server(model=ScriptedModel(team_script, latency=0.2))
+    async with Client(server, mode="legacy") as client:
+        planned = await client.call_tool(
+            "plan_research", {"query": "three topics", "suggested_plan": three_leaf_plan()}
+        )
+        run = await client.call_tool(
+            "execute_plan",
+            {"plan_id": planned.structured_content["id"], "wait_seconds": 30},  # type: ignore[index]
+            progress_callback=on_progress,
+        )
+    assert run.structured_content["status"] == "done"  # type: ignore[index]
+    values = [value for value, _, _ in seen]
+    assert values and all(later > earlier for earlier, later in itertools.pairwise(values)), values
+    assert all(total is not None and value <= total for value, total, _ in seen)
+    assert all(message and message.startswith(f"{math.floor(value)}/") for value, _, message in seen)
