@@ -101,6 +101,8 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
                 # Connect now (off the event loop), so this server holds the local folder's lock.
                 group.start_soon(anyio.to_thread.run_sync, index.connect)
                 if corpus is not None:
+                    # Scanning from now on: a search in the meantime waits to know if the index is whole.
+                    corpus.progress.scanning()
                     rescan = functools.partial(keep_indexed, rescan_seconds=config.corpus_rescan)
                     group.start_soon(rescan, corpus, stop_indexing)
                 # The facts index is compared with the store and healed in the background, at once

@@ -9,8 +9,10 @@ import logging
 import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,9 +29,14 @@ from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.runs import manager
 from research_mcp.runs.manager import next_progress, progress_message
 from research_mcp.server.app import create_server
+from research_mcp.sources.index_progress import IndexProgress
+from tests.server.indexing import wait_until_indexed
 from tests.server.test_runs import three_leaf_plan
-from tests.server.test_stdio import SCRIPT, server_params
+from tests.server.test_startup import write_notes
+from tests.server.test_stdio import SCRIPT, script, server_params
 from tests.server.test_tasks import RawSession
+
+__all__ = ["script"]  # the fixture, imported
 
 CONNECTIONS = ("memory-2025-11-25", "memory-2026-07-28", "stdio")
 
@@ -394,3 +401,54 @@ async def test_a_runs_progress_notifications_increase_within_their_total_and_agr
     assert values and all(later > earlier for earlier, later in itertools.pairwise(values)), values
     assert all(total is not None and value <= total for value, total, _ in seen)
     assert all(message and message.startswith(f"{math.floor(value)}/") for value, _, message in seen)
+
+
+# --- 7. a new process over a corpus indexed before: its searches are not partial ---------------------
+
+
+async def test_a_run_started_while_a_new_server_rescans_a_complete_corpus_is_not_partial(
+    script: Path, tmp_path: Path
+) -> None:
+    """A one-shot client (Inspector CLI, a host that starts a server per session) runs research in
+    the server's first seconds, while its start-up pass re-checks a corpus indexed by an earlier one."""
+    notes = write_notes(tmp_path / "notes", 1500)
+    params = server_params(Settings().home, RESEARCH_MCP_CORPUS=str(notes), RESEARCH_MCP_MODEL="extractive")
+    async with Client(params, mode="legacy") as client:
+        assert (await wait_until_indexed(client))["line"] == "corpus: 1,500 documents indexed"
+    async with Client(params, mode="legacy") as client:  # a new process; no waiting this time
+        scouted = await client.call_tool("scout_sources", {"topic": "kelp forests survey"})
+        planned = await client.call_tool(
+            "plan_research", {"query": "What did the kelp forests survey record?"}
+        )
+        run = await client.call_tool(
+            "execute_plan",
+            {"plan_id": planned.structured_content["id"], "wait_seconds": 50},  # type: ignore[index]
+        )
+        gaps = await client.call_tool("report_results", {"id": run.structured_content["id"], "view": "gaps"})  # type: ignore[index]
+    assert "corpus" not in scouted.structured_content["metrics"], scouted.content  # type: ignore[index]
+    assert run.structured_content["status"] == "done", run.content  # type: ignore[index]
+    assert "indexed so far" not in gaps.structured_content["text"]  # type: ignore[index]
+
+
+async def test_a_search_during_the_scan_waits_to_know_and_a_corpus_read_whole_is_complete() -> None:
+    progress = IndexProgress(known=5)
+    progress.scanning()
+    async with anyio.create_task_group() as group:
+        answers: list[bool] = []
+
+        async def search() -> None:
+            answers.append(await anyio.to_thread.run_sync(progress.wait_scanned, 30))
+
+        group.start_soon(search)
+        await anyio.sleep(0)
+        progress.reading(total=5, up_to_date=5)  # the scan found nothing to read
+    assert answers == [True]
+    assert progress.status().complete and progress.status().line() == "corpus: 5 documents indexed"
+
+    changed = IndexProgress(known=5)
+    changed.scanning()
+    changed.reading(total=6, up_to_date=4)  # one new document, one changed
+    assert not changed.status().complete  # said: the new one is not searchable yet
+    changed.document_done()
+    changed.document_done()
+    assert changed.status().complete  # all read; storing the last vectors hides nothing
