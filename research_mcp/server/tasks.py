@@ -45,6 +45,7 @@ TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 TASK_VERSION = "2025-11-25"  # the one handshake version that has tasks in its core
 TASK_TOOL = "execute_plan"
+TASK_EVENT = "task"  # the run's event recording how long it is kept as a task
 POLL_INTERVAL_MS = 2000
 LIST_PAGE = 100  # tasks per tasks/list page
 WAIT_SLICE_S = 55.0  # tasks/result waits on the run in slices, as execute_plan does
@@ -91,6 +92,30 @@ def _call_result(handle: CompactReturn) -> dict[str, Any]:
     }
 
 
+def _retention_ms(state: ServerState) -> int:
+    return round(state.service.settings.task_retention_days * 86_400_000)
+
+
+def _keep(state: ServerState, run_id: str, requested: Any) -> None:
+    """Record how long the task is kept: the client's `ttl` (ms), bounded by the retention setting."""
+    ttl = _retention_ms(state)
+    if isinstance(requested, int) and not isinstance(requested, bool) and requested >= 0:
+        ttl = min(requested, ttl)
+    state.service.store.add_event(run_id, TASK_EVENT, f"kept as a task for {ttl} ms", data={"ttl_ms": ttl})
+
+
+def _ttl_ms(state: ServerState, run_id: str) -> int:
+    """How long the run is kept as a task: as recorded when it was started as one, else the retention."""
+    kept = state.service.store.events_for_run(run_id, TASK_EVENT)
+    ttl = (kept[-1].data or {}).get("ttl_ms") if kept else None
+    return int(ttl) if isinstance(ttl, int) else _retention_ms(state)
+
+
+def _expired(state: ServerState, run: Any) -> bool:
+    age = datetime.now(UTC) - datetime.fromisoformat(_iso(run.created_at))
+    return age.total_seconds() * 1000 > _ttl_ms(state, run.id)
+
+
 def _task(state: ServerState, run_id: str, modern: bool) -> dict[str, Any]:
     """The run as a task (wire field names of the negotiated version)."""
     run = state.service.store.get_run(run_id)
@@ -104,19 +129,26 @@ def _task(state: ServerState, run_id: str, modern: bool) -> dict[str, Any]:
         "lastUpdatedAt": _iso(run.finished_at or run.started_at or run.created_at),
     }
     if modern:
-        task |= {"ttlMs": None, "pollIntervalMs": POLL_INTERVAL_MS}
+        task |= {"ttlMs": _ttl_ms(state, run_id), "pollIntervalMs": POLL_INTERVAL_MS}
         if status == "completed":
             task["result"] = _call_result(handle)
     else:
-        task |= {"ttl": None, "pollInterval": POLL_INTERVAL_MS}
+        task |= {"ttl": _ttl_ms(state, run_id), "pollInterval": POLL_INTERVAL_MS}
     return task
 
 
 def _known(state: ServerState, task_id: str) -> str:
+    """The task's id, if it is a run still kept as a task (its ttl not yet past)."""
     try:
-        state.service.store.get_run(task_id)
+        run = state.service.store.get_run(task_id)
     except (NotFound, ResearchError):
         raise MCPError(code=INVALID_PARAMS, message=f"Failed to retrieve task: no task {task_id!r}") from None
+    if _expired(state, run):
+        raise MCPError(
+            code=INVALID_PARAMS,
+            message=f"Failed to retrieve task: task {task_id!r} has expired (its ttl has passed); "
+            f"execute_plan(run_id={task_id!r}) still reads the run",
+        )
     return task_id
 
 
@@ -188,7 +220,8 @@ async def list_tasks(ctx: RequestContext, params: ListParams) -> dict[str, Any]:
             code=INVALID_PARAMS, message="Invalid cursor: give the nextCursor of the last page, or none."
         ) from None
     page = runs[:LIST_PAGE]
-    listed: dict[str, Any] = {"tasks": [_task(state, run.id, modern=False) for run in page]}
+    kept = [run for run in page if not _expired(state, run)]
+    listed: dict[str, Any] = {"tasks": [_task(state, run.id, modern=False) for run in kept]}
     if len(runs) > LIST_PAGE:
         listed["nextCursor"] = page[-1].id
     return listed
@@ -263,6 +296,7 @@ class TaskRequests:
     async def _start_task(ctx: RequestContext, call_next: CallNext) -> HandlerResult:
         """Start (or find) the run at once, and answer with it as a task."""
         params = dict(ctx.params or {})
+        requested = params.get("task", {}).get("ttl") if isinstance(params.get("task"), dict) else None
         arguments = params.get("arguments")
         params["arguments"] = {**(arguments if isinstance(arguments, dict) else {}), "wait_seconds": 0}
         params.pop("task", None)
@@ -273,6 +307,7 @@ class TaskRequests:
                 return result  # the server decides per request: a refused call is no task
             content = result.get("content") or [{}]
             raise MCPError(code=INVALID_PARAMS, message=str(content[0].get("text", "Invalid arguments")))
+        _keep(ctx.lifespan_context, str(structured["id"]), requested)
         task = _task(ctx.lifespan_context, str(structured["id"]), _modern(ctx))
         task.pop("result", None)
         if _modern(ctx):

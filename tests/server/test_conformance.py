@@ -452,3 +452,36 @@ async def test_a_search_during_the_scan_waits_to_know_and_a_corpus_read_whole_is
     changed.document_done()
     changed.document_done()
     assert changed.status().complete  # all read; storing the last vectors hides nothing
+
+
+async def test_a_tasks_requested_ttl_is_honoured_within_the_retention_and_an_expired_task_is_gone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RESEARCH_MCP_TASK_RETENTION_DAYS", "1")
+    day = 86_400_000
+    server = create_server(model=ScriptedModel(team_script))
+    async with InMemoryTransport(server) as (read, write):
+        session = RawSession(read, write)
+        await session.open()
+
+        async def started(task: dict[str, Any]) -> dict[str, Any]:
+            """A task of a run of its own plan."""
+            plan = await session.call(
+                "plan_research", {"query": "three topics", "suggested_plan": three_leaf_plan()}
+            )
+            arguments = {"plan_id": plan["structuredContent"]["id"], "wait_seconds": 0}
+            return dict((await session.call("execute_plan", arguments, task=task))["task"])
+
+        asked = await started({"ttl": 60_000})
+        capped = await started({"ttl": 5 * day})
+        unasked = await started({})
+        brief = await started({"ttl": 1})
+        polled = await session.result("tasks/get", {"taskId": asked["taskId"]})
+        with anyio.fail_after(10):  # 1 ms is past by the time the next request is read
+            expired = await session.request("tasks/get", {"taskId": brief["taskId"]})
+        listed = {task["taskId"] for task in (await session.result("tasks/list"))["tasks"]}
+        still_a_run = await session.call("execute_plan", {"run_id": brief["taskId"], "wait_seconds": 0})
+    assert (asked["ttl"], capped["ttl"], unasked["ttl"], polled["ttl"]) == (60_000, day, day, 60_000)
+    assert expired["error"]["code"] == INVALID_PARAMS and "expired" in expired["error"]["message"]
+    assert brief["taskId"] not in listed and asked["taskId"] in listed
+    assert not still_a_run["isError"] and still_a_run["structuredContent"]["id"] == brief["taskId"]
