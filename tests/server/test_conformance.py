@@ -5,8 +5,12 @@ installed console script."""
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import math
+import os
+import shutil
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -485,3 +489,43 @@ async def test_a_tasks_requested_ttl_is_honoured_within_the_retention_and_an_exp
     assert expired["error"]["code"] == INVALID_PARAMS and "expired" in expired["error"]["message"]
     assert brief["taskId"] not in listed and asked["taskId"] in listed
     assert not still_a_run["isError"] and still_a_run["structuredContent"]["id"] == brief["taskId"]
+
+
+# --- the TypeScript SDK's client validates every structuredContent against the typed outputSchemas ----
+
+TS_CLIENT = Path(__file__).parent / "ts_client"
+
+
+@pytest.fixture
+def ts_client() -> Path:
+    """tests/server/ts_client with its one dependency (the TypeScript SDK, pinned), as `make ts-client`
+    installs it from the npm registry (best effort, before the tests: no test reaches the network);
+    skipped where Node.js or the installed SDK is missing."""
+    if shutil.which("node") is None:
+        pytest.skip("Node.js is not installed")
+    if not (TS_CLIENT / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir():
+        pytest.skip("the TypeScript SDK is not installed: run `make ts-client` (needs npm and its registry)")
+    return TS_CLIENT
+
+
+def test_the_typescript_sdk_validates_every_result_of_a_whole_flow_against_its_output_schema(
+    ts_client: Path, script: Path, research_home: Path
+) -> None:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "RESEARCH_MCP_HOME": str(research_home),
+        "RESEARCH_MCP_MODEL": "extractive",
+        "HF_HUB_OFFLINE": "1",
+    }
+    done = subprocess.run(
+        ["node", "check.mjs", str(script)],
+        cwd=ts_client,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["typed"] and report["status"] == "done"
+    assert len(report["calls"]) == 13  # each result passed the SDK's outputSchema check, or callTool threw
