@@ -7,7 +7,13 @@ and inlining the definitions keeps the meaning and more than halves the size.
 
 Optional parameters stay nullable on purpose: strict converters (openai-agents, pydantic-ai with
 strict tools) make every property required, and a model can then still leave one out by sending
-null, which the tools accept.
+null, which the tools accept. Those with a default (cancel, retry, limit, view, max_tokens) are
+published as their type and default instead: a strict model sends a valid value.
+
+The input schemas carry the limits the server enforces (`Limits`), and stay within the 4,096 bytes of
+name, title, description and input schema the design allows; in that budget the nullable values keep
+the `type: [x, "null"]` spelling (as `anyOf` the five input schemas would be 4,622 B). Output schemas
+are not in the model's context: they are the whole result models, typed, with `anyOf` (`portable`).
 """
 
 from __future__ import annotations
