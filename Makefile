@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench clean browser view
+.PHONY: install run test lint bench clean browser view ts-client
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,7 +20,7 @@ run:
 	@$(MAKE) --no-print-directory $(STAMP) >&2
 	@exec $(BIN)/research-mcp serve
 
-test: lint browser
+test: lint browser ts-client
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
@@ -41,6 +41,12 @@ browser:
 	  command -v chromium >/dev/null 2>&1 || \
 	    echo "chromium is not installed and cannot be: the browser tests (exported HTML, the MCP App view) will be skipped"; \
 	}
+
+# Best effort: the TypeScript SDK (pinned in tests/server/ts_client/package.json) for the test that has
+# its client validate every result against the output schemas; skipped without Node.js or the registry.
+ts-client:
+	@command -v npm >/dev/null 2>&1 && (cd tests/server/ts_client && npm ci --no-audit --no-fund --silent >/dev/null 2>&1) || \
+	  echo "the TypeScript SDK could not be installed: its conformance test will be skipped"
 
 # The MCP App view (web/view) built into one self-contained HTML file, committed at
 # research_mcp/server/view/run.html: Node is needed only to rebuild it, never to run the server.

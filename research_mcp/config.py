@@ -62,6 +62,12 @@ class Settings(BaseSettings):
     # Runs finished longer ago than this are deleted by `research-mcp prune` (None: kept for ever).
     retention_days: float | None = Field(default=None, gt=0, validation_alias="RESEARCH_MCP_RETENTION_DAYS")
 
+    # A protocol task (a run started as one) is kept as a task this long at most; a client's shorter
+    # `ttl` is honoured. Past it, tasks/get and tasks/list no longer know it; the run stays.
+    task_retention_days: float = Field(
+        default=30.0, gt=0, validation_alias="RESEARCH_MCP_TASK_RETENTION_DAYS"
+    )
+
     # `serve --http`: the bearer token every request must carry (required beyond loopback), and extra
     # Host header names to accept, e.g. the public name a reverse proxy forwards.
     http_token: SecretStr | None = Field(default=None, validation_alias="RESEARCH_MCP_HTTP_TOKEN")

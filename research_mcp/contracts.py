@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -89,10 +89,10 @@ class CompactReturn(BaseModel):
     """Handle to work kept in the store; `next` suggests calls."""
 
     id: str
-    kind: str = Field(description="plan, run, extraction or curation")
+    kind: Literal["plan", "run", "extraction", "curation"]
     status: str
     summary: list[str] = Field(max_length=3)
-    metrics: dict[str, Any] = Field(default_factory=dict)
+    metrics: dict[str, int | float | str] = Field(default_factory=dict)
     next: list[str] = Field(default_factory=list)
     backend: str
 

@@ -7,16 +7,103 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from research_mcp.citations import CITATION
-from research_mcp.contracts import Source
+from research_mcp.contracts import Confidence, Source
 from research_mcp.reports import assemble_result, result_synthesis
 from research_mcp.runs.snapshot import plan_tree, read_snapshot, run_totals
 from research_mcp.storage.outputs import StoredCuration
 from research_mcp.storage.store import Store
 
-__all__ = ["UNDER_WAY", "live_snapshot", "run_document"]
+__all__ = ["UNDER_WAY", "RunView", "live_snapshot", "run_document"]
 
 UNDER_WAY = ("pending", "running")  # any other status has ended: the view stops refreshing
+
+
+class _Shown(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ViewNode(_Shown):
+    id: str
+    kind: str
+    title: str
+    state: str
+    questions: list[str]
+    children: list[ViewNode]
+
+
+class ViewPlan(_Shown):
+    plan_id: str
+    query: str
+    root: ViewNode
+
+
+class ViewRun(_Shown):
+    id: str
+    status: str
+    query: str
+    backend: str
+    error: str | None
+
+
+class ViewTotals(_Shown):
+    nodes_done: int
+    nodes_total: int
+    sources: int
+    facts: int
+    facts_verified: int
+    tokens: int
+    cost_usd: float
+    elapsed_s: float
+
+
+class ViewCitation(_Shown):
+    source_id: str
+    quote: str
+
+
+class ViewFact(_Shown):
+    id: str
+    statement: str
+    quote: str
+    verified: bool
+    source_id: str
+    location: list[int] | None
+    confidence: float
+    question: str | None
+    corroborations: int
+    also_in: list[ViewCitation]
+
+
+class ViewSource(_Shown):
+    id: str
+    url_or_path: str
+    title: str
+    kind: str
+    location: str
+    relevance: float
+    tags: list[str]
+
+
+class ViewResult(_Shown):
+    findings: str
+    facts: list[ViewFact]
+    sources: list[ViewSource]
+    confidence: Confidence
+    gaps: list[str]
+    suggested_followups: list[str]
+
+
+class RunView(_Shown):
+    """The run as the MCP App view shows it: `run_view`'s structured content (and output schema)."""
+
+    run: ViewRun
+    finished: bool
+    totals: ViewTotals
+    plan: list[ViewPlan]
+    result: ViewResult | None
 
 
 def _source_location(source: Source) -> str:
@@ -137,7 +224,7 @@ def live_snapshot(store: Store, run_id: str) -> dict[str, Any]:
             "suggested_followups": document["suggested_followups"],
         }
     queries = [store.get_plan(plan_id).query for plan_id in run.plan_ids]
-    return {
+    snapshot = {
         "run": {
             "id": run_id,
             "status": run.status,
@@ -162,3 +249,5 @@ def live_snapshot(store: Store, run_id: str) -> dict[str, Any]:
         ],
         "result": result,
     }
+    # Checked against the model whose schema run_view publishes: a field added here and not there fails.
+    return RunView.model_validate(snapshot).model_dump(mode="json")

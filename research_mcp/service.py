@@ -372,6 +372,7 @@ class ResearchService:
     async def scout(
         self, topic: str, queries: list[str], limit: int, *, model: ModelBackend
     ) -> CompactReturn:
+        await self.sources.corpus_scanned()
         coverage = self.sources.corpus_coverage()  # taken before searching: what the searches saw
         # The queries given are also what the sources are for: each is tagged with those it covers.
         result = await scout(self.deps(model), topic, queries=queries, questions=queries, limit=limit)

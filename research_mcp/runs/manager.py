@@ -184,7 +184,7 @@ class RunManager:
                 return
             last = value
             with anyio.CancelScope(shield=True), anyio.move_on_after(min(room, PROGRESS_SEND_S)):
-                await progress(value, total, f"{done}/{total} nodes done")
+                await progress(value, total, progress_message(value, total))
 
         with anyio.move_on_after(seconds):
             await report()  # where the run stands, at once: the host sees it is alive
@@ -236,19 +236,25 @@ class RunManager:
                     and store.count_facts(run_id) == 0
                     and not store.events_for_run(run_id, "node_budget")
                 )
-                store.update_run(
-                    run_id,
-                    status="budget_exhausted"
+                status = (
+                    "budget_exhausted"
                     if limited
                     else "no_sources"
                     if nothing
                     else "partial"
                     if failed
-                    else "done",
+                    else "done"
+                )
+                store.update_run(
+                    run_id,
+                    status=status,
                     finished_at=now(),
                     result_handoff_id=result_id,
                     error=limited or (deps.sources.nothing_found() if nothing else None),
                 )
+                if status != "done":
+                    why = limited or "; ".join(failed[:2]) or deps.sources.nothing_found()
+                    logger.warning("run %s ended %s: %s", run_id, status, why)
             if live.scope.cancelled_caught:
                 store.update_run(run_id, status="cancelled", finished_at=now(), error=live.cancelled_by)
         except Exception as raised:  # top-level boundary of a background task: record, never crash the server
@@ -372,15 +378,24 @@ def final_roles(plan_id: str, root: PlanNode) -> dict[str, str]:
 
 
 def next_progress(last: float | None, done: int, total: int) -> float | None:
-    """The next progress value: `done` when it is new, else halfway from the last value to the next whole
-    number (a heartbeat that still increases); None when there is nothing to say (no nodes, all done)."""
+    """The next progress value, strictly above `last` and never above `total`: the nodes done when
+    that is new, else halfway from the last value to the next whole number (a heartbeat that still
+    increases); None when there is nothing to say. A node reopened (a retry, a phase iteration) can
+    lower `done`: the value then waits until `done` passes it again."""
     if total <= 0:
         return None
-    if last is None or done > last:
-        return float(done)
-    if done >= total:
-        return None
-    return last + (math.floor(last) + 1 - last) / 2
+    reached = float(min(done, total))
+    if last is None or reached > last:
+        return reached
+    ceiling = min(math.floor(last) + 1, total)
+    value = last + (ceiling - last) / 2
+    return value if last < value < ceiling else None
+
+
+def progress_message(value: float, total: int) -> str:
+    """What a progress value says, in words that agree with it: its whole part is the nodes done."""
+    done = math.floor(value)
+    return f"{done}/{total} nodes done" + ("; the next under way" if value > done else "")
 
 
 def first_error(error: BaseException) -> BaseException:

@@ -166,6 +166,7 @@ async def extract_sources(
             _node_out_of_budget(rc, key, ref, error.what)
         except (SourceError, ModelError, NotConfigured) as error:
             rc.failures.setdefault(key, []).append(f"Source not read: {ref}: {error}")
+            logger.warning("run %s: source not read: %s: %s", rc.run_id, ref, error)
             rc.deps.store.add_event(rc.run_id, "source_failed", f"{ref}: {error}", node_id=key)
 
     # Task specs by priority, 1 first: a wave of higher priority finishes before the next starts, so

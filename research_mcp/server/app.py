@@ -17,14 +17,16 @@ from research_mcp import __version__
 from research_mcp.config import Settings
 from research_mcp.llm.base import ModelBackend
 from research_mcp.llm.select import choose_backend
-from research_mcp.redaction import Redactor, redact_logs, weak_secrets
+from research_mcp.redaction import RedactingFilter, Redactor, redact_logs, weak_secrets
 from research_mcp.runs.manager import RunManager
 from research_mcp.server.context import ServerState
+from research_mcp.server.host_log import HostLog
 from research_mcp.server.prompts import UnknownPrompts, register_prompts
+from research_mcp.server.protocol import UnknownTools, UnpagedLists
 from research_mcp.server.resources import register_resources
 from research_mcp.server.tasks import RunTasks, TaskRequests
 from research_mcp.server.tools import build_tools
-from research_mcp.server.view import AppsOnly, build_apps, link_view
+from research_mcp.server.view import AppsOnly, build_apps, link_view, view_tool
 from research_mcp.service import ResearchService
 from research_mcp.sources.fetch import SafeFetcher
 from research_mcp.sources.library import SourceLibrary
@@ -50,6 +52,7 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
     """The research-mcp server. `model` replaces backend choice (tests and benchmarks use a scripted one)."""
 
     running: list[ResearchService] = []  # the service while the server runs, for static resources
+    host_log = HostLog()  # log lines for the clients that set a level
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[ServerState]:
@@ -59,6 +62,9 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
         stop_indexing = threading.Event()
         async with AsyncExitStack() as stack:
             stack.callback(redact_logs(redact))  # the last thing undone: logs stay redacted to the end
+            host_log.filters = [RedactingFilter(redact)] if redact else []
+            logging.getLogger("research_mcp").addHandler(host_log)
+            stack.callback(logging.getLogger("research_mcp").removeHandler, host_log)
             for warning in weak_secrets(config):
                 logger.warning("%s", warning)
             # Nothing slow before the host's first request is answered: Qdrant connects, and the
@@ -95,6 +101,8 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
                 # Connect now (off the event loop), so this server holds the local folder's lock.
                 group.start_soon(anyio.to_thread.run_sync, index.connect)
                 if corpus is not None:
+                    # Scanning from now on: a search in the meantime waits to know if the index is whole.
+                    corpus.progress.scanning()
                     rescan = functools.partial(keep_indexed, rescan_seconds=config.corpus_rescan)
                     group.start_soon(rescan, corpus, stop_indexing)
                 # The facts index is compared with the store and healed in the background, at once
@@ -122,17 +130,25 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
                     group.cancel_scope.cancel()
         store.close()
 
+    tools = [*link_view(build_tools()), view_tool()]
     server: MCPServer[Any] = MCPServer(
         "research-mcp",
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         version=__version__,
-        tools=link_view(build_tools()),
+        tools=tools,
         # The run view, for hosts that render MCP Apps; runs as protocol tasks, for hosts that send them.
         extensions=[build_apps(), RunTasks()],
         # Other hosts list exactly what they did before the view; a task-augmented call starts a task;
-        # an unknown prompt is invalid params.
-        middleware=[AppsOnly(), TaskRequests(), UnknownPrompts()],
+        # an unknown tool or prompt, or a cursor for an unpaged list, is invalid params; MCP logging for clients whose protocol has it.
+        middleware=[
+            UnknownTools([tool.name for tool in tools]),
+            UnpagedLists(),
+            AppsOnly(),
+            TaskRequests(),
+            UnknownPrompts(),
+            host_log,
+        ],
     )
     register_resources(server, lambda: running[-1] if running else None)
     register_prompts(server)

@@ -1,7 +1,6 @@
 """What the tools accept, checked once, at the tool boundary: each argument's type in the tool
 signatures is one of the `Annotated` types below, whose validators hold the limits and say what to
-give instead. The validators add nothing to the JSON schemas (tool definitions are sent every turn);
-the arguments are validated strictly (the string "5" is not the number 5).
+give instead. The arguments are validated strictly (the string "5" is not the number 5).
 
 The limits (README, "Input limits"):
 
@@ -17,6 +16,9 @@ The limits (README, "Input limits"):
     wait_seconds            0 to 55; limit 1 to 20; max_tokens 200 to 20,000
     every string            valid Unicode: no lone surrogates
 
+Each limit is also published in the argument's JSON schema (`Limits`), so that a model sees it
+before it calls; the validator, not pydantic, enforces it, and its error says what to give instead.
+
 A validator raises `Refused` with a phrase that follows the argument's name ("is 2,001 characters;
 give at most 2,000"); `describe` puts the name (or the item's path) in front.
 """
@@ -26,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 from pydantic import (
     AfterValidator,
@@ -38,8 +40,8 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
-from research_mcp.contracts import ExtractorTaskSpec, PlannerOutput
-from research_mcp.errors import shown
+from research_mcp.contracts import ExtractorTaskSpec, PlannerOutput, View
+from research_mcp.errors import InvalidInput, shown
 from research_mcp.feasibility import MAX_NODES
 from research_mcp.reports import MAX_MAX_TOKENS, MIN_MAX_TOKENS
 from research_mcp.server.nested_arguments import (
@@ -50,7 +52,7 @@ from research_mcp.server.nested_arguments import (
     task_spec_with_questions,
     tree_of_nodes,
 )
-from research_mcp.server.schemas import compact_schema
+from research_mcp.server.schemas import Limits, compact_schema
 
 __all__ = [
     "MAX_QUERY_CHARS",
@@ -59,8 +61,12 @@ __all__ = [
     "MAX_TEXT_SOURCE_CHARS",
     "MAX_URL_CHARS",
     "Cursor",
+    "Flag",
     "MaxTokens",
+    "PageTokens",
+    "PageView",
     "PlanId",
+    "PlanIds",
     "Query",
     "Question",
     "Questions",
@@ -70,6 +76,7 @@ __all__ = [
     "ScoutLimit",
     "SearchQueries",
     "SourceRef",
+    "SourcesWanted",
     "SuggestedPlan",
     "TaskSpec",
     "Topic",
@@ -321,29 +328,67 @@ def _plan_size(plan: PlannerOutput) -> PlannerOutput:
 Query = Annotated[
     str,
     _text(MAX_QUERY_CHARS, MIN_QUERY_CHARS, "is empty: give a research question of at least a few words."),
+    Limits(minLength=MIN_QUERY_CHARS, maxLength=MAX_QUERY_CHARS),
 ]
-Topic = Annotated[str, _text(MAX_QUERY_CHARS, MIN_QUERY_CHARS, "is empty: say what sources to look for.")]
-Question = Annotated[str, _text(MAX_QUESTION_CHARS)]
-Questions = Annotated[list[Question], _at_most(MAX_QUESTIONS)]
-SearchQueries = Annotated[list[Annotated[str, _text(MAX_SEARCH_QUERY_CHARS)]], _at_most(MAX_QUERIES)]
-SourceRef = Annotated[str, AfterValidator(_source)]
-PlanId = Annotated[str, _id(("plan",), {"run": "pass it as run_id to wait on, resume or cancel that run"})]
-RunId = Annotated[str, _id(("run",), {"plan": "pass it as plan_id to start a run of that plan"})]
+Topic = Annotated[
+    str,
+    _text(MAX_QUERY_CHARS, MIN_QUERY_CHARS, "is empty: say what sources to look for."),
+    Limits(minLength=MIN_QUERY_CHARS, maxLength=MAX_QUERY_CHARS),
+]
+Question = Annotated[str, _text(MAX_QUESTION_CHARS), Limits(maxLength=MAX_QUESTION_CHARS)]
+Questions = Annotated[list[Question], _at_most(MAX_QUESTIONS), Limits(maxItems=MAX_QUESTIONS)]
+SearchQueries = Annotated[
+    list[Annotated[str, _text(MAX_SEARCH_QUERY_CHARS), Limits(maxLength=MAX_SEARCH_QUERY_CHARS)]],
+    _at_most(MAX_QUERIES),
+    Limits(maxItems=MAX_QUERIES),
+]
+SourceRef = Annotated[str, AfterValidator(_source), Limits(maxLength=MAX_TEXT_SOURCE_CHARS)]
+# Each id's pattern holds its prefix and its length (at most MAX_ID_CHARS in all).
+PlanId = Annotated[
+    str,
+    _id(("plan",), {"run": "pass it as run_id to wait on, resume or cancel that run"}),
+    Limits(pattern=f"^plan_[\\w-]{{1,{MAX_ID_CHARS - 5}}}$"),
+]
+RunId = Annotated[
+    str,
+    _id(("run",), {"plan": "pass it as plan_id to start a run of that plan"}),
+    Limits(pattern=f"^run_[\\w-]{{1,{MAX_ID_CHARS - 4}}}$"),
+]
+PlanIds = Annotated[list[PlanId], Limits(maxItems=MAX_PLAN_IDS)]
 _ELSEWHERE = "report_results reads runs, plans and handoffs; a run's sources are in its view='sources'"
 ReportId = Annotated[
-    str, _id(("run", "plan", "handoff"), {"source": _ELSEWHERE, "corpus document": _ELSEWHERE})
+    str,
+    _id(("run", "plan", "handoff"), {"source": _ELSEWHERE, "corpus document": _ELSEWHERE}),
+    Limits(pattern=f"^(run|plan|h)_[\\w-]{{1,{MAX_ID_CHARS - 5}}}$"),
 ]
-Cursor = Annotated[str | None, AfterValidator(_cursor)]
-WaitSeconds = Annotated[float, _between(0, MAX_WAIT_SECONDS, " (hosts cut tool calls at about 60 s)")]
+Cursor = Annotated[str | None, AfterValidator(_cursor), Limits(pattern=r"^(\d{1,9}:\d{1,9})?$")]
+WaitSeconds = Annotated[
+    float,
+    _between(0, MAX_WAIT_SECONDS, " (hosts cut tool calls at about 60 s)"),
+    Limits(minimum=0, maximum=MAX_WAIT_SECONDS),
+]
 ScoutLimit = Annotated[int, _between(1, MAX_SCOUT_LIMIT)]
 MaxTokens = Annotated[
     int,
     _between(MIN_MAX_TOKENS, MAX_MAX_TOKENS, " (hosts refuse larger results); follow the cursor for more"),
 ]
+# Optional arguments with a default are published as their type alone, not nullable: a strict client
+# (which must send every property) sends the default or another valid value. Null is still accepted.
+Flag = Annotated[bool | None, WithJsonSchema({"type": "boolean"})]
+PageView = Annotated[View | None, WithJsonSchema({"enum": list(get_args(View)), "type": "string"})]
+SourcesWanted = Annotated[
+    ScoutLimit | None, WithJsonSchema({"maximum": MAX_SCOUT_LIMIT, "minimum": 1, "type": "integer"})
+]
+PageTokens = Annotated[
+    MaxTokens | None,
+    WithJsonSchema({"maximum": MAX_MAX_TOKENS, "minimum": MIN_MAX_TOKENS, "type": "integer"}),
+]
 # Published as the flat list of nodes (server/suggested_plan.py); the tree form is accepted as well.
 SuggestedPlan = Annotated[
     PlannerOutput,
-    WithJsonSchema(compact_schema(TypeAdapter(list[SuggestedNode]).json_schema())),
+    WithJsonSchema(
+        compact_schema(TypeAdapter(list[SuggestedNode]).json_schema()) | {"maxItems": MAX_PLAN_NODES}
+    ),
     BeforeValidator(lambda value: _flat_plan(value)),
     _bounded_json("suggested_plan", max_depth=MAX_PLAN_DEPTH, max_chars=MAX_PLAN_JSON_CHARS),
     AfterValidator(_plan_size),
@@ -363,9 +408,7 @@ def check_plan_ids(plan_id: str | None, plan_ids: list[str] | None) -> list[str]
     """The plans to run, from plan_ids and plan_id (each already a plan id)."""
     given = [*(plan_ids or []), *([plan_id] if plan_id else [])]
     if len(given) > MAX_PLAN_IDS:
-        raise Refused(
-            f"plan_ids has {len(given)} plans; give at most {MAX_PLAN_IDS} for one run.", whole=True
-        )
+        raise InvalidInput(f"plan_ids has {len(given)} plans; give at most {MAX_PLAN_IDS} for one run.")
     return given
 
 

@@ -7,14 +7,22 @@ and inlining the definitions keeps the meaning and more than halves the size.
 
 Optional parameters stay nullable on purpose: strict converters (openai-agents, pydantic-ai with
 strict tools) make every property required, and a model can then still leave one out by sending
-null, which the tools accept.
+null, which the tools accept. Those with a default (cancel, retry, limit, view, max_tokens) are
+published as their type and default instead: a strict model sends a valid value.
+
+The input schemas carry the limits the server enforces (`Limits`), and stay within the 4,096 bytes of
+name, title, description and input schema the design allows; in that budget the nullable values keep
+the `type: [x, "null"]` spelling (as `anyOf` the five input schemas would be 4,622 B). Output schemas
+are not in the model's context: they are the whole result models, typed, with `anyOf` (`portable`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["compact_schema", "output_outline", "published_schema"]
+from pydantic import GetJsonSchemaHandler
+
+__all__ = ["Limits", "compact_schema", "portable", "published_output", "published_schema"]
 
 _NULL = {"type": "null"}
 _SCHEMA_MAPS = ("properties", "$defs", "patternProperties")
@@ -85,20 +93,15 @@ def _compact(schema: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
-# Enforced by the tool boundary's validators; leaving them out of the published schemas keeps the
-# definitions the host carries every turn small (and strict converters drop most of them anyway).
-_CONSTRAINTS = frozenset(
-    {
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "minLength",
-        "maxLength",
-        "minItems",
-        "maxItems",
-    }
-)
+class Limits:
+    """Limits an argument's validator enforces, published in its JSON schema so that a model sees
+    them before it calls (the validator, not pydantic, checks them: its error says what to give)."""
+
+    def __init__(self, **keywords: Any) -> None:
+        self.keywords = keywords
+
+    def __get_pydantic_json_schema__(self, core: Any, handler: GetJsonSchemaHandler) -> dict[str, Any]:
+        return {**handler(core), **self.keywords}
 
 
 def _nullable(node: dict[str, Any]) -> dict[str, Any]:
@@ -109,9 +112,9 @@ def _nullable(node: dict[str, Any]) -> dict[str, Any]:
 
 
 def published_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """An input schema as a tool definition carries it: compact, without the constraints the server
-    checks itself, with descriptions only on the top-level properties, and with nested optional
-    fields nullable."""
+    """An input schema as a tool definition carries it: compact, with the limits the server
+    enforces, descriptions only on the top-level properties, nested optional fields nullable, and
+    every nullable value spelled portably."""
     node = compact_schema(schema)
     node.pop("description", None)
     properties = node.get("properties", {})
@@ -122,14 +125,49 @@ def published_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
-def output_outline(schema: dict[str, Any]) -> dict[str, Any]:
-    """An output schema as a tool definition carries it: an object and the keys every result has.
+_ANNOTATIONS = ("description", "default")
 
-    The full schema of the four compact handles and the report page cost 1,509 bytes of the five
-    tool definitions, every turn, to say that `id` is a string and `summary` a list, which each
-    result shows anyway; the outline keeps what a host checks a result against (an object with
-    these keys) and what the tool descriptions rely on (the key names)."""
-    return {"type": "object", "required": list(schema.get("properties", {}))}
+
+def portable(node: Any) -> Any:
+    """`type: [x, "null"]` spelled `anyOf: [{type: x, ...}, {type: "null"}]`, at every level.
+
+    Both mean the same; the array form is legal JSON Schema, but several MCP clients and model APIs
+    (Gemini's OpenAPI subset; `inspector --strict` warns on each) read `type` as one string. The
+    branch keeps what constrains the value (its pattern, bounds, items, enum without null); the
+    description and default stay beside `anyOf`."""
+    if isinstance(node, list):
+        return [portable(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: portable(value) if key not in ("enum", "required") else value for key, value in node.items()}
+    kinds = node.get("type")
+    if not (isinstance(kinds, list) and len(kinds) == 2 and "null" in kinds):
+        return node
+    (kind,) = [kind for kind in kinds if kind != "null"]
+    branch = {key: value for key, value in node.items() if key not in _ANNOTATIONS} | {"type": kind}
+    if "enum" in branch:
+        branch["enum"] = [value for value in branch["enum"] if value is not None]
+    outer = {key: node[key] for key in _ANNOTATIONS if key in node}
+    return {"anyOf": [branch, _NULL], **outer}
+
+
+def published_output(schema: dict[str, Any]) -> dict[str, Any]:
+    """An output schema as a tool definition carries it: the whole result model, typed field by
+    field (a host's SDK validates each result against it), every field required (a result always
+    has them all), nullable values spelled portably. It is not in the model's context, so it is
+    not slimmed."""
+    return portable(_all_required(compact_schema(schema)))
+
+
+def _all_required(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_all_required(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: _all_required(value) if key != "required" else value for key, value in node.items()}
+    if isinstance(node.get("properties"), dict):
+        node["required"] = list(node["properties"])
+    return node
 
 
 def _slim(node: Any) -> Any:
@@ -151,5 +189,5 @@ def _slim(node: Any) -> Any:
         if key != "properties"
         else {name: _slim(sub) for name, sub in value.items()}
         for key, value in node.items()
-        if key not in _CONSTRAINTS and key != "description"
+        if key != "description"
     }

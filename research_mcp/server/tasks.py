@@ -38,7 +38,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.server import require_client_extension
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, RequestParams
+from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND, RequestParams
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from research_mcp.contracts import FINISHED, CompactReturn
@@ -53,6 +53,7 @@ TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 TASK_VERSION = "2025-11-25"  # the one handshake version that has tasks in its core
 TASK_TOOL = "execute_plan"
+TASK_EVENT = "task"  # the run's event recording how long it is kept as a task
 POLL_INTERVAL_MS = 2000
 LIST_PAGE = 100  # tasks per tasks/list page
 WAIT_SLICE_S = 55.0  # tasks/result waits on the run in slices, as execute_plan does
@@ -99,6 +100,30 @@ def _call_result(handle: CompactReturn) -> dict[str, Any]:
     }
 
 
+def _retention_ms(state: ServerState) -> int:
+    return round(state.service.settings.task_retention_days * 86_400_000)
+
+
+def _keep(state: ServerState, run_id: str, requested: Any) -> None:
+    """Record how long the task is kept: the client's `ttl` (ms), bounded by the retention setting."""
+    ttl = _retention_ms(state)
+    if isinstance(requested, int) and not isinstance(requested, bool) and requested >= 0:
+        ttl = min(requested, ttl)
+    state.service.store.add_event(run_id, TASK_EVENT, f"kept as a task for {ttl} ms", data={"ttl_ms": ttl})
+
+
+def _ttl_ms(state: ServerState, run_id: str) -> int:
+    """How long the run is kept as a task: as recorded when it was started as one, else the retention."""
+    kept = state.service.store.events_for_run(run_id, TASK_EVENT)
+    ttl = (kept[-1].data or {}).get("ttl_ms") if kept else None
+    return int(ttl) if isinstance(ttl, int) else _retention_ms(state)
+
+
+def _expired(state: ServerState, run: Any) -> bool:
+    age = datetime.now(UTC) - datetime.fromisoformat(_iso(run.created_at))
+    return age.total_seconds() * 1000 > _ttl_ms(state, run.id)
+
+
 def _task(state: ServerState, run_id: str, modern: bool) -> dict[str, Any]:
     """The run as a task (wire field names of the negotiated version)."""
     run = state.service.store.get_run(run_id)
@@ -112,11 +137,11 @@ def _task(state: ServerState, run_id: str, modern: bool) -> dict[str, Any]:
         "lastUpdatedAt": _iso(run.finished_at or run.started_at or run.created_at),
     }
     if modern:
-        task |= {"ttlMs": None, "pollIntervalMs": POLL_INTERVAL_MS}
+        task |= {"ttlMs": _ttl_ms(state, run_id), "pollIntervalMs": POLL_INTERVAL_MS}
         if status == "completed":
             task["result"] = _call_result(handle)
     else:
-        task |= {"ttl": None, "pollInterval": POLL_INTERVAL_MS}
+        task |= {"ttl": _ttl_ms(state, run_id), "pollInterval": POLL_INTERVAL_MS}
     return task
 
 
@@ -133,15 +158,21 @@ def _visible(state: ServerState, run_id: str, requester: str | None) -> bool:
 
 
 def _known(ctx: RequestContext, task_id: str) -> str:
+    """The task's id, if it is a run this requester may see, still kept as a task (its ttl not yet past)."""
     state = ctx.lifespan_context
     try:
-        state.service.store.get_run(task_id)
+        run = state.service.store.get_run(task_id)
     except (NotFound, ResearchError):
-        pass
-    else:
-        if _visible(state, task_id, _requester(ctx)):
-            return task_id
-    raise MCPError(code=INVALID_PARAMS, message=f"Failed to retrieve task: no task {shown(task_id)}")
+        run = None
+    if run is None or not _visible(state, task_id, _requester(ctx)):
+        raise MCPError(code=INVALID_PARAMS, message=f"Failed to retrieve task: no task {shown(task_id)}")
+    if _expired(state, run):
+        raise MCPError(
+            code=INVALID_PARAMS,
+            message=f"Failed to retrieve task: task {shown(task_id)} has expired (its ttl has passed); "
+            f"execute_plan(run_id={shown(task_id)}) still reads the run",
+        )
+    return task_id
 
 
 def _canceller(ctx: RequestContext) -> str:
@@ -224,7 +255,8 @@ async def list_tasks(ctx: RequestContext, params: ListParams) -> dict[str, Any]:
     except NotFound:
         raise MCPError(code=INVALID_PARAMS, message=_BAD_CURSOR) from None
     page = runs[:LIST_PAGE]
-    listed: dict[str, Any] = {"tasks": [_task(state, run.id, modern=False) for run in page]}
+    kept = [run for run in page if not _expired(state, run)]
+    listed: dict[str, Any] = {"tasks": [_task(state, run.id, modern=False) for run in kept]}
     if len(runs) > LIST_PAGE:
         listed["nextCursor"] = page[-1].id
     return listed
@@ -264,6 +296,11 @@ class TaskRequests:
     """Server middleware: task-augmented `execute_plan` calls, and the 2025-11-25 declarations."""
 
     async def __call__(self, ctx: RequestContext, call_next: CallNext) -> HandlerResult:
+        if ctx.method == "tools/call" and self._task_of_another_tool(ctx):
+            raise MCPError(
+                code=METHOD_NOT_FOUND,
+                message=f"Tool {(ctx.params or {}).get('name')!r} does not run as a task: call it without `task`.",
+            )
         if ctx.method == "tools/call" and self._wants_task(ctx):
             return await self._start_task(ctx, call_next)
         result = await call_next(ctx)
@@ -281,6 +318,16 @@ class TaskRequests:
         return result
 
     @staticmethod
+    def _task_of_another_tool(ctx: RequestContext) -> bool:
+        """2025-11-25: a task-augmented call of a tool without `execution.taskSupport` (-32601)."""
+        params = ctx.params or {}
+        return (
+            ctx.protocol_version == TASK_VERSION
+            and params.get("name") != TASK_TOOL
+            and isinstance(params.get("task"), dict)
+        )
+
+    @staticmethod
     def _wants_task(ctx: RequestContext) -> bool:
         params = ctx.params or {}
         if params.get("name") != TASK_TOOL:
@@ -296,6 +343,7 @@ class TaskRequests:
     async def _start_task(ctx: RequestContext, call_next: CallNext) -> HandlerResult:
         """Start (or find) the run at once, and answer with it as a task."""
         params = dict(ctx.params or {})
+        requested = params.get("task", {}).get("ttl") if isinstance(params.get("task"), dict) else None
         arguments = params.get("arguments")
         params["arguments"] = {**(arguments if isinstance(arguments, dict) else {}), "wait_seconds": 0}
         params.pop("task", None)
@@ -316,6 +364,7 @@ class TaskRequests:
         # Bound to the session that started it; execute_plan(run_id) of another session's task is refused.
         if requester is not None and owners.setdefault(run_id, requester) != requester:
             raise MCPError(code=INVALID_PARAMS, message=f"Failed to retrieve task: no task {shown(run_id)}")
+        _keep(ctx.lifespan_context, run_id, requested)
         task = _task(ctx.lifespan_context, run_id, _modern(ctx))
         task.pop("result", None)
         if _modern(ctx):

@@ -14,16 +14,16 @@ from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from research_mcp.contracts import Budget, CompactReturn, ReportPage, View
+from research_mcp.contracts import Budget, CompactReturn, ReportPage
 from research_mcp.errors import InvalidInput, ResearchError, shown
 from research_mcp.llm.base import ModelBackend
 from research_mcp.server import inputs
 from research_mcp.server.authorization import RunAuthorization, authorize_run
 from research_mcp.server.context import ToolContext
-from research_mcp.server.schemas import output_outline, published_schema
+from research_mcp.server.schemas import published_output, published_schema
 from research_mcp.service import ResearchService
 
-__all__ = ["build_tools"]
+__all__ = ["READS", "build_tools", "checked_tool"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -97,8 +97,9 @@ class StrictArguments(FuncMetadata):
         return parsed.model_dump_one_level()
 
 
-def _tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
-    tool = CheckedTool.from_function(fn, annotations=annotations)
+def checked_tool(fn: Callable[..., Any], title: str, annotations: ToolAnnotations) -> Tool:
+    """The tool of `fn`: arguments checked strictly, compact input schema, full output schema."""
+    tool = CheckedTool.from_function(fn, title=title, annotations=annotations)
     loose = tool.fn_metadata
     tool.fn_metadata = StrictArguments(
         arg_model=loose.arg_model,
@@ -108,7 +109,7 @@ def _tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
     )
     tool.parameters = {**published_schema(tool.parameters), "additionalProperties": False}
     if tool.fn_metadata.output_schema is not None:
-        tool.fn_metadata.output_schema = output_outline(tool.fn_metadata.output_schema)
+        tool.fn_metadata.output_schema = published_output(tool.fn_metadata.output_schema)
     return tool
 
 
@@ -123,13 +124,13 @@ def _service(ctx: ToolContext) -> ResearchService:
 
 @research_errors
 async def plan_research(
-    query: Annotated[inputs.Query, Field(description="The research question, narrowed with the user.")],
+    query: Annotated[inputs.Query, Field(description="The question, narrowed with the user.")],
     ctx: ToolContext,
     suggested_plan: Annotated[
         inputs.SuggestedPlan | None,
-        Field(description="Optional plan: nodes, root first; parent is an earlier node's index."),
+        Field(description="Nodes, root first; parent: an earlier index."),
     ] = None,
-    budget: Budget | None = None,
+    budget: Annotated[Budget | None, Field(description="Limits; unset means none.")] = None,
 ) -> Compact:
     """A feasible research plan and its estimate; nothing runs yet."""
     service = _service(ctx)
@@ -140,20 +141,18 @@ async def plan_research(
 async def execute_plan(
     ctx: ToolContext,
     authorization: Annotated[ElicitationResult[RunAuthorization], Resolve(authorize_run)],
-    plan_id: inputs.PlanId | None = None,
-    plan_ids: Annotated[
-        list[inputs.PlanId] | None, Field(description="Several plans, one final answer.")
-    ] = None,
-    run_id: inputs.RunId | None = None,
+    plan_id: Annotated[inputs.PlanId | None, Field(description="The plan to run.")] = None,
+    plan_ids: Annotated[inputs.PlanIds | None, Field(description="Plans to run as one.")] = None,
+    run_id: Annotated[inputs.RunId | None, Field(description="The run to wait on.")] = None,
     wait_seconds: Annotated[
         inputs.WaitSeconds | None,
-        Field(description="Seconds to wait (default 45); the run goes on."),
+        Field(description="Seconds to wait (default 45); run goes on."),
     ] = None,
-    cancel: bool | None = None,
-    retry: Annotated[bool | None, Field(description="Rerun a partial run's failed parts.")] = None,
-    budget: Budget | None = None,
+    cancel: Annotated[inputs.Flag, Field(description="Stop run_id.")] = False,
+    retry: Annotated[inputs.Flag, Field(description="Rerun failed parts.")] = False,
+    budget: Annotated[Budget | None, Field(description="Limits; unset means none.")] = None,
 ) -> Compact:
-    """Start a research run of plan_id(s), or wait on, resume or cancel run_id."""
+    """Run plan_id(s), or wait on, resume or cancel run_id."""
     ids = inputs.check_plan_ids(plan_id, plan_ids)
     if run_id is None and not ids:
         raise InvalidInput("give plan_id (or plan_ids) to start a run, or run_id to wait on one.")
@@ -183,7 +182,7 @@ async def execute_plan(
 @research_errors
 async def extract_source(
     source: Annotated[inputs.SourceRef, Field(description="URL, corpus:<id>, S<id> or the text itself.")],
-    questions: inputs.Questions,
+    questions: Annotated[inputs.Questions, Field(description="What to ask.")],
     ctx: ToolContext,
     task_spec: Annotated[inputs.TaskSpec | None, Field(description="How to extract.")] = None,
 ) -> Compact:
@@ -197,10 +196,10 @@ async def extract_source(
 
 @research_errors
 async def scout_sources(
-    topic: inputs.Topic,
+    topic: Annotated[inputs.Topic, Field(description="What to find sources on.")],
     ctx: ToolContext,
     queries: Annotated[inputs.SearchQueries | None, Field(description="Extra search queries.")] = None,
-    limit: inputs.ScoutLimit | None = 8,
+    limit: Annotated[inputs.SourcesWanted, Field(description="Sources to return.")] = 8,
 ) -> Compact:
     """Find, de-duplicate, rank and tag sources on a topic."""
     service = _service(ctx)
@@ -209,11 +208,11 @@ async def scout_sources(
 
 @research_errors
 async def report_results(
-    id: inputs.ReportId,
+    id: Annotated[inputs.ReportId, Field(description="A run, plan or handoff id.")],
     ctx: ToolContext,
-    view: View | None = "summary",
-    cursor: inputs.Cursor = None,
-    max_tokens: inputs.MaxTokens | None = 2000,
+    view: Annotated[inputs.PageView, Field(description="Part to read.")] = "summary",
+    cursor: Annotated[inputs.Cursor, Field(description="From the last page.")] = None,
+    max_tokens: Annotated[inputs.PageTokens, Field(description="Page size in tokens.")] = 2000,
 ) -> Page:
     """Read a run, plan or handoff, one view and page at a time."""
     return page(_service(ctx).report(id, view or "summary", cursor, max_tokens or 2000))
@@ -222,9 +221,9 @@ async def report_results(
 def build_tools() -> list[Tool]:
     """The five tools, with compact schemas."""
     return [
-        _tool(plan_research, WRITES),
-        _tool(execute_plan, WRITES),
-        _tool(extract_source, WRITES),
-        _tool(scout_sources, WRITES),
-        _tool(report_results, READS),
+        checked_tool(plan_research, "Plan research", WRITES),
+        checked_tool(execute_plan, "Run a plan", WRITES),
+        checked_tool(extract_source, "Extract source", WRITES),
+        checked_tool(scout_sources, "Scout sources", WRITES),
+        checked_tool(report_results, "Read results", READS),
     ]

@@ -17,14 +17,15 @@ from typing import Annotated, Any
 from mcp.server.apps import Apps, ResourceCsp, client_supports_apps
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
+from research_mcp.run_document import RunView
 from research_mcp.server import inputs
 from research_mcp.server.context import ToolContext
-from research_mcp.server.tools import _service, research_errors
+from research_mcp.server.tools import READS, _service, checked_tool, research_errors
 
-__all__ = ["VIEW_TOOL", "VIEW_URI", "AppsOnly", "build_apps", "link_view"]
+__all__ = ["VIEW_TOOL", "VIEW_URI", "AppsOnly", "build_apps", "link_view", "view_tool"]
 
 VIEW_URI = "ui://research-mcp/run.html"
 VIEW_TOOL = "run_view"
@@ -38,7 +39,7 @@ def view_html() -> str:
 @research_errors
 async def run_view(
     run_id: Annotated[inputs.RunId, Field(description="The run to show.")], ctx: ToolContext
-) -> CallToolResult:
+) -> Annotated[CallToolResult, RunView]:
     """The run's plan tree with node states, totals, and once ended its report, facts and sources."""
     snapshot = _service(ctx).run_view(run_id)
     run, totals = snapshot["run"], snapshot["totals"]
@@ -49,8 +50,16 @@ async def run_view(
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=snapshot)
 
 
+def view_tool() -> Tool:
+    """The view's tool, visible to the app only; checked and published as the five tools are (the
+    Apps extension's own registration would leave its schemas as pydantic writes them)."""
+    tool = checked_tool(run_view, "Run view", READS)
+    tool.meta = {"ui": {"resourceUri": VIEW_URI, "visibility": ["app"]}}
+    return tool
+
+
 def build_apps() -> Apps:
-    """The Apps extension: the view's resource (no outside domains in its CSP) and its app-only tool."""
+    """The Apps extension: the view's resource (no outside domains in its CSP)."""
     apps = Apps()
     apps.add_html_resource(
         VIEW_URI,
@@ -60,12 +69,6 @@ def build_apps() -> Apps:
         csp=ResourceCsp(connect_domains=[], resource_domains=[]),
         prefers_border=True,
     )
-    apps.tool(
-        resource_uri=VIEW_URI,
-        visibility=["app"],
-        name=VIEW_TOOL,
-        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
-    )(run_view)
     return apps
 
 

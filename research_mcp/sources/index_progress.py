@@ -73,7 +73,11 @@ class CorpusStatus:
 
     @property
     def complete(self) -> bool:
-        return self.phase == "ready"
+        """Whether every document is searchable: indexing is done, or a pass has read them all
+        (what is left of it, storing the last vectors, does not hide a document from a search)."""
+        return self.phase == "ready" or (
+            self.phase == "reading" and self.documents_indexed >= self.documents_total
+        )
 
     def line(self) -> str:
         """One line for a tool result or a log: ``corpus: 412 of 1,930 documents indexed (about 3 min left)``."""
@@ -112,6 +116,9 @@ class IndexProgress:
         self._phase_done = 0
         #: Whether a pass of this process has checked the vector index against SQLite.
         self.vectors_checked = False
+        # Set once a pass knows what it has to read (or has ended): until then, whether the index is
+        # complete is not known, and a search may wait for it (`wait_scanned`).
+        self._scanned = threading.Event()
 
     def status(self) -> CorpusStatus:
         """The state now, its time left estimated at this moment (a long batch makes it grow)."""
@@ -145,12 +152,25 @@ class IndexProgress:
         """A pass begins by scanning the folders. A rescan of a corpus that is indexed stays
         ``ready`` until it finds something to read: everything indexed is still searchable."""
         if self.status().phase != "ready":
+            self._scanned.clear()
             self._set(phase="scanning", error=None)
 
     def reading(self, total: int, up_to_date: int) -> None:
-        if self.status().phase == "ready" and total == up_to_date:
-            return  # a rescan that found nothing new or changed
-        self._set(phase="reading", documents_total=total, documents_indexed=up_to_date)
+        """The scan has found what to read. Nothing (a new process re-checking a corpus indexed
+        before): the index is complete, so ``ready`` at once, though the pass goes on to check the
+        vectors (which says ``embedding`` if any are missing)."""
+        if total == up_to_date:
+            if self.status().phase != "ready":
+                self._set(phase="ready", documents_total=total, documents_indexed=total)
+        else:
+            self._set(phase="reading", documents_total=total, documents_indexed=up_to_date)
+        self._scanned.set()
+
+    def wait_scanned(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) while a pass is scanning the folders; whether it is done."""
+        if self.status().phase != "scanning":
+            return True
+        return self._scanned.wait(timeout)
 
     def document_done(self) -> None:
         with self._lock:
@@ -172,9 +192,11 @@ class IndexProgress:
             self._set(phase="stopped")
         else:
             self._set(phase="ready", documents_total=documents, documents_indexed=documents)
+        self._scanned.set()
 
     def failed(self, error: str) -> None:
         self._set(phase="failed", error=error)
+        self._scanned.set()
 
 
 def duration(seconds: float | None) -> str:

@@ -34,6 +34,9 @@ MIN_TEXT_CHARS = 20
 MAX_PATH_CHARS = 1024
 _STORED = re.compile(r"^S(\d+)$")
 _CORPUS = re.compile(r"^corpus:(\d+)$")
+# Seconds a search waits for a pass scanning the corpus folders to know what it has to read.
+SCAN_WAIT_S = 10.0
+PARTIAL_CORPUS = "searches saw only the documents indexed so far; retry once indexing has finished"
 # A local file: file:// URL, or one line starting like an absolute, home or relative path.
 _PATH = re.compile(r"^(?:file:|~[/\\]|\.{1,2}[/\\]|/|[A-Za-z]:[/\\])[^\n]*$", re.IGNORECASE)
 _TRACKING = re.compile(r"^(utm_|fbclid$|gclid$|mc_)")
@@ -193,12 +196,11 @@ class SourceLibrary:
         if self.corpus is not None:
             import anyio
 
+            await self.corpus_scanned()
             coverage = self.corpus_coverage()
-            if coverage is not None and failures is not None:
-                failures.append(
-                    f"{coverage}: the search for {query!r} saw only the documents indexed so far; "
-                    "retry once indexing has finished"
-                )
+            said = failures is not None and any(failure.endswith(PARTIAL_CORPUS) for failure in failures)
+            if coverage is not None and failures is not None and not said:  # said once, not per search
+                failures.append(f"{coverage}: {PARTIAL_CORPUS}")
             # In a worker thread: a search embeds the query, and may wait while a batch is stored.
             search = functools.partial(self.corpus.search, query, limit=limit, min_similarity=RELEVANCE_FLOOR)
             hits = await anyio.to_thread.run_sync(search)
@@ -280,6 +282,14 @@ class SourceLibrary:
             )
             for position, page in enumerate(pages)
         ]
+
+    async def corpus_scanned(self) -> None:
+        """Wait while a pass scans the corpus folders (a few seconds at most), which is about to know
+        whether the index is complete: a search then never calls a complete index partial."""
+        if self.corpus is not None:
+            import anyio
+
+            await anyio.to_thread.run_sync(self.corpus.progress.wait_scanned, SCAN_WAIT_S)
 
     def corpus_coverage(self) -> str | None:
         """While the corpus is being indexed, a line saying how much of it is searchable; else None."""

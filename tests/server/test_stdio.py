@@ -35,24 +35,21 @@ def script() -> Path:
     return SCRIPT
 
 
-async def test_the_stdio_server_lists_five_tools_with_output_schemas_in_at_most_4096_bytes(
+async def test_the_stdio_server_lists_five_tools_with_output_schemas_in_at_most_4096_model_visible_bytes(
     script: Path,
 ) -> None:
-    import json
+    from bench.tool_definitions import model_visible_bytes
 
     async with Client(server_params(Settings().home), mode="legacy") as client:
         tools = (await client.list_tools()).tools
         names = sorted(tool.name for tool in tools)
         assert names == ["execute_plan", "extract_source", "plan_research", "report_results", "scout_sources"]
         assert all(tool.output_schema is not None for tool in tools)
+        # The design's bound on what the host's model carries every turn: name, title, description
+        # and input schema. 4,083 B; `python -m bench.tool_definitions` prints it per tool.
         size = sum(
-            len(
-                json.dumps(t.model_dump(mode="json", by_alias=True, exclude_none=True), separators=(",", ":"))
-            )
-            for t in tools
+            model_visible_bytes(t.model_dump(mode="json", by_alias=True, exclude_none=True)) for t in tools
         )
-        # The design's bound: the definitions are in the host's context every turn. 4,084 B over this
-        # 2025-11-25 session (it adds `execution` to execute_plan); `python -m bench.tool_definitions`.
         assert size <= 4096
         missing = await client.call_tool("report_results", {"id": "run_000000000000"})
         assert missing.is_error

@@ -1,7 +1,9 @@
 """The tool schemas through the strict converters agent frameworks run over MCP tools: openai-agents'
 `ensure_strict_json_schema` (with `_reject_open_objects`, as `MCPUtil.to_function_tool` calls it when
 `convert_schemas_to_strict` is on) and pydantic-ai's `OpenAIJsonSchemaTransformer` (strict tools).
-Both make every property required, so an optional parameter stays optional only if it accepts null.
+Both make every property required, so an optional parameter stays optional only if it accepts null,
+or (cancel, retry, limit, view, max_tokens) publishes a default: a strict model then sends the
+default or another valid value, which means what leaving it out means.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ def pydantic_ai_strict(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def optional_but_not_nullable(original: dict[str, Any], strict: dict[str, Any], path: str = "") -> list[str]:
-    """Properties the original leaves optional that the strict schema requires and refuses null for."""
+    """Properties the original leaves optional, without a default, that the strict schema requires
+    and refuses null for."""
     if not isinstance(original, dict) or not isinstance(strict, dict):
         return []
     found: list[str] = []
@@ -42,7 +45,7 @@ def optional_but_not_nullable(original: dict[str, Any], strict: dict[str, Any], 
         nullable = (isinstance(kinds, list) and "null" in kinds) or {"type": "null"} in converted.get(
             "anyOf", []
         )
-        if name not in required and not nullable:
+        if name not in required and not nullable and "default" not in sub:
             found.append(f"{path}.{name}")
         found += optional_but_not_nullable(sub, converted, f"{path}.{name}")
     if "items" in original:

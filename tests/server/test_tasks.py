@@ -207,7 +207,7 @@ async def test_the_2026_tasks_extension_serves_a_run_as_a_task_to_clients_that_d
         assert plain["structuredContent"]["kind"] == "run"  # no extension declared: today's result
         created = await session.result("tools/call", modern({"name": "execute_plan", "arguments": arguments}))
         assert created["resultType"] == "task" and created["taskId"].startswith("run_")
-        assert created["ttlMs"] is None and created["pollIntervalMs"] > 0
+        assert created["ttlMs"] == 30 * 86_400_000 and created["pollIntervalMs"] > 0  # the retention
         assert "result" not in created  # the creation answer is the seed state, never the result
         with anyio.fail_after(30):
             task = await session.result("tasks/get", modern({"taskId": created["taskId"]}))

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import pytest
@@ -98,7 +99,12 @@ def start_run(host: AppsHost, plan: dict[str, Any] | None, query: str, wait: flo
     return run.structured_content  # type: ignore[return-value]
 
 
-def open_view(browser: Browser, urls: dict[str, str], theme: str = "light") -> tuple[str, str]:
+SANDBOXES = {"same-origin": "allow-scripts allow-same-origin", "opaque-origin": "allow-scripts"}
+
+
+def open_view(
+    browser: Browser, urls: dict[str, str], theme: str = "light", sandbox: str = SANDBOXES["same-origin"]
+) -> tuple[str, str]:
     """The host page in a new tab; the sessions of the page and of the view's (cross-origin) frame."""
     since = len(browser.events)  # the frame of this tab, not of one opened before
     target = browser.send("Target.createTarget", {"url": "about:blank"})
@@ -116,7 +122,9 @@ def open_view(browser: Browser, urls: dict[str, str], theme: str = "light") -> t
         session=page,
     )
     browser.send(
-        "Page.navigate", {"url": f"{urls['host']}/?theme={theme}&view={urls['view']}/run.html"}, session=page
+        "Page.navigate",
+        {"url": f"{urls['host']}/?theme={theme}&sandbox={quote(sandbox)}&view={urls['view']}/run.html"},
+        session=page,
     )
     attached = browser.wait_event(
         "Target.attachedToTarget", lambda p: p["targetInfo"]["type"] == "iframe", since=since
@@ -215,7 +223,11 @@ def test_a_finished_run_renders_its_tree_and_each_citation_opens_onto_its_verifi
                 Path(keep, f"view-{theme}.png").write_bytes(shot)
 
 
-def test_the_view_refreshes_a_running_run_until_it_ends_and_then_shows_the_report(browser: Browser) -> None:
+@pytest.mark.parametrize("sandbox", list(SANDBOXES.values()), ids=list(SANDBOXES))
+def test_the_view_refreshes_a_running_run_until_it_ends_and_then_shows_the_report(
+    browser: Browser, sandbox: str
+) -> None:
+    """Under the reference host's sandbox, and under one without allow-same-origin (an opaque origin)."""
     gates = {"Alpha": threading.Event(), "Gamma": threading.Event()}
 
     async def script(request: ModelRequest[Any]) -> Any:
@@ -232,7 +244,7 @@ def test_the_view_refreshes_a_running_run_until_it_ends_and_then_shows_the_repor
             run = start_run(host, TWO_LEAVES, "penguins", wait=0)
             assert run["status"] == "running"
             with serve(host) as urls:
-                _, frame = open_view(browser, urls)
+                _, frame = open_view(browser, urls, sandbox=sandbox)
                 states = "Object.fromEntries(" + RENDERED_TREE + ")"
                 browser.wait_for(frame, f"(s => s['n.1'] === 'running' && s['n.2'] === 'running')({states})")
                 assert browser.evaluate(frame, "document.getElementById('status').textContent") == "running"
