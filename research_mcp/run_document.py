@@ -84,6 +84,7 @@ class ViewSource(_Shown):
     kind: str
     location: str
     relevance: float
+    relevance_reason: str = ""
     tags: list[str]
 
 
