@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from research_mcp.citations import normalize
 from research_mcp.contracts import Confidence, ConfidenceLevel, Fact
-from research_mcp.llm.extractive.scoring import bears_on, said_terms, same_term, terms
+from research_mcp.matching.terms import bears_on, said_terms, same_term, terms
 from research_mcp.storage.outputs import AcceptanceCheck
 
 __all__ = [

@@ -20,7 +20,7 @@ import re
 
 from research_mcp.contracts import PlannerOutput, PlanNode
 from research_mcp.feasibility import check_feasible
-from research_mcp.llm.extractive.scoring import STOPWORDS
+from research_mcp.matching.terms import STOPWORDS, clip
 from research_mcp.role_inputs import PlannerInput
 from research_mcp.scope import judge_scope
 
@@ -88,7 +88,7 @@ def plan(payload: PlannerInput) -> PlannerOutput:
     else:
         children = [_leaf(query)]
         why = "A single question: one leaf."
-    root = PlanNode(kind="executor", title=_clip(query, 200), children=children)
+    root = PlanNode(kind="executor", title=clip(query, 200), children=children)
     return PlannerOutput(root=root, rationale=f"{why} {NOTE}")
 
 
@@ -156,14 +156,10 @@ def _as_question(part: str) -> str:
     return part[0].upper() + part[1:] if part else part
 
 
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
-
-
 def _search_queries(*candidates: str) -> list[str]:
     queries: list[str] = []
     for candidate in candidates:
-        candidate = _clip(candidate.strip(), 300)
+        candidate = clip(candidate.strip(), 300)
         if candidate and candidate.casefold() not in {query.casefold() for query in queries}:
             queries.append(candidate)
     return queries[:3]
@@ -172,13 +168,13 @@ def _search_queries(*candidates: str) -> list[str]:
 def _leaf(question: str, *, context: str = "") -> PlanNode:
     """A leaf asking one question; a question that leans on a pronoun ("How does it work?") searches
     with the words of the query's first question as well."""
-    question = _clip(question, 500)
+    question = clip(question, 500)
     keywords = " ".join(_content_words(question))
     if context and _PRONOUN.search(question):
         keywords = " ".join(dict.fromkeys(_content_words(context) + _content_words(question)))
     return PlanNode(
         kind="leaf",
-        title=_clip(question, 200),
+        title=clip(question, 200),
         questions=[question],
         search_queries=_search_queries(question, keywords),
     )
@@ -194,8 +190,8 @@ def _item_leaf(item: str, comparison: str, items: list[str]) -> PlanNode:
     ]
     return PlanNode(
         kind="leaf",
-        title=_clip(item, 200),
-        questions=[_clip(comparison, 500)],
+        title=clip(item, 200),
+        questions=[clip(comparison, 500)],
         search_queries=_search_queries(f"{item} {' '.join(aspect)}", item),
     )
 
@@ -205,7 +201,7 @@ def _question_node(question: str, *, context: str) -> PlanNode:
     if not items:
         return _leaf(question, context=context if question != context else "")
     return PlanNode(
-        kind="executor", title=_clip(question, 200), children=[_item_leaf(i, question, items) for i in items]
+        kind="executor", title=clip(question, 200), children=[_item_leaf(i, question, items) for i in items]
     )
 
 

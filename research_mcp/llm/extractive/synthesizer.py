@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 
 from research_mcp.citations import CITATION, normalize, same_claim
 from research_mcp.contracts import Confidence, ConfidenceLevel, Embedder, Finding, SynthesisOutput
-from research_mcp.llm.extractive.scoring import Relevance, bears_on
+from research_mcp.llm.extractive.scoring import Relevance
+from research_mcp.matching.terms import bears_on, clip
 from research_mcp.role_inputs import SynthesisFact, SynthesisPayload
 
 __all__ = ["COVERED_CONFIDENCE", "DUPLICATE", "synthesize"]
@@ -104,14 +105,14 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
             cited.sort(key=lambda line: not bears_on(f"{line.lead.statement} {line.lead.quote}", question))
         if question == OTHER and not cited:
             continue
-        sections.append(f"## {_clip(question, 300)}")
+        sections.append(f"## {clip(question, 300)}")
         if cited:
             sections.append("\n".join(line.render() for line in cited[:LINES_PER_QUESTION]))
         else:
             sections.append("_No verified fact answers this._")
         if len(cited) > LINES_PER_QUESTION:
             cuts.append(
-                _clip(
+                clip(
                     f"Cut short: {len(cited) - LINES_PER_QUESTION} more verified lines on {question!r} are "
                     f"not in the report (it shows {LINES_PER_QUESTION}); the facts view lists them",
                     500,
@@ -121,11 +122,11 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
         if question != OTHER:
             best.append(max((line.confidence for line in cited), default=0.0))
         if question != OTHER and not covered:
-            gaps.append(_clip(f"Not established by the verified facts: {question}", 500))
+            gaps.append(clip(f"Not established by the verified facts: {question}", 500))
         if covered and cited[0].corroborations >= 2:
             corroborated += 1
         for line in cited[:2]:
-            findings.append(Finding(statement=_clip(line.lead.statement, 1000), fact_ids=line.verified_ids))
+            findings.append(Finding(statement=clip(line.lead.statement, 1000), fact_ids=line.verified_ids))
 
     # Child reports add only what the lines above do not already cite: no finding is said twice.
     shown = {
@@ -137,7 +138,7 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
     parts = []
     for child in payload.child_reports:
         # A child's gap this synthesis found itself (the same list cut short here) is not said twice.
-        gaps.extend(_clip(f"{child.title}: {gap}", 500) for gap in child.gaps if gap not in {*gaps, *cuts})
+        gaps.extend(clip(f"{child.title}: {gap}", 500) for gap in child.gaps if gap not in {*gaps, *cuts})
         new_lines = [
             line
             for line in _key_lines(child.report, verified)
@@ -301,16 +302,11 @@ def _confidence(
         )
         + ". The extractive backend does not detect contradictions."
     )
-    return Confidence(level=level, reasoning=_clip(reasoning, 1000))
+    return Confidence(level=level, reasoning=clip(reasoning, 1000))
 
 
 def _as_question(gap: str) -> str:
     question = gap.split(": ", 1)[-1].strip()
     if not question.endswith("?"):
         question = f"What sources establish {question.rstrip('.')}?"
-    return _clip(question, 300)
-
-
-def _clip(text: str, limit: int) -> str:
-    text = _SPACE.sub(" ", text).strip()
-    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+    return clip(question, 300)
