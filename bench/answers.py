@@ -24,7 +24,7 @@ Figures per set:
   verified fact the report cites; unanswerable and yes/no questions are left out;
 - supporting recall / precision (HotpotQA only): gold sentences among the verified facts, verified
   facts that are gold sentences (as bench.eval_extractive);
-- on-file precision (realdocs): the share of verified facts quoted from one of the gold files;
+- supporting precision (realdocs): the share of verified facts quoted from one of the gold files;
 - medium/high contain the answer: among answerable questions whose run said medium or high, the
   share whose answer recall counted; overconfident misses: answerable questions that missed the
   answer but said medium or high, as a share of answerable questions;
@@ -119,6 +119,7 @@ class Question:
 class Run:
     status: str
     level: str
+    reasoning: str
     facts: list[dict[str, Any]]
     cited: set[str]
     sources: dict[str, str]
@@ -131,7 +132,7 @@ async def research(client: Client, question: str, corpus_root: Path) -> Run:
 
     plan = await client.call_tool("plan_research", {"query": question})
     if plan.is_error or plan.structured_content["status"] != "feasible":
-        return Run("plan failed", "low", [], set(), {})
+        return Run("plan failed", "low", "", [], set(), {})
     run = await client.call_tool(
         "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 55}
     )
@@ -143,8 +144,10 @@ async def research(client: Client, question: str, corpus_root: Path) -> Run:
     report = await read_view(client, run_id, "report")
     document = run_document(Store(Settings().database_path), run_id)
     cited = {fact["id"] for fact in document["facts"] if f"[{fact['id']}]" in report}
-    sources = {s["id"]: s.get("url_or_path", "") for s in document["sources"]}
-    return Run(document["run"]["status"], document["confidence"]["level"], document["facts"], cited, sources)
+    sources = {s["id"]: s["location"] or s["url_or_path"] for s in document["sources"]}
+    confidence = document["confidence"]
+    status, facts = document["run"]["status"], document["facts"]
+    return Run(status, confidence["level"], confidence["reasoning"], facts, cited, sources)
 
 
 def score(tally: Tally, question: Question, run: Run, corpus_root: Path) -> bool | None:
@@ -209,12 +212,16 @@ async def evaluate(sets: dict[str, list[Question]], corpus_root: Path, *, explai
 
 def _explain(question: Question, run: Run, corpus_root: Path) -> None:
     print(f"     Q: {question.text}  -> {question.parts}", file=sys.stderr)
+    print(f"     confidence {run.level}: {run.reasoning[:300]}", file=sys.stderr)
     for fact in run.facts:
         if fact["verified"]:
             path = run.sources.get(fact["source_id"], "")
             where = os.path.relpath(path, corpus_root) if path.startswith("/") else path
             mark = "*" if fact["id"] in run.cited else " "
-            print(f"     {mark}{fact['id']} {where}: {fact['quote'][:150]!r}", file=sys.stderr)
+            print(
+                f"     {mark}{fact['id']} {fact['confidence']:.2f} {where}: {fact['quote'][:150]!r}",
+                file=sys.stderr,
+            )
 
 
 def hotpot_questions(data: list[dict[str, Any]]) -> list[Question]:

@@ -20,6 +20,7 @@ from research_mcp.contracts import (
     ReportPage,
     ResearchMetadata,
     ResearchResult,
+    Source,
     SourceRef,
     SynthesisOutput,
     View,
@@ -89,7 +90,7 @@ def assemble_result(store: Store, run_id: str) -> ResearchResult:
             SourceRef(
                 id=f"S{sid}",
                 url_or_path=source.ref,
-                title=source.title,
+                title=source_name(source),
                 relevance=round(counts[sid] / top, 2),
             )
         )
@@ -338,12 +339,15 @@ def _fill(items: list[str], item: int, offset: int, budget: int) -> tuple[str, i
 
 
 _UNSAFE_SCHEME = re.compile(r"^\s*<?\s*(?:javascript|vbscript|data|file)\s*:", re.IGNORECASE)
+# A `<` that could open raw HTML or an autolink: followed by a letter, `/`, `!` or `?`. Any other `<`
+# ("x < 3", "<=") is text already and stays as it is.
+_OPENS_TAG = re.compile(r"(\\*)<(?=[A-Za-z/!?])")
 _MD_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(([^()\s]*(?:\([^()\s]*\)[^()\s]*)*)(\s+\"[^\"]*\")?\)")
 
 
 def safe_markdown(text: str) -> str:
     """Markdown a viewer may render without running or loading anything: raw HTML escaped (a `<` never
-    opens a tag or an autolink), images and links to javascript:, data:, vbscript: or file: addresses
+    opens a tag or an autolink, and reads as `<`, not `&lt;`), images and links to javascript:, data:, vbscript: or file: addresses
     reduced to their text. Source text and model text are untrusted; a Markdown viewer is a browser."""
 
     def link(match: re.Match[str]) -> str:
@@ -352,7 +356,21 @@ def safe_markdown(text: str) -> str:
             return label
         return match.group(0)
 
-    return _MD_LINK.sub(link, text.replace("<", "&lt;"))
+    return _MD_LINK.sub(link, _OPENS_TAG.sub(_escape_opening, text))
+
+
+def _escape_opening(match: re.Match[str]) -> str:
+    """`\\<`: CommonMark shows a backslash-escaped `<` as `<` and never as a tag or an autolink;
+    the backslashes before it are doubled so that none of them escapes the escape."""
+    return match.group(1) * 2 + "\\<"
+
+
+def source_name(source: Source) -> str:
+    """What a reader sees a source as: a corpus document's path under its corpus folder
+    ("doc/zlib1g/copyright", where four files are titled "copyright"), else its title."""
+    if source.kind == "corpus" and source.metadata.path:
+        return source.metadata.path
+    return source.title
 
 
 def report_markdown(store: Store, run_id: str) -> str:

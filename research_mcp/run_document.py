@@ -9,7 +9,7 @@ from typing import Any
 
 from research_mcp.citations import CITATION
 from research_mcp.contracts import Source
-from research_mcp.reports import assemble_result, result_synthesis
+from research_mcp.reports import assemble_result, result_synthesis, source_name
 from research_mcp.runs.snapshot import plan_tree, read_snapshot, run_totals
 from research_mcp.storage.outputs import StoredCuration
 from research_mcp.storage.store import Store
@@ -52,7 +52,7 @@ def run_document(store: Store, run_id: str) -> dict[str, Any]:
             {
                 "id": f"S{sid}",
                 "url_or_path": source.ref,
-                "title": source.title,
+                "title": source_name(source),
                 "kind": source.kind,
                 "location": _source_location(source),
                 "relevance": relevance.get(f"S{sid}", 0.0),

@@ -20,6 +20,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from research_mcp.citations import normalize
 from research_mcp.reports import report_markdown
 from research_mcp.run_document import run_document
 from research_mcp.storage.store import Store
@@ -157,11 +158,27 @@ def _tree(node: dict[str, Any]) -> str:
     )
 
 
+_HEADING_LINE = re.compile(r"^#{1,6}[ \t]+(.*?)[ \t#]*$", re.MULTILINE)
+
+
+def _without_repeated_heading(findings: str, query: str) -> str:
+    """The report's Markdown without the headings that only repeat the question the page's title
+    already shows: one heading per question."""
+
+    def said(text: str) -> str:
+        return normalize(text).rstrip("?.! ")
+
+    asked = {said(part) for part in query.split(" + ")}
+    return _HEADING_LINE.sub(lambda m: "" if said(m.group(1)) in asked else m.group(0), findings)
+
+
 def render_html(document: dict[str, Any]) -> str:
     """One self-contained HTML page: report with linked citations, facts, sources, confidence, gaps, plan."""
     fact_ids = {fact["id"] for fact in document["facts"]}
     source_ids = {source["id"] for source in document["sources"]}
-    findings = _markdown(fact_ids).render(document["findings"])
+    findings = _markdown(fact_ids).render(
+        _without_repeated_heading(document["findings"], document["run"]["query"])
+    )
     meta = document["metadata"]
     run = document["run"]
     confidence = document["confidence"]

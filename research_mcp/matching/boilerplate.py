@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["is_boilerplate"]
+__all__ = ["is_boilerplate", "is_run_in_heading"]
 
 _SPACE = re.compile(r"\s+")
 _EMAIL = re.compile(r"<?[\w.+-]+@[\w-]+(?:\.[\w-]+)+>?")
@@ -95,6 +95,12 @@ def is_boilerplate(text: str) -> bool:
     if _EMAIL.search(text) and len(words) <= MAX_CONTACT_WORDS:
         return True  # "Jean-loup Gailly <jloup@gzip.org>", "packaged by X <x@debian.org>"
     return _lone_heading(text, words)
+
+
+def is_run_in_heading(text: str) -> bool:
+    """Whether a sentence is a short title ("Grant of Patent License.", "1. Definitions.")."""
+    text = _SPACE.sub(" ", text).strip()
+    return bool(text) and _lone_heading(text, _WORD.findall(text))
 
 
 def _man_page_furniture(text: str, words: list[str]) -> bool:

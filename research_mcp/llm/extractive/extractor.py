@@ -33,6 +33,7 @@ from research_mcp.llm.extractive.focus import focus, names_subject, subject
 from research_mcp.llm.extractive.references import resolved_texts
 from research_mcp.llm.extractive.scoring import Relevance, select_diverse
 from research_mcp.llm.extractive.sentences import Sentence, split_sentences
+from research_mcp.matching.boilerplate import is_boilerplate
 from research_mcp.matching.terms import clip, terms
 from research_mcp.role_inputs import ExtractorPayload
 
@@ -82,8 +83,12 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
     questions = (payload.questions or _spec_questions(payload))[:10]  # positions kept: question_index
     sentences = split_sentences(payload.source_text)
     # Scored as what it says: "she was named ambassador" with the name "she" refers back to.
-    scored_as = resolved_texts(payload.source_text, sentences)
-    kept = [index for index, sentence in enumerate(sentences) if not sentence.heading and sentence.words >= 3]
+    scored_as = _under_headings(sentences, resolved_texts(payload.source_text, sentences))
+    kept = [
+        index
+        for index, sentence in enumerate(sentences)
+        if not sentence.heading and sentence.words >= 3 and not is_boilerplate(sentence.text)
+    ]
     claims = [sentences[index] for index in kept]
     if not questions or not claims:
         reason = "No questions were given." if not questions else "The source has no readable sentences."
@@ -145,6 +150,20 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
         source_identified_gaps=_source_gaps(sentences),
         linked_candidate_sources=_linked_sources(payload, sentences, claims, scores),
     )
+
+
+def _under_headings(sentences: list[Sentence], texts: list[str]) -> list[str]:
+    """Each sentence as scored: after the heading it stands under, so that the text under "The
+    sixth field (fs_passno)." or "Grant of Patent License." answers what the heading names."""
+    heading = ""
+    scored: list[str] = []
+    for sentence, text in zip(sentences, texts, strict=True):
+        if sentence.heading:
+            heading = _SPACE.sub(" ", sentence.text).strip(" #*_:.")
+            scored.append(text)
+        else:
+            scored.append(f"{heading}: {text}" if heading else text)
+    return scored
 
 
 def _scores(relevance: Relevance, question: str, title: str) -> np.ndarray:

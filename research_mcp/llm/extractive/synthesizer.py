@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from research_mcp.citations import CITATION, normalize, same_claim
 from research_mcp.contracts import Confidence, ConfidenceLevel, Embedder, Finding, SynthesisOutput
 from research_mcp.llm.extractive.scoring import Relevance
+from research_mcp.matching.questions import reads_as_question
 from research_mcp.matching.terms import bears_on, clip
 from research_mcp.role_inputs import SynthesisFact, SynthesisPayload
 
@@ -105,7 +106,8 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
             cited.sort(key=lambda line: not bears_on(f"{line.lead.statement} {line.lead.quote}", question))
         if question == OTHER and not cited:
             continue
-        sections.append(f"## {clip(question, 300)}")
+        if normalize(question).rstrip("?. ") != normalize(payload.title).rstrip("?. "):
+            sections.append(f"## {clip(question, 300)}")  # the title's own question is not said twice
         if cited:
             sections.append("\n".join(line.render() for line in cited[:LINES_PER_QUESTION]))
         else:
@@ -171,7 +173,7 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
         confidence=_confidence(asked, question_gaps, corroborated, payload, len(verified), best),
         gaps=_bounded([*question_gaps, *cuts, *(gap for gap in gaps if gap not in question_gaps)]),
         contradictions=[],
-        suggested_followups=[_as_question(gap) for gap in question_gaps[:5]],
+        suggested_followups=[q for q in map(_as_question, question_gaps[:5]) if reads_as_question(q)],
     )
 
 
@@ -306,7 +308,5 @@ def _confidence(
 
 
 def _as_question(gap: str) -> str:
-    question = gap.split(": ", 1)[-1].strip()
-    if not question.endswith("?"):
-        question = f"What sources establish {question.rstrip('.')}?"
-    return clip(question, 300)
+    """The question a gap names; kept as a follow-up only if it reads as one (`reads_as_question`)."""
+    return clip(gap.split(": ", 1)[-1].strip(), 300)
