@@ -423,9 +423,56 @@ async def test_a_comparison_becomes_one_leaf_per_compared_item(
 
 
 @pytest.mark.parametrize(
+    ("query", "asked"),
+    [
+        (
+            "What do the Apache License 2.0 and the MPL 2.0 each grant regarding patents?",
+            [
+                "What does the Apache License 2.0 grant regarding patents?",
+                "What does the MPL 2.0 grant regarding patents?",
+            ],
+        ),
+        (
+            "Are Local H and For Against both from the United States?",
+            ["Is Local H from the United States?", "Is For Against from the United States?"],
+        ),
+    ],
+)
+async def test_a_comparison_of_what_each_item_is_asks_each_item_the_same_question(
+    model: ExtractiveModel, query: str, asked: list[str]
+) -> None:
+    output = await ask(model, PlannerOutput, PlannerInput(query=query))
+
+    assert [leaf.questions for leaf in output.root.children] == [[question] for question in asked]
+
+
+@pytest.mark.parametrize(
+    ("query", "parts"),
+    [
+        (
+            "What licence is zlib under and what does it require?",
+            ["What licence is zlib under?", "What does zlib's licence require?"],
+        ),
+        ("What is fstab? How is it read?", ["What is fstab?", "How is fstab read?"]),
+        (
+            "Who is Ada Lovelace and what did she write?",
+            ["Who is Ada Lovelace?", "What did Ada Lovelace write?"],
+        ),
+    ],
+)
+async def test_a_split_question_keeps_its_subject_in_every_part(
+    model: ExtractiveModel, query: str, parts: list[str]
+) -> None:
+    output = await ask(model, PlannerOutput, PlannerInput(query=query))
+
+    assert [leaf.questions for leaf in output.root.children] == [[part] for part in parts]
+    assert all("zlib" in " ".join(leaf.search_queries) for leaf in output.root.children if "zlib" in query)
+
+
+@pytest.mark.parametrize(
     ("query", "questions"),
     [
-        ("What is CRISPR? How does it edit genes?", ["What is CRISPR?", "How does it edit genes?"]),
+        ("What is CRISPR? How does it edit genes?", ["What is CRISPR?", "How does CRISPR edit genes?"]),
         (
             "What causes inflation; and how do central banks respond?",
             ["What causes inflation?", "How do central banks respond?"],

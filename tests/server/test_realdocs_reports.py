@@ -91,3 +91,15 @@ def test_markdown_shows_angle_brackets_as_written_and_never_as_html() -> None:
     assert [token.type for token in inline] == ["text"]  # no html_inline, no autolink
     shown = "".join(token.content for token in inline)
     assert shown == "For NFS mounts, this field is <host>:<dir>; x < 3. <img src=x onerror=alert(1)>"
+
+
+async def test_a_no_model_plan_estimates_seconds_and_no_tokens(corpus: Path) -> None:
+    async with Client(create_server(model=ExtractiveModel())) as client:
+        await wait_until_indexed(client)
+        plan = await client.call_tool("plan_research", {"query": "What does the zlib licence require?"})
+
+    metrics = plan.structured_content["metrics"]
+    assert metrics["est_tokens"] == 0 and metrics["est_cost_usd"] == 0
+    assert metrics["est_wall_s"] >= metrics["est_calls"]  # measured: seconds a call on real documents
+    (line,) = [item for item in plan.structured_content["summary"] if item.startswith("estimate:")]
+    assert "0 tokens" in line and line.endswith(" s")
