@@ -32,7 +32,7 @@ Figures per set:
   (copyright and contact lines, licence preambles, bare URLs, man-page headers and footers, lone
   headings, "(link removed)");
 - unanswerable honest: questions with no answer in the corpus whose run ended ``no_sources`` or
-  with confidence low, and the sources such runs read.
+  with confidence low, and the sources such runs cite (those with a fact in the run's document).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ class Tally:
             "unanswerable honest": (
                 f"{self.unanswerable_honest}/{self.unanswerable}" if self.unanswerable else None
             ),
-            "sources read (unanswerable)": share(self.unanswerable_sources, self.unanswerable),
+            "sources cited (unanswerable)": share(self.unanswerable_sources, self.unanswerable),
             "verified facts / question": share(self.verified, self.questions),
             "s / question": round(self.seconds / max(self.questions, 1), 2),
         }
