@@ -367,10 +367,15 @@ def _escape_opening(match: re.Match[str]) -> str:
 
 def source_name(source: Source) -> str:
     """What a reader sees a source as: a corpus document's path under its corpus folder
-    ("doc/zlib1g/copyright", where four files are titled "copyright"), else its title."""
-    if source.kind == "corpus" and source.metadata.path:
-        return source.metadata.path
-    return source.title
+    ("doc/zlib1g/copyright", where four files are titled "copyright"), after its title when the
+    document has one of its own ("Kelp forests (notes/forests.md)"); else its title."""
+    path = source.metadata.path
+    if source.kind != "corpus" or not path:
+        return source.title
+    name = path.rsplit("/", 1)[-1]
+    if not source.title or source.title in (name, name.rsplit(".", 1)[0]):
+        return path
+    return f"{source.title} ({path})"
 
 
 def report_markdown(store: Store, run_id: str) -> str:

@@ -52,7 +52,8 @@ def run_document(store: Store, run_id: str) -> dict[str, Any]:
             {
                 "id": f"S{sid}",
                 "url_or_path": source.ref,
-                "title": source_name(source),
+                "title": source.title,
+                "name": source_name(source),
                 "kind": source.kind,
                 "location": _source_location(source),
                 "relevance": relevance.get(f"S{sid}", 0.0),
@@ -128,7 +129,13 @@ def live_snapshot(store: Store, run_id: str) -> dict[str, Any]:
             "findings": document["findings"],
             "facts": document["facts"],
             "sources": [
-                {**source, "tags": tags.get(source["url_or_path"], [])} for source in document["sources"]
+                # the view shows a source by its title: a corpus document's is its path (reports.source_name)
+                {
+                    **{key: value for key, value in source.items() if key != "name"},
+                    "title": source["name"],
+                    "tags": tags.get(source["url_or_path"], []),
+                }
+                for source in document["sources"]
             ],
             "confidence": document["confidence"],
             "gaps": document["gaps"],

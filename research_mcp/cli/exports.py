@@ -143,7 +143,8 @@ def _source_entry(source: dict[str, Any]) -> str:
     location = f' <span class="muted">{_e(source["location"])}</span>' if source["location"] else ""
     return (
         f'<li class="source" id="{_e(source["id"])}"><span class="tag">{_e(source["id"])}</span> '
-        f"<strong>{_e(source['title'] or source['url_or_path'])}</strong> {_source_link(source)}{location}"
+        f"<strong>{_e(source.get('name') or source['title'] or source['url_or_path'])}</strong> "
+        f"{_source_link(source)}{location}"
         f' <span class="muted">relevance {_e(source["relevance"])}</span></li>'
     )
 
