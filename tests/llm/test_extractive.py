@@ -669,3 +669,24 @@ async def test_an_output_it_cannot_build_or_a_missing_payload_is_a_clear_model_e
         await ExtractiveModel().generate(
             ModelRequest(role="planner", system="", prompt="plan this", output_type=PlannerOutput)
         )
+
+
+async def test_evidence_matching_a_question_on_its_common_words_alone_is_low(model: ExtractiveModel) -> None:
+    # hosts(5) for a question the corpus cannot answer: "IP address" is all the two share.
+    question = "How do I configure a static IP address with netplan?"
+    said = fact(1, "The IP address can conform to either IPv4 or IPv6.", question=question, source=1)
+    middling = SynthesisPayload(
+        title="t",
+        questions=[question],
+        input_handoffs=[],
+        facts=[said.model_copy(update={"confidence": 0.46})],
+    )
+    answering = SynthesisPayload(
+        title="t",
+        questions=[question],
+        input_handoffs=[],
+        facts=[said.model_copy(update={"confidence": 0.65})],
+    )
+
+    assert (await ask(model, SynthesisOutput, middling)).confidence.level == "low"
+    assert (await ask(model, SynthesisOutput, answering)).confidence.level == "medium"
