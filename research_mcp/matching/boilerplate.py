@@ -114,10 +114,13 @@ def _man_page_furniture(text: str, words: list[str]) -> bool:
 
 
 def _lone_heading(text: str, words: list[str]) -> bool:
-    """A short title standing alone: "Grant of Patent License.", "The sixth field (fs_passno).",
-    "1. Definitions.", "PORTABILITY NOTES"."""
-    if not words or len(words) > 6 or (not text[0].isupper() and not text[0].isdigit()):
+    """A short title standing alone: "Grant of Patent License.", "1. Definitions.", "PORTABILITY
+    NOTES": numbered, in capitals, or every word of four letters or more capitalised. A short
+    sentence ("Gardens line the river banks.") is not one."""
+    if not words or len(words) > 6 or not text[0].isupper() and not text[0].isdigit():
         return False
-    if any(word.casefold() in _VERBS for word in words):
+    if any(word.casefold() in _VERBS for word in words) or "," in text or text.endswith(";"):
         return False
-    return "," not in text and not text.endswith(";")
+    numbered = bool(re.match(r"^\(?[\dIVX]+(?:\.\d+)*[.)]\s", text))
+    titled = all(word[0].isupper() or word[0].isdigit() for word in words if len(word) >= 4)
+    return numbered or titled
