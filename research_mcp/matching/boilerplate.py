@@ -117,7 +117,7 @@ def _lone_heading(text: str, words: list[str]) -> bool:
     """A short title standing alone: "Grant of Patent License.", "1. Definitions.", "PORTABILITY
     NOTES": numbered, in capitals, or every word of four letters or more capitalised. A short
     sentence ("Gardens line the river banks.") is not one."""
-    if not words or len(words) > 6 or not text[0].isupper() and not text[0].isdigit():
+    if not words or len(words) > 6 or (not text[0].isupper() and not text[0].isdigit()):
         return False
     if any(word.casefold() in _VERBS for word in words) or "," in text or text.endswith(";"):
         return False
