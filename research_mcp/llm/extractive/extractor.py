@@ -153,13 +153,15 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
 
 
 def _under_headings(sentences: list[Sentence], texts: list[str]) -> list[str]:
-    """Each sentence as scored: after the heading it stands under, so that the text under "The
-    sixth field (fs_passno)." or "Grant of Patent License." answers what the heading names."""
+    """Each sentence as scored: after the section heading it stands under, so that the text under
+    "The sixth field (fs_passno)." or "Grant of Patent License." answers what the heading names (a
+    title opening the document heads every sentence alike and is left out)."""
     heading = ""
     scored: list[str] = []
-    for sentence, text in zip(sentences, texts, strict=True):
+    for position, (sentence, text) in enumerate(zip(sentences, texts, strict=True)):
         if sentence.heading:
-            heading = _SPACE.sub(" ", sentence.text).strip(" #*_:.")
+            # The document's own title, its first line, is what every sentence is under: no context.
+            heading = _SPACE.sub(" ", sentence.text).strip(" #*_:.") if position else ""
             scored.append(text)
         else:
             scored.append(f"{heading}: {text}" if heading else text)
