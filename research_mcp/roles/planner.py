@@ -27,9 +27,9 @@ TOKENS = {
 }
 EXTRACTOR_PROMPT_TOKENS = 700  # the extractor's system prompt, questions and framing
 # Seconds per call by backend. The extractive figure is measured: bench.answers' real documents take
-# 12.7-15.4 s a question for about 7 calls (BENCHMARKS.md, "Answers a person can use"); HotpotQA's
-# one-paragraph documents take 1.7 s, so short notes finish well inside the estimate.
-SECONDS_PER_CALL = {"anthropic": 12.0, "sampling": 15.0, "extractive": 2.0}
+# 2.8-2.9 s a question on a quiet 2-core machine for about 6 calls (BENCHMARKS.md, "Answers a person
+# can use"), HotpotQA's one-paragraph documents 0.5 s.
+SECONDS_PER_CALL = {"anthropic": 12.0, "sampling": 15.0, "extractive": 0.5}
 #: Backends that run no language model: their calls cost no tokens and no money.
 TOKENLESS = frozenset({"extractive"})
 DEFAULT_SECONDS_PER_CALL = 10.0

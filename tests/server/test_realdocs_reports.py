@@ -100,6 +100,7 @@ async def test_a_no_model_plan_estimates_seconds_and_no_tokens(corpus: Path) -> 
 
     metrics = plan.structured_content["metrics"]
     assert metrics["est_tokens"] == 0 and metrics["est_cost_usd"] == 0
-    assert metrics["est_wall_s"] >= metrics["est_calls"]  # measured: seconds a call on real documents
+    assert metrics["est_wall_s"] >= 0.5 * metrics["est_calls"] / 4  # measured seconds, not 0
+    assert metrics["est_wall_s"] > 0
     (line,) = [item for item in plan.structured_content["summary"] if item.startswith("estimate:")]
     assert "0 tokens" in line and line.endswith(" s")
