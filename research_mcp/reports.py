@@ -20,6 +20,7 @@ from research_mcp.contracts import (
     ReportPage,
     ResearchMetadata,
     ResearchResult,
+    Source,
     SourceRef,
     SynthesisOutput,
     View,
@@ -92,7 +93,7 @@ def assemble_result(store: Store, run_id: str) -> ResearchResult:
             SourceRef(
                 id=f"S{sid}",
                 url_or_path=source.ref,
-                title=source.title,
+                title=source_name(source),
                 relevance=round(count / top, 2),
                 reason=_relevance_reason(own.get(sid, 0), backs.get(sid, 0), len(facts)),
             )
@@ -356,12 +357,15 @@ def _fill(items: list[str], item: int, offset: int, budget: int) -> tuple[str, i
 
 
 _UNSAFE_SCHEME = re.compile(r"^\s*<?\s*(?:javascript|vbscript|data|file)\s*:", re.IGNORECASE)
+# A `<` that could open raw HTML or an autolink: followed by a letter, `/`, `!` or `?`. Any other `<`
+# ("x < 3", "<=") is text already and stays as it is.
+_OPENS_TAG = re.compile(r"(\\*)<(?=[A-Za-z/!?])")
 _MD_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(([^()\s]*(?:\([^()\s]*\)[^()\s]*)*)(\s+\"[^\"]*\")?\)")
 
 
 def safe_markdown(text: str) -> str:
     """Markdown a viewer may render without running or loading anything: raw HTML escaped (a `<` never
-    opens a tag or an autolink), images and links to javascript:, data:, vbscript: or file: addresses
+    opens a tag or an autolink, and reads as `<`, not `&lt;`), images and links to javascript:, data:, vbscript: or file: addresses
     reduced to their text. Source text and model text are untrusted; a Markdown viewer is a browser."""
 
     def link(match: re.Match[str]) -> str:
@@ -370,7 +374,26 @@ def safe_markdown(text: str) -> str:
             return label
         return match.group(0)
 
-    return _MD_LINK.sub(link, text.replace("<", "&lt;"))
+    return _MD_LINK.sub(link, _OPENS_TAG.sub(_escape_opening, text))
+
+
+def _escape_opening(match: re.Match[str]) -> str:
+    """`\\<`: CommonMark shows a backslash-escaped `<` as `<` and never as a tag or an autolink;
+    the backslashes before it are doubled so that none of them escapes the escape."""
+    return match.group(1) * 2 + "\\<"
+
+
+def source_name(source: Source) -> str:
+    """What a reader sees a source as: a corpus document's path under its corpus folder
+    ("doc/zlib1g/copyright", where four files are titled "copyright"), after its title when the
+    document has one of its own ("Kelp forests (notes/forests.md)"); else its title."""
+    path = source.metadata.path
+    if source.kind != "corpus" or not path:
+        return source.title
+    name = path.rsplit("/", 1)[-1]
+    if not source.title or source.title in (name, name.rsplit(".", 1)[0]):
+        return path
+    return f"{source.title} ({path})"
 
 
 def report_markdown(store: Store, run_id: str) -> str:

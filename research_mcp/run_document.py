@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from research_mcp.citations import CITATION
 from research_mcp.contracts import Confidence, Source
-from research_mcp.reports import assemble_result, result_synthesis
+from research_mcp.reports import assemble_result, result_synthesis, source_name
 from research_mcp.runs.snapshot import plan_tree, read_snapshot, run_totals
 from research_mcp.storage.outputs import StoredCuration
 from research_mcp.storage.store import Store
@@ -142,6 +142,7 @@ def run_document(store: Store, run_id: str) -> dict[str, Any]:
                 "id": f"S{sid}",
                 "url_or_path": source.ref,
                 "title": source.title,
+                "name": source_name(source),
                 "kind": source.kind,
                 "location": _source_location(source),
                 "relevance": relevance.get(f"S{sid}", 0.0),
@@ -218,7 +219,13 @@ def live_snapshot(store: Store, run_id: str) -> dict[str, Any]:
             "findings": document["findings"],
             "facts": document["facts"],
             "sources": [
-                {**source, "tags": tags.get(source["url_or_path"], [])} for source in document["sources"]
+                # the view shows a source by its title: a corpus document's is its path (reports.source_name)
+                {
+                    **{key: value for key, value in source.items() if key != "name"},
+                    "title": source["name"],
+                    "tags": tags.get(source["url_or_path"], []),
+                }
+                for source in document["sources"]
             ],
             "confidence": document["confidence"],
             "gaps": document["gaps"],

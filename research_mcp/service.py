@@ -165,8 +165,12 @@ class ResearchService:
             ]
             summary = [
                 f"{len(nodes)} nodes, {len(leaves)} leaves: " + "; ".join(n.title for n in leaves[:3]),
-                f"estimate: {est.model_calls} model calls, ~{est.tokens_in + est.tokens_out} tokens, "
-                f"${est.cost_usd}, ~{est.wall_s} s",
+                (
+                    f"estimate: {est.model_calls} model calls, ~{est.tokens_in + est.tokens_out} tokens, "
+                    f"${est.cost_usd}, ~{est.wall_s} s"
+                    if est.tokens_in + est.tokens_out
+                    else f"estimate: {est.model_calls} steps, no model: 0 tokens, $0, ~{est.wall_s} s"
+                ),
             ]
             scope = judge_scope(query)
             if scope.too_broad:  # said first, with the facets it was split into: narrower queries on offer

@@ -20,6 +20,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from research_mcp.citations import normalize
 from research_mcp.reports import report_markdown
 from research_mcp.run_document import run_document
 from research_mcp.storage.store import Store
@@ -142,7 +143,8 @@ def _source_entry(source: dict[str, Any]) -> str:
     location = f' <span class="muted">{_e(source["location"])}</span>' if source["location"] else ""
     return (
         f'<li class="source" id="{_e(source["id"])}"><span class="tag">{_e(source["id"])}</span> '
-        f"<strong>{_e(source['title'] or source['url_or_path'])}</strong> {_source_link(source)}{location}"
+        f"<strong>{_e(source.get('name') or source['title'] or source['url_or_path'])}</strong> "
+        f"{_source_link(source)}{location}"
         f' <span class="muted">relevance {_e(source["relevance"])}</span></li>'
     )
 
@@ -157,11 +159,27 @@ def _tree(node: dict[str, Any]) -> str:
     )
 
 
+_HEADING_LINE = re.compile(r"^#{1,6}[ \t]+(.*?)[ \t#]*$", re.MULTILINE)
+
+
+def _without_repeated_heading(findings: str, query: str) -> str:
+    """The report's Markdown without the headings that only repeat the question the page's title
+    already shows: one heading per question."""
+
+    def said(text: str) -> str:
+        return normalize(text).rstrip("?.! ")
+
+    asked = {said(part) for part in query.split(" + ")}
+    return _HEADING_LINE.sub(lambda m: "" if said(m.group(1)) in asked else m.group(0), findings)
+
+
 def render_html(document: dict[str, Any]) -> str:
     """One self-contained HTML page: report with linked citations, facts, sources, confidence, gaps, plan."""
     fact_ids = {fact["id"] for fact in document["facts"]}
     source_ids = {source["id"] for source in document["sources"]}
-    findings = _markdown(fact_ids).render(document["findings"])
+    findings = _markdown(fact_ids).render(
+        _without_repeated_heading(document["findings"], document["run"]["query"])
+    )
     meta = document["metadata"]
     run = document["run"]
     confidence = document["confidence"]

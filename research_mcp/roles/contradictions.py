@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from itertools import combinations
 
 from research_mcp.contracts import Fact
-from research_mcp.llm.extractive.scoring import stem, terms
+from research_mcp.matching.terms import stem, terms
 
 __all__ = ["found_contradictions", "settling_question"]
 

@@ -18,6 +18,9 @@ A synthesizer's confidence is capped by what its facts support; each rule that l
   the facts answer something else that shares its common words ("dpkg", "package"): the question
   is a gap ("Not established by the verified facts: ..."), and confidence `low` when every question
   judged is so, else `medium`;
+- the kind of answer asked for: a question asking how many, how long, when or which version
+  ("How long is the machine ID?") whose facts state no number is a gap, and `low` when every
+  question judged is so, else `medium`;
 - corroboration: `high` needs at least half the answered questions backed by two sources (a fact
   the knowledge base found in another source, or verified facts from two sources);
 - acceptance criteria of the leaf's task specs: some unmet, `medium`; all unmet, `low`.
@@ -33,7 +36,8 @@ from dataclasses import dataclass, field
 
 from research_mcp.citations import normalize
 from research_mcp.contracts import Confidence, ConfidenceLevel, Fact
-from research_mcp.llm.extractive.scoring import bears_on, said_terms, same_term, terms
+from research_mcp.matching.answer_type import asks_for_number, states_number
+from research_mcp.matching.terms import bears_on, said_terms, same_term, terms
 from research_mcp.storage.outputs import AcceptanceCheck
 
 __all__ = [
@@ -181,6 +185,23 @@ def judge_evidence(
                 "low" if len(elsewhere) == len(judged) else "medium",
                 f"no verified fact for {len(elsewhere)} question(s) mentions what it names "
                 f"({', '.join(missing)}): {first[:120]!r}",
+            )
+        )
+    # A question asking for a quantity, a date or a version that no fact on it states a number for
+    # has not been answered, however well its facts match its words.
+    numberless = [
+        question
+        for position, question in enumerate(judged)
+        if asks_for_number(question)
+        and not any(states_number(f"{f.statement} {f.quote}") for f in groups[position])
+    ]
+    if numberless:
+        evidence.gaps += [f"{NOT_ESTABLISHED}{question}"[:500] for question in numberless]
+        evidence.caps.append(
+            (
+                "low" if len(numberless) == len(judged) else "medium",
+                f"no verified fact for {len(numberless)} question(s) asking how many, how long, when "
+                f"or which version states a number: {numberless[0][:120]!r}",
             )
         )
     if off_topic:

@@ -26,7 +26,12 @@ TOKENS = {
     "scout": (2_000, 600),
 }
 EXTRACTOR_PROMPT_TOKENS = 700  # the extractor's system prompt, questions and framing
-SECONDS_PER_CALL = {"anthropic": 12.0, "sampling": 15.0, "extractive": 0.3}
+# Seconds per call by backend. The extractive figure is measured: bench.answers' real documents take
+# 2.8-2.9 s a question on a quiet 2-core machine for about 6 calls (BENCHMARKS.md, "Answers a person
+# can use"), HotpotQA's one-paragraph documents 0.5 s.
+SECONDS_PER_CALL = {"anthropic": 12.0, "sampling": 15.0, "extractive": 0.5}
+#: Backends that run no language model: their calls cost no tokens and no money.
+TOKENLESS = frozenset({"extractive"})
 DEFAULT_SECONDS_PER_CALL = 10.0
 
 
@@ -76,6 +81,8 @@ def estimate_plan(
         TOKENS[role][0] * count for role, count in calls.items() if role != "extractor"
     )
     tokens_out = sum(TOKENS[role][1] * count for role, count in calls.items())
+    if backend in TOKENLESS:
+        tokens_in = tokens_out = 0
     total_calls = sum(calls.values())
     per_call = SECONDS_PER_CALL.get(backend, DEFAULT_SECONDS_PER_CALL)
     wall = per_call * max(critical, total_calls / concurrency)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from research_mcp.llm.extractive.scoring import bears_on, terms
+from research_mcp.matching.terms import bears_on, terms
 from research_mcp.role_inputs import ScoutCandidate
 
 __all__ = ["LEADS", "MAX_ANGLES", "angles", "covered", "key_terms", "sites_named"]

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from research_mcp.citations import normalize
+from research_mcp.matching.questions import reads_as_question
 from research_mcp.role_inputs import ChildReport, ExtractorInput, SourceInsight, SynthesisInput
 from research_mcp.roles.base import RoleDeps
 from research_mcp.roles.evidence import bears_on
@@ -135,7 +136,7 @@ def insight_followups(insights: Sequence[SourceInsight], asked: Sequence[str], r
     known = {normalize(question) for question in asked}
     followups: list[str] = []
     for item in insights:
-        if item.kind == "follow_up" and normalize(item.text) not in known:
+        if item.kind == "follow_up" and normalize(item.text) not in known and reads_as_question(item.text):
             followups.append(item.text[:300])
             known.add(normalize(item.text))
         elif item.kind == "link" and item.text not in read:

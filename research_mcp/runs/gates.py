@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from research_mcp.contracts import Budget, Phase
-from research_mcp.llm.extractive.scoring import said_terms, terms
+from research_mcp.matching.terms import said_terms, terms
 from research_mcp.runs.context import RunContext
 from research_mcp.storage.outputs import StoredSynthesis
 

@@ -33,7 +33,7 @@ import anyio
 
 from research_mcp.contracts import PlanNode
 from research_mcp.feasibility import HOP_SOURCES
-from research_mcp.llm.extractive.scoring import said_terms, terms
+from research_mcp.matching.terms import said_terms, terms
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.runs.context import RunContext
 from research_mcp.runs.leads import Lead, leads_from, mentions, open_terms, still_open

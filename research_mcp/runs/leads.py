@@ -23,8 +23,8 @@ from typing import Literal
 
 from research_mcp.citations import normalize
 from research_mcp.contracts import Fact
-from research_mcp.llm.extractive.names import NOT_NAMES, WORD_TOKEN, name_spans, named_entities
-from research_mcp.llm.extractive.scoring import said_terms, terms
+from research_mcp.matching.names import NOT_NAMES, WORD_TOKEN, name_spans, named_entities
+from research_mcp.matching.terms import said_terms, terms
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.storage.outputs import StoredExtraction
 from research_mcp.storage.store import Store

@@ -12,7 +12,7 @@ from __future__ import annotations
 import anyio
 
 from research_mcp.contracts import PlanNode
-from research_mcp.llm.extractive.scoring import said_terms, terms
+from research_mcp.matching.terms import said_terms, terms
 from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.reading import stored_ref
 from research_mcp.storage.models import InsightKind, InsightsGiven, KnownInsight

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import pytest
+from markdown_it import MarkdownIt
 from mcp import Client
 
 from research_mcp.citations import CitationChecker, meaningful_quote
@@ -210,6 +211,7 @@ def test_the_markdown_export_escapes_raw_html_and_drops_script_links_and_remote_
     text = safe_markdown(
         "<img src=x onerror=alert(1)> [c](javascript:alert(1)) ![p](https://t.example/p.png) [ok](https://ok.example)"
     )
-    assert "<" not in text
+    rendered = MarkdownIt("commonmark").render(text)
+    assert "<img" not in rendered and "&lt;img src=x" in rendered  # shown as text, never a tag
     assert "javascript:" not in text and "t.example" not in text
     assert "[ok](https://ok.example)" in text

@@ -57,7 +57,7 @@ async def test_a_no_key_user_researches_their_own_notes_and_gets_a_cited_report(
     assert "60 centimetres in a single day. [F" in report.structured_content["text"]
     metadata = json.loads(report.structured_content["text"].split("metadata: ", 1)[1])
     assert metadata["searches"] >= 1 and metadata["sources_read"] >= 1  # the leaf searched the corpus
-    assert "Kelp forests <corpus:" in sources.structured_content["text"]
+    assert "Kelp forests (kelp forests.md) <corpus:" in sources.structured_content["text"]
 
 
 async def test_extract_source_reads_a_corpus_document_by_id(corpus: Path) -> None:

@@ -31,8 +31,10 @@ from research_mcp.contracts import (
 )
 from research_mcp.llm.extractive.focus import focus, names_subject, subject
 from research_mcp.llm.extractive.references import resolved_texts
-from research_mcp.llm.extractive.scoring import Relevance, select_diverse, terms
+from research_mcp.llm.extractive.scoring import Relevance, select_diverse
 from research_mcp.llm.extractive.sentences import Sentence, split_sentences
+from research_mcp.matching.boilerplate import is_boilerplate
+from research_mcp.matching.terms import clip, terms
 from research_mcp.role_inputs import ExtractorPayload
 
 __all__ = ["MIN_RELEVANCE", "NO_ANSWER", "STRONG_RELEVANCE", "extract"]
@@ -81,13 +83,17 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
     questions = (payload.questions or _spec_questions(payload))[:10]  # positions kept: question_index
     sentences = split_sentences(payload.source_text)
     # Scored as what it says: "she was named ambassador" with the name "she" refers back to.
-    scored_as = resolved_texts(payload.source_text, sentences)
-    kept = [index for index, sentence in enumerate(sentences) if not sentence.heading and sentence.words >= 3]
+    scored_as = _under_headings(sentences, resolved_texts(payload.source_text, sentences))
+    kept = [
+        index
+        for index, sentence in enumerate(sentences)
+        if not sentence.heading and sentence.words >= 3 and not is_boilerplate(sentence.text)
+    ]
     claims = [sentences[index] for index in kept]
     if not questions or not claims:
         reason = "No questions were given." if not questions else "The source has no readable sentences."
         return ExtractorOutput(
-            answers=[Answer(question=_clip(q, 500), answer=NO_ANSWER) for q in questions],
+            answers=[Answer(question=clip(q, 500), answer=NO_ANSWER) for q in questions],
             confidence=Confidence(level="low", reasoning=f"{reason} Extractive backend: no language model."),
         )
     relevance = Relevance([scored_as[index] for index in kept], embedder)
@@ -146,6 +152,22 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
     )
 
 
+def _under_headings(sentences: list[Sentence], texts: list[str]) -> list[str]:
+    """Each sentence as scored: after the section heading it stands under, so that the text under
+    "The sixth field (fs_passno)." or "Grant of Patent License." answers what the heading names (a
+    title opening the document heads every sentence alike and is left out)."""
+    heading = ""
+    scored: list[str] = []
+    for position, (sentence, text) in enumerate(zip(sentences, texts, strict=True)):
+        if sentence.heading:
+            # The document's own title, its first line, is what every sentence is under: no context.
+            heading = _SPACE.sub(" ", sentence.text).strip(" #*_:.") if position else ""
+            scored.append(text)
+        else:
+            scored.append(f"{heading}: {text}" if heading else text)
+    return scored
+
+
 def _scores(relevance: Relevance, question: str, title: str) -> np.ndarray:
     """Each sentence's relevance to the question, or to its focus on the source's subject if higher."""
     whole = relevance.scores(question)
@@ -189,23 +211,18 @@ def _fact_confidence(score: float) -> float:
     return round(min(0.95, 0.2 + score), 2)
 
 
-def _clip(text: str, limit: int) -> str:
-    text = _SPACE.sub(" ", text).strip()
-    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
-
-
 def _answer(
     question: str, indexes: list[int], scores: np.ndarray, fact_of: dict[int, int], claims: list[Sentence]
 ) -> Answer:
     """The best sentence, and the second best when it scores within 80% of it; citing every chosen fact."""
     if not indexes:
-        return Answer(question=_clip(question, 500), answer=NO_ANSWER)
+        return Answer(question=clip(question, 500), answer=NO_ANSWER)
     top = float(scores[indexes[0]])
     lead = [index for index in indexes[:2] if float(scores[index]) >= ANSWER_SHARE * top]
     best = " ".join(_SPACE.sub(" ", claims[index].text) for index in lead)
     return Answer(
-        question=_clip(question, 500),
-        answer=_clip(best, 2000),
+        question=clip(question, 500),
+        answer=clip(best, 2000),
         fact_indexes=[fact_of[index] for index in indexes],
     )
 
@@ -227,14 +244,14 @@ def _confidence(best: list[float], sentence_count: int, embedder: Embedder | Non
         + f" over {sentence_count} sentences. Extractive backend: sentences chosen by {method}, "
         "quoted verbatim, no language model."
     )
-    return Confidence(level=level, reasoning=_clip(reasoning, 1000))
+    return Confidence(level=level, reasoning=clip(reasoning, 1000))
 
 
 def _follow_ups(questions: list[str], best: list[float]) -> list[FollowUpQuestion]:
     weak = sorted((score, index) for index, score in enumerate(best) if score < STRONG_RELEVANCE)
     return [
         FollowUpQuestion(
-            question=_clip(questions[index], 500),
+            question=clip(questions[index], 500),
             confidence=round(1 - score, 2),
             rationale=(
                 f"Best sentence of this source scores {score:.2f} "
@@ -265,7 +282,7 @@ def _source_gaps(sentences: list[Sentence]) -> list[str]:
                 continue
         if in_section or _LIMITATION_SENTENCE.search(sentence.text):
             in_section = max(0, in_section - 1)
-            gap = _clip(sentence.text, 500)
+            gap = clip(sentence.text, 500)
             if sentence.words >= 3 and gap not in gaps:
                 gaps.append(gap)
         if len(gaps) == 5:
@@ -291,6 +308,6 @@ def _linked_sources(
             if ref in found or ref == payload.source_ref:
                 continue
             priority = 2 if (sentence.start, sentence.end) in relevant else 3
-            found[ref] = LinkedSource(ref=ref[:2000], context=_clip(sentence.text, 500), priority=priority)
+            found[ref] = LinkedSource(ref=ref[:2000], context=clip(sentence.text, 500), priority=priority)
     ranked = sorted(found.values(), key=lambda link: link.priority)  # stable: position within a priority
     return ranked[:8]

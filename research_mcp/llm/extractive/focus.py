@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from research_mcp.llm.extractive.scoring import terms
+from research_mcp.matching.terms import terms
 
 __all__ = ["focus", "names_subject", "subject"]
 

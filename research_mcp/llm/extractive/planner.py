@@ -1,8 +1,12 @@
 """The planner without a model: the query's own structure decides the tree.
 
 - A comparison ("X vs Y", "compare X and Y", "difference between X and Y", "how does X differ from
-  Y", "X or Y: which …", "Which …, X or Y?", "Are X and Y both / of the same …?") becomes one leaf
-  per compared item; every leaf is asked the whole comparison and searches for its item.
+  Y", "X or Y: which …", "Which …, X or Y?", "Are X and Y both / of the same …?", "What do X and Y
+  each …?") becomes one leaf per compared item, searching for its item; a question of what X and Y
+  "each" or "both" are or do asks each leaf the same question of its item ("What does X grant …?");
+  any other comparison (a difference, a choice between X or Y) is asked whole of every leaf.
+- A later question that leans on a pronoun ("… and what does it require?") takes the first
+  question's subject in its place ("What does zlib's licence require?").
 - A conjunction of questions ("What is A? How does B …?", "A; and B", "What is A, and how does B
   …?") becomes one leaf per question (a question that is itself a comparison becomes an executor
   over its items, still within three executor levels).
@@ -20,7 +24,7 @@ import re
 
 from research_mcp.contracts import PlannerOutput, PlanNode
 from research_mcp.feasibility import check_feasible
-from research_mcp.llm.extractive.scoring import STOPWORDS
+from research_mcp.matching.terms import STOPWORDS, clip
 from research_mcp.role_inputs import PlannerInput
 from research_mcp.scope import judge_scope
 
@@ -52,6 +56,11 @@ _COMPARISONS = [
     re.compile(r"^(?P<items>[^:]+?\s+or\s+[^:]+?)\s*:\s*(?:which|who|what)\b", re.I),
     re.compile(r"^(?:which|who|what)\b[^,:]*[,:]\s*(?P<items>.+?\s+or\s+.+)$", re.I),
     re.compile(
+        rf"^{_QUESTION_LEAD}\s+(?:do|does|did|is|are|was|were|have|has)\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+"
+        r"(?:each|both)\b",
+        re.I,
+    ),
+    re.compile(
         r"^(?:are|were|is|was|do|does|did|have|has)\s+(?:both\s+)?(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+"
         r"(?:both|each|of the same|the same|in the same|from the same|located in the same)\b",
         re.I,
@@ -77,6 +86,7 @@ def plan(payload: PlannerInput) -> PlannerOutput:
     parts = question_parts(query)
     items = comparison_items(query) if len(parts) == 1 else []
     if len(parts) > 1:
+        parts = [parts[0], *(with_subject(part, parts[0]) for part in parts[1:])]
         children = [_question_node(part, context=parts[0]) for part in parts]
         why = f"{len(parts)} distinct questions: one leaf each."
     elif items:
@@ -88,7 +98,7 @@ def plan(payload: PlannerInput) -> PlannerOutput:
     else:
         children = [_leaf(query)]
         why = "A single question: one leaf."
-    root = PlanNode(kind="executor", title=_clip(query, 200), children=children)
+    root = PlanNode(kind="executor", title=clip(query, 200), children=children)
     return PlannerOutput(root=root, rationale=f"{why} {NOTE}")
 
 
@@ -128,6 +138,42 @@ def question_parts(query: str) -> list[str]:
     return parts
 
 
+_BE = r"(?:is|are|was|were)"
+_PREPOSITION = r"(?:under|about|for|in|on|from|of|with|by|at)"
+# "What licence is zlib under?" -> zlib's licence; "What is zlib?" -> zlib.
+_SUBJECT = re.compile(
+    rf"^(?:what|which|who|whose)\s+(?:(?P<kind>[\w'’-]+(?:\s+[\w'’-]+)?)\s+)?{_BE}\s+(?P<subject>.+?)"
+    rf"(?:\s+{_PREPOSITION})?\s*\??$",
+    re.IGNORECASE,
+)
+_STANDS_FOR = {"it": "{s}", "its": "{s}'s", "they": "{s}", "them": "{s}", "their": "{s}'s"} | {
+    "he": "{s}",
+    "she": "{s}",
+    "him": "{s}",
+    "his": "{s}'s",
+}
+_LEANS = re.compile(r"\b(?:it|its|they|them|their|he|she|him|his)\b", re.IGNORECASE)
+
+
+def with_subject(part: str, first: str) -> str:
+    """A later part of a split question that leans on a pronoun, with the first question's subject in
+    its place: "What licence is zlib under?" then "what does it require?" asks "What does zlib's
+    licence require?". Unchanged when the first question's subject cannot be read off its form."""
+    match = _SUBJECT.match(first.strip())
+    if not match or not _LEANS.search(part):
+        return part
+    subject = match.group("subject").strip()
+    if match.group("kind"):
+        subject = f"{subject}'s {match.group('kind')}"
+    if len(subject.split()) > 6:
+        return part
+
+    def replace(found: re.Match[str]) -> str:
+        return _STANDS_FOR[found.group(0).casefold()].format(s=subject)
+
+    return _LEANS.sub(replace, part, count=1)
+
+
 def _valid_items(items: list[str]) -> list[str]:
     cleaned = [item.strip(" ,.;:\"'") for item in items]
     cleaned = [
@@ -156,14 +202,10 @@ def _as_question(part: str) -> str:
     return part[0].upper() + part[1:] if part else part
 
 
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
-
-
 def _search_queries(*candidates: str) -> list[str]:
     queries: list[str] = []
     for candidate in candidates:
-        candidate = _clip(candidate.strip(), 300)
+        candidate = clip(candidate.strip(), 300)
         if candidate and candidate.casefold() not in {query.casefold() for query in queries}:
             queries.append(candidate)
     return queries[:3]
@@ -172,13 +214,13 @@ def _search_queries(*candidates: str) -> list[str]:
 def _leaf(question: str, *, context: str = "") -> PlanNode:
     """A leaf asking one question; a question that leans on a pronoun ("How does it work?") searches
     with the words of the query's first question as well."""
-    question = _clip(question, 500)
+    question = clip(question, 500)
     keywords = " ".join(_content_words(question))
     if context and _PRONOUN.search(question):
         keywords = " ".join(dict.fromkeys(_content_words(context) + _content_words(question)))
     return PlanNode(
         kind="leaf",
-        title=_clip(question, 200),
+        title=clip(question, 200),
         questions=[question],
         search_queries=_search_queries(question, keywords),
     )
@@ -194,10 +236,41 @@ def _item_leaf(item: str, comparison: str, items: list[str]) -> PlanNode:
     ]
     return PlanNode(
         kind="leaf",
-        title=_clip(item, 200),
-        questions=[_clip(comparison, 500)],
+        title=clip(item, 200),
+        questions=[clip(asked_of(item, comparison, items), 500)],
         search_queries=_search_queries(f"{item} {' '.join(aspect)}", item),
     )
+
+
+_SINGULAR = {"do": "does", "are": "is", "were": "was", "have": "has"}
+
+
+def asked_of(item: str, comparison: str, items: list[str]) -> str:
+    """The comparison's question asked of one item: "What do the Apache License 2.0 and the MPL 2.0
+    each grant regarding patents?" asks "What do the MPL 2.0 grant regarding patents?" of the MPL,
+    so each item's leaf answers the same question for its item. A comparison not worded as a question
+    with its items side by side ("Compare X and Y", "X vs Y") is asked whole."""
+    if not re.match(rf"{_QUESTION_LEAD}\b", comparison, re.IGNORECASE) or not re.search(
+        r"\b(?:each|both)\b", comparison, re.IGNORECASE
+    ):
+        return comparison  # "What is the difference between X and Y?" is one question of both
+    lowered = comparison.casefold()
+    first, last = lowered.find(items[0].casefold()), lowered.rfind(items[-1].casefold())
+    if first < 0 or last < first:
+        return comparison
+    if not re.search(r"\band\b", lowered[first:last]):
+        return comparison  # a choice ("Who was born first, X or Y?") is one question of both
+    asked = comparison[:first] + item + comparison[last + len(items[-1]) :]
+    asked = re.sub(r"\s+(?:both|each)\b", "", asked, flags=re.IGNORECASE)
+    # One item: "What do X and Y ..." asks "What does X ...", "Are X and Y ..." asks "Is X ...".
+    asked = re.sub(
+        r"^((?:what|which|who|how|where|when|why)\s+)?(do|are|were|have)\b",
+        lambda m: (m.group(1) or "") + _SINGULAR[m.group(2).casefold()],
+        asked.strip(),
+        count=1,
+        flags=re.IGNORECASE,
+    )
+    return _SPACE.sub(" ", asked[0].upper() + asked[1:])
 
 
 def _question_node(question: str, *, context: str) -> PlanNode:
@@ -205,7 +278,7 @@ def _question_node(question: str, *, context: str) -> PlanNode:
     if not items:
         return _leaf(question, context=context if question != context else "")
     return PlanNode(
-        kind="executor", title=_clip(question, 200), children=[_item_leaf(i, question, items) for i in items]
+        kind="executor", title=clip(question, 200), children=[_item_leaf(i, question, items) for i in items]
     )
 
 

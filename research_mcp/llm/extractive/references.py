@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from research_mcp.llm.extractive.names import name_spans
 from research_mcp.llm.extractive.sentences import Sentence
+from research_mcp.matching.names import name_spans
 
 __all__ = ["refers_back", "resolved_texts"]
 

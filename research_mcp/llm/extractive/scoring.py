@@ -5,7 +5,7 @@ saturation and length normalisation (k1 = 1.2, b = 0.75); IDF comes from the col
 ranked (a source's own sentences, a list of search results), and a query term the collection never
 uses keeps the highest IDF, so missing key terms cost the most. A matched term earns its full IDF
 at average length and frequency one, less in a long text, never more than its IDF. Terms are lower-cased, stopwords
-dropped and lightly stemmed. Semantic relevance is the embedding cosine mapped onto 0..1 (cosine
+dropped and lightly stemmed (research_mcp.matching.terms). Semantic relevance is the embedding cosine mapped onto 0..1 (cosine
 0.2 or less is 0, 0.7 or more is 1: all-MiniLM-L6-v2 gives unrelated sentences about 0.1-0.3 and
 answering sentences about 0.4-0.75). With an embedder the two are averaged; without one, lexical
 relevance stands alone.
@@ -14,78 +14,21 @@ relevance stands alone.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from research_mcp.contracts import Embedder
+from research_mcp.matching.terms import terms
 
-__all__ = [
-    "SHARED_PREFIX",
-    "Lexicon",
-    "Relevance",
-    "bears_on",
-    "said_terms",
-    "same_term",
-    "select_diverse",
-    "semantic_scale",
-    "stem",
-    "terms",
-]
+__all__ = ["Lexicon", "Relevance", "select_diverse", "semantic_scale"]
 
 K1 = 1.2
 B = 0.75
 LEXICAL_WEIGHT = 0.5
 COSINE_FLOOR = 0.2
 COSINE_CEILING = 0.7
-
-STOPWORDS = frozenset(
-    """
-    a about above after again against all also am an and any are aren't as at be because been before
-    being below between both but by can could did do does doing done down during each either else
-    ever few for from further get gets got had has have having he her here hers herself him himself
-    his how however i if in into is it its itself just let like may me might more most much must my
-    myself neither no nor not now of off on once one only or other our ours ourselves out over own
-    per rather same shall she should so some such than that the their theirs them themselves then
-    there these they this those through thus to too under until up upon us very via was we were what
-    whatever when where whereas whether which while who whom whose why will with within without
-    would yet you your yours yourself yourselves s t d ll m re ve tell know known describe explain
-    give list name find please kind sort way ways thing things many much often several various
-    """.split()  # noqa: SIM905 (a word list reads best as words)
-)
-
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-
-
-def stem(word: str) -> str:
-    """A light suffix stripper (plurals, -ation, -ing, -ed, -ly): "studies" matches "study"."""
-    if len(word) <= 3 or word.isdigit():
-        return word
-    for suffix, replacement in (("sses", "ss"), ("ies", "y"), ("ied", "y")):
-        if word.endswith(suffix):
-            return word[: -len(suffix)] + replacement
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    if word.endswith("ation") and len(word) > 7:
-        return word[:-3]  # association -> associat, as associated -> associat
-    for suffix in ("ingly", "edly", "ing", "ed", "ly"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
-                word = word[:-1]  # running -> run
-            break
-    return word
-
-
-def terms(text: str) -> list[str]:
-    """The content terms of `text`, stemmed, in order (repeats kept)."""
-    return [
-        stem(word)
-        for word in _WORD.findall(text.casefold())
-        if word not in STOPWORDS and (len(word) > 1 or word.isdigit())
-    ]
 
 
 class Lexicon:
@@ -235,28 +178,3 @@ def select_diverse(
             break
         chosen.append(best[1])
     return [candidates[position] for position in chosen]
-
-
-#: Letters two stemmed terms must share to count as one ("modifications" and "modified").
-SHARED_PREFIX = 5
-
-
-def same_term(a: str, b: str) -> bool:
-    """Two stemmed terms alike, or sharing their first SHARED_PREFIX letters."""
-    return a == b or (
-        len(a) >= SHARED_PREFIX and len(b) >= SHARED_PREFIX and a[:SHARED_PREFIX] == b[:SHARED_PREFIX]
-    )
-
-
-def said_terms(asked: Iterable[str], said: Collection[str]) -> list[str]:
-    """The `asked` terms that one of the `said` terms matches (`same_term`), in order."""
-    return [term for term in asked if any(same_term(term, word) for word in said)]
-
-
-def bears_on(text: str, question: str) -> bool:
-    """Whether a text shares two content terms with a question (its only one, if it has one): a
-    licence's "See the GNU General Public License for more details." shares "license" with "Which
-    licenses allow linking from proprietary software?", and nothing that question asks."""
-    asked = set(terms(question))
-    said = set(terms(text))
-    return not asked or len(said_terms(asked, said)) >= min(2, len(asked))

@@ -4,7 +4,9 @@ The splitter is rule based and conservative: it ends a sentence at `.`, `!`, `?`
 by space and a capital, digit or opening quote, except after a known abbreviation ("e.g.", "Dr.",
 "Fig. 3"), an initial ("Roger O. Egeberg") or a dotted acronym ("U.S."); decimals never split
 because a boundary needs following space. Blank lines, Markdown headings and list items also end a
-sentence; a short line without final punctuation is a heading. A sentence longer than
+sentence; a short line without final punctuation is a heading, and so are a man page's section titles
+(capitals alone on a line, or a short line the text under it is indented beneath) and a short
+title that opens a paragraph ("3. Grant of Patent License. Subject to ..."). A sentence longer than
 `MAX_SENTENCE_CHARS` is cut at a clause boundary, so every piece fits a fact's quote.
 """
 
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from research_mcp.matching.boilerplate import is_run_in_heading
 
 __all__ = ["MAX_SENTENCE_CHARS", "Sentence", "split_sentences"]
 
@@ -61,9 +65,11 @@ def split_sentences(text: str) -> list[Sentence]:
         if heading:
             sentences.append(_span(text, start, end, heading=True))
             continue
-        for piece_start, piece_end in _sentence_spans(text, start, end):
+        for position, (piece_start, piece_end) in enumerate(_sentence_spans(text, start, end)):
             for cut_start, cut_end in _cut_long(text, piece_start, piece_end):
                 sentence = _span(text, cut_start, cut_end)
+                if position == 0 and is_run_in_heading(sentence.text) and piece_end < end:
+                    sentence = _span(text, cut_start, cut_end, heading=True)  # "Grant of Patent License."
                 if len(sentence.text) >= 3:
                     sentences.append(sentence)
     return [sentence for sentence in sentences if sentence.text]
@@ -98,9 +104,11 @@ def _segments(text: str) -> list[tuple[int, int, bool]]:
         marker = _HEADING_MARKER.match(stripped)
         words = len(stripped.split())
         following = lines[number + 1].strip() if number + 1 < len(lines) else ""
+        next_line = lines[number + 1] if number + 1 < len(lines) else ""
         is_heading = (
             bool(marker)
             or bool(_UNDERLINE.match(following))
+            or (previous_ends_sentence and _section_title(line, next_line))
             or (
                 previous_ends_sentence
                 and words <= 8
@@ -127,6 +135,28 @@ def _segments(text: str) -> list[tuple[int, int, bool]]:
     if block_start is not None:
         segments.append((block_start, block_end, False))
     return segments
+
+
+def _section_title(line: str, next_line: str) -> bool:
+    """A man page's or plain-text manual's title line: "DESCRIPTION", "SEE ALSO" (capitals alone on a
+    line), or a short capitalised line that the text under it is indented beneath ("   The sixth
+    field (fs_passno)." over "       This field is used by fsck(8) ..."). A lower-case term over its
+    indented definition ("defaults" over "use default options: ...") is not a title: the term and
+    its definition stay one sentence."""
+    stripped = line.strip()
+    words = stripped.split()
+    if len(words) > 8 or not stripped[0].isupper():
+        return False
+    letters = [char for char in stripped if char.isalpha()]
+    if len(words) <= 4 and letters and all(char.isupper() for char in letters):
+        return True
+    below = next_line.strip()
+    indent = len(line) - len(line.lstrip())
+    return (
+        bool(below)
+        and len(next_line) - len(next_line.lstrip()) > indent
+        and not stripped.endswith((",", ";"))
+    )
 
 
 # A line of = or - alone: the underline of the heading above it (Markdown's setext, plain-text

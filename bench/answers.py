@@ -1,0 +1,334 @@
+"""Answers a person can use, with no model: HotpotQA part A and the real-document set side by side.
+
+Run from the repository root:
+
+    .venv/bin/python -m bench.answers [--hotpot PATH] [--sets hotpot,dev,heldout] [--explain]
+
+Sets (one column each):
+- HotpotQA part A (``../shared/eval/hotpotqa_dev_distractor_part_a.json``), also as its first and
+  second halves (25 questions each) so that a change fitted to one half shows as a gap; part B is
+  held by the graders;
+- realdocs dev and realdocs held-out: ``bench/data/realdocs/questions.json`` over the documents in
+  ``bench/data/realdocs/corpus`` (Debian licences, copyright files, READMEs and man pages rendered
+  with ``man -P cat``, shipped in the repository). Each answer was written down from the documents
+  before anything was run, as one or more parts, each a short verbatim phrase (or alternatives) of
+  one file; some questions compare two things or ask two things; ten have no answer in the corpus.
+  The split is fixed in the file: tune on dev, only report held-out.
+
+Each question is researched through the MCP tools as a host would (plan_research, execute_plan
+until finished, report_results), by the extractive backend over the set's corpus; the run's
+document (facts, confidence, sources) is then read from the server's store.
+
+Figures per set:
+- answer recall: a question counts when every part of its answer appears (normalised) in a
+  verified fact the report cites; unanswerable and yes/no questions are left out;
+- supporting recall / precision (HotpotQA only): gold sentences among the verified facts, verified
+  facts that are gold sentences (as bench.eval_extractive);
+- supporting precision (realdocs): the share of verified facts quoted from one of the gold files;
+- medium/high contain the answer: among answerable questions whose run said medium or high, the
+  share whose answer recall counted; overconfident misses: answerable questions that missed the
+  answer but said medium or high, as a share of answerable questions;
+- boilerplate: the share of verified facts that research_mcp.matching.boilerplate calls boilerplate
+  (copyright and contact lines, licence preambles, bare URLs, man-page headers and footers, lone
+  headings, "(link removed)");
+- unanswerable honest: questions with no answer in the corpus whose run ended ``no_sources`` or
+  with confidence low, and the sources such runs cite (those with a fact in the run's document).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+
+from bench.eval_extractive import matches, read_view, wait_until_indexed
+from bench.retrieval import DEFAULT_DATA, served_corpus
+from research_mcp.citations import normalize
+
+COMMAND = ".venv/bin/python -m bench.answers --hotpot ../shared/eval/hotpotqa_dev_distractor_part_a.json"
+REALDOCS = Path(__file__).resolve().parent / "data" / "realdocs"
+
+
+@dataclass
+class Tally:
+    """What one set's questions gave, summed as they are researched."""
+
+    questions: int = 0
+    answerable: int = 0
+    answered: int = 0
+    gold: int = 0
+    gold_found: int = 0
+    verified: int = 0
+    verified_gold: int = 0
+    confident: int = 0
+    confident_right: int = 0
+    overconfident: int = 0
+    boilerplate: int = 0
+    unanswerable: int = 0
+    unanswerable_honest: int = 0
+    unanswerable_sources: int = 0
+    seconds: float = 0.0
+    statuses: dict[str, int] = field(default_factory=dict)
+
+    def row(self) -> dict[str, float | int | None]:
+        def share(part: int, whole: int) -> float | None:
+            return round(part / whole, 3) if whole else None
+
+        return {
+            "questions": self.questions,
+            "answer recall": share(self.answered, self.answerable),
+            "supporting recall": share(self.gold_found, self.gold),
+            "supporting precision": share(self.verified_gold, self.verified),
+            "medium/high contain answer": share(self.confident_right, self.confident),
+            "overconfident misses": share(self.overconfident, self.answerable),
+            "boilerplate of verified": share(self.boilerplate, self.verified),
+            "unanswerable honest": (
+                f"{self.unanswerable_honest}/{self.unanswerable}" if self.unanswerable else None
+            ),
+            "sources cited (unanswerable)": share(self.unanswerable_sources, self.unanswerable),
+            "verified facts / question": share(self.verified, self.questions),
+            "s / question": round(self.seconds / max(self.questions, 1), 2),
+        }
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question of any set: its answer parts (each a list of alternatives; none when the corpus
+    cannot answer it), the gold sentences (HotpotQA) and the gold files (realdocs)."""
+
+    text: str
+    parts: list[list[str]]
+    gold_sentences: list[str]
+    gold_files: list[str]
+    unanswerable: bool = False
+
+
+@dataclass(frozen=True)
+class Run:
+    status: str
+    level: str
+    reasoning: str
+    facts: list[dict[str, Any]]
+    cited: set[str]
+    sources: dict[str, str]
+
+
+async def research(client: Client, question: str, corpus_root: Path) -> Run:
+    from research_mcp.config import Settings
+    from research_mcp.run_document import run_document
+    from research_mcp.storage.store import Store
+
+    plan = await client.call_tool("plan_research", {"query": question})
+    if plan.is_error or plan.structured_content["status"] != "feasible":
+        return Run("plan failed", "low", "", [], set(), {})
+    run = await client.call_tool(
+        "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 55}
+    )
+    while run.structured_content["status"] in ("pending", "running"):
+        run = await client.call_tool(
+            "execute_plan", {"run_id": run.structured_content["id"], "wait_seconds": 55}
+        )
+    run_id = run.structured_content["id"]
+    report = await read_view(client, run_id, "report")
+    document = run_document(Store(Settings().database_path), run_id)
+    cited = {fact["id"] for fact in document["facts"] if f"[{fact['id']}]" in report}
+    sources = {s["id"]: s["location"] or s["url_or_path"] for s in document["sources"]}
+    confidence = document["confidence"]
+    status, facts = document["run"]["status"], document["facts"]
+    return Run(status, confidence["level"], confidence["reasoning"], facts, cited, sources)
+
+
+def score(tally: Tally, question: Question, run: Run, corpus_root: Path) -> bool | None:
+    from research_mcp.matching.boilerplate import is_boilerplate
+
+    tally.questions += 1
+    tally.statuses[run.status] = tally.statuses.get(run.status, 0) + 1
+    verified = [fact for fact in run.facts if fact["verified"]]
+    tally.verified += len(verified)
+    tally.boilerplate += sum(1 for fact in verified if is_boilerplate(fact["quote"]))
+    if question.gold_sentences:
+        found = [s for s in question.gold_sentences if any(matches(f["quote"], s) for f in verified)]
+        tally.gold += len(question.gold_sentences)
+        tally.gold_found += len(found)
+        tally.verified_gold += sum(
+            1 for f in verified if any(matches(f["quote"], s) for s in question.gold_sentences)
+        )
+    elif question.gold_files:
+        gold = {str((corpus_root / name).resolve()) for name in question.gold_files}
+        tally.verified_gold += sum(1 for f in verified if run.sources.get(f["source_id"]) in gold)
+    confident = run.level in ("medium", "high")
+    if question.unanswerable:
+        tally.unanswerable += 1
+        tally.unanswerable_honest += run.status == "no_sources" or not confident
+        tally.unanswerable_sources += len(run.sources)
+        return None
+    if not question.parts:
+        return None
+    cited = [normalize(f["quote"]) for f in verified if f["id"] in run.cited]
+    answered = all(any(normalize(alt) in quote for quote in cited for alt in part) for part in question.parts)
+    tally.answerable += 1
+    tally.answered += answered
+    tally.confident += confident
+    tally.confident_right += confident and answered
+    tally.overconfident += confident and not answered
+    return answered
+
+
+async def evaluate(sets: dict[str, list[Question]], corpus_root: Path, *, explain: bool) -> dict[str, Tally]:
+    from research_mcp.server.app import create_server
+
+    tallies = {name: Tally() for name in sets}
+    async with Client(create_server()) as client:
+        status = await wait_until_indexed(client)
+        if status["phase"] != "ready":
+            raise SystemExit(f"the corpus was not indexed: {status}")
+        for name, questions in sets.items():
+            for number, question in enumerate(questions, 1):
+                started = time.perf_counter()
+                run = await research(client, question.text, corpus_root)
+                tallies[name].seconds += time.perf_counter() - started
+                answered = score(tallies[name], question, run, corpus_root)
+                print(
+                    f"  {name} {number:>2}/{len(questions)} {run.status:<10} {run.level:<6}"
+                    f" answer {'-' if answered is None else 'yes' if answered else 'MISSED'}",
+                    file=sys.stderr,
+                )
+                if explain:
+                    _explain(question, run, corpus_root)
+    return tallies
+
+
+def _explain(question: Question, run: Run, corpus_root: Path) -> None:
+    print(f"     Q: {question.text}  -> {question.parts}", file=sys.stderr)
+    print(f"     confidence {run.level}: {run.reasoning[:300]}", file=sys.stderr)
+    for fact in run.facts:
+        if fact["verified"]:
+            path = run.sources.get(fact["source_id"], "")
+            where = os.path.relpath(path, corpus_root) if path.startswith("/") else path
+            mark = "*" if fact["id"] in run.cited else " "
+            print(
+                f"     {mark}{fact['id']} {fact['confidence']:.2f} {where}: {fact['quote'][:150]!r}",
+                file=sys.stderr,
+            )
+
+
+def hotpot_questions(data: list[dict[str, Any]]) -> list[Question]:
+    questions = []
+    for item in data:
+        context = dict(zip(item["context"]["title"], item["context"]["sentences"], strict=True))
+        gold = [
+            context[title][sent]
+            for title, sent in zip(
+                item["supporting_facts"]["title"], item["supporting_facts"]["sent_id"], strict=True
+            )
+            if title in context and sent < len(context[title])
+        ]
+        answer = item["answer"]
+        parts = [] if normalize(answer) in ("yes", "no") else [[answer]]
+        questions.append(Question(item["question"], parts, gold, []))
+    return questions
+
+
+def realdocs_questions(split: str) -> list[Question]:
+    data = json.loads((REALDOCS / "questions.json").read_text(encoding="utf-8"))
+    return [
+        Question(q["question"], q["answers"], [], q["files"], q["kind"] == "unanswerable")
+        for q in data
+        if q["split"] == split
+    ]
+
+
+@contextmanager
+def realdocs_corpus() -> Iterator[Path]:
+    """The shipped documents, copied to a temporary corpus folder with the server's environment."""
+    import shutil
+
+    with tempfile.TemporaryDirectory(prefix="realdocs-") as home:
+        root = Path(home) / "corpus"
+        shutil.copytree(REALDOCS / "corpus", root)
+        saved = {
+            k: os.environ.get(k) for k in ("RESEARCH_MCP_HOME", "RESEARCH_MCP_CORPUS", "RESEARCH_MCP_MODEL")
+        }
+        os.environ.update(
+            RESEARCH_MCP_HOME=str(Path(home) / "home"),
+            RESEARCH_MCP_CORPUS=str(root),
+            RESEARCH_MCP_MODEL="extractive",
+        )
+        try:
+            yield root.resolve()
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def print_table(tallies: dict[str, Tally]) -> None:
+    rows = {name: tally.row() for name, tally in tallies.items()}
+    names = list(rows)
+    print("| figure | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for figure in next(iter(rows.values())):
+        cells = ["-" if rows[n][figure] is None else str(rows[n][figure]) for n in names]
+        print(f"| {figure} | " + " | ".join(cells) + " |")
+    print("statuses: " + "; ".join(f"{n}: {t.statuses}" for n, t in tallies.items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hotpot", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--sets", default="hotpot,dev,heldout")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N questions of each set")
+    parser.add_argument("--explain", action="store_true", help="each question's verified facts (stderr)")
+    args = parser.parse_args(argv)
+    wanted = args.sets.split(",")
+    tallies: dict[str, Tally] = {}
+    if "hotpot" in wanted:
+        data = json.loads(args.hotpot.read_text(encoding="utf-8"))
+        data = data[: args.limit] if args.limit else data
+        half = len(data) // 2
+        questions = hotpot_questions(data)
+        with served_corpus(data) as _paths:
+            got = anyio.run(
+                partial(
+                    evaluate,
+                    {"hotpot A 1st half": questions[:half], "hotpot A 2nd half": questions[half:]},
+                    Path("/"),
+                    explain=args.explain,
+                )
+            )
+        whole = Tally()
+        for tally in got.values():
+            for name, value in vars(tally).items():
+                if name != "statuses":
+                    setattr(whole, name, getattr(whole, name) + value)
+            for status, count in tally.statuses.items():
+                whole.statuses[status] = whole.statuses.get(status, 0) + count
+        tallies = {"hotpot A": whole, **got}
+    real = {f"realdocs {s}": realdocs_questions(s) for s in ("dev", "heldout") if s in wanted}
+    if real:
+        if args.limit:
+            real = {name: qs[: args.limit] for name, qs in real.items()}
+        with realdocs_corpus() as root:
+            tallies.update(anyio.run(partial(evaluate, real, root, explain=args.explain)))
+    print(f"answers, extractive backend — {COMMAND}")
+    print_table(tallies)
+    print(json.dumps({name: tally.row() for name, tally in tallies.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,126 @@
+"""Text that is never a finding: what surrounds a document's content rather than saying anything.
+
+Copyright and contact lines, licence preambles and version banners, bare URLs, man-page headers and
+footers, headings standing alone, and the "(link removed)" marks the fetcher leaves. A sentence that
+merely mentions copyright ("must retain the above copyright notice") says something, and is kept.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["is_boilerplate", "is_run_in_heading"]
+
+_SPACE = re.compile(r"\s+")
+_EMAIL = re.compile(r"<?[\w.+-]+@[\w-]+(?:\.[\w-]+)+>?")
+_URL = re.compile(r"<?(?:https?|ftp)://\S+|<?www\.\S+")
+_COPYRIGHT = re.compile(r"^(?:copyright\b|\(c\)|©|all rights reserved)", re.IGNORECASE)
+_FIELD = re.compile(
+    r"^(?:upstream-(?:name|contact)|source|format|files(?:-excluded)?|maintainer|e-?mail|author|"
+    r"homepage|bugs?|comment)\s*:",
+    re.IGNORECASE,
+)
+_MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:tember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_VERSION_BANNER = re.compile(
+    rf"^(?:[A-Z][\w.-]*\s+){{0,6}}version\s+[\d.]+,?\s+(?:\d{{1,2}}\s+)?{_MONTH}\s+(?:\d{{1,2}},?\s+)?\d{{4}}",
+    re.IGNORECASE,
+)
+_PREAMBLE = re.compile(
+    r"everyone is permitted to copy and distribute verbatim copies of this license document"
+    r"|terms and conditions for use, reproduction,? and distribution"
+    r"|^end of terms and conditions|^how to apply these terms",
+    re.IGNORECASE,
+)
+_MAN_PAGE = re.compile(r"[\w.:+-]+\(\d\w*\)")
+_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{2}/\d{2}/\d{4}\b|\b(?:19|20)\d{2}\b")
+_WORD = re.compile(r"[^\W_][\w'’-]*")
+_VERBS = frozenset(
+    [
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "has",
+        "have",
+        "had",
+        "must",
+        "may",
+        "might",
+        "shall",
+        "should",
+        "will",
+        "would",
+        "can",
+        "could",
+        "does",
+        "do",
+        "did",
+        "means",
+        "mean",
+        "need",
+        "needs",
+        "contains",
+        "contain",
+        "describes",
+        "describe",
+        "allows",
+        "allow",
+    ]
+)
+_LINK_REMOVED = "(link removed)"
+#: Words beside an e-mail address up to which a line is a contact line, not a statement.
+MAX_CONTACT_WORDS = 16
+
+
+def is_boilerplate(text: str) -> bool:
+    """Whether a quoted sentence is document furniture rather than something a source says."""
+    text = _SPACE.sub(" ", text).strip()
+    if not text:
+        return True
+    rest = _SPACE.sub(" ", _URL.sub(" ", _EMAIL.sub(" ", text.replace(_LINK_REMOVED, " ")))).strip(
+        " .,;:()[]<>-"
+    )
+    words = _WORD.findall(rest)
+    if len(words) < 3 and (len(rest) < len(text) or not words):
+        return True  # a bare URL or address, or a line left with almost nothing once they are gone
+    if _COPYRIGHT.match(text) or _FIELD.match(text) or _PREAMBLE.search(text):
+        return True
+    if _VERSION_BANNER.match(text) and len(words) <= 12:
+        return True
+    if _man_page_furniture(text, words):
+        return True
+    if _EMAIL.search(text) and len(words) <= MAX_CONTACT_WORDS:
+        return True  # "Jean-loup Gailly <jloup@gzip.org>", "packaged by X <x@debian.org>"
+    return _lone_heading(text, words)
+
+
+def is_run_in_heading(text: str) -> bool:
+    """Whether a sentence is a short title ("Grant of Patent License.", "1. Definitions.")."""
+    text = _SPACE.sub(" ", text).strip()
+    return bool(text) and _lone_heading(text, _WORD.findall(text))
+
+
+def _man_page_furniture(text: str, words: list[str]) -> bool:
+    """ "FSTAB(5) File formats FSTAB(5)", "util-linux 2.38.1 2022-05-11 FSTAB(5)"."""
+    pages = _MAN_PAGE.findall(text)
+    if not pages or len(words) > 12:
+        return False
+    if len(pages) >= 2 and pages[0].casefold() == pages[-1].casefold():
+        return True
+    return text.rstrip(" .").endswith(pages[-1]) and bool(_DATE.search(text))
+
+
+def _lone_heading(text: str, words: list[str]) -> bool:
+    """A short title standing alone: "Grant of Patent License.", "1. Definitions.", "PORTABILITY
+    NOTES": numbered, in capitals, or every word of four letters or more capitalised. A short
+    sentence ("Gardens line the river banks.") is not one."""
+    if not words or len(words) > 6 or (not text[0].isupper() and not text[0].isdigit()):
+        return False
+    if any(word.casefold() in _VERBS for word in words) or "," in text or text.endswith(";"):
+        return False
+    numbered = bool(re.match(r"^\(?[\dIVX]+(?:\.\d+)*[.)]\s", text))
+    titled = all(word[0].isupper() or word[0].isdigit() for word in words if len(word) >= 4)
+    return numbered or titled

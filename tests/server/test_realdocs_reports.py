@@ -1,0 +1,106 @@
+"""What a person reads after a no-model run over real documents (tests/fixtures/realdocs, laid out
+as a Debian system lays them out): sources named by their path under the corpus folder, `<` shown
+as `<` and still inert, one heading per question in the HTML export, follow-ups that are questions."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from markdown_it import MarkdownIt
+from mcp import Client
+
+from research_mcp.cli.exports import render_html
+from research_mcp.config import Settings
+from research_mcp.llm.extractive import ExtractiveModel
+from research_mcp.matching.questions import reads_as_question
+from research_mcp.reports import report_markdown, safe_markdown
+from research_mcp.run_document import run_document
+from research_mcp.server.app import create_server
+from research_mcp.storage.store import Store
+from tests.server.indexing import wait_until_indexed
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "realdocs"
+LAYOUT = {
+    "fstab.5.txt": "man/fstab.5.txt",
+    "deb-conffiles.5.txt": "man/deb-conffiles.5.txt",
+    "Apache-2.0": "licenses/Apache-2.0",
+    "zlib1g.copyright": "doc/zlib1g/copyright",
+}
+
+
+@pytest.fixture
+def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "share"
+    for name, place in LAYOUT.items():
+        (root / place).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(FIXTURES / name, root / place)
+    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(root))
+    return root
+
+
+async def research(question: str) -> dict[str, Any]:
+    async with Client(create_server(model=ExtractiveModel())) as client:
+        await wait_until_indexed(client)
+        plan = await client.call_tool("plan_research", {"query": question})
+        run = await client.call_tool(
+            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 55}
+        )
+        while run.structured_content["status"] in ("pending", "running"):
+            run = await client.call_tool(
+                "execute_plan", {"run_id": run.structured_content["id"], "wait_seconds": 55}
+            )
+        sources = await client.call_tool(
+            "report_results", {"id": run.structured_content["id"], "view": "sources"}
+        )
+    store = Store(Settings().database_path)
+    run_id = run.structured_content["id"]
+    return {
+        "document": run_document(store, run_id),
+        "markdown": report_markdown(store, run_id),
+        "sources_view": sources.structured_content["text"],
+    }
+
+
+async def test_sources_show_their_path_under_the_corpus_folder(corpus: Path) -> None:
+    got = await research("What does the zlib licence require of altered source versions?")
+    names = {source["name"] for source in got["document"]["sources"]}
+    assert "doc/zlib1g/copyright" in names
+    assert "doc/zlib1g/copyright" in got["sources_view"] and "doc/zlib1g/copyright" in got["markdown"]
+
+
+async def test_the_html_export_has_one_heading_per_question_and_followups_are_questions(
+    corpus: Path,
+) -> None:
+    question = "What does the sixth field of fstab (fs_passno) determine?"
+    got = await research(question)
+    page = render_html(got["document"])
+    headings = re.findall(r"<h[1-6][^>]*>(.*?)</h[1-6]>", page)
+    assert sum(question.rstrip("?") in heading for heading in headings) == 1, headings
+    assert all(reads_as_question(item) for item in got["document"]["suggested_followups"])
+
+
+def test_markdown_shows_angle_brackets_as_written_and_never_as_html() -> None:
+    # fstab(5): "For NFS mounts, this field is <host>:<dir>", and a hostile quote beside it.
+    text = safe_markdown("For NFS mounts, this field is <host>:<dir>; x < 3. <img src=x onerror=alert(1)>")
+    assert "&lt;" not in text
+    inline = MarkdownIt("commonmark").parseInline(text)[0].children or []
+    assert [token.type for token in inline] == ["text"]  # no html_inline, no autolink
+    shown = "".join(token.content for token in inline)
+    assert shown == "For NFS mounts, this field is <host>:<dir>; x < 3. <img src=x onerror=alert(1)>"
+
+
+async def test_a_no_model_plan_estimates_seconds_and_no_tokens(corpus: Path) -> None:
+    async with Client(create_server(model=ExtractiveModel())) as client:
+        await wait_until_indexed(client)
+        plan = await client.call_tool("plan_research", {"query": "What does the zlib licence require?"})
+
+    metrics = plan.structured_content["metrics"]
+    assert metrics["est_tokens"] == 0 and metrics["est_cost_usd"] == 0
+    assert metrics["est_wall_s"] >= 0.5 * metrics["est_calls"] / 4  # measured seconds, not 0
+    assert metrics["est_wall_s"] > 0
+    (line,) = [item for item in plan.structured_content["summary"] if item.startswith("estimate:")]
+    assert "0 tokens" in line and line.endswith(" s")
