@@ -166,7 +166,7 @@ async def test_a_foreign_link_in_a_gap_a_source_names_is_removed_like_in_any_fre
             answer.source_identified_gaps = [f"{LIMITATION} per http://evil.example/proof"]
             answer.follow_up_questions = [
                 FollowUpQuestion(
-                    question="Do floating offshore wind turbines fare worse? see http://evil.example/q",
+                    question="Do floating offshore wind turbines (see http://evil.example/q) fare worse?",
                     confidence=0.3,
                     rationale="the study leaves it out",
                 )
@@ -181,7 +181,7 @@ async def test_a_foreign_link_in_a_gap_a_source_names_is_removed_like_in_any_fre
     text = gaps.structured_content["text"]
     assert f"names a gap: {LIMITATION} per (link removed)" in text
     assert (
-        "Do floating offshore wind turbines fare worse? see (link removed)"
+        "Do floating offshore wind turbines (see (link removed)) fare worse?"
         in followups.structured_content["text"]
     )
     assert "evil.example" not in text + followups.structured_content["text"]
