@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from research_mcp.storage.vector_engine import EngineBusy, EngineUnavailable, IndexedHit, Point
+from research_mcp.storage.vector_engine import EngineBusy, EngineUnavailable, IndexedHit, Point, one_line
 
 if TYPE_CHECKING:
     import numpy as np
@@ -82,7 +82,7 @@ class EdgeEngine:
             lease = (self.root / "lease").open("a+")
         except OSError as err:
             raise EngineUnavailable(
-                f"the folder {str(self.root)!r} cannot be written ({_one_line(err)})"
+                f"the folder {str(self.root)!r} cannot be written ({one_line(err)})"
             ) from err
         deadline, announced = time.monotonic() + self.wait, False
         while True:
@@ -259,7 +259,7 @@ class EdgeEngine:
             except (
                 Exception
             ) as err:  # the binding raises bare Exception; a close that fails loses nothing the WAL holds
-                logger.warning("closing the knowledge index's %s shard failed: %s", name, _one_line(err))
+                logger.warning("closing the knowledge index's %s shard failed: %s", name, one_line(err))
 
     @staticmethod
     def _edge(call: Any) -> Any:
@@ -267,7 +267,7 @@ class EdgeEngine:
         try:
             return call()
         except Exception as err:
-            raise EngineUnavailable(f"Qdrant Edge failed ({_one_line(err)})") from err
+            raise EngineUnavailable(f"Qdrant Edge failed ({one_line(err)})") from err
 
 
 def _filter(where: dict[str, str | int] | None) -> qdrant_edge.Filter | None:
@@ -284,7 +284,3 @@ def _write_atomically(path: Path, text: str) -> None:
     partial = path.with_suffix(".partial")
     partial.write_text(text)
     os.replace(partial, path)
-
-
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split())[:200] or type(err).__name__

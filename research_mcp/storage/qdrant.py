@@ -9,7 +9,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from research_mcp.storage.vector_engine import EngineUnavailable, IndexedHit, Point
+from research_mcp.storage.vector_engine import EngineUnavailable, IndexedHit, Point, one_line
 
 if TYPE_CHECKING:
     import numpy as np
@@ -161,10 +161,6 @@ def _filter(where: dict[str, str | int] | None) -> models.Filter | None:
             for key, value in where.items()
         ]
     )
-
-
-def one_line(err: BaseException) -> str:
-    return " ".join(str(err).split())[:200] or type(err).__name__
 
 
 def warn_unavailable(reason: str) -> None:

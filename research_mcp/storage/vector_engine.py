@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:  # numpy takes a while to import: the server answers its host first
     import numpy as np
 
-__all__ = ["EngineBusy", "EngineUnavailable", "IndexedHit", "Point", "VectorEngine"]
+__all__ = ["EngineBusy", "EngineUnavailable", "IndexedHit", "Point", "VectorEngine", "one_line"]
 
 #: One point to store: its SQLite id, its vector, its payload.
 Point = tuple[int, "np.ndarray", dict[str, Any]]
@@ -93,3 +93,8 @@ class VectorEngine(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def one_line(err: BaseException) -> str:
+    """An engine's error as one line of at most 200 characters, for a warning."""
+    return " ".join(str(err).split())[:200] or type(err).__name__
