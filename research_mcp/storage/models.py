@@ -46,6 +46,7 @@ __all__ = [
     "StoredCorpusDocument",
     "StoredPlan",
     "compress_text",
+    "decompress_text",
 ]
 
 NodeStatus = Literal["pending", "running", "done", "failed", "cancelled"]
@@ -341,13 +342,17 @@ class StoredCorpusDocument(CorpusDocumentInfo):
     @field_validator("text", mode="before")
     @classmethod
     def _decompress(cls, value: object) -> object:
-        return zlib.decompress(value).decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
+        return decompress_text(value) if isinstance(value, bytes) else value
 
 
 def compress_text(text: str) -> bytes:
-    """A document's text as `corpus_documents.text` keeps it: its chunks keep the same text readable and
-    searchable, so the whole is kept compressed (about a third of its size)."""
+    """A whole text as `corpus_documents.text` and `sources.text` keep it: read whole, rarely, and
+    searched through chunks and facts, so kept compressed (about a third of its size)."""
     return zlib.compress(text.encode("utf-8", "surrogatepass"), 6)
+
+
+def decompress_text(data: bytes) -> str:
+    return zlib.decompress(data).decode("utf-8", "surrogatepass")
 
 
 class CorpusChunk(_Row):
