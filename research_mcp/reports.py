@@ -29,6 +29,7 @@ from research_mcp.errors import InvalidInput, NotFound
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.curation import curation_behind
 from research_mcp.runs.snapshot import read_snapshot
+from research_mcp.storage.events import AcceptanceRejudged, IterationDone, Searched, data_of
 from research_mcp.storage.models import Citation, Run
 from research_mcp.storage.outputs import StoredCuration, StoredExtraction, StoredSynthesis
 from research_mcp.storage.store import Store
@@ -104,7 +105,7 @@ def assemble_result(store: Store, run_id: str) -> ResearchResult:
         curation.searches
         for h in store.handoffs_for_run(run_id, role="scout")
         if (curation := h.output_as(StoredCuration)) is not None
-    ) + len(store.events_for_run(run_id, "search"))
+    ) + len(store.events_for_run(run_id, Searched))
     metadata = ResearchMetadata(
         searches=searches,
         sources_read=totals.sources,
@@ -194,18 +195,19 @@ def _run_view(store: Store, run_id: str, view: View) -> list[str]:
             for n in store.nodes_for_run(run_id)
         }
         # A leaf synthesized again after a phase iteration (its criteria judged again): the newest.
-        for event in store.events_for_run(run_id, "acceptance"):
+        for event in store.events_for_run(run_id, AcceptanceRejudged):
             local = (event.node_id or "").split("/", 1)[-1]
-            again = event.data.get("handoff_id") if isinstance(event.data, dict) else None
-            if local in status and again:
-                status[local] = status[local].split(";", 1)[0] + f"; criteria judged again in {again}"
+            if local in status:
+                status[local] = (
+                    status[local].split(";", 1)[0] + f"; criteria judged again in {event.handoff_id}"
+                )
         lines = []
         for plan_id in run.plan_ids:
             plan = store.get_plan(plan_id)
             lines.append(f"plan {plan_id}: {plan.query}")
             lines += _tree_lines(plan.tree.root, status=status)
-        events = store.events_for_run(run_id, "iteration")
-        lines += [f"iteration: {event.message} — {json.dumps(event.data)}" for event in events]
+        events = store.events_for_run(run_id, IterationDone)
+        lines += [f"iteration: {event.message} — {json.dumps(data_of(event))}" for event in events]
         return lines
     if view == "handoff":
         return [

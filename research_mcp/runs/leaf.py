@@ -21,7 +21,7 @@ from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.hops import follow_leads
 from research_mcp.runs.prior import known_insights, known_questions, prior_findings
 from research_mcp.runs.reading import choose_sources, extract_sources, ref_key, stored_ref
-from research_mcp.storage.models import SourcesChosen
+from research_mcp.storage.events import NoSources, SourcesChosen, SpecBudgetSpent
 
 __all__ = ["rubric", "run_leaf"]
 
@@ -32,8 +32,8 @@ RUBRIC_FACT_CHARS = 240
 
 def _chosen_before(rc: RunContext, key: str) -> dict[str, list[str]] | None:
     """The sources this leaf chose in an earlier attempt of the run, and the searches that failed then."""
-    for event in reversed(rc.deps.store.events_for_run(rc.run_id, "sources_chosen")):
-        if event.node_id == key and (recorded := event.data_as(SourcesChosen)) is not None:
+    for recorded in reversed(rc.deps.store.events_for_run(rc.run_id, SourcesChosen)):
+        if recorded.node_id == key:
             return {"refs": recorded.refs, "failures": recorded.failures}
     return None
 
@@ -49,10 +49,12 @@ async def leaf_sources(rc: RunContext, node: PlanNode, key: str, discovered: lis
     refs = await choose_sources(rc, node, discovered, skip=set())
     rc.deps.store.add_event(
         rc.run_id,
-        "sources_chosen",
-        f"{len(refs)} sources chosen for {node.title!r}",
-        node_id=key,
-        data=SourcesChosen(refs=refs, failures=list(rc.failures.get(key, []))),
+        SourcesChosen(
+            message=f"{len(refs)} sources chosen for {node.title!r}",
+            node_id=key,
+            refs=refs,
+            failures=list(rc.failures.get(key, [])),
+        ),
     )
     return refs
 
@@ -61,7 +63,9 @@ async def run_leaf(rc: RunContext, node: PlanNode, key: str, discovered: list[st
     questions = leaf_questions(node)
     refs = await leaf_sources(rc, node, key, discovered)
     if not refs:
-        rc.deps.store.add_event(rc.run_id, "no_sources", f"no sources found for {node.title!r}", node_id=key)
+        rc.deps.store.add_event(
+            rc.run_id, NoSources(message=f"no sources found for {node.title!r}", node_id=key)
+        )
     prior = await prior_findings(rc, node, key, questions)
     # What sources read by earlier runs left open, bearing on the leaf: asked of its sources too.
     insights = await known_insights(rc, node, key, questions, refs)
@@ -88,7 +92,9 @@ async def run_leaf(rc: RunContext, node: PlanNode, key: str, discovered: list[st
         prior_facts=prior,
         failures=rc.failures.get(key, []),
         task_specs=node.task_specs,
-        notes=[e.message for e in rc.deps.store.events_for_run(rc.run_id, "spec_budget") if e.node_id == key],
+        notes=[
+            e.message for e in rc.deps.store.events_for_run(rc.run_id, SpecBudgetSpent) if e.node_id == key
+        ],
         known=insights,
     )
     return result.handoff_id

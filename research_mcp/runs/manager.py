@@ -30,7 +30,8 @@ from research_mcp.runs.context import RunContext, node_key, plan_nodes
 from research_mcp.runs.engine import execute_node
 from research_mcp.runs.partial import partial_report
 from research_mcp.runs.snapshot import node_counts
-from research_mcp.storage.models import AttemptStarted, NewNode, Run, StoredPlan
+from research_mcp.storage.events import AttemptStarted, NodeBudgetSpent, Recovered, RetryStarted
+from research_mcp.storage.models import NewNode, Run, StoredPlan
 from research_mcp.storage.sqlite import owner_alive
 from research_mcp.storage.store import Store, now, process_owner
 
@@ -220,9 +221,7 @@ class RunManager:
             store.update_run(run_id, status="running", started_at=now(), attempt=attempt, error=None)
             # The corpus folders this attempt searches: a resume from a terminal searches them again.
             corpus = [str(path) for path in deps.settings.corpus]
-            store.add_event(
-                run_id, "attempt", f"attempt {attempt} started", data=AttemptStarted(corpus=corpus)
-            )
+            store.add_event(run_id, AttemptStarted(message=f"attempt {attempt} started", corpus=corpus))
             # A background run has no one waiting on it: it rides out an overload of minutes.
             with patience(BACKGROUND), live.scope:
                 result_id = await self._execute(run_id, run.plan_ids, deps, live)
@@ -234,7 +233,7 @@ class RunManager:
                     not limited
                     and store.sources_read(run_id) == 0
                     and store.count_facts(run_id) == 0
-                    and not store.events_for_run(run_id, "node_budget")
+                    and not store.events_for_run(run_id, NodeBudgetSpent)
                 )
                 status = (
                     "budget_exhausted"
@@ -303,7 +302,7 @@ class RunManager:
         if recovered:
             logger.info("run %s resumed after an interruption: %s", run_id, recovered)
             self.store.add_event(
-                run_id, "recovered", "resumed after an interruption", data=recovered.model_dump()
+                run_id, Recovered(message="resumed after an interruption", **recovered.model_dump())
             )
         # Asked to retry: what failed last time runs again, with the nodes above it; nodes that
         # finished whole do not. A plain resume (after a crash) never reruns a node that finished.
@@ -313,9 +312,11 @@ class RunManager:
             logger.info("run %s retries %s (failed) and synthesizes %s again", run_id, failed, reopened)
             self.store.add_event(
                 run_id,
-                "retry",
-                f"retrying what failed: {len(failed)} failed nodes, {len(reopened)} nodes with failed parts",
-                data={"failed": failed, "reopened": reopened},
+                RetryStarted(
+                    message=f"retrying what failed: {len(failed)} failed nodes, {len(reopened)} nodes with failed parts",
+                    failed=failed,
+                    reopened=reopened,
+                ),
             )
         if len(roots) > 1:
             self.store.ensure_nodes(

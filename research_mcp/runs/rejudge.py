@@ -31,6 +31,7 @@ from research_mcp.roles.base import RoleResult
 from research_mcp.roles.synthesizer import CRITERION_UNMET, synthesize
 from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.prior import recorded_insights
+from research_mcp.storage.events import AcceptanceRejudged, SpecBudgetSpent
 from research_mcp.storage.outputs import AcceptanceCheck, StoredSynthesis
 
 __all__ = ["MAX_CRITERIA_QUESTIONS", "criteria_questions", "judged_leaves", "rejudge", "unmet_acceptance"]
@@ -94,16 +95,15 @@ async def rejudge(
     met = sum(1 for check in after if check.met)
     store.add_event(
         rc.run_id,
-        "acceptance",
-        f"{leaf.title!r}: acceptance criteria judged again after iteration {iteration}: "
-        f"{met} of {len(after)} met (before: {sum(1 for check in output.acceptance if check.met)})",
-        node_id=leaf_key,
-        data={
-            "iteration": iteration,
-            "handoff_id": result.handoff_id,
-            "before": [check.model_dump() for check in output.acceptance],
-            "after": [check.model_dump() for check in after],
-        },
+        AcceptanceRejudged(
+            message=f"{leaf.title!r}: acceptance criteria judged again after iteration {iteration}: "
+            f"{met} of {len(after)} met (before: {sum(1 for check in output.acceptance if check.met)})",
+            node_id=leaf_key,
+            iteration=iteration,
+            handoff_id=result.handoff_id,
+            before=output.acceptance,
+            after=after,
+        ),
     )
     return result.handoff_id
 
@@ -119,7 +119,7 @@ async def _synthesize_again(
 ) -> RoleResult[SynthesisOutput]:
     """The leaf's synthesis over what it was given and the extractions added, as run_leaf made it."""
     notes = [
-        e.message for e in rc.deps.store.events_for_run(rc.run_id, "spec_budget") if e.node_id == leaf_key
+        e.message for e in rc.deps.store.events_for_run(rc.run_id, SpecBudgetSpent) if e.node_id == leaf_key
     ]
     return await synthesize(
         rc.deps,
