@@ -33,6 +33,7 @@ import anyio
 
 from research_mcp.contracts import PlanNode
 from research_mcp.feasibility import HOP_SOURCES
+from research_mcp.ids import source_label
 from research_mcp.matching.terms import said_terms, terms
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.runs.context import RunContext
@@ -134,7 +135,11 @@ async def _choose(
         # The leaf asks about one thing and has read that thing's own source: what the leaf asks is
         # there, and the names it gives lead away from it. A source it cites is still read.
         leads = [lead for lead in leads if lead.kind == "link"]
-    why = "" if about is None else f" (no search: S{about.source_id} {about.source_title!r} is about it)"
+    why = (
+        ""
+        if about is None
+        else f" (no search: {source_label(about.source_id)} {about.source_title!r} is about it)"
+    )
     asked_again: set[str] = set()
     limit = _limit(node, len(refs))
     chosen: list[Hop] = []
@@ -271,10 +276,10 @@ def _hop_question(lead: Lead, question: str) -> str:
 def _context(lead: Lead) -> str:
     """What the extractor of the new source is told: which lead brought it there, and from where."""
     if lead.kind == "bridge":
-        return f"Found by following {lead.text!r}, which source S{lead.source_id} names: {lead.because}"
+        return f"Found by following {lead.text!r}, which source {source_label(lead.source_id)} names: {lead.because}"
     if lead.kind == "link":
-        return f"Cited by source S{lead.source_id}: {lead.because}"
-    return f"Found by searching for a question source S{lead.source_id} left open: {lead.text}"
+        return f"Cited by source {source_label(lead.source_id)}: {lead.because}"
+    return f"Found by searching for a question source {source_label(lead.source_id)} left open: {lead.text}"
 
 
 def _chosen_before(rc: RunContext, key: str) -> list[Hop] | None:

@@ -15,6 +15,7 @@ run would have given them.
 from __future__ import annotations
 
 from research_mcp.contracts import PlanNode
+from research_mcp.ids import source_label
 from research_mcp.roles.acceptance import numbered_criteria
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, leaf_questions
@@ -112,7 +113,7 @@ def rubric(
     known = [
         fact.statement[:RUBRIC_FACT_CHARS]
         for fact in facts
-        if stored_ref(refs_of.get(fact.source_id, "")) not in own and f"S{fact.source_id}" not in own
+        if stored_ref(refs_of.get(fact.source_id, "")) not in own and source_label(fact.source_id) not in own
     ][:RUBRIC_FACTS]
     criteria = [criterion.label for criterion in numbered_criteria(node.task_specs)]
     criteria += [

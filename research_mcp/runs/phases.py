@@ -20,6 +20,7 @@ from research_mcp.citations import WRITTEN_CITATION
 from research_mcp.contracts import ConfidenceLevel, Phase, PlanNode, SynthesisOutput
 from research_mcp.errors import BudgetExhausted, ModelError, NodeBudgetExhausted
 from research_mcp.feasibility import leaf_reading
+from research_mcp.ids import source_label
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.base import RoleResult
 from research_mcp.roles.contradictions import settling_question
@@ -335,7 +336,7 @@ async def _iterate(
         # before the interruption, or it would choose others), by reference, and the stored source
         # each is (read again as S<id>: a text given inline has no address to read it from again).
         stored = {
-            asked.source_ref: f"S{asked.source_id}"
+            asked.source_ref: source_label(asked.source_id)
             for h in store.handoffs_for_run(rc.run_id, role="extractor", node_id=leaf_key)
             if h.iteration < iteration and (asked := h.input_as(ExtractorInput)) is not None
         }

@@ -12,6 +12,7 @@ from __future__ import annotations
 import anyio
 
 from research_mcp.contracts import PlanNode
+from research_mcp.ids import source_label
 from research_mcp.matching.terms import said_terms, terms
 from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.reading import stored_ref
@@ -105,7 +106,7 @@ async def known_insights(
         said = item.context or item.text if item.kind == "linked_source" else item.text
         if (
             item.ref in reading
-            or f"S{item.source_id}" in reading
+            or source_label(item.source_id) in reading
             or (set(item.questions) & others and not set(item.questions) & own)
             or not any(related(said, question) for question in questions)
         ):

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from research_mcp.errors import InvalidInput, NotConfigured, NotFound, shown
+from research_mcp.ids import corpus_ref
 from research_mcp.sources.documents import chunk_spans, embedding_text, size_cap
 from research_mcp.sources.folders import (
     SUFFIXES,
@@ -296,10 +297,10 @@ class Corpus:
         """A document of the configured folders by id; NotFound otherwise."""
         row = self._store.corpus_document(doc_id)
         if row is None or Path(row.root) not in self.roots:
-            raise NotFound("corpus document", f"corpus:{doc_id}")
+            raise NotFound("corpus document", corpus_ref(doc_id))
         return CorpusDocument(
             doc_id=row.id,
-            ref=f"corpus:{row.id}",
+            ref=corpus_ref(row.id),
             root=row.root,
             path=row.path,
             title=row.title,
@@ -354,7 +355,7 @@ class Corpus:
         return [
             CorpusHit(
                 doc_id=doc_id,
-                ref=f"corpus:{doc_id}",
+                ref=corpus_ref(doc_id),
                 path=docs[doc_id].path,
                 title=docs[doc_id].title,
                 snippet=snippet(texts.get(doc_id, ""), words),

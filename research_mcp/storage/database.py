@@ -15,7 +15,6 @@ writes the database directly.
 from __future__ import annotations
 
 import json
-import secrets
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -27,6 +26,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from research_mcp.errors import StoreError, StoreReadOnly
+from research_mcp.ids import new_id
 from research_mcp.storage.migrations import apply_migrations
 from research_mcp.storage.sqlite import connect, connect_read_only, map_os_error, store_error
 
@@ -35,10 +35,6 @@ __all__ = ["StoreDatabase", "as_json", "marks", "new_id", "now"]
 
 def now() -> str:
     return datetime.now(UTC).isoformat()
-
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{secrets.token_hex(6)}"
 
 
 def as_json(value: Any) -> str | None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from research_mcp.citations import CITATION, normalize, same_claim
 from research_mcp.contracts import Confidence, ConfidenceLevel, Embedder, Finding, SynthesisOutput
+from research_mcp.ids import fact_label
 from research_mcp.llm.extractive.scoring import Relevance
 from research_mcp.matching.questions import reads_as_question
 from research_mcp.matching.terms import bears_on, clip
@@ -84,7 +85,7 @@ class Line:
 
     def render(self) -> str:
         statement = _SPACE.sub(" ", self.lead.statement).strip()
-        return f"- {statement} " + "".join(f"[F{fact_id}]" for fact_id in self.verified_ids)
+        return f"- {statement} " + "".join(f"[{fact_label(fact_id)}]" for fact_id in self.verified_ids)
 
 
 def _said(fact: SynthesisFact) -> tuple[str, str]:
