@@ -1,15 +1,10 @@
-"""Leaf work: choose a leaf's sources, read them (runs/reading.py), follow what they found to new
-sources (the second hop, runs/hops.py), then synthesize over both. What earlier research found
-(prior facts) and what sources read by earlier runs left open (runs/prior.py) are read first: the
-open questions and named gaps are asked of the leaf's sources too, a source they cite may be read by
-the second hop, and the synthesizer is given them.
+"""Leaf work: choose a leaf's sources, read them (runs/reading.py), take the second hop
+(runs/hops.py), then synthesize over both, given prior findings and known insights (runs/prior.py).
 
-The sources a leaf chose are recorded (a `sources_chosen` event, with the searches' failures), so a
-leaf resumed after an interrupt or a crash reads the same sources again instead of searching anew
-(unless a search failed then, or found nothing: that choice is made again); so is its second hop.
-An extraction finished before the interruption is read back, never run again, one cancelled is run
-again, and the synthesizer gets every one of them, in the order of the sources, as an uninterrupted
-run would have given them.
+The sources chosen are recorded (`SourcesChosen`), so a resumed leaf reads the same ones instead of
+searching anew, unless a search failed then or found nothing. An extraction finished before an
+interruption is read back, never run again, and the synthesizer gets every extraction in the order
+of the sources, as an uninterrupted run would have given them.
 """
 
 from __future__ import annotations

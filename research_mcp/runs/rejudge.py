@@ -1,22 +1,11 @@
-"""A leaf's acceptance criteria judged again after a phase iteration.
+"""A leaf's acceptance criteria judged again after a phase iteration grew its extractions.
 
-A leaf's task-spec acceptance criteria are judged when the leaf is synthesized (roles/acceptance.py).
-A phase iteration adds extractions to the leaves and synthesizes the phase node again; by itself
-that leaves the leaf's verdicts, and the gaps saying a criterion is unmet, as they were before the
-iteration, even when the new evidence meets them. So each leaf with acceptance criteria whose
-extractions grew is synthesized again: over all its extractions (those it had and the new ones), its
-prior findings and what earlier runs left open, and its criteria are judged on that synthesis as on
-the first, by code on its report and cited facts, else by the model.
-
-The leaf is synthesized again rather than its criteria judged on the phase node's synthesis: a
-leaf's "at least 2 sources" judged on the parent's report would count its siblings' sources, and
-the parent would have to take on every leaf's expected format. The phase node then reads the leaf's
-new synthesis in place of the old one (and of the leaf's new extractions), so its report, its gaps
-and its confidence carry the new verdicts. Each re-judging is recorded: the new synthesis holds the
-verdicts (`acceptance`) and an `acceptance` event the verdicts before and after.
-
-A criterion still unmet is asked in the next iteration, as a missing theme is: of the scout, of the
-sources the leaf read and of the new ones.
+The leaf is synthesized again over all its extractions, prior findings and known insights, and its
+criteria are judged on that synthesis as on the first (roles/acceptance.py). Judging them on the
+phase node's synthesis instead would count the siblings' sources toward a leaf's "at least 2
+sources". The phase node then reads the leaf's new synthesis in place of the old one. An
+`AcceptanceRejudged` event records the verdicts before and after; a criterion still unmet is asked
+in the next iteration, as a missing theme is.
 """
 
 from __future__ import annotations

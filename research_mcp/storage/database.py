@@ -1,15 +1,11 @@
 """The store's database: one connection, one writer at a time, SQLite failures as StoreErrors.
 
-One connection per process (opened by `storage/sqlite.py`), WAL mode, a busy timeout, and every write in a
+One connection per process (`storage/sqlite.py`), WAL mode, a busy timeout, and every write in a
 `BEGIN IMMEDIATE` transaction so that a second process on the same file waits instead of failing. A
-write returns only after its COMMIT; a write that fails (disk full, read-only folder, I/O error, lock
-held past the busy timeout) is rolled back whole and raised as a `StoreError` that names the data
-folder and what to do. sqlite-utils' table methods (`insert`, `update`, `delete_where`) may run inside
-`write()`: their own transactions become savepoints of the store's one.
-
-The table modules (`run_tables.py`, `handoff_tables.py`, `fact_tables.py`, `corpus_tables.py`) hold the
-SQL of their tables, as methods of this class; `Store` joins them. Nothing outside storage/ reads or
-writes the database directly.
+write returns only after its COMMIT; a failed write (disk full, read-only folder, I/O error, lock
+held past the busy timeout) is rolled back whole and raised as a `StoreError` naming the data folder
+and what to do. sqlite-utils' table methods may run inside `write()`: their transactions become
+savepoints. The table modules (`run_tables.py`, ...) hold their tables' SQL as methods of this class.
 """
 
 from __future__ import annotations
