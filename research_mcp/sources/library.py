@@ -236,7 +236,7 @@ class SourceLibrary:
                 unique.append(candidate)
         return unique
 
-    def lead(self, ref: str) -> str:
+    def opening_of(self, ref: str) -> str:
         """The opening of a corpus document (its first paragraph of prose), for a scout's quick scan;
         "" for any other reference or a document no longer there."""
         if self.corpus is None or classify_ref(ref) != "corpus":
