@@ -20,6 +20,7 @@ from typing import Literal, NamedTuple
 from research_mcp.errors import InvalidInput, shown
 
 __all__ = [
+    "FINAL_NODE",
     "ID_SHAPES",
     "IdKind",
     "NodeKey",
@@ -44,6 +45,8 @@ ID_SHAPES = {
     "source": re.compile(r"S\d{1,12}"),
     "corpus document": re.compile(r"corpus:\d{1,12}"),
 }
+#: The node that joins the reports of a run of several plans; its key has no plan.
+FINAL_NODE = "final"
 _SOURCE = re.compile(r"S(\d+)")
 _FACT = re.compile(r"F(\d+)")
 _CORPUS = re.compile(r"corpus:(\d+)")
@@ -106,7 +109,7 @@ class NodeKey(NamedTuple):
 
     @classmethod
     def parse(cls, key: str) -> NodeKey:
-        """The key as the store holds it; a key without a plan (the run's "final") has plan_id ""."""
+        """The key as the store holds it; a key without a plan (`FINAL_NODE`) has plan_id ""."""
         plan_id, slash, node_id = key.partition("/")
         if not slash:
             return cls("", key)

@@ -23,6 +23,7 @@ import anyio.abc
 
 from research_mcp.contracts import FINISHED, RETRYABLE, Budget, PlanNode
 from research_mcp.errors import BudgetExhausted, InvalidInput, ResearchError
+from research_mcp.ids import FINAL_NODE
 from research_mcp.retry import BACKGROUND, patience
 from research_mcp.roles.base import BudgetTracker, RoleDeps
 from research_mcp.roles.synthesizer import synthesize
@@ -292,7 +293,7 @@ class RunManager:
     async def _execute(self, run_id: str, plan_ids: list[str], deps: RoleDeps, live: LiveRun) -> str:
         plans = self.check_plans(plan_ids)
         roots = []
-        finishing: dict[str, str] = {"final": "synthesizer"} if len(plans) > 1 else {}
+        finishing: dict[str, str] = {FINAL_NODE: "synthesizer"} if len(plans) > 1 else {}
         for plan in plans:
             root = plan.tree.root
             self.store.ensure_nodes(run_id, plan_nodes(plan.id, root))
@@ -321,7 +322,7 @@ class RunManager:
         if len(roots) > 1:
             self.store.ensure_nodes(
                 run_id,
-                [NewNode(node_id="final", plan_id=None, parent_id=None, kind="executor", title="final")],
+                [NewNode(node_id=FINAL_NODE, plan_id=None, parent_id=None, kind="executor", title="final")],
             )
         results: dict[int, str] = {}
         failures: list[str] = []  # with several plans, one that fails is named and the others go on
@@ -346,10 +347,10 @@ class RunManager:
             return results[0]
         if not results:
             raise errors[0]
-        final = self.store.get_node(run_id, "final")
+        final = self.store.get_node(run_id, FINAL_NODE)
         if final is not None and final.status == "done" and final.handoff_id:
             return final.handoff_id
-        self.store.start_node(run_id, "final")
+        self.store.start_node(run_id, FINAL_NODE)
         questions = [plan.query for plan, _ in roots]
         result = await synthesize(
             deps,
@@ -357,10 +358,10 @@ class RunManager:
             questions=questions,
             input_handoffs=[results[index] for index in sorted(results)],
             run_id=run_id,
-            node_id="final",
+            node_id=FINAL_NODE,
             failures=failures,
         )
-        self.store.finish_node(run_id, "final", "done", result.handoff_id)
+        self.store.finish_node(run_id, FINAL_NODE, "done", result.handoff_id)
         live.notify()
         return result.handoff_id
 

@@ -135,7 +135,7 @@ class NewNode(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    node_id: str  # the plan's id and the node's, "plan/node" (`runs.context.node_key`); "final" joins plans
+    node_id: str  # the plan's id and the node's, "plan/node" (`ids.NodeKey`)
     plan_id: str | None
     parent_id: str | None
     kind: NodeKind
