@@ -13,7 +13,7 @@ from research_mcp.role_inputs import ExtractorInput
 from research_mcp.runs.leads import bridge_entities
 from research_mcp.storage.events import Searched, SecondHop
 from research_mcp.storage.store import Store
-from tests.runs.test_deepening import run_plan
+from tests.runs.test_reading_further import run_plan
 from tests.runs.test_second_hop import extractor_script, research
 
 

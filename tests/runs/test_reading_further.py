@@ -1,4 +1,4 @@
-"""Research that deepens, end to end through the run engine with a scripted model: sibling leaves
+"""Research that reads further, end to end through the run engine with a scripted model: sibling leaves
 read different sources, a linked source is fetched, a follow-up is answered in the next iteration."""
 
 from __future__ import annotations
