@@ -13,6 +13,7 @@ from typing import Any
 
 from research_mcp.contracts import Fact, Source
 from research_mcp.errors import NotFound
+from research_mcp.ids import source_label
 from research_mcp.storage.database import StoreDatabase, as_json, marks, now
 from research_mcp.storage.models import Citation, KnownFact, NewFact, compress_text, decompress_text
 
@@ -48,7 +49,7 @@ class FactTables(StoreDatabase):
     def get_source(self, source_id: int) -> Source:
         row = self._one("SELECT * FROM sources WHERE id = ?", (source_id,))
         if row is None:
-            raise NotFound("source", f"S{source_id}")
+            raise NotFound("source", source_label(source_id))
         return _source(row)
 
     def source_refs(self, source_ids: Collection[int]) -> dict[int, str]:

@@ -10,6 +10,7 @@ from sqlite_utils import Database
 
 from research_mcp.contracts import Confidence
 from research_mcp.role_inputs import SynthesisInput
+from research_mcp.storage.events import NodeStarted
 from research_mcp.storage.migrations import MIGRATIONS, apply_migrations
 from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis, stored_output
 from research_mcp.storage.store import Store
@@ -83,7 +84,7 @@ def test_a_failed_write_rolls_back_and_loses_nothing_else(tmp_path: Path) -> Non
 def test_two_stores_on_one_file_write_without_locking_errors(tmp_path: Path) -> None:
     first, second = Store(tmp_path / "r.db"), Store(tmp_path / "r.db")
     for index in range(50):
-        (first if index % 2 else second).add_event("run", "tick", str(index))
+        (first if index % 2 else second).add_event("run", NodeStarted(message=str(index)))
     assert len(first.events_for_run("run")) == 50
 
 
