@@ -45,7 +45,7 @@ from research_mcp.sources.ranking import (
 
 if TYPE_CHECKING:
     from research_mcp.contracts import Embedder
-    from research_mcp.storage.models import CorpusDocumentInfo, CorpusFileState
+    from research_mcp.storage.models import CorpusDocumentInfo, CorpusFailure, CorpusFileState
     from research_mcp.storage.store import Store
     from research_mcp.storage.vectors import KnowledgeIndex
 
@@ -131,7 +131,6 @@ class Corpus:
         self._index = index
         self._titles: tuple[tuple[Any, ...], TitleIndex] | None = None
         self.progress = IndexProgress(known=self.document_count())
-        self.failed: dict[tuple[str, str], tuple[int, int, float, str]] = {}
 
     @property
     def dense_available(self) -> bool:
@@ -193,6 +192,17 @@ class Corpus:
     def known_files(self, root: Path) -> list[CorpusFileState]:
         """What the index holds of the files of one folder, to compare with the disk."""
         return self._store.corpus_files(str(root))
+
+    def failures(self, root: Path) -> dict[str, CorpusFailure]:
+        """The files of one folder that could not be indexed, by path, as they were when they failed."""
+        return self._store.corpus_failures(str(root))
+
+    def remember_failure(self, failure: CorpusFailure) -> None:
+        self._store.remember_corpus_failure(failure)
+
+    def forget_failures(self, root: Path, paths: Sequence[str]) -> None:
+        if paths:
+            self._store.forget_corpus_failures(str(root), paths)
 
     def touch_document(self, doc_id: int, stat: os.stat_result) -> None:
         """A file touched but unchanged: remember its new size and time, so it is not read again."""
