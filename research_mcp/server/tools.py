@@ -17,6 +17,7 @@ from pydantic import Field, ValidationError
 from research_mcp.contracts import Budget, CompactReturn, ReportPage
 from research_mcp.errors import InvalidInput, ResearchError, shown
 from research_mcp.llm.base import ModelBackend
+from research_mcp.printable import printable
 from research_mcp.server import inputs
 from research_mcp.server.authorization import RunAuthorization, authorize_run
 from research_mcp.server.context import ToolContext
@@ -45,16 +46,30 @@ def research_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     return wrapper
 
 
+def shown_to_host(value: Any) -> Any:
+    """Every string of a result made printable: what a document wrote is shown, never reordered or
+    hidden (bidi overrides, zero-width and tag characters) or obeyed (terminal controls)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {key: shown_to_host(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [shown_to_host(item) for item in value]
+    return value
+
+
 def compact(result: CompactReturn) -> CallToolResult:
     return CallToolResult(
-        content=[TextContent(type="text", text=result.render())], structured_content=result.model_dump()
+        content=[TextContent(type="text", text=printable(result.render()))],
+        structured_content=shown_to_host(result.model_dump()),
     )
 
 
 def page(result: ReportPage) -> CallToolResult:
     text = result.text + (f"\n[more: cursor={result.cursor}]" if result.cursor else "")
     return CallToolResult(
-        content=[TextContent(type="text", text=text)], structured_content=result.model_dump()
+        content=[TextContent(type="text", text=printable(text))],
+        structured_content=shown_to_host(result.model_dump()),
     )
 
 

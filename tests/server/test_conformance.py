@@ -6,14 +6,12 @@ uvicorn in this process on a loopback port). The raw task requests stay in memor
 from __future__ import annotations
 
 import copy
-import functools
 import itertools
 import json
 import logging
 import math
 import os
 import shutil
-import socket
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -23,7 +21,6 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-import uvicorn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -42,9 +39,9 @@ from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.runs import manager
 from research_mcp.runs.manager import next_progress, progress_message
 from research_mcp.server.app import create_server
-from research_mcp.server.http import build_app, parse_bind
 from research_mcp.sources.index_progress import IndexProgress
 from tests.server.indexing import wait_until_indexed
+from tests.server.over_http import served_over_http
 from tests.server.test_runs import three_leaf_plan
 from tests.server.test_startup import write_notes
 from tests.server.test_stdio import SCRIPT, script, server_params
@@ -53,27 +50,6 @@ from tests.server.test_tasks import RawSession
 __all__ = ["script"]  # the fixture, imported
 
 CONNECTIONS = ("memory-2025-11-25", "memory-2026-07-28", "stdio", "http")
-
-
-@asynccontextmanager
-async def served_over_http(server: MCPServer[Any]) -> AsyncIterator[str]:
-    """The server's streamable HTTP app (`serve --http`'s, guards included) served by uvicorn in this
-    process on a loopback port: the URL of its endpoint."""
-    with socket.socket() as listening:
-        listening.bind(("127.0.0.1", 0))
-        port = listening.getsockname()[1]
-        app = build_app(Settings(), parse_bind(f"127.0.0.1:{port}"), server=server)
-        config = uvicorn.Config(app, lifespan="on", log_config=None, access_log=False, ws="none")
-        served = uvicorn.Server(config)
-        async with anyio.create_task_group() as group:
-            group.start_soon(functools.partial(served.serve, sockets=[listening]))
-            with anyio.fail_after(30):
-                while not served.started:
-                    await anyio.sleep(0.01)  # uvicorn offers no event for "listening"
-            try:
-                yield f"http://127.0.0.1:{port}/mcp"
-            finally:
-                served.should_exit = True
 
 
 @asynccontextmanager
@@ -617,14 +593,25 @@ async def test_a_search_during_the_scan_waits_to_know_and_a_corpus_read_whole_is
     assert changed.status().complete  # all read; storing the last vectors hides nothing
 
 
+@asynccontextmanager
+async def raw_session(connection: str, server: MCPServer[Any]) -> AsyncIterator[RawSession]:
+    """A JSON-RPC session by hand, in memory or over streamable HTTP (where tasks are the session's)."""
+    if connection == "http":
+        async with served_over_http(server) as url, streamable_http_client(url) as (read, write):
+            yield RawSession(read, write)
+        return
+    async with InMemoryTransport(server) as (read, write):
+        yield RawSession(read, write)
+
+
+@pytest.mark.parametrize("connection", ["memory-2025-11-25", "http"])
 async def test_a_tasks_requested_ttl_is_honoured_within_the_retention_and_an_expired_task_is_gone(
-    monkeypatch: pytest.MonkeyPatch,
+    connection: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RESEARCH_MCP_TASK_RETENTION_DAYS", "1")
     day = 86_400_000
     server = create_server(model=ScriptedModel(team_script))
-    async with InMemoryTransport(server) as (read, write):
-        session = RawSession(read, write)
+    async with raw_session(connection, server) as session:
         await session.open()
 
         async def started(task: dict[str, Any]) -> dict[str, Any]:
