@@ -114,9 +114,9 @@ def _nullable(node: dict[str, Any]) -> dict[str, Any]:
 
 def published_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """An input schema as a tool definition carries it: compact, with the limits the server
-    enforces, descriptions only on the top-level properties, and an optional value with a default
-    published as its type and default, without null; one without a default stays nullable, spelled
-    `anyOf` (`portable`)."""
+    enforces, descriptions only on the top-level properties, an optional value with a default
+    published as its type (and the default, unless it is empty), and one without a default nullable,
+    spelled `anyOf` (`portable`)."""
     node = compact_schema(schema)
     node.pop("description", None)
     properties = node.get("properties", {})
@@ -210,8 +210,8 @@ def _slim(node: Any) -> Any:
                 for name, sub in node["properties"].items()
             },
         }
-    # A nested object's `additionalProperties: false` is left to the tool's own (the server refuses an
-    # unknown field by name; strict converters close every object themselves; Gemini drops it).
+    # No object is marked closed: the server refuses an unknown field by name, strict converters
+    # close every object themselves, and Gemini drops the keyword.
     return {
         key: (value if key in ("enum", "required", "default", "type") else _slim(value))
         if key != "properties"
