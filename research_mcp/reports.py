@@ -36,7 +36,17 @@ from research_mcp.storage.models import Citation, Run, StoredPlan
 from research_mcp.storage.outputs import Handoff, StoredCuration, StoredExtraction, StoredSynthesis
 from research_mcp.storage.store import Store
 
-__all__ = ["approx_tokens", "assemble_result", "not_ready", "page_of", "report_markdown", "view_items"]
+__all__ = [
+    "Assembled",
+    "RankedSource",
+    "approx_tokens",
+    "assemble",
+    "assemble_result",
+    "not_ready",
+    "page_of",
+    "report_markdown",
+    "view_items",
+]
 
 CHARS_PER_TOKEN = 3
 MIN_MAX_TOKENS = 200
@@ -72,15 +82,59 @@ def _cited(output: StoredSynthesis) -> list[int]:
     return sorted({*output.cited, *in_text}) or list(output.fact_ids)
 
 
+@dataclass(frozen=True)
+class RankedSource:
+    """A source the report cites, with its relevance: the cited facts it gives or backs."""
+
+    source: Source
+    relevance: float
+    reason: str
+
+    def ref(self) -> SourceRef:
+        return SourceRef(
+            id=f"S{self.source.id}",
+            url_or_path=self.source.ref,
+            title=source_name(self.source),
+            relevance=self.relevance,
+            reason=self.reason,
+        )
+
+
+@dataclass(frozen=True)
+class Assembled:
+    """A run's result, and the sources behind it as read from the store (each read once)."""
+
+    result: ResearchResult
+    output: StoredSynthesis
+    sources: list[RankedSource]
+
+
 def assemble_result(store: Store, run_id: str) -> ResearchResult:
     """A finished (or partial) run as findings, sources, confidence, gaps, metadata and follow-ups."""
-    run = store.get_run(run_id)
+    return assemble(store, store.get_run(run_id)).result
+
+
+def assemble(store: Store, run: Run) -> Assembled:
+    """The run's result with its ranked sources; a run without a report is refused (`not_ready`)."""
     output = result_synthesis(store, run)
     if output is None:
         raise InvalidInput(not_ready(run))
+    ranked = _ranked_sources(store, output)
+    result = ResearchResult(
+        findings=output.report,
+        sources=[source.ref() for source in ranked],
+        confidence=output.confidence,
+        gaps=output.gaps,
+        metadata=_metadata(store, run, output),
+        suggested_followups=output.suggested_followups,
+    )
+    return Assembled(result, output, ranked)
+
+
+def _ranked_sources(store: Store, output: StoredSynthesis) -> list[RankedSource]:
+    """Each source with the cited facts it supports, as their source or corroborating them."""
     facts = store.get_facts(_cited(output))
     citations = store.citations([fact.id for fact in facts])
-    # Each source, with the cited facts it supports: as their source, or corroborating them.
     own: dict[int, int] = {}
     backs: dict[int, int] = {}
     for fact in facts:
@@ -89,26 +143,25 @@ def assemble_result(store: Store, run_id: str) -> ResearchResult:
             backs[sid] = backs.get(sid, 0) + 1
     counts = {sid: own.get(sid, 0) + backs.get(sid, 0) for sid in dict.fromkeys([*own, *backs])}
     top = max(counts.values(), default=1)
-    sources = []
-    for sid, count in counts.items():
-        source = store.get_source(sid)
-        sources.append(
-            SourceRef(
-                id=f"S{sid}",
-                url_or_path=source.ref,
-                title=source_name(source),
-                relevance=round(count / top, 2),
-                reason=_relevance_reason(own.get(sid, 0), backs.get(sid, 0), len(facts)),
-            )
+    return [
+        RankedSource(
+            store.get_source(sid),
+            relevance=round(count / top, 2),
+            reason=_relevance_reason(own.get(sid, 0), backs.get(sid, 0), len(facts)),
         )
+        for sid, count in counts.items()
+    ]
+
+
+def _metadata(store: Store, run: Run, output: StoredSynthesis) -> ResearchMetadata:
     totals = read_snapshot(store, run).totals
     # The scouts' searches, and the searches leaves ran themselves (one "search" event each).
     searches = sum(
         curation.searches
-        for h in store.handoffs_for_run(run_id, role="scout")
+        for h in store.handoffs_for_run(run.id, role="scout")
         if (curation := h.output_as(StoredCuration)) is not None
-    ) + len(store.events_for_run(run_id, "search"))
-    metadata = ResearchMetadata(
+    ) + len(store.events_for_run(run.id, "search"))
+    return ResearchMetadata(
         searches=searches,
         sources_read=totals.sources,
         llm_calls=totals.llm_calls,
@@ -120,14 +173,6 @@ def assemble_result(store: Store, run_id: str) -> ResearchResult:
         citations_verified=output.citations.verified,
         citations_dropped=output.citations.dropped,
         backend=run.backend,
-    )
-    return ResearchResult(
-        findings=output.report,
-        sources=sources,
-        confidence=output.confidence,
-        gaps=output.gaps,
-        metadata=metadata,
-        suggested_followups=output.suggested_followups,
     )
 
 
