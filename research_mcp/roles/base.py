@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
@@ -159,7 +160,7 @@ class HandoffContext:
         return self.place.run_id
 
 
-class Role(Generic[OutputT, StoredT]):
+class Role(ABC, Generic[OutputT, StoredT]):
     """One invocation of a role: its input, what it asks the model, and the check code makes of the
     answer before the handoff is committed (as pydantic-ai runs output validators on a typed
     context). A role module subclasses it; `perform` runs it."""
@@ -173,11 +174,13 @@ class Role(Generic[OutputT, StoredT]):
         self.input = input
         self.payload = payload or input
 
+    @abstractmethod
     def prompt(self) -> str:
-        raise NotImplementedError
+        """What the model is asked (untrusted text framed as data)."""
 
+    @abstractmethod
     def summary(self, output: OutputT) -> list[str]:
-        raise NotImplementedError
+        """The handoff's summary lines (at most three are kept)."""
 
     def check(self, context: HandoffContext, output: OutputT) -> StoredT:
         """The answer as it is committed; a role storing facts or checking citations overrides it."""
