@@ -29,9 +29,11 @@ from research_mcp.contracts import (
     View,
 )
 from research_mcp.errors import InvalidInput, NotFound
+from research_mcp.ids import NodeKey, fact_label, kind_of_id, source_label
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.curation import curation_behind
 from research_mcp.runs.snapshot import read_snapshot
+from research_mcp.storage.events import AcceptanceRejudged, IterationDone, Searched, data_of
 from research_mcp.storage.models import Citation, Run, StoredPlan
 from research_mcp.storage.outputs import Handoff, StoredCuration, StoredExtraction, StoredSynthesis
 from research_mcp.storage.store import Store
@@ -92,7 +94,7 @@ class RankedSource:
 
     def ref(self) -> SourceRef:
         return SourceRef(
-            id=f"S{self.source.id}",
+            id=source_label(self.source.id),
             url_or_path=self.source.ref,
             title=source_name(self.source),
             relevance=self.relevance,
@@ -160,7 +162,7 @@ def _metadata(store: Store, run: Run, output: StoredSynthesis) -> ResearchMetada
         curation.searches
         for h in store.handoffs_for_run(run.id, role="scout")
         if (curation := h.output_as(StoredCuration)) is not None
-    ) + len(store.events_for_run(run.id, "search"))
+    ) + len(store.events_for_run(run.id, Searched))
     return ResearchMetadata(
         searches=searches,
         sources_read=totals.sources,
@@ -195,15 +197,10 @@ def not_ready(run: Run) -> str:
     )
 
 
-def _kind_of(ident: str) -> str:
-    prefix = ident.split("_", 1)[0]
-    return {"run": "run", "plan": "plan", "h": "handoff"}.get(prefix, "unknown")
-
-
 def view_items(store: Store, ident: str, view: View) -> list[str]:
     """The view as a list of text items (paragraphs, lines), to be paged: the subject (a run, a plan
     or a handoff) read from the store, then its view looked up in the subject's table."""
-    kind = _kind_of(ident)
+    kind = kind_of_id(ident)
     items: list[str] | None = None
     if kind == "run":
         run = _RunSubject(store, store.get_run(ident))
@@ -279,22 +276,21 @@ class _RunSubject:
 def _run_tree(subject: _RunSubject) -> list[str]:
     store, run = subject.store, subject.run
     status: dict[str, str] = {
-        n.node_id.split("/", 1)[-1]: n.status + (f" {n.handoff_id}" if n.handoff_id else "")
+        NodeKey.parse(n.node_id).node_id: n.status + (f" {n.handoff_id}" if n.handoff_id else "")
         for n in store.nodes_for_run(run.id)
     }
     # A leaf synthesized again after a phase iteration (its criteria judged again): the newest.
-    for event in store.events_for_run(run.id, "acceptance"):
-        local = (event.node_id or "").split("/", 1)[-1]
-        again = event.data.get("handoff_id") if isinstance(event.data, dict) else None
-        if local in status and again:
-            status[local] = status[local].split(";", 1)[0] + f"; criteria judged again in {again}"
+    for event in store.events_for_run(run.id, AcceptanceRejudged):
+        local = NodeKey.parse(event.node_id or "").node_id
+        if local in status:
+            status[local] = status[local].split(";", 1)[0] + f"; criteria judged again in {event.handoff_id}"
     lines = []
     for plan_id in run.plan_ids:
         plan = store.get_plan(plan_id)
         lines.append(f"plan {plan_id}: {plan.query}")
         lines += _tree_lines(plan.tree.root, status=status)
-    events = store.events_for_run(run.id, "iteration")
-    lines += [f"iteration: {event.message} — {json.dumps(event.data)}" for event in events]
+    events = store.events_for_run(run.id, IterationDone)
+    lines += [f"iteration: {event.message} — {json.dumps(data_of(event))}" for event in events]
     return lines
 
 
@@ -370,11 +366,11 @@ def _fact_line(fact: Fact, citations: list[Citation], *, source: bool = True) ->
     status = "verified" if fact.verified else "UNVERIFIED"
     if fact.corroborations > 1:
         status += f", corroborated by {fact.corroborations} sources"
-    line = f"F{fact.id} [{status}]" + (f" S{fact.source_id}" if source else "")
+    line = f"{fact_label(fact.id)} [{status}]" + (f" {source_label(fact.source_id)}" if source else "")
     line += f' {fact.statement} | "{fact.quote}"'
     others = [c for c in citations if c.source_id != fact.source_id]
     if others:
-        line += " | also " + "; ".join(f'S{c.source_id}: "{c.quote}"' for c in others)
+        line += " | also " + "; ".join(f'{source_label(c.source_id)}: "{c.quote}"' for c in others)
     return line
 
 
@@ -418,7 +414,7 @@ def _handoff_sources(subject: _HandoffSubject) -> list[str] | None:
     if asked is None:
         return None
     source = subject.store.get_source(asked.source_id)
-    return [f"S{source.id} {source.title} <{source.ref}>"]
+    return [f"{source_label(source.id)} {source.title} <{source.ref}>"]
 
 
 def _handoff_report(subject: _HandoffSubject) -> list[str] | None:

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from research_mcp.citations import CITATION
 from research_mcp.contracts import Confidence, Fact, ResearchMetadata, Source
+from research_mcp.ids import fact_label, source_label
 from research_mcp.reports import assemble, source_name
 from research_mcp.runs.snapshot import PlanTree, RunTotals, plan_tree, read_snapshot, run_totals
 from research_mcp.storage.models import Citation
@@ -91,17 +92,17 @@ class ViewFact(_Shown):
     @classmethod
     def of(cls, fact: Fact, citations: list[Citation]) -> ViewFact:
         return cls(
-            id=f"F{fact.id}",
+            id=fact_label(fact.id),
             statement=fact.statement,
             quote=fact.quote,
             verified=fact.verified,
-            source_id=f"S{fact.source_id}",
+            source_id=source_label(fact.source_id),
             location=list(fact.location) if fact.location else None,
             confidence=fact.confidence,
             question=fact.question,
             corroborations=fact.corroborations,
             also_in=[
-                ViewCitation(source_id=f"S{c.source_id}", quote=c.quote)
+                ViewCitation(source_id=source_label(c.source_id), quote=c.quote)
                 for c in citations
                 if c.source_id != fact.source_id
             ],
@@ -124,7 +125,7 @@ class DocumentSource(_Shown):
     @classmethod
     def of(cls, source: Source, relevance: float = 0.0, reason: str = "") -> DocumentSource:
         return cls(
-            id=f"S{source.id}",
+            id=source_label(source.id),
             url_or_path=source.ref,
             title=source.title,
             name=source_name(source),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from research_mcp.contracts import Confidence, Fact
+from research_mcp.ids import fact_label
 from research_mcp.role_inputs import SynthesisInput
 from research_mcp.storage.models import RunNode
 from research_mcp.storage.outputs import CitationCounts, StoredSynthesis
@@ -71,7 +72,7 @@ def _report(reason: str, tops: list[_Finished], loose: list[Fact]) -> str:
     if loose:
         sections.append(
             "## Facts found before the stop (not yet synthesized)\n\n"
-            + "\n".join(f"- {fact.statement} [F{fact.id}]" for fact in loose)
+            + "\n".join(f"- {fact.statement} [{fact_label(fact.id)}]" for fact in loose)
         )
     return f"**Partial report: {reason}** Finished parts follow.\n\n" + ("\n\n".join(sections) or "(none)")
 
