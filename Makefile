@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench clean browser view ts-client
+.PHONY: install run test lint bench clean browser view view-types ts-client
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,8 +50,13 @@ ts-client:
 
 # The MCP App view (web/view) built into one self-contained HTML file, committed at
 # research_mcp/server/view/run.html: Node is needed only to rebuild it, never to run the server.
-view:
+view: view-types
 	cd web/view && npm ci --no-audit --no-fund && npm run build
+
+# The view's TypeScript types (web/view/src/snapshot.ts) written from the JSON Schema of RunView;
+# tests/server/test_view_types.py fails when the checked-in file differs.
+view-types: $(STAMP)
+	$(BIN)/python scripts/view_types.py
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -142,7 +142,7 @@ async def research(client: Client, question: str, corpus_root: Path) -> Run:
         )
     run_id = run.structured_content["id"]
     report = await read_view(client, run_id, "report")
-    document = run_document(Store(Settings().database_path), run_id)
+    document = run_document(Store(Settings().database_path), run_id).model_dump(mode="json")
     cited = {fact["id"] for fact in document["facts"] if f"[{fact['id']}]" in report}
     sources = {s["id"]: s["location"] or s["url_or_path"] for s in document["sources"]}
     confidence = document["confidence"]

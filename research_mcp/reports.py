@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
 
 from research_mcp.citations import WRITTEN_CITATION
 from research_mcp.contracts import (
@@ -31,11 +34,21 @@ from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.curation import curation_behind
 from research_mcp.runs.snapshot import read_snapshot
 from research_mcp.storage.events import AcceptanceRejudged, IterationDone, Searched, data_of
-from research_mcp.storage.models import Citation, Run
-from research_mcp.storage.outputs import StoredCuration, StoredExtraction, StoredSynthesis
+from research_mcp.storage.models import Citation, Run, StoredPlan
+from research_mcp.storage.outputs import Handoff, StoredCuration, StoredExtraction, StoredSynthesis
 from research_mcp.storage.store import Store
 
-__all__ = ["approx_tokens", "assemble_result", "not_ready", "page_of", "report_markdown", "view_items"]
+__all__ = [
+    "Assembled",
+    "RankedSource",
+    "approx_tokens",
+    "assemble",
+    "assemble_result",
+    "not_ready",
+    "page_of",
+    "report_markdown",
+    "view_items",
+]
 
 CHARS_PER_TOKEN = 3
 MIN_MAX_TOKENS = 200
@@ -71,15 +84,59 @@ def _cited(output: StoredSynthesis) -> list[int]:
     return sorted({*output.cited, *in_text}) or list(output.fact_ids)
 
 
+@dataclass(frozen=True)
+class RankedSource:
+    """A source the report cites, with its relevance: the cited facts it gives or backs."""
+
+    source: Source
+    relevance: float
+    reason: str
+
+    def ref(self) -> SourceRef:
+        return SourceRef(
+            id=source_label(self.source.id),
+            url_or_path=self.source.ref,
+            title=source_name(self.source),
+            relevance=self.relevance,
+            reason=self.reason,
+        )
+
+
+@dataclass(frozen=True)
+class Assembled:
+    """A run's result, and the sources behind it as read from the store (each read once)."""
+
+    result: ResearchResult
+    output: StoredSynthesis
+    sources: list[RankedSource]
+
+
 def assemble_result(store: Store, run_id: str) -> ResearchResult:
     """A finished (or partial) run as findings, sources, confidence, gaps, metadata and follow-ups."""
-    run = store.get_run(run_id)
+    return assemble(store, store.get_run(run_id)).result
+
+
+def assemble(store: Store, run: Run) -> Assembled:
+    """The run's result with its ranked sources; a run without a report is refused (`not_ready`)."""
     output = result_synthesis(store, run)
     if output is None:
         raise InvalidInput(not_ready(run))
+    ranked = _ranked_sources(store, output)
+    result = ResearchResult(
+        findings=output.report,
+        sources=[source.ref() for source in ranked],
+        confidence=output.confidence,
+        gaps=output.gaps,
+        metadata=_metadata(store, run, output),
+        suggested_followups=output.suggested_followups,
+    )
+    return Assembled(result, output, ranked)
+
+
+def _ranked_sources(store: Store, output: StoredSynthesis) -> list[RankedSource]:
+    """Each source with the cited facts it supports, as their source or corroborating them."""
     facts = store.get_facts(_cited(output))
     citations = store.citations([fact.id for fact in facts])
-    # Each source, with the cited facts it supports: as their source, or corroborating them.
     own: dict[int, int] = {}
     backs: dict[int, int] = {}
     for fact in facts:
@@ -88,26 +145,25 @@ def assemble_result(store: Store, run_id: str) -> ResearchResult:
             backs[sid] = backs.get(sid, 0) + 1
     counts = {sid: own.get(sid, 0) + backs.get(sid, 0) for sid in dict.fromkeys([*own, *backs])}
     top = max(counts.values(), default=1)
-    sources = []
-    for sid, count in counts.items():
-        source = store.get_source(sid)
-        sources.append(
-            SourceRef(
-                id=source_label(sid),
-                url_or_path=source.ref,
-                title=source_name(source),
-                relevance=round(count / top, 2),
-                reason=_relevance_reason(own.get(sid, 0), backs.get(sid, 0), len(facts)),
-            )
+    return [
+        RankedSource(
+            store.get_source(sid),
+            relevance=round(count / top, 2),
+            reason=_relevance_reason(own.get(sid, 0), backs.get(sid, 0), len(facts)),
         )
+        for sid, count in counts.items()
+    ]
+
+
+def _metadata(store: Store, run: Run, output: StoredSynthesis) -> ResearchMetadata:
     totals = read_snapshot(store, run).totals
     # The scouts' searches, and the searches leaves ran themselves (one "search" event each).
     searches = sum(
         curation.searches
-        for h in store.handoffs_for_run(run_id, role="scout")
+        for h in store.handoffs_for_run(run.id, role="scout")
         if (curation := h.output_as(StoredCuration)) is not None
-    ) + len(store.events_for_run(run_id, Searched))
-    metadata = ResearchMetadata(
+    ) + len(store.events_for_run(run.id, Searched))
+    return ResearchMetadata(
         searches=searches,
         sources_read=totals.sources,
         llm_calls=totals.llm_calls,
@@ -119,14 +175,6 @@ def assemble_result(store: Store, run_id: str) -> ResearchResult:
         citations_verified=output.citations.verified,
         citations_dropped=output.citations.dropped,
         backend=run.backend,
-    )
-    return ResearchResult(
-        findings=output.report,
-        sources=sources,
-        confidence=output.confidence,
-        gaps=output.gaps,
-        metadata=metadata,
-        suggested_followups=output.suggested_followups,
     )
 
 
@@ -150,23 +198,54 @@ def not_ready(run: Run) -> str:
 
 
 def view_items(store: Store, ident: str, view: View) -> list[str]:
-    """The view as a list of text items (paragraphs, lines), to be paged."""
+    """The view as a list of text items (paragraphs, lines), to be paged: the subject (a run, a plan
+    or a handoff) read from the store, then its view looked up in the subject's table."""
     kind = kind_of_id(ident)
+    items: list[str] | None = None
     if kind == "run":
-        return _run_view(store, ident, view)
-    if kind == "plan":
-        plan = store.get_plan(ident)
-        if view == "handoff" and plan.handoff_id:
-            return [json.dumps(store.get_handoff(plan.handoff_id).model_dump(mode="json"), indent=1)]
-        if view in ("tree", "summary"):
-            lines = [f"plan {ident} ({plan.status}) for: {plan.query}"]
-            lines += [f"- infeasible: {reason}" for reason in plan.reasons]
-            lines.append("estimate: " + json.dumps(plan.estimate.model_dump() if plan.estimate else None))
-            return lines + _tree_lines(plan.tree.root)
-        raise InvalidInput(f"view {view!r} is not available for a plan; use summary, tree or handoff.")
-    if kind == "handoff":
-        return _handoff_view(store, ident, view)
-    raise NotFound("run, plan or handoff", ident)
+        run = _RunSubject(store, store.get_run(ident))
+        items = _RUN_VIEWS[view](run) if view in _RUN_VIEWS else None
+        refusal = f"unknown view {view!r}"
+    elif kind == "plan":
+        plan = _PlanSubject(store, store.get_plan(ident))
+        items = _PLAN_VIEWS[view](plan) if view in _PLAN_VIEWS else None
+        refusal = f"view {view!r} is not available for a plan; use summary, tree or handoff."
+    elif kind == "handoff":
+        handoff = _HandoffSubject(store, store.get_handoff(ident))
+        items = _HANDOFF_VIEWS[view](handoff) if view in _HANDOFF_VIEWS else None
+        refusal = f"view {view!r} is not available for a {handoff.handoff.role} handoff."
+    else:
+        raise NotFound("run, plan or handoff", ident)
+    if items is None:
+        raise InvalidInput(refusal)
+    return items
+
+
+@dataclass(frozen=True)
+class _PlanSubject:
+    store: Store
+    plan: StoredPlan
+
+
+def _plan_handoff(subject: _PlanSubject) -> list[str] | None:
+    if not subject.plan.handoff_id:
+        return None
+    return [json.dumps(subject.store.get_handoff(subject.plan.handoff_id).model_dump(mode="json"), indent=1)]
+
+
+def _plan_tree(subject: _PlanSubject) -> list[str]:
+    plan = subject.plan
+    lines = [f"plan {plan.id} ({plan.status}) for: {plan.query}"]
+    lines += [f"- infeasible: {reason}" for reason in plan.reasons]
+    lines.append("estimate: " + json.dumps(plan.estimate.model_dump() if plan.estimate else None))
+    return lines + _tree_lines(plan.tree.root)
+
+
+_PLAN_VIEWS: dict[str, Callable[[_PlanSubject], list[str] | None]] = {
+    "handoff": _plan_handoff,
+    "tree": _plan_tree,
+    "summary": _plan_tree,
+}
 
 
 def _tree_lines(node: PlanNode, depth: int = 0, status: dict[str, str] | None = None) -> list[str]:
@@ -183,78 +262,103 @@ def _tree_lines(node: PlanNode, depth: int = 0, status: dict[str, str] | None = 
     return lines
 
 
-def _run_view(store: Store, run_id: str, view: View) -> list[str]:
-    run = store.get_run(run_id)
-    if view == "tree":
-        status: dict[str, str] = {
-            NodeKey.parse(n.node_id).node_id: n.status + (f" {n.handoff_id}" if n.handoff_id else "")
-            for n in store.nodes_for_run(run_id)
-        }
-        # A leaf synthesized again after a phase iteration (its criteria judged again): the newest.
-        for event in store.events_for_run(run_id, AcceptanceRejudged):
-            local = NodeKey.parse(event.node_id or "").node_id
-            if local in status:
-                status[local] = (
-                    status[local].split(";", 1)[0] + f"; criteria judged again in {event.handoff_id}"
-                )
-        lines = []
-        for plan_id in run.plan_ids:
-            plan = store.get_plan(plan_id)
-            lines.append(f"plan {plan_id}: {plan.query}")
-            lines += _tree_lines(plan.tree.root, status=status)
-        events = store.events_for_run(run_id, IterationDone)
-        lines += [f"iteration: {event.message} — {json.dumps(data_of(event))}" for event in events]
-        return lines
-    if view == "handoff":
-        return [
-            json.dumps(h.model_dump(mode="json", exclude={"input"}), indent=1)
-            for h in store.handoffs_for_run(run_id)
-        ]
-    if view == "summary" and run.status not in FINISHED:
+@dataclass(frozen=True)
+class _RunSubject:
+    store: Store
+    run: Run
+
+    @cached_property
+    def result(self) -> ResearchResult:
+        """The run's result; a run without a report yet is refused, saying how it gets one."""
+        return assemble_result(self.store, self.run.id)
+
+
+def _run_tree(subject: _RunSubject) -> list[str]:
+    store, run = subject.store, subject.run
+    status: dict[str, str] = {
+        NodeKey.parse(n.node_id).node_id: n.status + (f" {n.handoff_id}" if n.handoff_id else "")
+        for n in store.nodes_for_run(run.id)
+    }
+    # A leaf synthesized again after a phase iteration (its criteria judged again): the newest.
+    for event in store.events_for_run(run.id, AcceptanceRejudged):
+        local = NodeKey.parse(event.node_id or "").node_id
+        if local in status:
+            status[local] = status[local].split(";", 1)[0] + f"; criteria judged again in {event.handoff_id}"
+    lines = []
+    for plan_id in run.plan_ids:
+        plan = store.get_plan(plan_id)
+        lines.append(f"plan {plan_id}: {plan.query}")
+        lines += _tree_lines(plan.tree.root, status=status)
+    events = store.events_for_run(run.id, IterationDone)
+    lines += [f"iteration: {event.message} — {json.dumps(data_of(event))}" for event in events]
+    return lines
+
+
+def _run_handoffs(subject: _RunSubject) -> list[str]:
+    return [
+        json.dumps(h.model_dump(mode="json", exclude={"input"}), indent=1)
+        for h in subject.store.handoffs_for_run(subject.run.id)
+    ]
+
+
+def _run_summary(subject: _RunSubject) -> list[str]:
+    run = subject.run
+    if run.status not in FINISHED:
         return [not_ready(run)]
-    result = assemble_result(store, run_id)
-    if view == "summary":
-        first = [line for line in result.findings.splitlines() if line.strip()][:6]
-        meta = result.metadata
-        return [
-            *first,
-            f"confidence: {result.confidence.level} — {result.confidence.reasoning}",
-            f"{len(result.sources)} sources; citations {meta.citations_verified}/{meta.citations_made} verified, "
-            f"{meta.citations_dropped} dropped; {meta.llm_calls} model calls, ${meta.cost_usd:.4f} ({meta.backend})",
-            *(
-                [
-                    "partial: some parts failed (the gaps view names them and why); "
-                    f"execute_plan(run_id='{run_id}', retry=true) retries only them"
-                ]
-                if run.status == "partial"
-                else []
-            ),
-            *(
-                ["follow-ups: " + " | ".join(result.suggested_followups[:SUMMARY_FOLLOWUPS])]
-                if result.suggested_followups
-                else []
-            ),
-            "more: report_results views report, sources, facts, confidence, gaps, followups, tree",
-        ]
-    if view == "report":
-        return [part for part in result.findings.split("\n\n") if part.strip()] + [
-            "metadata: " + result.metadata.model_dump_json()
-        ]
-    if view == "sources":
-        return [
-            f"{s.id} {s.title} <{s.url_or_path}> relevance={s.relevance} ({s.reason})" for s in result.sources
-        ]
-    if view == "facts":
-        facts = store.get_facts(_facts_of(result_synthesis(store, run)))
-        citations = store.citations([f.id for f in facts])
-        return [_fact_line(f, citations[f.id]) for f in facts]
-    if view == "confidence":
-        return [f"{result.confidence.level}: {result.confidence.reasoning}"]
-    if view == "gaps":
-        return result.gaps or ["no gaps recorded"]
-    if view == "followups":
-        return result.suggested_followups or ["no follow-ups suggested"]
-    raise InvalidInput(f"unknown view {view!r}")
+    result = subject.result
+    first = [line for line in result.findings.splitlines() if line.strip()][:6]
+    meta = result.metadata
+    lines = [
+        *first,
+        f"confidence: {result.confidence.level} — {result.confidence.reasoning}",
+        f"{len(result.sources)} sources; citations {meta.citations_verified}/{meta.citations_made} verified, "
+        f"{meta.citations_dropped} dropped; {meta.llm_calls} model calls, ${meta.cost_usd:.4f} ({meta.backend})",
+    ]
+    if run.status == "partial":
+        lines.append(
+            "partial: some parts failed (the gaps view names them and why); "
+            f"execute_plan(run_id='{run.id}', retry=true) retries only them"
+        )
+    if result.suggested_followups:
+        lines.append("follow-ups: " + " | ".join(result.suggested_followups[:SUMMARY_FOLLOWUPS]))
+    return [*lines, "more: report_results views report, sources, facts, confidence, gaps, followups, tree"]
+
+
+def _run_report(subject: _RunSubject) -> list[str]:
+    result = subject.result
+    return [part for part in result.findings.split("\n\n") if part.strip()] + [
+        "metadata: " + result.metadata.model_dump_json()
+    ]
+
+
+def _run_sources(subject: _RunSubject) -> list[str]:
+    return [
+        f"{s.id} {s.title} <{s.url_or_path}> relevance={s.relevance} ({s.reason})"
+        for s in subject.result.sources
+    ]
+
+
+def _run_facts(subject: _RunSubject) -> list[str]:
+    _ = subject.result  # a run without a report is refused here, as in the other views
+    store = subject.store
+    facts = store.get_facts(_facts_of(result_synthesis(store, subject.run)))
+    citations = store.citations([f.id for f in facts])
+    return [_fact_line(f, citations[f.id]) for f in facts]
+
+
+_RUN_VIEWS: dict[str, Callable[[_RunSubject], list[str]]] = {
+    "tree": _run_tree,
+    "handoff": _run_handoffs,
+    "summary": _run_summary,
+    "report": _run_report,
+    "sources": _run_sources,
+    "facts": _run_facts,
+    "confidence": lambda subject: [
+        f"{subject.result.confidence.level}: {subject.result.confidence.reasoning}"
+    ],
+    "gaps": lambda subject: subject.result.gaps or ["no gaps recorded"],
+    "followups": lambda subject: subject.result.suggested_followups or ["no follow-ups suggested"],
+}
 
 
 def _fact_line(fact: Fact, citations: list[Citation], *, source: bool = True) -> str:
@@ -270,46 +374,85 @@ def _fact_line(fact: Fact, citations: list[Citation], *, source: bool = True) ->
     return line
 
 
-def _handoff_view(store: Store, handoff_id: str, view: View) -> list[str]:
-    handoff = store.get_handoff(handoff_id)
-    report = handoff.output_as(SynthesisOutput)
-    extraction = handoff.output_as(StoredExtraction)
-    if view == "handoff":
-        return [json.dumps(handoff.model_dump(mode="json"), indent=1)]
-    if view == "summary":
-        return [*handoff.summary, f"role {handoff.role}, status {handoff.status}, backend {handoff.backend}"]
-    if view == "facts":
-        facts = store.facts_for_handoffs([handoff_id]) or store.get_facts(handoff.fact_ids)
-        citations = store.citations([f.id for f in facts])
-        return [_fact_line(f, citations[f.id], source=False) for f in facts] or ["no facts"]
-    if view == "sources":
-        curation = curation_behind(store, handoff.id)  # a scout's, or a discovery synthesis's
-        if curation is not None:
-            return [
-                f"{i + 1}. {s.title} <{s.ref}> score={s.score} tags={','.join(s.tags)}"
-                + (f" covers={','.join(f'Q{n}' for n in s.covers)}" if s.covers else "")
-                + f" — {s.rationale}"
-                + (f" | {s.lead[:LEAD_IN_VIEW]}" if s.lead else "")
-                for i, s in enumerate(curation.sources)
-            ] + [f"Q{n}. {question}" for n, question in enumerate(curation.questions, 1)]
-        asked = handoff.input_as(ExtractorInput)
-        if asked is not None:
-            source = store.get_source(asked.source_id)
-            return [f"{source_label(source.id)} {source.title} <{source.ref}>"]
-    if view == "report" and report is not None:
-        return [part for part in report.report.split("\n\n") if part.strip()]
+@dataclass(frozen=True)
+class _HandoffSubject:
+    store: Store
+    handoff: Handoff
+
+    @property
+    def report(self) -> SynthesisOutput | None:
+        return self.handoff.output_as(SynthesisOutput)
+
+    @property
+    def extraction(self) -> StoredExtraction | None:
+        return self.handoff.output_as(StoredExtraction)
+
+
+def _handoff_summary(subject: _HandoffSubject) -> list[str]:
+    handoff = subject.handoff
+    return [*handoff.summary, f"role {handoff.role}, status {handoff.status}, backend {handoff.backend}"]
+
+
+def _handoff_facts(subject: _HandoffSubject) -> list[str]:
+    store, handoff = subject.store, subject.handoff
+    facts = store.facts_for_handoffs([handoff.id]) or store.get_facts(handoff.fact_ids)
+    citations = store.citations([f.id for f in facts])
+    return [_fact_line(f, citations[f.id], source=False) for f in facts] or ["no facts"]
+
+
+def _handoff_sources(subject: _HandoffSubject) -> list[str] | None:
+    curation = curation_behind(subject.store, subject.handoff.id)  # a scout's, or a discovery synthesis's
+    if curation is not None:
+        return [
+            f"{i + 1}. {s.title} <{s.ref}> score={s.score} tags={','.join(s.tags)}"
+            + (f" covers={','.join(f'Q{n}' for n in s.covers)}" if s.covers else "")
+            + f" — {s.rationale}"
+            + (f" | {s.lead[:LEAD_IN_VIEW]}" if s.lead else "")
+            for i, s in enumerate(curation.sources)
+        ] + [f"Q{n}. {question}" for n, question in enumerate(curation.questions, 1)]
+    asked = subject.handoff.input_as(ExtractorInput)
+    if asked is None:
+        return None
+    source = subject.store.get_source(asked.source_id)
+    return [f"{source_label(source.id)} {source.title} <{source.ref}>"]
+
+
+def _handoff_report(subject: _HandoffSubject) -> list[str] | None:
+    if subject.report is None:
+        return None
+    return [part for part in subject.report.report.split("\n\n") if part.strip()]
+
+
+def _handoff_confidence(subject: _HandoffSubject) -> list[str] | None:
+    report, extraction = subject.report, subject.extraction
     confidence = report.confidence if report else extraction.confidence if extraction else None
-    if view == "confidence" and confidence is not None:
-        return [f"{confidence.level}: {confidence.reasoning}"]
-    if view == "gaps":
-        gaps = report.gaps if report else extraction.source_identified_gaps if extraction else []
-        return list(gaps) or ["no gaps recorded"]
-    if view == "followups":
-        follow = (report.suggested_followups if report else []) or [
-            q.question for q in (extraction.follow_up_questions if extraction else [])
-        ]
-        return follow or ["no follow-ups suggested"]
-    raise InvalidInput(f"view {view!r} is not available for a {handoff.role} handoff.")
+    return None if confidence is None else [f"{confidence.level}: {confidence.reasoning}"]
+
+
+def _handoff_gaps(subject: _HandoffSubject) -> list[str]:
+    report, extraction = subject.report, subject.extraction
+    gaps = report.gaps if report else extraction.source_identified_gaps if extraction else []
+    return list(gaps) or ["no gaps recorded"]
+
+
+def _handoff_followups(subject: _HandoffSubject) -> list[str]:
+    report, extraction = subject.report, subject.extraction
+    follow = (report.suggested_followups if report else []) or [
+        q.question for q in (extraction.follow_up_questions if extraction else [])
+    ]
+    return follow or ["no follow-ups suggested"]
+
+
+_HANDOFF_VIEWS: dict[str, Callable[[_HandoffSubject], list[str] | None]] = {
+    "handoff": lambda subject: [json.dumps(subject.handoff.model_dump(mode="json"), indent=1)],
+    "summary": _handoff_summary,
+    "facts": _handoff_facts,
+    "sources": _handoff_sources,
+    "report": _handoff_report,
+    "confidence": _handoff_confidence,
+    "gaps": _handoff_gaps,
+    "followups": _handoff_followups,
+}
 
 
 def page_of(ident: str, view: View, items: list[str], cursor: str | None, max_tokens: int) -> ReportPage:

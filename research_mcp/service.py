@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 
@@ -36,7 +35,7 @@ from research_mcp.roles.base import BudgetTracker, RoleDeps
 from research_mcp.roles.extractor import extract
 from research_mcp.roles.planner import plan_research
 from research_mcp.roles.scout import scout
-from research_mcp.run_document import live_snapshot
+from research_mcp.run_document import RunView, live_snapshot
 from research_mcp.runs.manager import Progress, RunManager
 from research_mcp.runs.snapshot import read_snapshot
 from research_mcp.sources.index_progress import CorpusStatus
@@ -226,6 +225,6 @@ class ResearchService:
     def report(self, ident: str, view: View, cursor: str | None, max_tokens: int) -> ReportPage:
         return page_of(ident, view, view_items(self.store, ident, view), cursor, max_tokens)
 
-    def run_view(self, run_id: str) -> dict[str, Any]:
+    def run_view(self, run_id: str) -> RunView:
         """The run as the MCP App view shows it (read by the view through the host, never by the model)."""
         return live_snapshot(self.store, run_id)

@@ -23,7 +23,7 @@ from markdown_it.token import Token
 from research_mcp.citations import normalize
 from research_mcp.ids import fact_label
 from research_mcp.reports import report_markdown
-from research_mcp.run_document import run_document
+from research_mcp.run_document import DocumentSource, RunDocument, ViewFact, ViewNode, run_document
 from research_mcp.storage.store import Store
 
 __all__ = ["FORMATS", "export_document", "export_run", "render_html", "safe_href"]
@@ -40,7 +40,7 @@ def export_run(store: Store, run_id: str, fmt: str) -> str:
         return report_markdown(store, run_id)
     document = run_document(store, run_id)
     if fmt == "json":
-        return json.dumps(document, ensure_ascii=False, indent=2)
+        return json.dumps(document.model_dump(mode="json"), ensure_ascii=False, indent=2)
     return render_html(document)
 
 
@@ -111,50 +111,49 @@ def _e(value: Any) -> str:
     return escape(str(value), quote=True)
 
 
-def _source_link(source: dict[str, Any]) -> str:
-    href = safe_href(source["url_or_path"])
-    label = _e(source["url_or_path"])
+def _source_link(source: DocumentSource) -> str:
+    href = safe_href(source.url_or_path)
+    label = _e(source.url_or_path)
     if href is None:
         return f"<code>{label}</code>"
     return f'<a href="{_e(href)}" rel="noopener noreferrer">{label}</a>'
 
 
-def _fact_entry(fact: dict[str, Any], source_ids: set[str]) -> str:
-    status = "verified" if fact["verified"] else "unverified"
-    source = fact["source_id"]
+def _fact_entry(fact: ViewFact, source_ids: set[str]) -> str:
+    status = "verified" if fact.verified else "unverified"
+    source = fact.source_id
     source_ref = (
         f'<a class="src" href="#{_e(source)}">{_e(source)}</a>' if source in source_ids else _e(source)
     )
     also = "".join(
-        f'<li><a class="src" href="#{_e(c["source_id"])}">{_e(c["source_id"])}</a>: '
-        f"<q>{_e(c['quote'])}</q></li>"
-        for c in fact["also_in"]
-        if c["source_id"] in source_ids
+        f'<li><a class="src" href="#{_e(c.source_id)}">{_e(c.source_id)}</a>: <q>{_e(c.quote)}</q></li>'
+        for c in fact.also_in
+        if c.source_id in source_ids
     )
     return (
-        f'<li class="fact {status}" id="{_e(fact["id"])}"><span class="tag">{_e(fact["id"])}</span> '
-        f'<span class="status">{status}</span> {_e(fact["statement"])}'
-        f"<blockquote>{_e(fact['quote'])} <cite>— {source_ref}</cite></blockquote>"
+        f'<li class="fact {status}" id="{_e(fact.id)}"><span class="tag">{_e(fact.id)}</span> '
+        f'<span class="status">{status}</span> {_e(fact.statement)}'
+        f"<blockquote>{_e(fact.quote)} <cite>— {source_ref}</cite></blockquote>"
         + (f'<ul class="also">{also}</ul>' if also else "")
         + "</li>"
     )
 
 
-def _source_entry(source: dict[str, Any]) -> str:
-    location = f' <span class="muted">{_e(source["location"])}</span>' if source["location"] else ""
+def _source_entry(source: DocumentSource) -> str:
+    location = f' <span class="muted">{_e(source.location)}</span>' if source.location else ""
     return (
-        f'<li class="source" id="{_e(source["id"])}"><span class="tag">{_e(source["id"])}</span> '
-        f"<strong>{_e(source.get('name') or source['title'] or source['url_or_path'])}</strong> "
+        f'<li class="source" id="{_e(source.id)}"><span class="tag">{_e(source.id)}</span> '
+        f"<strong>{_e(source.name or source.title or source.url_or_path)}</strong> "
         f"{_source_link(source)}{location}"
-        f' <span class="muted">relevance {_e(source["relevance"])}</span></li>'
+        f' <span class="muted">relevance {_e(source.relevance)}</span></li>'
     )
 
 
-def _tree(node: dict[str, Any]) -> str:
-    children = "".join(_tree(child) for child in node["children"])
+def _tree(node: ViewNode) -> str:
+    children = "".join(_tree(child) for child in node.children)
     return (
-        f'<li><span class="state {_e(node["state"])}">{_e(node["state"])}</span> '
-        f'<span class="muted">{_e(node["kind"])}</span> {_e(node["title"])}'
+        f'<li><span class="state {_e(node.state)}">{_e(node.state)}</span> '
+        f'<span class="muted">{_e(node.kind)}</span> {_e(node.title)}'
         + (f"<ul>{children}</ul>" if children else "")
         + "</li>"
     )
@@ -174,33 +173,29 @@ def _without_repeated_heading(findings: str, query: str) -> str:
     return _HEADING_LINE.sub(lambda m: "" if said(m.group(1)) in asked else m.group(0), findings)
 
 
-def render_html(document: dict[str, Any]) -> str:
+def render_html(document: RunDocument) -> str:
     """One self-contained HTML page: report with linked citations, facts, sources, confidence, gaps, plan."""
-    fact_ids = {fact["id"] for fact in document["facts"]}
-    source_ids = {source["id"] for source in document["sources"]}
-    findings = _markdown(fact_ids).render(
-        _without_repeated_heading(document["findings"], document["run"]["query"])
-    )
-    meta = document["metadata"]
-    run = document["run"]
-    confidence = document["confidence"]
-    gaps = "".join(f"<li>{_e(gap)}</li>" for gap in document["gaps"]) or "<li>none recorded</li>"
-    followups = "".join(f"<li>{_e(item)}</li>" for item in document["suggested_followups"])
+    fact_ids = {fact.id for fact in document.facts}
+    source_ids = {source.id for source in document.sources}
+    findings = _markdown(fact_ids).render(_without_repeated_heading(document.findings, document.run.query))
+    meta, run, confidence = document.metadata, document.run, document.confidence
+    gaps = "".join(f"<li>{_e(gap)}</li>" for gap in document.gaps) or "<li>none recorded</li>"
+    followups = "".join(f"<li>{_e(item)}</li>" for item in document.suggested_followups)
     plans = "".join(
-        f'<p class="muted">plan {_e(plan["plan_id"])}: {_e(plan["query"])}</p><ul class="tree">{_tree(plan["root"])}</ul>'
-        for plan in document["plan"]
+        f'<p class="muted">plan {_e(plan.plan_id)}: {_e(plan.query)}</p><ul class="tree">{_tree(plan.root)}</ul>'
+        for plan in document.plan
     )
     sections = [
-        f'<header><p class="muted">research-mcp report · run {_e(run["id"])} · {_e(run["status"])} · '
-        f"{_e(run['backend'])} backend · {_e(_when(run['finished_at'] or run['created_at']))}</p>"
-        f"<h1>{_e(run['query'])}</h1></header>",
+        f'<header><p class="muted">research-mcp report · run {_e(run.id)} · {_e(run.status)} · '
+        f"{_e(run.backend)} backend · {_e(_when(run.finished_at or run.created_at))}</p>"
+        f"<h1>{_e(run.query)}</h1></header>",
         f'<section id="report"><h2>Report</h2>{findings}</section>',
-        f'<section id="confidence"><h2>Confidence</h2><p><strong class="level {_e(confidence["level"])}">'
-        f"{_e(confidence['level'])}</strong> — {_e(confidence['reasoning'])}</p>"
-        f'<p class="muted">citations: {_e(meta["citations_verified"])}/{_e(meta["citations_made"])} verified, '
-        f"{_e(meta['citations_dropped'])} dropped · {_e(meta['sources_read'])} sources read · "
-        f"{_e(meta['llm_calls'])} model calls · {_e(meta['tokens_in'] + meta['tokens_out'])} tokens · "
-        f"${meta['cost_usd']:.4f} · {meta['elapsed_s']:.1f} s</p></section>",
+        f'<section id="confidence"><h2>Confidence</h2><p><strong class="level {_e(confidence.level)}">'
+        f"{_e(confidence.level)}</strong> — {_e(confidence.reasoning)}</p>"
+        f'<p class="muted">citations: {_e(meta.citations_verified)}/{_e(meta.citations_made)} verified, '
+        f"{_e(meta.citations_dropped)} dropped · {_e(meta.sources_read)} sources read · "
+        f"{_e(meta.llm_calls)} model calls · {_e(meta.tokens_in + meta.tokens_out)} tokens · "
+        f"${meta.cost_usd:.4f} · {meta.elapsed_s:.1f} s</p></section>",
         f'<section id="gaps"><h2>Gaps</h2><ul>{gaps}</ul></section>',
         (
             f'<section id="followups"><h2>Follow-up questions</h2><ul>{followups}</ul></section>'
@@ -208,14 +203,14 @@ def render_html(document: dict[str, Any]) -> str:
             else ""
         ),
         '<section id="facts"><h2>Facts</h2><ol class="entries">'
-        + "".join(_fact_entry(fact, source_ids) for fact in document["facts"])
+        + "".join(_fact_entry(fact, source_ids) for fact in document.facts)
         + "</ol></section>",
         '<section id="sources"><h2>Sources</h2><ol class="entries">'
-        + "".join(_source_entry(source) for source in document["sources"])
+        + "".join(_source_entry(source) for source in document.sources)
         + "</ol></section>",
         f'<section id="plan"><h2>Plan</h2>{plans}</section>',
     ]
-    return PAGE.format(title=_e(run["query"]), css=CSS, body="\n".join(part for part in sections if part))
+    return PAGE.format(title=_e(run.query), css=CSS, body="\n".join(part for part in sections if part))
 
 
 PAGE = """<!DOCTYPE html>

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import anyio
 from pydantic import BaseModel, ValidationError
 
+from research_mcp.contracts import HandoffStatus, RoleName
 from research_mcp.errors import BudgetExhausted, ModelError, ResearchError
 from research_mcp.llm.base import Generation, InvalidAnswer, ModelBackend, ModelRequest, Usage
 from research_mcp.redaction import Redactor
@@ -31,9 +33,20 @@ if TYPE_CHECKING:
     from research_mcp.storage.outputs import CachedOutput
     from research_mcp.storage.store import Store
 
-__all__ = ["BudgetTracker", "RoleDeps", "RoleResult", "cache_key", "load_prompt", "perform"]
+__all__ = [
+    "BudgetTracker",
+    "HandoffContext",
+    "Place",
+    "Role",
+    "RoleDeps",
+    "RoleResult",
+    "cache_key",
+    "load_prompt",
+    "perform",
+]
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
+StoredT = TypeVar("StoredT", bound=StoredOutput)
 
 PROMPT_VERSION = "1"
 MAX_REPAIRS = 2  # answers that do not validate are asked again at most this many times
@@ -121,6 +134,70 @@ class RoleResult(Generic[OutputT]):
     handoff_id: str
     output: OutputT
     usage: Usage
+    #: What the handoff was committed with: the answer as checked, with what code added.
+    stored: StoredOutput | None = None
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a handoff sits: its run, plan node and phase iteration (no run: a direct tool call)."""
+
+    run_id: str | None = None
+    node_id: str | None = None
+    iteration: int = 0
+
+
+@dataclass(frozen=True)
+class HandoffContext:
+    """What a role's check sees: the collaborators and the handoff about to be committed."""
+
+    deps: RoleDeps
+    handoff_id: str
+    place: Place
+
+    @property
+    def run_id(self) -> str | None:
+        return self.place.run_id
+
+
+class Role(ABC, Generic[OutputT, StoredT]):
+    """One invocation of a role: its input, what it asks the model, and the check code makes of the
+    answer before the handoff is committed (as pydantic-ai runs output validators on a typed
+    context). A role module subclasses it; `perform` runs it."""
+
+    name: RoleName
+    output_type: type[OutputT]
+    stored_type: type[StoredT]
+    max_tokens: int = 4096
+
+    def __init__(self, input: BaseModel, payload: BaseModel | None = None) -> None:
+        self.input = input
+        self.payload = payload or input
+
+    @abstractmethod
+    def prompt(self) -> str:
+        """What the model is asked (untrusted text framed as data)."""
+
+    @abstractmethod
+    def summary(self, output: OutputT) -> list[str]:
+        """The handoff's summary lines (at most three are kept)."""
+
+    def check(self, context: HandoffContext, output: OutputT) -> StoredT:
+        """The answer as it is committed; a role storing facts or checking citations overrides it."""
+        return self.stored(output)
+
+    def reuse_key(self, deps: RoleDeps) -> str | None:
+        """The key (see `cache_key`) under which an earlier answer may be reused; None: never."""
+        return None
+
+    def reused(self, context: HandoffContext, stored: StoredOutput) -> None:
+        """Called before a handoff is committed with a reused output (to re-link its facts)."""
+
+    def stored(self, output: OutputT, **added: Any) -> StoredT:
+        """The answer plus what code added, every key declared by `stored_type`."""
+        kept = stored_output(self.name, {**output.model_dump(mode="json"), **added})
+        assert isinstance(kept, self.stored_type)
+        return kept
 
 
 def cache_key(deps: RoleDeps, role: str, inputs: dict[str, Any]) -> str:
@@ -154,63 +231,109 @@ def _reusable(
 
 
 async def perform(
-    deps: RoleDeps,
-    *,
-    role: str,
-    input: BaseModel,
-    output_type: type[OutputT],
-    payload: BaseModel | None = None,
-    prompt: str,
-    summarize: Callable[[OutputT], list[str]],
-    finish: Callable[[str, OutputT], dict[str, Any]] | None = None,
-    run_id: str | None = None,
-    node_id: str | None = None,
-    iteration: int = 0,
-    max_tokens: int = 4096,
-    reuse_key: str | None = None,
-    on_reuse: Callable[[str, StoredOutput], None] | None = None,
+    deps: RoleDeps, role: Role[OutputT, StoredT], place: Place | None = None
 ) -> RoleResult[OutputT]:
     """Run one role invocation as a handoff.
 
     The handoff is opened (status running), the model asked within the concurrency limit and the
-    budget, then `finish(handoff_id, output)` may do the role's checking (storing facts, checking
-    citations) and return extra fields kept with the output; the handoff is committed as done with
-    its summary before this returns. A failure is committed as failed, with its error, and re-raised.
+    budget, then `role.check` makes the role's checks (storing facts, checking citations) and gives
+    the output as committed; the handoff is committed as done with its summary before this returns.
+    A failure is committed as failed, with its error, and re-raised.
 
-    With a `reuse_key` (see `cache_key`) and a knowledge base, a done handoff of the same key is
-    reused instead of asking the model: the new handoff is committed with its output marked
-    `cached: true`, after `on_reuse(handoff_id, output)` (re-linking facts) has run.
+    With a `role.reuse_key` and a knowledge base, a done handoff of the same key is reused instead of
+    asking the model: the new handoff is committed with its output marked `cached: true`, after
+    `role.reused` (re-linking facts) has run.
     """
-    store = deps.store
-    handoff_id = store.start_handoff(
-        role=role,
-        input=input.model_dump(mode="json"),
+    place = place or Place()
+    handoff_id = deps.store.start_handoff(
+        role=role.name,
+        input=role.input.model_dump(mode="json"),
         backend=deps.model.name,
-        run_id=run_id,
-        node_id=node_id,
-        iteration=iteration,
+        run_id=place.run_id,
+        node_id=place.node_id,
+        iteration=place.iteration,
     )
-    reusable = _reusable(deps, reuse_key, output_type)
+    context = HandoffContext(deps, handoff_id, place)
+    reuse_key = role.reuse_key(deps)
+    reusable = _reusable(deps, reuse_key, role.output_type)
     if reusable is not None:
-        return _reuse(deps, handoff_id, *reusable, on_reuse)
-    request = ModelRequest(
-        role=role,
-        system=load_prompt(role),
+        return _reuse(context, role, *reusable)
+    spent = Usage(model=deps.model.model_for(role.name))  # every attempt's usage, success or failure
+    try:
+        generation = await _ask(deps, _request(deps, role), spent, _CallLog(context, role.name))
+        stored = role.check(context, generation.output)
+        _finish(
+            context, status="done", spent=spent, output=stored, summary=role.summary(generation.output)[:3]
+        )
+        if reuse_key is not None and deps.knowledge is not None:
+            deps.knowledge.remember_output(reuse_key, role.name, handoff_id)
+    except ResearchError as error:
+        _finish(context, status="failed", spent=spent, summary=[str(error)[:200]], error=str(error))
+        raise
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True):
+            _finish(context, status="cancelled", spent=spent, summary=["cancelled"])
+        raise
+    except Exception as error:  # a bug below: the handoff must still not be left running
+        message = f"internal error in the {role.name} ({type(error).__name__}: {error}); please report it."
+        deps.store.finish_handoff(
+            handoff_id, status="failed", output=None, summary=[message[:200]], error=message
+        )
+        raise
+    return RoleResult(handoff_id=handoff_id, output=generation.output, usage=spent, stored=stored)
+
+
+def _request(deps: RoleDeps, role: Role[OutputT, StoredT]) -> ModelRequest[OutputT]:
+    return ModelRequest(
+        role=role.name,
+        system=load_prompt(role.name),
         # The last net before a prompt leaves: no configured secret goes to a model, whatever text
         # (a source, an earlier failure) the prompt was built from.
-        prompt=Redactor.from_settings(deps.settings)(prompt),
-        output_type=output_type,
-        payload=payload or input,
-        max_tokens=max_tokens,
+        prompt=Redactor.from_settings(deps.settings)(role.prompt()),
+        output_type=role.output_type,
+        payload=role.payload,
+        max_tokens=role.max_tokens,
     )
-    spent = Usage(model=deps.model.model_for(role))  # every attempt's usage, success or failure
 
-    def record_call(usage: Usage, status: str, started: float, error: str | None = None) -> None:
+
+def _finish(
+    context: HandoffContext,
+    *,
+    status: HandoffStatus,
+    spent: Usage,
+    summary: list[str],
+    output: StoredOutput | None = None,
+    error: str | None = None,
+) -> None:
+    """Commit the handoff with what its attempts spent (the model named once one was asked)."""
+    asked = status == "done" or (status == "failed" and spent.calls > 0)
+    context.deps.store.finish_handoff(
+        context.handoff_id,
+        status=status,
+        output=output,
+        summary=summary,
+        error=error,
+        model=spent.model if asked else "",
+        tokens_in=spent.tokens_in,
+        tokens_out=spent.tokens_out,
+        cost_usd=spent.cost_usd,
+    )
+
+
+@dataclass(frozen=True)
+class _CallLog:
+    """Records model_calls rows for one handoff."""
+
+    context: HandoffContext
+    role: str
+
+    def __call__(self, usage: Usage, status: str, started: float, error: str | None = None) -> None:
         """One model_calls row: an attempt (`ok`, `invalid`, `failed`) or a request the transport
         retried (`retried`, no tokens, `latency_s` the wait)."""
-        store.record_model_call(
-            handoff_id,
-            role=role,
+        deps = self.context.deps
+        deps.store.record_model_call(
+            self.context.handoff_id,
+            role=self.role,
             backend=deps.model.name,
             model=usage.model,
             tokens_in=usage.tokens_in,
@@ -221,53 +344,6 @@ async def perform(
             status=status,
             error=error,
         )
-
-    try:
-        generation = await _ask(deps, request, spent, record_call)
-        extra = finish(handoff_id, generation.output) if finish else {}
-        output = stored_output(role, {**generation.output.model_dump(mode="json"), **extra})
-        store.finish_handoff(
-            handoff_id,
-            status="done",
-            output=output,
-            summary=summarize(generation.output)[:3],
-            model=spent.model,
-            tokens_in=spent.tokens_in,
-            tokens_out=spent.tokens_out,
-            cost_usd=spent.cost_usd,
-        )
-        if reuse_key is not None and deps.knowledge is not None:
-            deps.knowledge.remember_output(reuse_key, role, handoff_id)
-    except ResearchError as error:
-        store.finish_handoff(
-            handoff_id,
-            status="failed",
-            output=None,
-            summary=[str(error)[:200]],
-            error=str(error),
-            model=spent.model if spent.calls else "",
-            tokens_in=spent.tokens_in,
-            tokens_out=spent.tokens_out,
-            cost_usd=spent.cost_usd,
-        )
-        raise
-    except anyio.get_cancelled_exc_class():
-        with anyio.CancelScope(shield=True):
-            store.finish_handoff(
-                handoff_id,
-                status="cancelled",
-                output=None,
-                summary=["cancelled"],
-                tokens_in=spent.tokens_in,
-                tokens_out=spent.tokens_out,
-                cost_usd=spent.cost_usd,
-            )
-        raise
-    except Exception as error:  # a bug below: the handoff must still not be left running
-        message = f"internal error in the {role} ({type(error).__name__}: {error}); please report it."
-        store.finish_handoff(handoff_id, status="failed", output=None, summary=[message[:200]], error=message)
-        raise
-    return RoleResult(handoff_id=handoff_id, output=generation.output, usage=spent)
 
 
 async def _ask(
@@ -327,23 +403,19 @@ async def _ask(
 
 
 def _reuse(
-    deps: RoleDeps,
-    handoff_id: str,
-    cached: CachedOutput,
-    output: OutputT,
-    on_reuse: Callable[[str, StoredOutput], None] | None,
+    context: HandoffContext, role: Role[OutputT, StoredT], cached: CachedOutput, output: OutputT
 ) -> RoleResult[OutputT]:
-    """Commit `handoff_id` as done with a cached output: no model call, no tokens."""
+    """Commit the handoff as done with a cached output: no model call, no tokens."""
+    store, handoff_id = context.deps.store, context.handoff_id
     stored = cached.output.model_copy(update={"cached": True, "cached_from": cached.handoff_id})
     try:
-        if on_reuse is not None:
-            on_reuse(handoff_id, stored)
-        deps.store.finish_handoff(
+        role.reused(context, stored)
+        store.finish_handoff(
             handoff_id, status="done", output=stored, summary=cached.summary, model=cached.model
         )
     except ResearchError as error:
-        deps.store.finish_handoff(
+        store.finish_handoff(
             handoff_id, status="failed", output=None, summary=[str(error)[:200]], error=str(error)
         )
         raise
-    return RoleResult(handoff_id=handoff_id, output=output, usage=Usage(model=cached.model))
+    return RoleResult(handoff_id=handoff_id, output=output, usage=Usage(model=cached.model), stored=stored)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
-from typing import Any
 
 import anyio
 
@@ -13,7 +12,7 @@ from research_mcp.contracts import ExtractorOutput, ExtractorTaskSpec, Source
 from research_mcp.ids import source_label
 from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.roles.acceptance import summary_asked
-from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
+from research_mcp.roles.base import HandoffContext, Place, Role, RoleDeps, RoleResult, cache_key, perform
 from research_mcp.roles.framing import frame
 from research_mcp.storage.models import NewFact, NewInsight
 from research_mcp.storage.outputs import StoredExtraction, StoredOutput
@@ -22,6 +21,7 @@ __all__ = [
     "MAX_QUESTIONS",
     "MAX_SOURCE_CHARS",
     "SUMMARY_FACTS",
+    "Extraction",
     "SpecSpending",
     "asked_questions",
     "extract",
@@ -134,7 +134,6 @@ async def extract(
     `known`: what earlier research established elsewhere, told to the extractor before `context`.
     It grows with every run, so it is left out of the reuse key: the same source asked the same
     questions in the same context is not asked again because more became known elsewhere."""
-    asked = asked_questions(task_spec, questions or [], added_questions)
     told = context
     if known:
         told = "\n".join(
@@ -148,105 +147,127 @@ async def extract(
         source_id=source.id,
         source_ref=source.ref,
         source_title=source.title,
-        questions=asked,
+        questions=asked_questions(task_spec, questions or [], added_questions),
         task_spec=task_spec,
         context=told,
     )
-    truncated = len(source.text) > MAX_SOURCE_CHARS
-    payload = ExtractorPayload(**extractor_input.model_dump(), source_text=source.text[:MAX_SOURCE_CHARS])
-
-    recorded: list[int] = []
-
-    concise: list[tuple[int, int]] = []
-
-    def finish(handoff_id: str, output: ExtractorOutput) -> dict[str, Any]:
-        if summary_asked(task_spec) and (cut := _concise(output)) is not None:
-            concise.append(cut)
-        new_facts = []
-        locator = QuoteLocator(source.text)
-        for fact in output.facts:
-            # A quote verifies only as a meaningful span bearing on the statement ("the" is everywhere).
-            span = locator.find(fact.quote) if meaningful_quote(fact.quote, fact.statement) else None
-            question = None
-            if fact.question_index is not None and fact.question_index < len(asked):
-                question = asked[fact.question_index]
-            new_facts.append(
-                NewFact(
-                    source_id=source.id,
-                    statement=fact.statement,
-                    quote=fact.quote,
-                    start=span[0] if span else None,
-                    end=span[1] if span else None,
-                    question=question,
-                    confidence=fact.confidence,
-                    verified=span is not None,
-                )
-            )
-        fact_ids = deps.store.add_facts(run_id, handoff_id, new_facts)
-        recorded.extend(fact_ids)
-        triggers = insight_triggers(output, source.text, task_spec)
-        # An extraction cites no fact ids: any citation-like token in its free text is forged.
-        checker = CitationChecker(allowed=(), verified=(), links=None)
-        output.source_identified_gaps = checker.texts(output.source_identified_gaps)
-        for item in output.follow_up_questions:
-            item.question = checker.text(item.question)
-            item.rationale = checker.text(item.rationale)
-        if not triggers:
-            output.follow_up_questions.clear()
-            output.source_identified_gaps.clear()
-            output.linked_candidate_sources.clear()
-        # Kept in the knowledge base with the source, for later runs (runs/prior.py).
-        deps.store.add_insights(run_id, handoff_id, _insights(source, output))
-        verified = sum(1 for fact in new_facts if fact.verified)
-        return {
-            "fact_ids": fact_ids,
-            "verified": verified,
-            "unverified": len(new_facts) - verified,
-            "insight_triggers": triggers,
-            "source_id": source.id,
-            "follow_up_questions": [item.model_dump() for item in output.follow_up_questions],
-            "source_identified_gaps": list(output.source_identified_gaps),
-            "linked_candidate_sources": [item.model_dump() for item in output.linked_candidate_sources],
-        }
-
-    def reuse(handoff_id: str, output: StoredOutput) -> None:
-        if deps.knowledge is not None and isinstance(output, StoredExtraction):
-            deps.knowledge.relink(handoff_id, output.fact_ids)
-
-    # The same text asked the same way by the same model and prompt: the earlier answer is reused.
-    reuse_key = cache_key(
-        deps,
-        "extractor",
-        {
-            "content_hash": source.content_hash,
-            "questions": asked,
-            "task_spec": task_spec.model_dump(mode="json") if task_spec is not None else None,
-            "context": context,
-            "max_source_chars": MAX_SOURCE_CHARS,
-        },
-    )
-    result = await perform(
-        deps,
-        role="extractor",
-        input=extractor_input,
-        payload=payload,
-        output_type=ExtractorOutput,
-        prompt=_prompt(payload, truncated),
-        summarize=lambda output: _summary(output, concise[0] if concise else None),
-        finish=finish,
-        reuse_key=reuse_key,
-        on_reuse=reuse,
-        run_id=run_id,
-        node_id=node_id,
-        iteration=iteration,
-    )
-    if deps.knowledge is not None and recorded:
+    role = Extraction(source, extractor_input, context)
+    result = await perform(deps, role, Place(run_id, node_id, iteration))
+    stored = result.stored
+    if (
+        deps.knowledge is not None
+        and isinstance(stored, StoredExtraction)
+        and not stored.cached
+        and stored.fact_ids
+    ):
         # After the commit: near-duplicates of known facts merged, the others indexed (it embeds).
         # Shielded: a committed extraction is merged and indexed whole even when the run is cancelled
         # now, so a resumed run sees its facts as an uninterrupted one would (a few facts: quick).
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(deps.knowledge.merge_or_index, recorded)
+            await anyio.to_thread.run_sync(deps.knowledge.merge_or_index, list(stored.fact_ids))
     return result
+
+
+class Extraction(Role[ExtractorOutput, StoredExtraction]):
+    """One source asked its questions; the check stores the facts, each quote looked up in the text."""
+
+    name = "extractor"
+    output_type = ExtractorOutput
+    stored_type = StoredExtraction
+
+    def __init__(self, source: Source, asked: ExtractorInput, context: str) -> None:
+        self.source = source
+        self.context = context  # without what is known: the reuse key leaves that out
+        self.truncated = len(source.text) > MAX_SOURCE_CHARS
+        payload = ExtractorPayload(**asked.model_dump(), source_text=source.text[:MAX_SOURCE_CHARS])
+        super().__init__(asked, payload)
+        self.asked = asked
+        self.concise: tuple[int, int] | None = None
+
+    def prompt(self) -> str:
+        assert isinstance(self.payload, ExtractorPayload)
+        return _prompt(self.payload, self.truncated)
+
+    def summary(self, output: ExtractorOutput) -> list[str]:
+        return _summary(output, self.concise)
+
+    def reuse_key(self, deps: RoleDeps) -> str:
+        # The same text asked the same way by the same model and prompt: the earlier answer is reused.
+        task_spec = self.asked.task_spec
+        return cache_key(
+            deps,
+            self.name,
+            {
+                "content_hash": self.source.content_hash,
+                "questions": self.asked.questions,
+                "task_spec": task_spec.model_dump(mode="json") if task_spec is not None else None,
+                "context": self.context,
+                "max_source_chars": MAX_SOURCE_CHARS,
+            },
+        )
+
+    def reused(self, context: HandoffContext, stored: StoredOutput) -> None:
+        if context.deps.knowledge is not None and isinstance(stored, StoredExtraction):
+            context.deps.knowledge.relink(context.handoff_id, stored.fact_ids)
+
+    def check(self, context: HandoffContext, output: ExtractorOutput) -> StoredExtraction:
+        task_spec, source = self.asked.task_spec, self.source
+        if summary_asked(task_spec):
+            self.concise = _concise(output)
+        new_facts = _located_facts(source, output, self.asked.questions)
+        fact_ids = context.deps.store.add_facts(context.run_id, context.handoff_id, new_facts)
+        triggers = insight_triggers(output, source.text, task_spec)
+        _scrub_insights(output, keep=bool(triggers))
+        # Kept in the knowledge base with the source, for later runs (runs/prior.py).
+        context.deps.store.add_insights(context.run_id, context.handoff_id, _insights(source, output))
+        verified = sum(1 for fact in new_facts if fact.verified)
+        return self.stored(
+            output,
+            fact_ids=fact_ids,
+            verified=verified,
+            unverified=len(new_facts) - verified,
+            insight_triggers=triggers,
+            source_id=source.id,
+        )
+
+
+def _located_facts(source: Source, output: ExtractorOutput, asked: Sequence[str]) -> list[NewFact]:
+    """The answer's facts as stored: each quote looked up in the source's text."""
+    locator = QuoteLocator(source.text)
+    new_facts = []
+    for fact in output.facts:
+        # A quote verifies only as a meaningful span bearing on the statement ("the" is everywhere).
+        span = locator.find(fact.quote) if meaningful_quote(fact.quote, fact.statement) else None
+        question = None
+        if fact.question_index is not None and fact.question_index < len(asked):
+            question = asked[fact.question_index]
+        new_facts.append(
+            NewFact(
+                source_id=source.id,
+                statement=fact.statement,
+                quote=fact.quote,
+                start=span[0] if span else None,
+                end=span[1] if span else None,
+                question=question,
+                confidence=fact.confidence,
+                verified=span is not None,
+            )
+        )
+    return new_facts
+
+
+def _scrub_insights(output: ExtractorOutput, *, keep: bool) -> None:
+    """An extraction cites no fact ids: any citation-like token in its free text is forged. Without
+    a trigger (see `insight_triggers`) it carries no insights at all."""
+    checker = CitationChecker(allowed=(), verified=(), links=None)
+    output.source_identified_gaps = checker.texts(output.source_identified_gaps)
+    for item in output.follow_up_questions:
+        item.question = checker.text(item.question)
+        item.rationale = checker.text(item.rationale)
+    if not keep:
+        output.follow_up_questions.clear()
+        output.source_identified_gaps.clear()
+        output.linked_candidate_sources.clear()
 
 
 def _insights(source: Source, output: ExtractorOutput) -> list[NewInsight]:

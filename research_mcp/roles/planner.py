@@ -8,13 +8,14 @@ from research_mcp.contracts import Budget, PlannerOutput, PlanNode
 from research_mcp.errors import InvalidInput
 from research_mcp.feasibility import assign_ids, check_feasible, leaf_reading
 from research_mcp.role_inputs import PlannerInput
-from research_mcp.roles.base import RoleDeps, perform
+from research_mcp.roles.base import Role, RoleDeps, perform
 from research_mcp.roles.extractor import MAX_SOURCE_CHARS
 from research_mcp.sources.library import classify_ref
 from research_mcp.storage.models import PlanEstimate
+from research_mcp.storage.outputs import StoredPlanning
 from research_mcp.storage.store import new_id
 
-__all__ = ["PlanRecord", "estimate_plan", "plan_research"]
+__all__ = ["PlanRecord", "Planning", "estimate_plan", "plan_research"]
 
 MAX_PLAN_REPAIRS = 2
 # Figures behind the estimate (see README "Estimates"): the typical size of each role's prompt and
@@ -133,14 +134,7 @@ async def plan_research(
             known_facts=known_facts,
             violations=violations,
         )
-        result = await perform(
-            deps,
-            role="planner",
-            input=planner_input,
-            output_type=PlannerOutput,
-            prompt=_prompt(planner_input),
-            summarize=_summary,
-        )
+        result = await perform(deps, Planning(planner_input))
         violations = check_feasible(result.output.root)
         if not violations:
             break
@@ -164,6 +158,24 @@ async def plan_research(
         budget=budget,
     )
     return PlanRecord(plan_id, status, root, violations, estimate, result.handoff_id)
+
+
+class Planning(Role[PlannerOutput, StoredPlanning]):
+    """A query into a plan tree; feasibility is checked by `plan_research`, which may ask again."""
+
+    name = "planner"
+    output_type = PlannerOutput
+    stored_type = StoredPlanning
+
+    def __init__(self, planner_input: PlannerInput) -> None:
+        super().__init__(planner_input)
+        self.planner_input = planner_input
+
+    def prompt(self) -> str:
+        return _prompt(self.planner_input)
+
+    def summary(self, output: PlannerOutput) -> list[str]:
+        return _summary(output)
 
 
 def _prompt(planner_input: PlannerInput) -> str:

@@ -8,11 +8,12 @@ from typing import Any
 
 from research_mcp.contracts import ScoutOutput
 from research_mcp.role_inputs import ScoutCandidate, ScoutInput
-from research_mcp.roles.base import RoleDeps, RoleResult, perform
+from research_mcp.roles.base import HandoffContext, Place, Role, RoleDeps, RoleResult, perform
 from research_mcp.roles.framing import frame
 from research_mcp.roles.sweep import LEADS, angles, covered, sites_named
 from research_mcp.sources.library import Candidate, ref_key
 from research_mcp.sources.openings import LEAD_CHARS
+from research_mcp.storage.outputs import StoredCuration
 
 __all__ = ["scout"]
 
@@ -108,7 +109,41 @@ async def scout(
     ]
     scout_input = ScoutInput(topic=topic, queries=searched, candidates=candidates, questions=questions)
 
-    def finish(handoff_id: str, output: ScoutOutput) -> dict[str, Any]:
+    curation = Curation(scout_input, limit=limit, failures=failures, led=led, found_by=found_by)
+    return await perform(deps, curation, Place(run_id, node_id, iteration))
+
+
+class Curation(Role[ScoutOutput, StoredCuration]):
+    """The candidates ranked by the backend; the check keeps the included ones, best first, each
+    tagged by code with the questions it covers and the angles that found it."""
+
+    name = "scout"
+    output_type = ScoutOutput
+    stored_type = StoredCuration
+
+    def __init__(
+        self,
+        scout_input: ScoutInput,
+        *,
+        limit: int,
+        failures: list[str],
+        led: dict[str, list[str]],
+        found_by: dict[str, list[str]],
+    ) -> None:
+        super().__init__(scout_input)
+        self.scout_input, self.limit, self.failures = scout_input, limit, failures
+        self.led, self.found_by = led, found_by
+
+    def prompt(self) -> str:
+        return _prompt(self.scout_input)
+
+    def summary(self, output: ScoutOutput) -> list[str]:
+        return _summary(output)
+
+    def check(self, context: HandoffContext, output: ScoutOutput) -> StoredCuration:
+        candidates, questions = self.scout_input.candidates, self.scout_input.questions
+        searched, limit, failures = self.scout_input.queries, self.limit, self.failures
+        led, found_by = self.led, self.found_by
         kept: list[dict[str, Any]] = []
         excluded: list[dict[str, Any]] = []
         seen: set[int] = set()
@@ -131,26 +166,16 @@ async def scout(
             (kept if item.include else excluded).append(curated)
         kept = kept[:limit]
         covering = {number for source in kept for number in source["covers"]}
-        return {
-            "sources": kept,
-            "searches": len(searched),
-            "candidates": len(candidates),
-            "failures": failures,
-            "angles": searched,
-            "questions": questions,
-            "uncovered": [n for n in range(1, len(questions) + 1) if n not in covering],
-            "excluded": excluded[:MAX_EXCLUDED],
-        }
-
-    return await perform(
-        deps,
-        role="scout",
-        input=scout_input,
-        output_type=ScoutOutput,
-        prompt=_prompt(scout_input),
-        summarize=_summary,
-        finish=finish,
-        run_id=run_id,
-        node_id=node_id,
-        iteration=iteration,
-    )
+        return self.stored(
+            output,
+            **{
+                "sources": kept,
+                "searches": len(searched),
+                "candidates": len(candidates),
+                "failures": failures,
+                "angles": searched,
+                "questions": questions,
+                "uncovered": [n for n in range(1, len(questions) + 1) if n not in covering],
+                "excluded": excluded[:MAX_EXCLUDED],
+            },
+        )

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
 
 from research_mcp.citations import CitationChecker, normalize
-from research_mcp.contracts import ConfidenceLevel, ExtractorTaskSpec, Fact, SynthesisOutput
+from research_mcp.contracts import Confidence, ConfidenceLevel, ExtractorTaskSpec, Fact, SynthesisOutput
 from research_mcp.ids import fact_label, source_label
 from research_mcp.role_inputs import (
     ChildReport,
@@ -16,14 +15,26 @@ from research_mcp.role_inputs import (
     SynthesisPayload,
 )
 from research_mcp.roles.acceptance import Criterion, cited_facts, judge, numbered_criteria, reshape
-from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
+from research_mcp.roles.base import HandoffContext, Place, Role, RoleDeps, RoleResult, cache_key, perform
 from research_mcp.roles.contradictions import found_contradictions
-from research_mcp.roles.evidence import NOT_ESTABLISHED, UNANSWERED, cap_confidence, judge_evidence
+from research_mcp.roles.evidence import (
+    NOT_ESTABLISHED,
+    UNANSWERED,
+    Evidence,
+    cap_confidence,
+    judge_evidence,
+)
 from research_mcp.roles.framing import frame
-from research_mcp.roles.synthesis_inputs import insight_followups, known_insights, read_inputs, source_gaps
+from research_mcp.roles.synthesis_inputs import (
+    Inputs,
+    insight_followups,
+    known_insights,
+    read_inputs,
+    source_gaps,
+)
 from research_mcp.sources.library import coverage_said_once
 from research_mcp.storage.models import KnownInsight
-from research_mcp.storage.outputs import AcceptanceCheck, StoredSynthesis
+from research_mcp.storage.outputs import AcceptanceCheck, CitationCounts, StoredSynthesis
 
 __all__ = ["CRITERION_UNMET", "UNANSWERED", "cap_confidence", "gate_synthesis", "gather_inputs", "synthesize"]
 
@@ -155,23 +166,6 @@ async def synthesize(
     what the node left out on purpose (what a task spec's budget did not allow), added to the gaps.
     `known`: what sources read by earlier runs left open (kept in the knowledge base), bearing on
     the questions: given to the synthesizer with the others, and named in the gaps with the source."""
-    below = read_inputs(deps, input_handoffs)
-    earlier = known_insights(known, below.insights)
-    insights = [*below.insights, *earlier]
-    facts = list({fact.id: fact for fact in deps.store.canonical_facts(below.fact_ids)}.values())
-    failed = coverage_said_once(
-        list(dict.fromkeys(failure[:MAX_FAILURE_CHARS] for failure in [*below.failures, *failures]))
-    )
-    # Prior findings the inputs do not already hold (a leaf re-reading a source finds its own again).
-    found = {fact.id for fact in facts}
-    facts += [fact for fact in deps.store.canonical_facts(prior_facts) if fact.id not in found]
-    # Ordered by what the facts say, not by their ids (the order parallel extractions finished in), so
-    # the same facts make the same payload, the same cut at MAX_FACTS and the same report on every run.
-    in_scope = len(facts)
-    facts = sorted(
-        facts,
-        key=lambda f: (not f.verified, -f.corroborations, -f.confidence, normalize(f.statement), f.quote),
-    )[:MAX_FACTS]
     synthesis_input = SynthesisInput(
         title=title,
         questions=questions,
@@ -179,127 +173,206 @@ async def synthesize(
         discovery=discovery,
         task_specs=list(task_specs),
     )
-    payload = SynthesisPayload(
-        **synthesis_input.model_dump(),
-        facts=[SynthesisFact(**fact.model_dump(exclude={"location"})) for fact in facts],
-        child_reports=below.reports,
-        insights=insights,
-    )
-    criteria = numbered_criteria(task_specs)
-    allowed = {fact.id for fact in facts}
-    verified = {fact.id for fact in facts if fact.verified}
-    prior = sorted(allowed - found)
+    scope = _Scope.read(deps, input_handoffs, prior_facts=prior_facts, failures=failures, known=known)
+    role = Synthesis(synthesis_input, scope, notes=list(dict.fromkeys(notes)))
+    return await perform(deps, role, Place(run_id, node_id, iteration))
 
-    def finish(handoff_id: str, output: SynthesisOutput) -> dict[str, Any]:
+
+class _Scope:
+    """What a synthesis reads: the handoffs below, what earlier runs left open, and the facts in
+    scope, ordered by what they say (not by their ids, the order parallel extractions finished in),
+    so the same facts make the same payload, the same cut at MAX_FACTS and the same report."""
+
+    def __init__(
+        self, below: Inputs, earlier: list[SourceInsight], facts: list[Fact], found: set[int]
+    ) -> None:
+        self.below = below
+        self.earlier = earlier
+        self.insights = [*below.insights, *earlier]
+        self.in_scope = len(facts)
+        self.facts = sorted(
+            facts,
+            key=lambda f: (not f.verified, -f.corroborations, -f.confidence, normalize(f.statement), f.quote),
+        )[:MAX_FACTS]
+        self.allowed = {fact.id for fact in self.facts}
+        self.verified = {fact.id for fact in self.facts if fact.verified}
+        self.prior = sorted(self.allowed - found)
+        self.failed: list[str] = []
+
+    @classmethod
+    def read(
+        cls,
+        deps: RoleDeps,
+        input_handoffs: list[str],
+        *,
+        prior_facts: Sequence[int],
+        failures: Sequence[str],
+        known: Sequence[KnownInsight],
+    ) -> _Scope:
+        below = read_inputs(deps, input_handoffs)
+        facts = list({fact.id: fact for fact in deps.store.canonical_facts(below.fact_ids)}.values())
+        # Prior findings the inputs do not already hold (a leaf re-reading a source finds its own again).
+        found = {fact.id for fact in facts}
+        facts += [fact for fact in deps.store.canonical_facts(prior_facts) if fact.id not in found]
+        scope = cls(below, known_insights(known, below.insights), facts, found)
+        failed = [failure[:MAX_FAILURE_CHARS] for failure in [*below.failures, *failures]]
+        scope.failed = coverage_said_once(list(dict.fromkeys(failed)))
+        return scope
+
+
+class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
+    """A node's facts and lower reports into one report; the check keeps only the citations in scope
+    and adds, by code, the gaps, contradictions and confidence caps the evidence shows."""
+
+    name = "synthesizer"
+    output_type = SynthesisOutput
+    stored_type = StoredSynthesis
+    max_tokens = 8192
+
+    def __init__(self, asked: SynthesisInput, scope: _Scope, *, notes: list[str]) -> None:
+        payload = SynthesisPayload(
+            **asked.model_dump(),
+            facts=[SynthesisFact(**fact.model_dump(exclude={"location"})) for fact in scope.facts],
+            child_reports=scope.below.reports,
+            insights=scope.insights,
+        )
+        super().__init__(asked, payload)
+        self.asked, self.scope, self.notes = asked, scope, notes
+        self.criteria = numbered_criteria(asked.task_specs)
+
+    def prompt(self) -> str:
+        assert isinstance(self.payload, SynthesisPayload)
+        return _prompt(self.payload, self.criteria, self.scope.prior)
+
+    def summary(self, output: SynthesisOutput) -> list[str]:
+        return _summary(output, len(self.scope.failed))
+
+    def reuse_key(self, deps: RoleDeps) -> str:
+        # The same facts and reports, given the same way: the earlier synthesis is reused.
+        return cache_key(
+            deps,
+            self.name,
+            {
+                "payload": self.payload.model_dump(mode="json", exclude={"input_handoffs"}),
+                "prior": self.scope.prior,
+                "failures": self.scope.failed,
+                "carried": self.scope.below.evidence_gaps,
+                "notes": self.notes,
+            },
+        )
+
+    def check(self, context: HandoffContext, output: SynthesisOutput) -> StoredSynthesis:
+        scope, questions = self.scope, self.asked.questions
         for finding in output.key_findings:
-            finding.fact_ids = [fact_id for fact_id in finding.fact_ids if fact_id in allowed]
+            finding.fact_ids = [fact_id for fact_id in finding.fact_ids if fact_id in scope.allowed]
         # The expected format, given by code when the synthesis did not (before the citation check,
         # which then counts its citations as it counts the others).
-        output.report, format_gaps = reshape(output.report, task_specs, output.key_findings)
-        # Every free text is checked, not only the report: a forged citation or a foreign link in a gap
-        # or in the confidence reasoning would reach the exports as surely as one in the report.
-        links = _source_links(deps, facts)
-        checker = CitationChecker(allowed, verified, links=links)
-        report = checker.text(output.report)
-        output.gaps = checker.texts(output.gaps)
-        output.contradictions = checker.texts(output.contradictions)
-        output.suggested_followups = checker.texts(output.suggested_followups)
-        output.confidence.reasoning = checker.text(output.confidence.reasoning)
-        for finding in output.key_findings:
-            finding.statement = checker.text(finding.statement)
-        for verdict in output.criteria:
-            verdict.evidence = checker.text(verdict.evidence)
-        check = checker.result(report)
-        source_of = _source_titles(deps)
-        acceptance = judge(
-            criteria,
-            report=check.report,
-            cited=cited_facts(check.report, facts),
-            source_of=source_of,
-            verdicts=output.criteria,
-        )
-        titles = {f.source_id: source_of(f.source_id)[1] for f in facts if f.verified}
-        evidence = judge_evidence(
-            questions, facts, in_scope=in_scope, read=len(facts), acceptance=acceptance, titles=titles
-        )
+        output.report, format_gaps = reshape(output.report, self.asked.task_specs, output.key_findings)
+        links = _source_links(context.deps, scope.facts)
+        checker = CitationChecker(scope.allowed, scope.verified, links=links)
+        check = checker.result(_checked_texts(output, checker))
+        acceptance, evidence = self._judged(context.deps, output, check.report)
         # What code knows is missing, whatever the backend said: unanswered questions, cut lists,
         # criteria unmet or unchecked, what the sources say they leave open, and the same from below.
         found_gaps = list(
             dict.fromkeys(
                 [
                     *evidence.gaps,
-                    *dict.fromkeys(notes),
+                    *self.notes,
                     *format_gaps,
                     *_acceptance_gaps(acceptance),
-                    *source_gaps(_scrubbed(below.insights, checker), questions),
-                    *source_gaps(_scrubbed(earlier, checker), questions),
-                    *_still_open(below.evidence_gaps, facts),
+                    *source_gaps(_scrubbed(scope.below.insights, checker), questions),
+                    *source_gaps(_scrubbed(scope.earlier, checker), questions),
+                    *_still_open(scope.below.evidence_gaps, scope.facts),
                 ]
             )
         )
         # Contradictions between verified facts that code can see, whatever the backend saw.
-        disagreeing = [c for c in found_contradictions(facts) if c not in output.contradictions]
+        disagreeing = [c for c in found_contradictions(scope.facts) if c not in output.contradictions]
         output.contradictions += disagreeing
-        output.report = _with_contradictions(_with_failures(check.report, failed), disagreeing)
-        # A failure a gap already names (a child's gap arrives prefixed with its title) is not added twice.
-        output.gaps = [*output.gaps, *(f for f in failed if not any(f in gap for gap in output.gaps))]
-        # A gap a lower synthesis gave (prefixed with its title, perhaps clipped) is not added twice.
-        output.gaps += [gap for gap in found_gaps if not any(_says(said, gap) for said in output.gaps)]
-        output.gaps = coverage_said_once(output.gaps)  # each part's search saw its own count
+        output.report = _with_contradictions(_with_failures(check.report, scope.failed), disagreeing)
+        _add_gaps(output, scope.failed, found_gaps)
         output.suggested_followups += insight_followups(
-            _scrubbed(insights, checker), [*questions, *output.suggested_followups], below.read_refs | links
+            _scrubbed(scope.insights, checker),
+            [*questions, *output.suggested_followups],
+            scope.below.read_refs | links,
         )
-        output.confidence = evidence.cap(output.confidence)
-        if not check.verified:
-            output.confidence = cap_confidence(output.confidence, "low", "the report cites no verified fact")
-        if output.contradictions:
-            why = f"{len(output.contradictions)} contradictions between sources are unresolved"
-            output.confidence = cap_confidence(output.confidence, "medium", why)
-        return {
-            "report": output.report,
-            "gaps": output.gaps,
-            "failures": failed,
-            "key_findings": [finding.model_dump() for finding in output.key_findings],
-            "fact_ids": sorted(allowed),
-            "cited": check.cited,
-            "citations": {
-                "made": check.made,
-                "verified": check.verified,
-                "dropped": check.dropped,
-                "links_dropped": check.links_dropped,
-            },
-            "prior_fact_ids": prior,
-            "acceptance": [item.model_dump() for item in acceptance],
-            "evidence_gaps": found_gaps,
-            "insights": [item.model_dump() for item in insights],
-        }
+        output.confidence = _capped(
+            evidence.cap(output.confidence), output, cites_verified=bool(check.verified)
+        )
+        return self.stored(
+            output,
+            failures=scope.failed,
+            fact_ids=sorted(scope.allowed),
+            cited=check.cited,
+            citations=CitationCounts(
+                made=check.made,
+                verified=check.verified,
+                dropped=check.dropped,
+                links_dropped=check.links_dropped,
+            ).model_dump(),
+            prior_fact_ids=scope.prior,
+            acceptance=[item.model_dump() for item in acceptance],
+            evidence_gaps=found_gaps,
+            insights=[item.model_dump() for item in scope.insights],
+        )
 
-    return await perform(
-        deps,
-        role="synthesizer",
-        input=synthesis_input,
-        payload=payload,
-        output_type=SynthesisOutput,
-        prompt=_prompt(payload, criteria, prior),
-        summarize=lambda output: _summary(output, len(failed)),
-        finish=finish,
-        # The same facts and reports, given the same way: the earlier synthesis is reused.
-        reuse_key=cache_key(
-            deps,
-            "synthesizer",
-            {
-                "payload": payload.model_dump(mode="json", exclude={"input_handoffs"}),
-                "prior": prior,
-                "failures": failed,
-                "carried": below.evidence_gaps,
-                "notes": list(dict.fromkeys(notes)),
-            },
-        ),
-        run_id=run_id,
-        node_id=node_id,
-        iteration=iteration,
-        max_tokens=8192,
-    )
+    def _judged(
+        self, deps: RoleDeps, output: SynthesisOutput, report: str
+    ) -> tuple[list[AcceptanceCheck], Evidence]:
+        """The task specs' criteria judged on the checked report, and the evidence's gaps and caps."""
+        facts = self.scope.facts
+        source_of = _source_titles(deps)
+        acceptance = judge(
+            self.criteria,
+            report=report,
+            cited=cited_facts(report, facts),
+            source_of=source_of,
+            verdicts=output.criteria,
+        )
+        titles = {f.source_id: source_of(f.source_id)[1] for f in facts if f.verified}
+        evidence = judge_evidence(
+            self.asked.questions,
+            facts,
+            in_scope=self.scope.in_scope,
+            read=len(facts),
+            acceptance=acceptance,
+            titles=titles,
+        )
+        return acceptance, evidence
+
+
+def _checked_texts(output: SynthesisOutput, checker: CitationChecker) -> str:
+    """Every free text checked, not only the report: a forged citation or a foreign link in a gap or
+    in the confidence reasoning would reach the exports as surely as one in the report. Returns the
+    report checked (its citation counts are taken from it)."""
+    report = checker.text(output.report)
+    output.gaps = checker.texts(output.gaps)
+    output.contradictions = checker.texts(output.contradictions)
+    output.suggested_followups = checker.texts(output.suggested_followups)
+    output.confidence.reasoning = checker.text(output.confidence.reasoning)
+    for finding in output.key_findings:
+        finding.statement = checker.text(finding.statement)
+    for verdict in output.criteria:
+        verdict.evidence = checker.text(verdict.evidence)
+    return report
+
+
+def _add_gaps(output: SynthesisOutput, failed: Sequence[str], found: Sequence[str]) -> None:
+    # A failure a gap already names (a child's gap arrives prefixed with its title) is not added twice.
+    output.gaps = [*output.gaps, *(f for f in failed if not any(f in gap for gap in output.gaps))]
+    # A gap a lower synthesis gave (prefixed with its title, perhaps clipped) is not added twice.
+    output.gaps += [gap for gap in found if not any(_says(said, gap) for said in output.gaps)]
+    output.gaps = coverage_said_once(output.gaps)  # each part's search saw its own count
+
+
+def _capped(confidence: Confidence, output: SynthesisOutput, *, cites_verified: bool) -> Confidence:
+    if not cites_verified:
+        confidence = cap_confidence(confidence, "low", "the report cites no verified fact")
+    if output.contradictions:
+        why = f"{len(output.contradictions)} contradictions between sources are unresolved"
+        confidence = cap_confidence(confidence, "medium", why)
+    return confidence
 
 
 def _still_open(carried: Sequence[str], facts: Sequence[Fact]) -> list[str]:

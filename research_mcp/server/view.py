@@ -43,13 +43,14 @@ async def run_view(
 ) -> Annotated[CallToolResult, RunView]:
     """The run's plan tree with node states, totals, and once ended its report, facts and sources."""
     snapshot = _service(ctx).run_view(run_id)
-    run, totals = snapshot["run"], snapshot["totals"]
+    run, totals = snapshot.run, snapshot.totals
     text = (
-        f"run {run['id']} {run['status']}: {totals['nodes_done']}/{totals['nodes_total']} nodes, "
-        f"{totals['sources']} sources, {totals['facts_verified']}/{totals['facts']} facts verified"
+        f"run {run.id} {run.status}: {totals.nodes_done}/{totals.nodes_total} nodes, "
+        f"{totals.sources} sources, {totals.facts_verified}/{totals.facts} facts verified"
     )
     return CallToolResult(
-        content=[TextContent(type="text", text=printable(text))], structured_content=shown_to_host(snapshot)
+        content=[TextContent(type="text", text=printable(text))],
+        structured_content=shown_to_host(snapshot.model_dump(mode="json")),
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from research_mcp.cli.exports import render_html, safe_href
+from research_mcp.run_document import RunDocument
 from tests.cdp import CHROMIUM_FLAGS, chromium_path
 from tests.cli.conftest import HOSTILE_TITLE, FinishedRun, cli
 
@@ -127,8 +128,14 @@ def test_a_browser_renders_the_export_with_every_citation_linked_to_its_entry_an
     assert not any(tag == "script" for tag, _ in dom.elements)
 
 
-def hostile_document() -> dict[str, Any]:
+def hostile_document() -> RunDocument:
     title = "<script>alert(1)</script>"
+    return RunDocument.model_validate(hostile_fields(title))
+
+
+def hostile_fields(title: str) -> dict[str, Any]:
+    fact = {"location": None, "confidence": 0.7, "question": None, "corroborations": 1}
+    source = {"name": "", "relevance_reason": ""}
     return {
         "run": {
             "id": "run_0",
@@ -139,6 +146,19 @@ def hostile_document() -> dict[str, Any]:
             "started_at": None,
             "finished_at": None,
             "error": None,
+            "totals": dict.fromkeys(
+                [
+                    "nodes_done",
+                    "nodes_total",
+                    "sources",
+                    "facts",
+                    "facts_verified",
+                    "tokens",
+                    "cost_usd",
+                    "elapsed_s",
+                ],
+                0,
+            ),
         },
         "findings": (
             "# Findings <img src=x onerror=alert(1)>\n\nIt is so [F1]. Also [F2, unverified] and [F99].\n\n"
@@ -153,6 +173,7 @@ def hostile_document() -> dict[str, Any]:
                 "kind": "web",
                 "location": "",
                 "relevance": 1.0,
+                **source,
             },
             {
                 "id": "S2",
@@ -161,6 +182,7 @@ def hostile_document() -> dict[str, Any]:
                 "kind": "web",
                 "location": "",
                 "relevance": 0.5,
+                **source,
             },
         ],
         "confidence": {"level": "low", "reasoning": "</p><script>alert(5)</script>"},
@@ -187,8 +209,17 @@ def hostile_document() -> dict[str, Any]:
                 "verified": True,
                 "source_id": "S1",
                 "also_in": [{"source_id": "S2", "quote": "</q><script>alert(9)</script>"}],
+                **fact,
             },
-            {"id": "F2", "statement": "s", "quote": "q", "verified": False, "source_id": "S2", "also_in": []},
+            {
+                "id": "F2",
+                "statement": "s",
+                "quote": "q",
+                "verified": False,
+                "source_id": "S2",
+                "also_in": [],
+                **fact,
+            },
         ],
         "plan": [
             {

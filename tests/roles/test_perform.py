@@ -24,8 +24,9 @@ from research_mcp.llm.anthropic import AnthropicModel
 from research_mcp.llm.base import ModelBackend, ModelRequest
 from research_mcp.llm.sampling import SamplingModel
 from research_mcp.llm.scripted import ScriptedModel
-from research_mcp.roles.base import MAX_REPAIRS, BudgetTracker, RoleDeps, RoleResult, perform
+from research_mcp.roles.base import MAX_REPAIRS, BudgetTracker, Role, RoleDeps, RoleResult, perform
 from research_mcp.sources.library import SourceLibrary
+from research_mcp.storage.outputs import StoredExtraction
 from research_mcp.storage.store import Store
 from tests.llm.fake_anthropic import FakeMessagesAPI, message_usage
 
@@ -78,15 +79,20 @@ def deps_for(store: Store, model: ModelBackend, budget: BudgetTracker | None = N
     )
 
 
+class Asking(Role[ExtractorOutput, StoredExtraction]):
+    name = "extractor"
+    output_type = ExtractorOutput
+    stored_type = StoredExtraction
+
+    def prompt(self) -> str:
+        return "<source>The bridge opened in 1932.</source>"
+
+    def summary(self, output: ExtractorOutput) -> list[str]:
+        return [output.confidence.reasoning]
+
+
 async def ask(deps: RoleDeps) -> RoleResult[ExtractorOutput]:
-    return await perform(
-        deps,
-        role="extractor",
-        input=Ask(question="When did it open?"),
-        output_type=ExtractorOutput,
-        prompt="<source>The bridge opened in 1932.</source>",
-        summarize=lambda output: [output.confidence.reasoning],
-    )
+    return await perform(deps, Asking(Ask(question="When did it open?")))
 
 
 def scripted(answers: list[Any]) -> ScriptedModel:

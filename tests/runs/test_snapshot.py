@@ -38,7 +38,7 @@ async def test_the_handle_the_terminal_and_the_export_show_the_same_figures_of_a
     terminal.refresh(store)
     shown = TERMINAL_TOTALS.search(stream.getvalue().strip().splitlines()[-1])
     assert shown is not None, stream.getvalue()
-    document = run_document(store, run_id)
+    document = run_document(store, run_id).model_dump(mode="json")
     exported, metadata = document["run"]["totals"], document["metadata"]
     (listed,) = [row for row in recent_runs(store, 5) if row.id == run_id]
 

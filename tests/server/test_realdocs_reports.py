@@ -67,7 +67,7 @@ async def research(question: str) -> dict[str, Any]:
 
 async def test_sources_show_their_path_under_the_corpus_folder(corpus: Path) -> None:
     got = await research("What does the zlib licence require of altered source versions?")
-    names = {source["name"] for source in got["document"]["sources"]}
+    names = {source.name for source in got["document"].sources}
     assert "doc/zlib1g/copyright" in names
     assert "doc/zlib1g/copyright" in got["sources_view"] and "doc/zlib1g/copyright" in got["markdown"]
 
@@ -80,7 +80,7 @@ async def test_the_html_export_has_one_heading_per_question_and_followups_are_qu
     page = render_html(got["document"])
     headings = re.findall(r"<h[1-6][^>]*>(.*?)</h[1-6]>", page)
     assert sum(question.rstrip("?") in heading for heading in headings) == 1, headings
-    assert all(reads_as_question(item) for item in got["document"]["suggested_followups"])
+    assert all(reads_as_question(item) for item in got["document"].suggested_followups)
 
 
 def test_markdown_shows_angle_brackets_as_written_and_never_as_html() -> None:

@@ -11,7 +11,7 @@ import {
   type McpUiHostContext,
 } from "@modelcontextprotocol/ext-apps";
 import { message, render } from "./render";
-import type { RunSnapshot } from "./snapshot";
+import type { RunView } from "./snapshot";
 
 const REFRESH_MS = 1500;
 const root = document.getElementById("view") as HTMLElement;
@@ -39,7 +39,7 @@ async function refresh(): Promise<void> {
   try {
     const result = await app.callServerTool({ name: "run_view", arguments: { run_id: id } });
     if (id !== runId) return; // a newer run replaced this one while the call was out
-    const snapshot = result.structuredContent as RunSnapshot | undefined;
+    const snapshot = result.structuredContent as RunView | undefined;
     if (result.isError || !snapshot) {
       const text = result.content?.find((c) => c.type === "text");
       message(root, text && "text" in text ? String(text.text) : `Could not read run ${id}.`, true);

@@ -2,7 +2,7 @@
 // report with citations that open onto their verified quotes, confidence, gaps, follow-ups, sources.
 
 import { type LinkMaker, markdown } from "./markdown";
-import type { Fact, PlanNode, RunResult, RunSnapshot, Source, Totals } from "./snapshot";
+import type { RunView, ViewFact, ViewNode, ViewResult, ViewSource, ViewTotals } from "./snapshot";
 
 export interface Links {
   open?: (url: string) => void; // the host opens links (ui/open-link) when it can
@@ -23,7 +23,7 @@ function seconds(value: number): string {
   return value < 90 ? `${value.toFixed(1)} s` : `${Math.floor(value / 60)} min ${Math.round(value % 60)} s`;
 }
 
-function totals(t: Totals): HTMLElement {
+function totals(t: ViewTotals): HTMLElement {
   const item = (name: string, key: string, value: string) =>
     el("div", { class: "total", "data-total": key }, el("dt", {}, name), el("dd", {}, value));
   return el(
@@ -38,7 +38,7 @@ function totals(t: Totals): HTMLElement {
   );
 }
 
-function node(n: PlanNode): HTMLElement {
+function node(n: ViewNode): HTMLElement {
   const li = el(
     "li",
     { "data-node": n.id, "data-state": n.state },
@@ -53,7 +53,7 @@ function node(n: PlanNode): HTMLElement {
   return li;
 }
 
-function plan(snapshot: RunSnapshot): HTMLElement {
+function plan(snapshot: RunView): HTMLElement {
   const section = el("section", { "aria-labelledby": "plan-h" }, el("h2", { id: "plan-h" }, "Plan"));
   for (const tree of snapshot.plan) {
     section.append(el("ul", { class: "tree", "data-plan": tree.plan_id }, node(tree.root)));
@@ -61,7 +61,7 @@ function plan(snapshot: RunSnapshot): HTMLElement {
   return section;
 }
 
-function sourceLine(source: Source | undefined, id: string, links: Links): HTMLElement {
+function sourceLine(source: ViewSource | undefined, id: string, links: Links): HTMLElement {
   if (!source) return el("span", {}, id);
   const span = el("span", { class: "source-ref" }, el("b", {}, source.id), " ", source.title || source.url_or_path);
   if (isWeb(source.url_or_path) && links.open) {
@@ -84,7 +84,7 @@ function linkKey(url: string): string {
 // A link in the report may open only a web source of this run (http or https), through the host, and
 // opens that source's own address; any other address (javascript:, data:, a page the run never read)
 // stays plain text.
-function reportLinks(sources: Source[], links: Links): LinkMaker {
+function reportLinks(sources: ViewSource[], links: Links): LinkMaker {
   const web = new Map(sources.filter((s) => isWeb(s.url_or_path)).map((s) => [linkKey(s.url_or_path), s.url_or_path]));
   return (url, label) => {
     const address = isWeb(url) ? web.get(linkKey(url)) : undefined;
@@ -101,7 +101,7 @@ function isWeb(url: string): boolean {
   return /^https?:\/\/[^\s]+$/i.test(url.trim());
 }
 
-function quotePanel(fact: Fact | undefined, id: string, sources: Map<string, Source>, links: Links): HTMLElement {
+function quotePanel(fact: ViewFact | undefined, id: string, sources: Map<string, ViewSource>, links: Links): HTMLElement {
   const panel = el("div", { class: "quote", id: "quote", role: "note", "aria-label": `Citation ${id}` });
   if (!fact) {
     panel.append(el("p", {}, `${id} is not among this run's facts.`));
@@ -127,7 +127,7 @@ function quotePanel(fact: Fact | undefined, id: string, sources: Map<string, Sou
   return panel;
 }
 
-function report(result: RunResult, links: Links): HTMLElement {
+function report(result: ViewResult, links: Links): HTMLElement {
   const facts = new Map(result.facts.map((f) => [f.id, f]));
   const sources = new Map(result.sources.map((s) => [s.id, s]));
   let counter = 0;
@@ -202,7 +202,7 @@ function report(result: RunResult, links: Links): HTMLElement {
   return section;
 }
 
-export function render(root: HTMLElement, snapshot: RunSnapshot, links: Links, refreshing: boolean): void {
+export function render(root: HTMLElement, snapshot: RunView, links: Links, refreshing: boolean): void {
   const { run } = snapshot;
   const header = el(
     "header",
