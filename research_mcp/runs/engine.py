@@ -44,6 +44,8 @@ async def execute_node(
     `wanted`: for a discovery leaf, the questions its sibling leaves ask (what to find sources for)."""
     store = rc.deps.store
     key = node_key(rc.plan_id, node.id)
+    if node.budget is None and node.id in rc.shares:
+        node = node.model_copy(update={"budget": rc.shares[node.id]})
     row = store.get_node(rc.run_id, key)
     if row is not None and row.status == "done" and row.handoff_id:
         return row.handoff_id
@@ -97,13 +99,19 @@ def _interleaved(groups: Sequence[Sequence[str]]) -> list[str]:
 def _for_each_leaf(curations: Sequence[StoredCuration], leaves: Sequence[PlanNode]) -> list[list[str]]:
     """Each leaf's curated sources, in the order it takes them: those covering one of its own
     questions first, then the others; within each, first those it matches at least as well as any
-    sibling does (its questions' terms in their title and opening), in rank order. So sibling leaves
+    sibling does (its questions' terms in their title and opening, then its title's), in rank order. So sibling leaves
     take different sources, each the ones that match it, and a source touching two leaves' questions
     ("file", "modified" in a packaging note and a licence question) goes to the leaf it is about."""
     sources = [(curation, source) for curation in curations for source in curation.sources]
     wanted = [set(terms(" ".join(leaf_questions(leaf)))) for leaf in leaves]
+    titled = [set(terms(leaf.title)) for leaf in leaves]
+    # Ties on the questions go by the leaf's title: leaves asked one comparison whole differ only there.
     strengths = [
-        [_shared(f"{source.title} {source.lead}", asked) for asked in wanted] for _, source in sources
+        [
+            (_shared(f"{source.title} {source.lead}", asked), _shared(f"{source.title} {source.lead}", title))
+            for asked, title in zip(wanted, titled, strict=True)
+        ]
+        for _, source in sources
     ]
     out: list[list[str]] = []
     for index, leaf in enumerate(leaves):
@@ -112,7 +120,7 @@ def _for_each_leaf(curations: Sequence[StoredCuration], leaves: Sequence[PlanNod
         for rank, (curation, source) in enumerate(sources):
             covers = {curation.questions[n - 1] for n in source.covers if n <= len(curation.questions)}
             strength = strengths[rank]
-            best = strength[index] > 0 and strength[index] >= max(strength)
+            best = any(strength[index]) and strength[index] >= max(strength)
             ranked.append(((not covers & asked, not best, rank), source.ref))
         out.append(list(dict.fromkeys(ref for _, ref in sorted(ranked))))
     return out

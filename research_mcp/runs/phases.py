@@ -141,6 +141,11 @@ async def _ask(
     return [handoff for position in sorted(found) for handoff in found[position]]
 
 
+def _asking(theme: str) -> str:
+    """A missing theme as a question: itself when it is one (a part of the question asked)."""
+    return theme if theme.rstrip().endswith("?") else f"What about {theme}?"
+
+
 def _merit(status: dict[str, bool], output: StoredSynthesis) -> tuple[int, int, int]:
     """How good a phase's synthesis is: criteria met, then its leaves' acceptance criteria left
     unmet (fewer is better), then verified facts cited."""
@@ -304,7 +309,7 @@ async def _iterate(
     missing_themes = [name.split(":", 1)[1] for name in unmet if name.startswith("theme:")]
     source_of = {f.id: (f.source_id, f.corroborations) for f in store.get_facts(output.fact_ids)}
     settling = _settling_questions(unmet, output, source_of)
-    added = [f"What about {theme}?" for theme in missing_themes] + settling + gaps[:2]
+    added = [_asking(theme) for theme in missing_themes] + settling + gaps[:2]
     added_sources: list[str] = []
     new_extractions: list[str] = []
     asked_follow_ups: list[str] = []
