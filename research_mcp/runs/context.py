@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from research_mcp.contracts import PlanNode
+from research_mcp.contracts import Budget, PlanNode
 from research_mcp.roles.base import RoleDeps
 from research_mcp.storage.models import NewNode
 
@@ -24,6 +24,8 @@ class RunContext:
     asked_by_leaf: dict[tuple[str, str], set[str]] | None = None  # see runs/prior.py
     # Which node took each source first (by reference key): a sibling is handed it only last.
     taken_by: dict[str, str] = field(default_factory=dict)
+    # Each leaf's share of the run's budget by node id, when priorities divide it (runs/shares.py).
+    shares: dict[str, Budget] = field(default_factory=dict)
 
 
 def node_key(plan_id: str, node_id: str) -> str:
