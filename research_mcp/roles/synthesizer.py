@@ -19,6 +19,7 @@ from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
 from research_mcp.roles.contradictions import found_contradictions
 from research_mcp.roles.evidence import NOT_ESTABLISHED, UNANSWERED, cap_confidence, judge_evidence
 from research_mcp.roles.framing import frame
+from research_mcp.roles.outline import outline_gaps, outline_prompt
 from research_mcp.roles.synthesis_inputs import insight_followups, known_insights, read_inputs, source_gaps
 from research_mcp.storage.models import KnownInsight
 from research_mcp.storage.outputs import AcceptanceCheck, StoredSynthesis
@@ -139,6 +140,7 @@ async def synthesize(
     task_specs: Sequence[ExtractorTaskSpec] = (),
     notes: Sequence[str] = (),
     known: Sequence[KnownInsight] = (),
+    outline: Sequence[str] = (),
 ) -> RoleResult[SynthesisOutput]:
     """`prior_facts`: known facts from earlier research (prior findings), citable like the others.
 
@@ -152,7 +154,8 @@ async def synthesize(
     sources leave open reaches the synthesizer and, by code, the gaps and follow-ups. `notes` names
     what the node left out on purpose (what a task spec's budget did not allow), added to the gaps.
     `known`: what sources read by earlier runs left open (kept in the knowledge base), bearing on
-    the questions: given to the synthesizer with the others, and named in the gaps with the source."""
+    the questions: given to the synthesizer with the others, and named in the gaps with the source.
+    `outline`: the section headings the report is written in, in order; one it leaves out is a gap."""
     below = read_inputs(deps, input_handoffs)
     earlier = known_insights(known, below.insights)
     insights = [*below.insights, *earlier]
@@ -226,6 +229,7 @@ async def synthesize(
                     *evidence.gaps,
                     *dict.fromkeys(notes),
                     *format_gaps,
+                    *outline_gaps(outline, check.report),
                     *_acceptance_gaps(acceptance),
                     *source_gaps(_scrubbed(below.insights, checker), questions),
                     *source_gaps(_scrubbed(earlier, checker), questions),
@@ -275,7 +279,7 @@ async def synthesize(
         input=synthesis_input,
         payload=payload,
         output_type=SynthesisOutput,
-        prompt=_prompt(payload, criteria, prior),
+        prompt=_prompt(payload, criteria, prior) + outline_prompt(outline),
         summarize=lambda output: _summary(output, len(failed)),
         finish=finish,
         # The same facts and reports, given the same way: the earlier synthesis is reused.
@@ -288,6 +292,7 @@ async def synthesize(
                 "failures": failed,
                 "carried": below.evidence_gaps,
                 "notes": list(dict.fromkeys(notes)),
+                "outline": list(outline),
             },
         ),
         run_id=run_id,

@@ -22,7 +22,7 @@ from research_mcp.roles.curation import curate, curation_behind
 from research_mcp.roles.node_budgets import node_budget
 from research_mcp.roles.scout import scout
 from research_mcp.roles.synthesizer import synthesize
-from research_mcp.runs.context import RunContext, leaf_questions, node_key
+from research_mcp.runs.context import RunContext, leaf_questions, node_key, report_outline
 from research_mcp.runs.leaf import run_leaf
 from research_mcp.runs.phases import run_phases
 from research_mcp.storage.outputs import StoredCuration
@@ -156,6 +156,7 @@ async def _run_executor(rc: RunContext, node: PlanNode, key: str) -> str:
         run_id=rc.run_id,
         node_id=key,
         failures=rc.failures.get(key, []),
+        outline=report_outline(rc, node),
     )
     if node.phases:
         return await run_phases(rc, node, key, child_handoffs, result)

@@ -29,7 +29,7 @@ from research_mcp.roles.evidence import NOT_ESTABLISHED
 from research_mcp.roles.node_budgets import node_budget_spent
 from research_mcp.roles.scout import scout
 from research_mcp.roles.synthesizer import UNANSWERED, gate_synthesis, synthesize
-from research_mcp.runs.context import RunContext, leaf_questions, node_key
+from research_mcp.runs.context import RunContext, leaf_questions, node_key, report_outline
 from research_mcp.runs.gates import PhaseSpending, corroboration, criteria_status, unmet_gap
 from research_mcp.runs.leaf import RUBRIC_FACTS, rubric
 from research_mcp.runs.reading import choose_sources, extract_sources
@@ -377,6 +377,7 @@ async def _iterate(
         run_id=rc.run_id,
         node_id=key,
         iteration=iteration,
+        outline=report_outline(rc, node),
         failures=[
             *rc.failures.get(key, []),
             *(f for leaf in leaves for f in rc.failures.get(node_key(rc.plan_id, leaf.id), [])),
