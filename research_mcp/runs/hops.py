@@ -15,7 +15,8 @@ A bridge a source already read is about (its title names it: "Brown County" and 
 "Brown County, Kansas") is not searched: that source is asked again, the bridge's question in
 place of the leaf's, without counting against the source budget a second time. A source a bridge
 led to is asked only what the bridge leaves open (with a leaf's task specs, their questions and
-then that one): the leaf's own questions went to the sources found for them.
+then that one, unless they only restate the leaf's): the leaf's own questions went to the sources
+found for them.
 
 A leaf about one compared item (its title a name its question uses) that has read the item's own
 source follows only links: what it asks is there, and the names that source gives lead away from it.
@@ -80,10 +81,12 @@ async def follow_leads(
         # A source a bridge led to is asked what the bridge leaves open (the leaf's questions were put
         # to the sources found for them): its other sentences are not quoted as answers to them. A
         # leaf's task specs are asked as given, the bridge's question after them.
-        bridge_only = bool(hop.question) and not node.task_specs
+        # Task specs that only restate the leaf's questions (the no-model planner's) ask nothing more.
+        restated = all(spec.questions == node.questions for spec in node.task_specs)
+        bridge_only = bool(hop.question) and restated
         found[position] = await extract_sources(
             rc,
-            node,
+            node.model_copy(update={"task_specs": []}) if bridge_only else node,
             key,
             [hop.ref],
             questions=[hop.question] if bridge_only else questions,
