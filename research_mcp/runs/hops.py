@@ -34,13 +34,14 @@ import anyio
 
 from research_mcp.contracts import PlanNode
 from research_mcp.feasibility import HOP_SOURCES
+from research_mcp.ids import source_label
 from research_mcp.matching.terms import said_terms, terms
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.runs.context import RunContext
 from research_mcp.runs.leads import Lead, leads_from, mentions, open_terms, still_open
 from research_mcp.runs.reading import extract_sources, ref_key
 from research_mcp.sources.library import Candidate
-from research_mcp.storage.models import HopChoice, SecondHop
+from research_mcp.storage.events import FollowedLead, HopChoice, Searched, SecondHop
 
 __all__ = ["HOP_SOURCES", "follow_leads"]
 
@@ -115,7 +116,7 @@ class _Choosing:
     read: set[str]
     limit: int
     chosen: list[Hop] = field(default_factory=list)
-    followed: list[dict[str, object]] = field(default_factory=list)
+    followed: list[FollowedLead] = field(default_factory=list)
     asked_again: set[str] = field(default_factory=set)
     tried: int = 0  # leads that cost a search
 
@@ -123,7 +124,7 @@ class _Choosing:
     def done(self) -> bool:
         return len(self.chosen) >= self.limit or self.tried >= MAX_LEADS
 
-    def take(self, hop: Hop, followed: dict[str, object]) -> None:
+    def take(self, hop: Hop, followed: FollowedLead) -> None:
         self.chosen.append(hop)
         self.followed.append(followed)
 
@@ -162,14 +163,18 @@ async def _choose(
         if lead.kind != "link" and node.sources:
             continue  # a leaf given its sources reads their links, it does not search
         await _follow(rc, key, lead, questions, first, choosing)
-    why = "" if about is None else f" (no search: S{about.source_id} {about.source_title!r} is about it)"
+    why = (
+        ""
+        if about is None
+        else f" (no search: {source_label(about.source_id)} {about.source_title!r} is about it)"
+    )
     store.add_event(
         rc.run_id,
-        "second_hop",
-        f"second hop of {node.title!r}: {len(choosing.chosen)} sources from {len(leads)} leads{why}",
-        node_id=key,
-        data=SecondHop(
-            chosen=[HopChoice(**asdict(hop)) for hop in choosing.chosen], followed=choosing.followed
+        SecondHop(
+            message=f"second hop of {node.title!r}: {len(choosing.chosen)} sources from {len(leads)} leads{why}",
+            node_id=key,
+            chosen=[HopChoice(**asdict(hop)) for hop in choosing.chosen],
+            followed=choosing.followed,
         ),
     )
     return choosing.chosen
@@ -211,7 +216,7 @@ async def _follow_open(
         hop = Hop(found.ref, _context(bridge), _hop_question(bridge, question))
     else:
         hop = Hop(found.ref, f"Found by searching for what the first sources left open: {' '.join(gap)}")
-    choosing.take(hop, {"kind": "open", "text": " ".join(gap), "ref": found.ref})
+    choosing.take(hop, FollowedLead(kind="open", text=" ".join(gap), ref=found.ref))
 
 
 async def _follow(
@@ -228,7 +233,7 @@ async def _follow(
         choosing.asked_again.add(again)
         choosing.take(
             Hop(again, _context(lead), _hop_question(lead, questions[0]), again=True),
-            {**asdict(lead), "ref": again},
+            FollowedLead(**asdict(lead), ref=again),
         )
         return
     choosing.tried += lead.kind != "link"
@@ -236,7 +241,9 @@ async def _follow(
     if ref is None or ref_key(ref) in choosing.read:
         return
     choosing.read.add(ref_key(ref))
-    choosing.take(Hop(ref, _context(lead), _hop_question(lead, questions[0])), {**asdict(lead), "ref": ref})
+    choosing.take(
+        Hop(ref, _context(lead), _hop_question(lead, questions[0])), FollowedLead(**asdict(lead), ref=ref)
+    )
 
 
 def _subject_read(node: PlanNode, first: list[ExtractorInput]) -> ExtractorInput | None:
@@ -272,7 +279,7 @@ async def _search(rc: RunContext, key: str, lead: Lead, questions: list[str], re
     failed: list[str] = []
     found = await rc.deps.sources.search(query[:300], limit=len(read) + 3, failures=failed)
     rc.deps.store.add_event(
-        rc.run_id, "search", f"{query[:300]!r}: {len(found)} candidates", node_id=key, data={"query": query}
+        rc.run_id, Searched(message=f"{query[:300]!r}: {len(found)} candidates", node_id=key, query=query)
     )
     for candidate in found:
         if ref_key(candidate.ref) in read:
@@ -292,10 +299,7 @@ async def _search_open(
     found = await rc.deps.sources.search(question[:300], limit=len(read) + 3, failures=failed)
     rc.deps.store.add_event(
         rc.run_id,
-        "search",
-        f"{question[:300]!r}: {len(found)} candidates",
-        node_id=key,
-        data={"query": question},
+        Searched(message=f"{question[:300]!r}: {len(found)} candidates", node_id=key, query=question),
     )
     best: tuple[int, Candidate] | None = None
     for candidate in found:
@@ -319,15 +323,15 @@ def _hop_question(lead: Lead, question: str) -> str:
 def _context(lead: Lead) -> str:
     """What the extractor of the new source is told: which lead brought it there, and from where."""
     if lead.kind == "bridge":
-        return f"Found by following {lead.text!r}, which source S{lead.source_id} names: {lead.because}"
+        return f"Found by following {lead.text!r}, which source {source_label(lead.source_id)} names: {lead.because}"
     if lead.kind == "link":
-        return f"Cited by source S{lead.source_id}: {lead.because}"
-    return f"Found by searching for a question source S{lead.source_id} left open: {lead.text}"
+        return f"Cited by source {source_label(lead.source_id)}: {lead.because}"
+    return f"Found by searching for a question source {source_label(lead.source_id)} left open: {lead.text}"
 
 
 def _chosen_before(rc: RunContext, key: str) -> list[Hop] | None:
     """The second hop this leaf chose in an earlier attempt of the run, if any."""
-    for event in reversed(rc.deps.store.events_for_run(rc.run_id, "second_hop")):
-        if event.node_id == key and (recorded := event.data_as(SecondHop)) is not None:
+    for recorded in reversed(rc.deps.store.events_for_run(rc.run_id, SecondHop)):
+        if recorded.node_id == key:
             return [Hop(**choice.model_dump()) for choice in recorded.chosen]
     return None

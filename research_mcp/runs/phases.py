@@ -22,6 +22,7 @@ from research_mcp.citations import WRITTEN_CITATION
 from research_mcp.contracts import ConfidenceLevel, Phase, PlanNode, SynthesisOutput
 from research_mcp.errors import BudgetExhausted, ModelError, NodeBudgetExhausted
 from research_mcp.feasibility import leaf_reading
+from research_mcp.ids import source_label
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.base import RoleResult
 from research_mcp.roles.contradictions import settling_question
@@ -34,7 +35,15 @@ from research_mcp.runs.gates import PhaseSpending, corroboration, criteria_statu
 from research_mcp.runs.leaf import RUBRIC_FACTS, rubric
 from research_mcp.runs.reading import choose_sources, extract_sources
 from research_mcp.runs.rejudge import criteria_questions, judged_leaves, rejudge, unmet_acceptance
-from research_mcp.storage.models import PhaseGate
+from research_mcp.storage.events import (
+    IterationDone,
+    PhaseBudgetSpent,
+    PhaseGate,
+    PhaseMet,
+    PhaseUnmet,
+    RetryStarted,
+    StopReason,
+)
 from research_mcp.storage.outputs import StoredCuration, StoredExtraction, StoredSynthesis
 
 __all__ = ["run_phases"]
@@ -170,13 +179,17 @@ async def run_phases(
     return handoff_id
 
 
-def _stop_reason(rc: RunContext, phase: Phase, iteration: int, spending: PhaseSpending) -> str:
-    """Why no further iteration starts (empty: one may)."""
+#: Why a phase stopped with criteria unmet, and how it says so; None: every criterion was met.
+_Stopped = tuple[StopReason, str] | None
+
+
+def _stop_reason(rc: RunContext, phase: Phase, iteration: int, spending: PhaseSpending) -> _Stopped:
+    """Why no further iteration starts (None: one may)."""
     if iteration == phase.max_iterations:
-        return f"stopped at max_iterations={phase.max_iterations}"
+        return StopReason.MAX_ITERATIONS, f"stopped at max_iterations={phase.max_iterations}"
     if reason := spending.stop_reason(rc) or node_budget_spent():
-        return f"budget spent: {reason}"
-    return ""
+        return StopReason.BUDGET, f"budget spent: {reason}"
+    return None
 
 
 async def _run_phase(
@@ -187,9 +200,9 @@ async def _run_phase(
     handoff_id: str,
     inputs: list[str],
     gates: dict[tuple[str, int], dict[str, bool]],
-) -> tuple[_Kept, str]:
+) -> tuple[_Kept, _Stopped]:
     """Iterate one phase while a criterion is unmet and its budget allows: the synthesis it keeps,
-    and why it stopped short (empty when every criterion was met)."""
+    and why it stopped short (None when every criterion was met)."""
     store = rc.deps.store
     spending = PhaseSpending(phase.budget, rc.deps.budget.tokens, rc.deps.budget.cost_usd)
     output, source_of = _synthesis(rc, handoff_id)
@@ -198,27 +211,35 @@ async def _run_phase(
     for iteration in range(1, phase.max_iterations + 1):
         unmet = [name for name, met in status.items() if not met]
         if not unmet:
-            store.add_event(rc.run_id, "phase_met", f"phase {phase.name!r} met", node_id=key, data=status)
-            return best, ""
+            store.add_event(
+                rc.run_id, PhaseMet(message=f"phase {phase.name!r} met", node_id=key, criteria=status)
+            )
+            return best, None
         if stopped := _stop_reason(rc, phase, iteration, spending):
             return best, stopped
         # The decision to iterate is recorded with the criteria it was taken on: a run resumed in
         # the iteration takes it again on them, not on a store the iteration had already added to.
         store.add_event(
             rc.run_id,
-            "phase_gate",
-            f"phase {phase.name!r}: {unmet} unmet, iteration {iteration} starts",
-            node_id=key,
-            data=PhaseGate(phase=phase.name, iteration=iteration - 1, status=status),
+            PhaseGate(
+                message=f"phase {phase.name!r}: {unmet} unmet, iteration {iteration} starts",
+                node_id=key,
+                phase=phase.name,
+                iteration=iteration - 1,
+                status=status,
+            ),
         )
         try:
             handoff_id, delta = await _iterate(
                 rc, node, key, phase, output, unmet, inputs, iteration, spending
             )
         except (_PhaseBudgetSpent, NodeBudgetExhausted) as spent:
-            return best, f"budget spent: {spent.what if isinstance(spent, NodeBudgetExhausted) else spent}"
+            why = spent.what if isinstance(spent, NodeBudgetExhausted) else str(spent)
+            return best, (StopReason.BUDGET, f"budget spent: {why}")
         except BudgetExhausted:
-            store.add_event(rc.run_id, "phase_budget", f"budget spent in phase {phase.name!r}", node_id=key)
+            store.add_event(
+                rc.run_id, PhaseBudgetSpent(message=f"budget spent in phase {phase.name!r}", node_id=key)
+            )
             raise
         before = status
         output, source_of = _synthesis(rc, handoff_id)
@@ -229,23 +250,22 @@ async def _run_phase(
             best = (handoff_id, status, iteration)
         store.add_event(
             rc.run_id,
-            "iteration",
-            f"phase {phase.name!r} iteration {iteration}: {len(delta['sources_added'])} sources, "
-            f"{len(delta['extractions_added'])} extractions added",
-            node_id=key,
-            data={
-                "iteration": iteration,
-                "why": unmet,
-                "changed": delta,
-                "criteria_before": before,
-                "criteria_after": status,
-                "kept_iteration": best[2],
-            },
+            IterationDone(
+                message=f"phase {phase.name!r} iteration {iteration}: {len(delta['sources_added'])} sources, "
+                f"{len(delta['extractions_added'])} extractions added",
+                node_id=key,
+                iteration=iteration,
+                why=unmet,
+                changed=delta,
+                criteria_before=before,
+                criteria_after=status,
+                kept_iteration=best[2],
+            ),
         )
-    return best, ""
+    return best, None
 
 
-def _close_phase(rc: RunContext, key: str, phase: Phase, best: _Kept, stopped: str) -> str:
+def _close_phase(rc: RunContext, key: str, phase: Phase, best: _Kept, stopped: _Stopped) -> str:
     """The kept synthesis; with criteria unmet, committed again by code with a gap for each and its
     confidence capped."""
     store = rc.deps.store
@@ -253,20 +273,22 @@ def _close_phase(rc: RunContext, key: str, phase: Phase, best: _Kept, stopped: s
     unmet = [name for name, met in status.items() if not met]
     if not unmet:
         return handoff_id
+    stop, said = stopped if stopped is not None else (None, "stopped")
     store.add_event(
         rc.run_id,
-        "phase_unmet",
-        f"phase {phase.name!r} {stopped or 'stopped'} with {unmet} unmet; "
-        f"kept the synthesis of iteration {kept_at}",
-        node_id=key,
-        data=status,
+        PhaseUnmet(
+            message=f"phase {phase.name!r} {said} with {unmet} unmet; kept the synthesis of iteration {kept_at}",
+            node_id=key,
+            criteria=status,
+            stopped=stop,
+        ),
     )
     output, source_of = _synthesis(rc, handoff_id)
     cap: ConfidenceLevel = "medium" if len(unmet) < len(status) else "low"
     gaps = [unmet_gap(phase, name, output, source_of) for name in unmet]
-    if stopped.startswith("budget"):
-        store.add_event(rc.run_id, "phase_budget", f"phase {phase.name!r} {stopped}", node_id=key)
-        gaps.append(f"Phase {phase.name!r} {stopped}")
+    if stop is StopReason.BUDGET:
+        store.add_event(rc.run_id, PhaseBudgetSpent(message=f"phase {phase.name!r} {said}", node_id=key))
+        gaps.append(f"Phase {phase.name!r} {said}")
     return gate_synthesis(
         rc.deps,
         handoff_id,
@@ -284,10 +306,10 @@ def _recorded_gates(rc: RunContext, key: str) -> dict[tuple[str, int], dict[str,
     run, since its last retry (a retry of failed parts judges its gates afresh)."""
     gates: dict[tuple[str, int], dict[str, bool]] = {}
     for event in rc.deps.store.events_for_run(rc.run_id):
-        if event.kind == "retry":
+        if isinstance(event, RetryStarted):
             gates.clear()
-        elif event.kind == "phase_gate" and event.node_id == key and (gate := event.data_as(PhaseGate)):
-            gates[(gate.phase, gate.iteration)] = gate.status
+        elif isinstance(event, PhaseGate) and event.node_id == key:
+            gates[(event.phase, event.iteration)] = event.status
     return gates
 
 
@@ -411,7 +433,7 @@ async def _widen(
     # before the interruption, or it would choose others), by reference, and the stored source
     # each is (read again as S<id>: a text given inline has no address to read it from again).
     stored = {
-        asked.source_ref: f"S{asked.source_id}"
+        asked.source_ref: source_label(asked.source_id)
         for h in store.handoffs_for_run(rc.run_id, role="extractor", node_id=leaf_key)
         if h.iteration < iteration and (asked := h.input_as(ExtractorInput)) is not None
     }

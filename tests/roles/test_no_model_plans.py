@@ -14,7 +14,7 @@ from mcp import Client
 
 from research_mcp.config import Settings
 from research_mcp.server.app import create_server
-from research_mcp.storage.models import SourcesChosen
+from research_mcp.storage.events import IterationDone, PhaseMet, PhaseUnmet, SourcesChosen
 from research_mcp.storage.store import Store
 from tests.sources.fake_tavily import FakeTavily
 from tests.sources.loopback import LoopbackServer
@@ -79,9 +79,9 @@ async def test_a_comparison_scouts_for_its_items_then_reads_one_leaf_per_item(
     store = Store(Settings().database_path)
     # Each item's leaf takes the curated page on its item first (and the other after it).
     first = {
-        str(event.node_id).rsplit("/", 1)[-1]: chosen.refs[0]
-        for event in store.events_for_run(run["id"], "sources_chosen")
-        if (chosen := event.data_as(SourcesChosen)) is not None and chosen.refs
+        str(chosen.node_id).rsplit("/", 1)[-1]: chosen.refs[0]
+        for chosen in store.events_for_run(run["id"], SourcesChosen)
+        if chosen.refs
     }
     assert first == {"n.2": pages.url("/tidal.html"), "n.3": pages.url("/wave.html")}
     (scout,) = store.handoffs_for_run(run["id"], role="scout")
@@ -97,13 +97,13 @@ async def test_a_question_of_two_parts_covered_by_verified_facts_meets_its_phase
         report = await client.call_tool("report_results", {"id": run["id"], "view": "report"})
     assert "phase 'cover every part'" in tree and "at most 2 iterations" in tree
     assert run["status"] == "done", run
-    events = Store(Settings().database_path).events_for_run(run["id"])
-    (met,) = [event for event in events if event.kind == "phase_met"]
-    assert met.data == {
+    store = Store(Settings().database_path)
+    (met,) = store.events_for_run(run["id"], PhaseMet)
+    assert met.criteria == {
         "theme:What is tidal power?": True,
         "theme:When did the Rance tidal power station open?": True,
     }
-    assert not [event for event in events if event.kind == "iteration"]
+    assert not store.events_for_run(run["id"], IterationDone)
     assert "1966" in report.structured_content["text"]
 
 
@@ -116,13 +116,13 @@ async def test_a_part_no_verified_fact_covers_iterates_boundedly_and_is_named_in
         _, _, run = await plan_and_run(client, query)
         gaps = await client.call_tool("report_results", {"id": run["id"], "view": "gaps"})
     assert run["status"] == "done", run
-    events = Store(Settings().database_path).events_for_run(run["id"])
-    iterations = [event for event in events if event.kind == "iteration"]
+    store = Store(Settings().database_path)
+    iterations = store.events_for_run(run["id"], IterationDone)
     assert len(iterations) == 1  # max_iterations=2: the first synthesis and one iteration
-    assert iterations[0].data["why"] == ["theme:Who invented the wave power organ?"]
-    assert "Who invented the wave power organ?" in iterations[0].data["changed"]["questions_added"]
-    (unmet,) = [event for event in events if event.kind == "phase_unmet"]
-    assert unmet.data == {
+    assert iterations[0].why == ["theme:Who invented the wave power organ?"]
+    assert "Who invented the wave power organ?" in iterations[0].changed["questions_added"]
+    (unmet,) = store.events_for_run(run["id"], PhaseUnmet)
+    assert unmet.criteria == {
         "theme:What is tidal power?": True,
         "theme:Who invented the wave power organ?": False,
     }
