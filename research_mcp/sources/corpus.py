@@ -45,7 +45,7 @@ from research_mcp.sources.ranking import (
 
 if TYPE_CHECKING:
     from research_mcp.contracts import Embedder
-    from research_mcp.storage.models import CorpusDocumentInfo, CorpusFileState
+    from research_mcp.storage.models import CorpusDocumentInfo, CorpusFailure, CorpusFileState
     from research_mcp.storage.store import Store
     from research_mcp.storage.vectors import KnowledgeIndex
 
@@ -131,7 +131,6 @@ class Corpus:
         self._index = index
         self._titles: tuple[tuple[Any, ...], TitleIndex] | None = None
         self.progress = IndexProgress(known=self.document_count())
-        self.failed: dict[tuple[str, str], tuple[int, int, float, str]] = {}
 
     @property
     def dense_available(self) -> bool:
@@ -194,6 +193,17 @@ class Corpus:
         """What the index holds of the files of one folder, to compare with the disk."""
         return self._store.corpus_files(str(root))
 
+    def failures(self, root: Path) -> dict[str, CorpusFailure]:
+        """The files of one folder that could not be indexed, by path, as they were when they failed."""
+        return self._store.corpus_failures(str(root))
+
+    def remember_failure(self, failure: CorpusFailure) -> None:
+        self._store.remember_corpus_failure(failure)
+
+    def forget_failures(self, root: Path, paths: Sequence[str]) -> None:
+        if paths:
+            self._store.forget_corpus_failures(str(root), paths)
+
     def touch_document(self, doc_id: int, stat: os.stat_result) -> None:
         """A file touched but unchanged: remember its new size and time, so it is not read again."""
         self._store.touch_corpus_document(doc_id, size=stat.st_size, mtime_ns=stat.st_mtime_ns)
@@ -210,7 +220,7 @@ class Corpus:
     ) -> list[tuple[int, str, dict[str, Any]]]:
         """Store a new or changed document and its chunks (one transaction); return the chunks to embed."""
         spans = list(chunk_spans(text))
-        doc_id, old_chunks, chunk_ids = self._store.save_corpus_document(
+        _, old_chunks, chunk_ids = self._store.save_corpus_document(
             doc_id=None if row is None else row.id,
             root=str(root),
             path=rel,
@@ -224,7 +234,7 @@ class Corpus:
         if old_chunks and self._index is not None:
             self._index.delete("chunks", old_chunks)
         return [
-            (chunk_id, embedding_text(title, text[start:end]), {"doc_id": doc_id})
+            (chunk_id, embedding_text(title, text[start:end]), {})
             for chunk_id, (start, end) in zip(chunk_ids, spans, strict=True)
         ]
 
@@ -400,9 +410,12 @@ class Corpus:
         except NotConfigured as err:
             self.drop_vectors(err)
             return [], None
-        ranking = best_per_document((int(h.payload["doc_id"]), h.id) for h in hits if "doc_id" in h.payload)
+        # A chunk's document is SQLite's to say: the vectors carry no payload (11 MB saved at 74,000
+        # chunks), and a chunk whose document changed since is left out.
+        documents = self._store.corpus_chunk_documents([h.id for h in hits])
+        ranking = best_per_document((documents[h.id], h.id) for h in hits if h.id in documents)
         in_scope = self._in_scope([doc_id for doc_id, _ in ranking])
-        scores = [h.score for h in hits if h.payload.get("doc_id") in in_scope]
+        scores = [h.score for h in hits if documents.get(h.id) in in_scope]
         return [(d, c) for d, c in ranking if d in in_scope], max(scores, default=None)
 
     def _in_scope(self, doc_ids: Sequence[int]) -> dict[int, CorpusDocumentInfo]:

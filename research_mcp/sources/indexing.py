@@ -23,7 +23,7 @@ import stat as stat_mode
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
@@ -38,12 +38,12 @@ from research_mcp.sources.documents import (
 )
 from research_mcp.sources.folders import document_name, gunzip, sniff_text_file, storable_name
 from research_mcp.sources.index_progress import CorpusStatus, IndexProgress, IndexReport
+from research_mcp.storage.models import CorpusFailure, CorpusFileState
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from research_mcp.sources.parsing import DocumentParser
-    from research_mcp.storage.models import CorpusFileState
     from research_mcp.storage.store import Store
     from research_mcp.storage.vectors import KnowledgeIndex
 
@@ -74,9 +74,6 @@ class Corpus(Protocol):
     """What a pass needs of the corpus it indexes (``corpus.Corpus``; a protocol keeps imports one-way)."""
 
     progress: IndexProgress
-    #: Files that could not be indexed, by (folder, path): (size, mtime_ns, when, why), so that a pass
-    #: does not parse an unchanged one again (a stalling PDF cost 20 s at every rescan).
-    failed: dict[tuple[str, str], tuple[int, int, float, str]]
 
     @property
     def store(self) -> Store: ...
@@ -86,6 +83,11 @@ class Corpus(Protocol):
         self, root: Path, top: Path, errors: list[str], passed: Counter[str] | None = None
     ) -> Iterator[Path]: ...
     def known_files(self, root: Path) -> list[CorpusFileState]: ...
+    # Files that could not be indexed, kept in the store so that no pass of any process parses an
+    # unchanged one again (a stalling PDF cost 20 s at every rescan and every `index`).
+    def failures(self, root: Path) -> dict[str, CorpusFailure]: ...
+    def remember_failure(self, failure: CorpusFailure) -> None: ...
+    def forget_failures(self, root: Path, paths: Sequence[str]) -> None: ...
     def document_count(self) -> int: ...
     def status(self) -> CorpusStatus: ...
     def touch_document(self, doc_id: int, stat: os.stat_result) -> None: ...
@@ -127,6 +129,7 @@ class _Work:
     file: Path
     stat: os.stat_result
     row: CorpusFileState | None
+    failed_before: bool = False  # an earlier pass remembered it failing (it has changed since)
 
 
 def index_corpus(
@@ -183,11 +186,12 @@ def index_corpus(
 
 def _scan(corpus: Corpus, root: Path, top: Path, tally: _Tally) -> list[_Work]:
     """The new or changed files under ``top``; files gone from disk are removed from the index."""
-    known = {
-        row.path: row
-        for row in corpus.known_files(root)
-        if top == root or PurePosixPath(row.path).is_relative_to(top.relative_to(root).as_posix())
-    }
+
+    def in_scope(path: str) -> bool:
+        return top == root or PurePosixPath(path).is_relative_to(top.relative_to(root).as_posix())
+
+    known = {row.path: row for row in corpus.known_files(root) if in_scope(row.path)}
+    failures = {path: failure for path, failure in corpus.failures(root).items() if in_scope(path)}
     seen: set[str] = set()
     work: list[_Work] = []
     for file in corpus.walk(root, top, tally.errors, tally.not_documents):
@@ -209,21 +213,22 @@ def _scan(corpus: Corpus, root: Path, top: Path, tally: _Tally) -> list[_Work]:
         if row is not None and row.size == stat.st_size and row.mtime_ns == stat.st_mtime_ns:
             tally.unchanged += 1
             continue
-        failed = corpus.failed.get((str(root), rel))
+        failed = failures.get(rel)
         if (
             row is None
             and failed is not None
-            and failed[:2] == (stat.st_size, stat.st_mtime_ns)
-            and time.monotonic() - failed[2] < RETRY_FAILED_AFTER
+            and (failed.size, failed.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+            and time.time() - failed.failed_at < RETRY_FAILED_AFTER
         ):
-            tally.errors.append(f"{failed[3]} (unchanged since: not read again)")
+            tally.errors.append(f"{failed.error} (unchanged since: not read again)")
             continue
         named = document_name(file.name)
         if named is not None and named.sniffed and not sniff_text_file(file, gzipped=named.gzipped):
             tally.binary += 1  # a program, an image: no document, counted in the skipped line
             _fail(corpus, tally, row, None)
             continue
-        work.append(_Work(root, rel, file, stat, row))
+        work.append(_Work(root, rel, file, stat, row, failed_before=failed is not None))
+    corpus.forget_failures(root, [path for path in failures if path not in seen])
     gone = [row for path, row in known.items() if path not in seen]
     for row in gone:
         corpus.delete_document(row.id)
@@ -267,6 +272,8 @@ def _read(corpus: Corpus, item: _Work, tally: _Tally, pending: list[Chunk], pars
         return
     title, text = document
     pending.extend(corpus.save_document(item.root, rel, title, text, digest, stat, row))
+    if item.failed_before:
+        corpus.forget_failures(item.root, [rel])
     if row is None:
         tally.added += 1
     else:
@@ -274,13 +281,17 @@ def _read(corpus: Corpus, item: _Work, tally: _Tally, pending: list[Chunk], pars
 
 
 def _remember(corpus: Corpus, item: _Work, message: str) -> str:
-    """Keep why this file failed, with its size and time, for the passes that find it unchanged."""
-    corpus.failed[(str(item.root), item.rel)] = (
-        item.stat.st_size,
-        item.stat.st_mtime_ns,
-        time.monotonic(),
-        message,
+    """Keep why this file failed, with its size and time, for the passes (of any process) that find
+    it unchanged."""
+    failure = CorpusFailure(
+        root=str(item.root),
+        path=item.rel,
+        size=item.stat.st_size,
+        mtime_ns=item.stat.st_mtime_ns,
+        error=message,
+        failed_at=time.time(),
     )
+    corpus.remember_failure(failure)
     return message
 
 
@@ -335,9 +346,7 @@ def _embed_missing(corpus: Corpus, progress: IndexProgress, stop: threading.Even
     while not stop.is_set() and (chunks := corpus.store.corpus_chunks_after(last, EMBED_BATCH)):
         last = chunks[-1].id
         held = index.held("chunks", [c.id for c in chunks])
-        batch = [
-            (c.id, embedding_text(c.title, c.text), {"doc_id": c.doc_id}) for c in chunks if c.id not in held
-        ]
+        batch: list[Chunk] = [(c.id, embedding_text(c.title, c.text), {}) for c in chunks if c.id not in held]
         if not batch:
             continue
         if not index.available:
@@ -368,7 +377,7 @@ def rebuild_vectors(corpus: Corpus, progress: Callable[[int, int], None] | None 
     last, done, started = 0, 0, time.monotonic()
     logged = started
     while chunks := corpus.store.corpus_chunks_after(last, EMBED_BATCH):
-        index.add("chunks", [(c.id, embedding_text(c.title, c.text), {"doc_id": c.doc_id}) for c in chunks])
+        index.add("chunks", [(c.id, embedding_text(c.title, c.text), {}) for c in chunks])
         last, done = chunks[-1].id, done + len(chunks)
         if progress is not None:
             progress(done, total)

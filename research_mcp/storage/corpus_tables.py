@@ -13,6 +13,7 @@ from research_mcp.storage.database import StoreDatabase, marks, now
 from research_mcp.storage.models import (
     CorpusChunk,
     CorpusDocumentInfo,
+    CorpusFailure,
     CorpusFileState,
     StoredCorpusDocument,
     compress_text,
@@ -30,6 +31,22 @@ class CorpusTables(StoreDatabase):
             "SELECT id, path, size, mtime_ns, content_hash FROM corpus_documents WHERE root = ?", (root,)
         )
         return [CorpusFileState.model_validate(row) for row in rows]
+
+    def corpus_failures(self, root: str) -> dict[str, CorpusFailure]:
+        """The files of one corpus folder that failed, by path."""
+        rows = self._all("SELECT * FROM corpus_failures WHERE root = ?", (root,))
+        return {str(row["path"]): CorpusFailure.model_validate(row) for row in rows}
+
+    def remember_corpus_failure(self, failure: CorpusFailure) -> None:
+        with self.write():
+            self.db.table("corpus_failures").upsert(failure.model_dump(), pk=("root", "path"))
+
+    def forget_corpus_failures(self, root: str, paths: Sequence[str]) -> None:
+        """These files were indexed, or are gone: nothing to remember of an earlier failure."""
+        with self.write() as conn:
+            conn.executemany(
+                "DELETE FROM corpus_failures WHERE root = ? AND path = ?", [(root, path) for path in paths]
+            )
 
     def touch_corpus_document(self, doc_id: int, *, size: int, mtime_ns: int) -> None:
         """A file read again with the same content: only its size and modification time change."""
@@ -115,6 +132,15 @@ class CorpusTables(StoreDatabase):
         return {int(row["id"]) for row in rows}
 
     # --- reading -------------------------------------------------------------------------------
+
+    def corpus_chunk_documents(self, chunk_ids: Sequence[int]) -> dict[int, int]:
+        """The document of each of these chunks, by chunk id (chunks no longer stored are left out)."""
+        if not chunk_ids:
+            return {}
+        rows = self._all(
+            f"SELECT id, doc_id FROM corpus_chunks WHERE id IN ({marks(chunk_ids)})", list(chunk_ids)
+        )
+        return {int(row["id"]): int(row["doc_id"]) for row in rows}
 
     def corpus_document_count(self, roots: Sequence[str]) -> int:
         row = self._one(

@@ -292,6 +292,15 @@ def m009_plan_budget(db: Database) -> None:
     db.table("plans").add_column("budget", str)
 
 
+def m010_corpus_failures(db: Database) -> None:
+    """Files of a corpus folder that could not be indexed, with the size and time they failed at: a
+    later pass, in this process or another, does not read them again until they change."""
+    db.table("corpus_failures").create(
+        {"root": str, "path": str, "size": int, "mtime_ns": int, "error": str, "failed_at": float},
+        pk=("root", "path"),
+    )
+
+
 def _insight_rows(
     output: dict[str, Any], source_id: int, ref: str
 ) -> list[tuple[int, str, str, str, str, str]]:
@@ -319,6 +328,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("007_facts_by_source", m007_facts_by_source),
     ("008_source_insights", m008_source_insights),
     ("009_plan_budget", m009_plan_budget),
+    ("010_corpus_failures", m010_corpus_failures),
 ]
 
 

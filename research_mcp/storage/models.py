@@ -23,6 +23,7 @@ __all__ = [
     "Citation",
     "CorpusChunk",
     "CorpusDocumentInfo",
+    "CorpusFailure",
     "CorpusFileState",
     "InsightKind",
     "KnownFact",
@@ -263,6 +264,17 @@ class CorpusFileState(_Row):
     size: int
     mtime_ns: int
     content_hash: str
+
+
+class CorpusFailure(_Row):
+    """A file that could not be indexed, as it was then (size, time) and why."""
+
+    root: str
+    path: str
+    size: int
+    mtime_ns: int
+    error: str
+    failed_at: float  # Unix time
 
 
 class CorpusDocumentInfo(_Row):

@@ -7,6 +7,7 @@ import itertools
 import os
 import socket
 import stat
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 from research_mcp.contracts import Embedder
 from research_mcp.errors import InvalidInput, NotFound, SourceError
 from research_mcp.llm.embeddings import MiniLMEmbedder, StaticEmbedder, default_embedder
+from research_mcp.sources import indexing
 from research_mcp.sources.corpus import (
     Corpus,
     CorpusDocument,
@@ -592,21 +594,44 @@ def test_a_device_or_fifo_swapped_in_after_the_walk_is_refused_when_opened(tmp_p
 
 
 def test_a_file_that_failed_is_not_read_again_while_unchanged_but_is_once_it_changes(
-    corpus: Corpus, folder: Path, monkeypatch: pytest.MonkeyPatch
+    corpus: Corpus, store: Store, folder: Path
 ) -> None:
-    """A stalling PDF cost its whole parse timeout (20 s) at every pass, so at every rescan of `serve`."""
+    """A stalling PDF cost its whole parse timeout (20 s) at every pass, so at every rescan of `serve`
+    and every `research-mcp index`."""
     broken = folder / "notes" / "broken.pdf"
     broken.write_bytes(hostile.unknown_filter_pdf())
     first = corpus.index()
 
     again = corpus.index()
+    in_another_process = Corpus(store, [folder]).index()  # what it knows comes from the store
 
     [failure] = [e for e in first.errors if e.startswith("notes/broken.pdf")]
     assert "could not be parsed" in failure
     assert again.read == 0  # not even read: its size and time are those it failed with
     assert f"{failure} (unchanged since: not read again)" in again.errors
+    assert in_another_process.read == 0
+    assert f"{failure} (unchanged since: not read again)" in in_another_process.errors
 
     broken.write_bytes(minimal_pdf("Spring tides follow the new and the full moon.", "Tides"))
     fixed = corpus.index()
     assert (fixed.read, fixed.added) == (1, 1)
     assert not [e for e in fixed.errors if "broken.pdf" in e]
+    assert store.corpus_failures(str(folder)) == {}  # nothing left to remember
+
+
+def test_a_failed_file_is_tried_again_after_an_hour_and_forgotten_when_gone(
+    corpus: Corpus, store: Store, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = folder / "broken.pdf"
+    broken.write_bytes(hostile.unknown_filter_pdf())
+    corpus.index()
+    later = time.time() + indexing.RETRY_FAILED_AFTER + 1
+    monkeypatch.setattr(indexing.time, "time", lambda: later)
+
+    retried = corpus.index()
+    broken.unlink()
+    gone = corpus.index()
+
+    assert retried.read == 1  # a parse that timed out on a loaded machine may pass later
+    assert not [e for e in gone.errors if "broken.pdf" in e]
+    assert store.corpus_failures(str(folder)) == {}
