@@ -180,7 +180,8 @@ def _tree_lines(node: PlanNode, depth: int = 0, status: dict[str, str] | None = 
     lines = [line]
     pad = "  " * (depth + 1)
     lines += [
-        f"{pad}task spec: {len(spec.questions)} questions; expected format: {spec.expected_format or 'any'}"
+        f"{pad}task spec: {len(spec.questions)} question{'s' if len(spec.questions) > 1 else ''}; "
+        f"expected format: {spec.expected_format or 'any'}"
         for spec in node.task_specs
     ]
     lines += [

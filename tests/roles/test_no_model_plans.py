@@ -71,7 +71,7 @@ async def test_a_comparison_scouts_for_its_items_then_reads_one_leaf_per_item(
     assert planned["backend"] == "extractive"
     assert "n.1 discovery: Sources on tidal power and wave power" in tree
     assert "n.2 leaf: tidal power" in tree and "n.3 leaf: wave power" in tree
-    assert tree.count("task spec: 1 questions; expected format: A bulleted list") == 2
+    assert tree.count("task spec: 1 question; expected format: A bulleted list") == 2
     assert run["status"] == "done", run
     # The discovery leaf's scout searched for each item; each item's leaf read its item's page.
     searched = [body["query"] for body in tavily.bodies("/search")]
