@@ -79,6 +79,8 @@ class Settings(BaseSettings):
     ask_before_run: bool = Field(default=True, validation_alias="RESEARCH_MCP_ASK_BEFORE_RUN")
 
     concurrency: int = Field(default=4, ge=1, le=64, validation_alias="RESEARCH_MCP_CONCURRENCY")
+    # The scout's sweep (its searches and site crawls) stops when this box closes (roles/sweep.py).
+    sweep_seconds: float = Field(default=60.0, gt=0, le=600, validation_alias="RESEARCH_MCP_SWEEP_SECONDS")
     wait_seconds: float = Field(
         default=45.0, gt=0, le=55, validation_alias=AliasChoices("RESEARCH_MCP_WAIT_SECONDS")
     )

@@ -257,6 +257,17 @@ def _tree_lines(node: PlanNode, depth: int = 0, status: dict[str, str] | None = 
         f" — {questions}" if questions else ""
     )
     lines = [line]
+    pad = "  " * (depth + 1)
+    lines += [
+        f"{pad}task spec: {len(spec.questions)} question{'s' if len(spec.questions) > 1 else ''}; "
+        f"expected format: {spec.expected_format or 'any'}"
+        for spec in node.task_specs
+    ]
+    lines += [
+        f"{pad}phase {phase.name!r}: {phase.criteria.model_dump_json(exclude_defaults=True)}, "
+        f"at most {phase.max_iterations} iterations"
+        for phase in node.phases
+    ]
     for child in node.children:
         lines += _tree_lines(child, depth + 1, status)
     return lines

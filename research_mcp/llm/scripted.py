@@ -6,6 +6,7 @@ swap it in at the one seam where a backend is chosen. It records every request i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,6 +104,10 @@ def team_script(request: ModelRequest[Any]) -> BaseModel:
         lines = [f"- {fact.statement[:200]} [{fact_label(fact.id)}]" for fact in payload.facts[:20]]
         lines += [f"- {child.title}: {child.report[:300]}" for child in payload.child_reports]
         report = f"# {payload.title}\n\n" + ("\n".join(lines) or "No findings.")
+        if outline := _outline(request.prompt):  # a section per heading, each part's report under its own
+            said = {child.title: child.report[:300] for child in payload.child_reports}
+            body = [f"## {heading}\n\n{said.get(heading, chr(10).join(lines[:5]))}" for heading in outline]
+            report = f"# {payload.title}\n\n" + "\n\n".join(body)
         findings = [Finding(statement=fact.statement[:900], fact_ids=[fact.id]) for fact in payload.facts[:5]]
         gaps = [] if payload.facts or payload.child_reports else list(payload.questions[:3])
         return SynthesisOutput(
@@ -117,3 +122,11 @@ def team_script(request: ModelRequest[Any]) -> BaseModel:
         ]
         return ScoutOutput(ranked=ranked)
     raise TypeError(f"team_script has no answer for {request.output_type.__name__}")
+
+
+def _outline(prompt: str) -> list[str]:
+    """The section headings of an outline the prompt gives ("1. ## Title: what it asks"), in order."""
+    if "\nOutline:" not in prompt:
+        return []
+    tail = prompt.split("\nOutline:", 1)[1]
+    return [match.split(":", 1)[0].strip() for match in re.findall(r"^\d+\. ## (.+)$", tail, re.M)]

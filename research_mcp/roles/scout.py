@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
+
 from research_mcp.contracts import ScoutOutput
 from research_mcp.role_inputs import ScoutCandidate, ScoutInput
 from research_mcp.roles.base import HandoffContext, Place, Role, RoleDeps, RoleResult, perform
 from research_mcp.roles.framing import frame
-from research_mcp.roles.sweep import LEADS, angles, covered, sites_named
+from research_mcp.roles.sweep import LEADS, Folded, angles, cluster, covered, sites_named
 from research_mcp.sources.library import Candidate, ref_key
 from research_mcp.sources.openings import LEAD_CHARS
 from research_mcp.storage.outputs import StoredCuration
@@ -44,35 +46,64 @@ def _prompt(scout_input: ScoutInput) -> str:
     )
 
 
+def _folded(item: Folded) -> dict[str, Any]:
+    """A near-duplicate folded by the sweep, as an excluded candidate with its reason."""
+    return {
+        "ref": item.candidate.ref,
+        "title": item.candidate.title,
+        "score": 0.0,
+        "origin": item.candidate.origin,
+        "rationale": f"near-duplicate of {item.into.title!r} <{item.into.ref}>",
+        "lead": item.candidate.snippet[:LEAD_CHARS],
+    }
+
+
 def _summary(output: ScoutOutput) -> list[str]:
     kept = [item for item in output.ranked if item.include]
     return [f"{len(kept)} sources ranked of {len(output.ranked)} candidates"]
 
 
 async def _sweep(
-    deps: RoleDeps, topic: str, searched: list[str], failures: list[str], led: dict[str, list[str]]
+    deps: RoleDeps,
+    topic: str,
+    searched: list[str],
+    failures: list[str],
+    led: dict[str, list[str]],
+    box_seconds: float,
 ) -> tuple[list[Candidate], dict[str, list[str]]]:
-    """Every angle searched and every site named mapped: the candidates, one per address, and the
-    angles that found each (by ref); `led` gets the angles whose first results each was among."""
+    """Every angle searched and every site named mapped, within the sweep's time box: the
+    candidates, one per address, and the angles that found each (by ref); `led` gets the angles
+    whose first results each was among."""
     found: dict[str, Candidate] = {}
     found_by: dict[str, list[str]] = {}
-    for angle in searched:
-        deps.budget.check()
-        for rank, candidate in enumerate(
-            await deps.sources.search(angle, limit=PER_ANGLE, failures=failures)
-        ):
-            key = ref_key(candidate.ref)
-            found.setdefault(key, candidate)
-            found_by.setdefault(key, []).append(angle)
-            if rank < LEADS:
-                led.setdefault(key, []).append(angle)
-    for site in sites_named(searched):
-        deps.budget.check()
-        pages = await deps.sources.site_pages(
-            site, instructions=topic, limit=SITE_PAGES, scan=SITE_SCANNED, failures=failures
+    made: list[str] = []
+    sites = sites_named(searched)
+    with anyio.move_on_after(box_seconds) as box:
+        for angle in searched:
+            deps.budget.check()
+            for rank, candidate in enumerate(
+                await deps.sources.search(angle, limit=PER_ANGLE, failures=failures)
+            ):
+                key = ref_key(candidate.ref)
+                found.setdefault(key, candidate)
+                found_by.setdefault(key, []).append(angle)
+                if rank < LEADS:
+                    led.setdefault(key, []).append(angle)
+            made.append(angle)
+        for site in sites:
+            deps.budget.check()
+            pages = await deps.sources.site_pages(
+                site, instructions=topic, limit=SITE_PAGES, scan=SITE_SCANNED, failures=failures
+            )
+            for page in pages:
+                found.setdefault(ref_key(page.ref), page)
+            made.append(site)
+    if box.cancelled_caught:
+        left = [step for step in [*searched, *sites] if step not in made]
+        failures.append(
+            f"The sweep's {box_seconds:g} s box closed before {len(left)} of its {len(searched) + len(sites)} "
+            f"searches and crawls: {'; '.join(left)[:300]}"
         )
-        for page in pages:
-            found.setdefault(ref_key(page.ref), page)
     return list(found.values()), found_by
 
 
@@ -86,6 +117,7 @@ async def scout(
     run_id: str | None = None,
     node_id: str | None = None,
     iteration: int = 0,
+    box_seconds: float | None = None,
 ) -> RoleResult[ScoutOutput]:
     """Sweep for sources on `topic` (roles/sweep.py: angles, sites, coverage), quick-scan them, and
     have the backend rank them; each kept source is tagged with the `questions` it covers."""
@@ -93,7 +125,9 @@ async def scout(
     questions = [q for q in dict.fromkeys(" ".join(q.split()) for q in questions or []) if q]
     searched = angles(topic, queries or [], questions)
     led: dict[str, list[str]] = {}
-    found, found_by = await _sweep(deps, topic, searched, failures, led)
+    box = box_seconds if box_seconds is not None else deps.settings.sweep_seconds
+    found, found_by = await _sweep(deps, topic, searched, failures, led, box)
+    found, folded = cluster(found)
     candidates = [
         ScoutCandidate(
             index=index,
@@ -110,6 +144,7 @@ async def scout(
     scout_input = ScoutInput(topic=topic, queries=searched, candidates=candidates, questions=questions)
 
     curation = Curation(scout_input, limit=limit, failures=failures, led=led, found_by=found_by)
+    curation.folded = [_folded(item) for item in folded]
     return await perform(deps, curation, Place(run_id, node_id, iteration))
 
 
@@ -133,6 +168,7 @@ class Curation(Role[ScoutOutput, StoredCuration]):
         super().__init__(scout_input)
         self.scout_input, self.limit, self.failures = scout_input, limit, failures
         self.led, self.found_by = led, found_by
+        self.folded: list[dict[str, Any]] = []  # near-duplicates the sweep folded, shown as excluded
 
     def prompt(self) -> str:
         return _prompt(self.scout_input)
@@ -176,6 +212,6 @@ class Curation(Role[ScoutOutput, StoredCuration]):
                 "angles": searched,
                 "questions": questions,
                 "uncovered": [n for n in range(1, len(questions) + 1) if n not in covering],
-                "excluded": excluded[:MAX_EXCLUDED],
+                "excluded": [*excluded, *self.folded][:MAX_EXCLUDED],
             },
         )

@@ -11,17 +11,35 @@ crawls, and which of the questions each candidate covers.
   the question's terms (`bears_on`), or one when it was among the first `LEADS` results of the
   search for that question. Questions no kept
   candidate covers are named, so a discovery leaf's gaps say what the sources will not answer.
+- **Clusters**: near-duplicates (the same title once a site suffix is dropped, or titles sharing
+  `SAME_TITLE` of their words) fold into the first found; a site's candidates beyond `PER_SITE`
+  go after every other site's, so one site cannot fill the list the ranker reads.
+- **Box**: the sweep has its own time (`RESEARCH_MCP_SWEEP_SECONDS`); what it found when the box
+  closes is ranked, and the searches it did not make are named.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from research_mcp.matching.terms import bears_on, terms
 from research_mcp.role_inputs import ScoutCandidate
+from research_mcp.sources.library import Candidate
 
-__all__ = ["LEADS", "MAX_ANGLES", "angles", "covered", "key_terms", "sites_named"]
+__all__ = [
+    "LEADS",
+    "MAX_ANGLES",
+    "PER_SITE",
+    "Folded",
+    "angles",
+    "cluster",
+    "covered",
+    "key_terms",
+    "sites_named",
+]
 
 #: The most searches one scout makes (angles), before any site map.
 MAX_ANGLES = 6
@@ -29,6 +47,11 @@ MAX_ANGLES = 6
 LEADS = 2
 #: The most sites one scout maps.
 MAX_SITES = 2
+#: A site's candidates ahead of the other sites' (the rest follow them).
+PER_SITE = 2
+#: Titles sharing this share of their words are one source's.
+SAME_TITLE = 0.8
+_TITLE_SUFFIX = re.compile(r"\s+[-|–—:]\s+[^-|–—:]{1,40}$")
 _WORD = re.compile(r"[\w'’-]+")
 _SITE = re.compile(
     r"\bhttps?://[^\s<>\"')\]]+|\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:[a-z]{2,24})\b(?:/[^\s<>\"')\]]*)?",
@@ -98,3 +121,45 @@ def covered(candidate: ScoutCandidate, questions: Sequence[str], led: Sequence[s
         if bears_on(text, question)
         or (" ".join(question.split()).lower() in searched and said & set(terms(question)))
     ]
+
+
+@dataclass(frozen=True)
+class Folded:
+    """A near-duplicate candidate folded into the one kept for it."""
+
+    candidate: Candidate
+    into: Candidate
+
+
+def _title_words(title: str) -> frozenset[str]:
+    return frozenset(_WORD.findall(_TITLE_SUFFIX.sub("", title.strip()).lower()))
+
+
+def _site(ref: str) -> str:
+    if not ref.lower().startswith(("http://", "https://")):
+        return ""
+    return (urlsplit(ref).hostname or "").removeprefix("www.")
+
+
+def cluster(candidates: Sequence[Candidate]) -> tuple[list[Candidate], list[Folded]]:
+    """The candidates with near-duplicates folded into the first of each cluster, a site's beyond
+    `PER_SITE` moved after the others (each group keeps its order), and what was folded into what."""
+    kept: list[tuple[Candidate, frozenset[str]]] = []
+    folded: list[Folded] = []
+    for candidate in candidates:
+        words = _title_words(candidate.title)
+        twin = next(
+            (c for c, seen in kept if words and len(words & seen) / len(words | seen) >= SAME_TITLE), None
+        )
+        if twin is not None:
+            folded.append(Folded(candidate, twin))
+        else:
+            kept.append((candidate, words))
+    ahead: list[Candidate] = []
+    after: list[Candidate] = []
+    per_site: dict[str, int] = {}
+    for candidate, _ in kept:
+        site = _site(candidate.ref)
+        per_site[site] = per_site.get(site, 0) + 1
+        (after if site and per_site[site] > PER_SITE else ahead).append(candidate)
+    return ahead + after, folded

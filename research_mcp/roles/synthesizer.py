@@ -25,6 +25,7 @@ from research_mcp.roles.evidence import (
     judge_evidence,
 )
 from research_mcp.roles.framing import frame
+from research_mcp.roles.outline import outline_gaps, outline_prompt
 from research_mcp.roles.synthesis_inputs import (
     Inputs,
     insight_followups,
@@ -152,6 +153,7 @@ async def synthesize(
     task_specs: Sequence[ExtractorTaskSpec] = (),
     notes: Sequence[str] = (),
     known: Sequence[KnownInsight] = (),
+    outline: Sequence[str] = (),
 ) -> RoleResult[SynthesisOutput]:
     """`prior_facts`: known facts from earlier research (prior findings), citable like the others.
 
@@ -165,7 +167,8 @@ async def synthesize(
     sources leave open reaches the synthesizer and, by code, the gaps and follow-ups. `notes` names
     what the node left out on purpose (what a task spec's budget did not allow), added to the gaps.
     `known`: what sources read by earlier runs left open (kept in the knowledge base), bearing on
-    the questions: given to the synthesizer with the others, and named in the gaps with the source."""
+    the questions: given to the synthesizer with the others, and named in the gaps with the source.
+    `outline`: the section headings the report is written in, in order; one it leaves out is a gap."""
     synthesis_input = SynthesisInput(
         title=title,
         questions=questions,
@@ -174,7 +177,7 @@ async def synthesize(
         task_specs=list(task_specs),
     )
     scope = _Scope.read(deps, input_handoffs, prior_facts=prior_facts, failures=failures, known=known)
-    role = Synthesis(synthesis_input, scope, notes=list(dict.fromkeys(notes)))
+    role = Synthesis(synthesis_input, scope, notes=list(dict.fromkeys(notes)), outline=list(outline))
     return await perform(deps, role, Place(run_id, node_id, iteration))
 
 
@@ -229,7 +232,9 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
     stored_type = StoredSynthesis
     max_tokens = 8192
 
-    def __init__(self, asked: SynthesisInput, scope: _Scope, *, notes: list[str]) -> None:
+    def __init__(
+        self, asked: SynthesisInput, scope: _Scope, *, notes: list[str], outline: list[str] | None = None
+    ) -> None:
         payload = SynthesisPayload(
             **asked.model_dump(),
             facts=[SynthesisFact(**fact.model_dump(exclude={"location"})) for fact in scope.facts],
@@ -238,11 +243,12 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
         )
         super().__init__(asked, payload)
         self.asked, self.scope, self.notes = asked, scope, notes
+        self.outline = outline or []
         self.criteria = numbered_criteria(asked.task_specs)
 
     def prompt(self) -> str:
         assert isinstance(self.payload, SynthesisPayload)
-        return _prompt(self.payload, self.criteria, self.scope.prior)
+        return _prompt(self.payload, self.criteria, self.scope.prior) + outline_prompt(self.outline)
 
     def summary(self, output: SynthesisOutput) -> list[str]:
         return _summary(output, len(self.scope.failed))
@@ -258,6 +264,7 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
                 "failures": self.scope.failed,
                 "carried": self.scope.below.evidence_gaps,
                 "notes": self.notes,
+                "outline": self.outline,
             },
         )
 
@@ -280,6 +287,7 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
                     *evidence.gaps,
                     *self.notes,
                     *format_gaps,
+                    *outline_gaps(self.outline, check.report),
                     *_acceptance_gaps(acceptance),
                     *source_gaps(_scrubbed(scope.below.insights, checker), questions),
                     *source_gaps(_scrubbed(scope.earlier, checker), questions),

@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from research_mcp.contracts import PlanNode
+from research_mcp.contracts import Budget, PlanNode
 from research_mcp.ids import NodeKey
 from research_mcp.roles.base import RoleDeps
+from research_mcp.roles.outline import sections
+from research_mcp.roles.planner import TOKENLESS
 from research_mcp.storage.models import NewNode
 
-__all__ = ["RunContext", "leaf_questions", "node_key", "plan_nodes"]
+__all__ = ["RunContext", "leaf_questions", "node_key", "plan_nodes", "report_outline"]
 
 
 @dataclass
@@ -25,6 +27,8 @@ class RunContext:
     asked_by_leaf: dict[tuple[str, str], set[str]] | None = None  # see runs/prior.py
     # Which node took each source first (by reference key): a sibling is handed it only last.
     taken_by: dict[str, str] = field(default_factory=dict)
+    # Each leaf's share of the run's budget by node id, when priorities divide it (runs/shares.py).
+    shares: dict[str, Budget] = field(default_factory=dict)
 
 
 def node_key(plan_id: str, node_id: str) -> str:
@@ -49,3 +53,12 @@ def leaf_questions(node: PlanNode) -> list[str]:
     if node.questions:
         return list(node.questions)
     return [question for spec in node.task_specs for question in spec.questions] or [node.title]
+
+
+def report_outline(rc: RunContext, node: PlanNode) -> list[str]:
+    """The outline an executor's report is written from: with a model backend and several parts
+    (discovery leaves aside), a section per part, then the whole; none otherwise."""
+    parts = [(child.title, leaf_questions(child)) for child in node.children if child.kind != "discovery"]
+    if len(parts) < 2 or rc.deps.model.name in TOKENLESS:
+        return []
+    return sections(parts)

@@ -22,7 +22,7 @@ from research_mcp.roles.curation import curate, curation_behind
 from research_mcp.roles.node_budgets import node_budget
 from research_mcp.roles.scout import scout
 from research_mcp.roles.synthesizer import synthesize
-from research_mcp.runs.context import RunContext, leaf_questions, node_key
+from research_mcp.runs.context import RunContext, leaf_questions, node_key, report_outline
 from research_mcp.runs.leaf import run_leaf
 from research_mcp.runs.phases import run_phases
 from research_mcp.storage.events import NodeDone, NodeFailed, NodeStarted
@@ -45,6 +45,8 @@ async def execute_node(
     `wanted`: for a discovery leaf, the questions its sibling leaves ask (what to find sources for)."""
     store = rc.deps.store
     key = node_key(rc.plan_id, node.id)
+    if node.budget is None and node.id in rc.shares:
+        node = node.model_copy(update={"budget": rc.shares[node.id]})
     row = store.get_node(rc.run_id, key)
     if row is not None and row.status == "done" and row.handoff_id:
         return row.handoff_id
@@ -98,13 +100,19 @@ def _interleaved(groups: Sequence[Sequence[str]]) -> list[str]:
 def _for_each_leaf(curations: Sequence[StoredCuration], leaves: Sequence[PlanNode]) -> list[list[str]]:
     """Each leaf's curated sources, in the order it takes them: those covering one of its own
     questions first, then the others; within each, first those it matches at least as well as any
-    sibling does (its questions' terms in their title and opening), in rank order. So sibling leaves
+    sibling does (its questions' terms in their title and opening, then its title's), in rank order. So sibling leaves
     take different sources, each the ones that match it, and a source touching two leaves' questions
     ("file", "modified" in a packaging note and a licence question) goes to the leaf it is about."""
     sources = [(curation, source) for curation in curations for source in curation.sources]
     wanted = [set(terms(" ".join(leaf_questions(leaf)))) for leaf in leaves]
+    titled = [set(terms(leaf.title)) for leaf in leaves]
+    # Ties on the questions go by the leaf's title: leaves asked one comparison whole differ only there.
     strengths = [
-        [_shared(f"{source.title} {source.lead}", asked) for asked in wanted] for _, source in sources
+        [
+            (_shared(f"{source.title} {source.lead}", asked), _shared(f"{source.title} {source.lead}", title))
+            for asked, title in zip(wanted, titled, strict=True)
+        ]
+        for _, source in sources
     ]
     out: list[list[str]] = []
     for index, leaf in enumerate(leaves):
@@ -113,7 +121,7 @@ def _for_each_leaf(curations: Sequence[StoredCuration], leaves: Sequence[PlanNod
         for rank, (curation, source) in enumerate(sources):
             covers = {curation.questions[n - 1] for n in source.covers if n <= len(curation.questions)}
             strength = strengths[rank]
-            best = strength[index] > 0 and strength[index] >= max(strength)
+            best = any(strength[index]) and strength[index] >= max(strength)
             ranked.append(((not covers & asked, not best, rank), source.ref))
         out.append(list(dict.fromkeys(ref for _, ref in sorted(ranked))))
     return out
@@ -149,6 +157,7 @@ async def _run_executor(rc: RunContext, node: PlanNode, key: str) -> str:
         run_id=rc.run_id,
         node_id=key,
         failures=rc.failures.get(key, []),
+        outline=report_outline(rc, node),
     )
     if node.phases:
         return await run_phases(rc, node, key, child_handoffs, result)

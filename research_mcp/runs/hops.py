@@ -15,7 +15,8 @@ A bridge a source already read is about (its title names it: "Brown County" and 
 "Brown County, Kansas") is not searched: that source is asked again, the bridge's question in
 place of the leaf's, without counting against the source budget a second time. A source a bridge
 led to is asked only what the bridge leaves open (with a leaf's task specs, their questions and
-then that one): the leaf's own questions went to the sources found for them.
+then that one, unless they only restate the leaf's): the leaf's own questions went to the sources
+found for them.
 
 A leaf about one compared item (its title a name its question uses) that has read the item's own
 source follows only links: what it asks is there, and the names that source gives lead away from it.
@@ -27,7 +28,7 @@ those the plan's estimate counted). The choice is recorded (a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import anyio
 
@@ -81,10 +82,12 @@ async def follow_leads(
         # A source a bridge led to is asked what the bridge leaves open (the leaf's questions were put
         # to the sources found for them): its other sentences are not quoted as answers to them. A
         # leaf's task specs are asked as given, the bridge's question after them.
-        bridge_only = bool(hop.question) and not node.task_specs
+        # Task specs that only restate the leaf's questions (the no-model planner's) ask nothing more.
+        restated = all(spec.questions == node.questions for spec in node.task_specs)
+        bridge_only = bool(hop.question) and restated
         found[position] = await extract_sources(
             rc,
-            node,
+            node.model_copy(update={"task_specs": []}) if bridge_only else node,
             key,
             [hop.ref],
             questions=[hop.question] if bridge_only else questions,
@@ -106,6 +109,26 @@ def _limit(node: PlanNode, first: int) -> int:
     return HOP_SOURCES
 
 
+@dataclass
+class _Choosing:
+    """The hop's choice as it is made: what is read already, and what is chosen, why."""
+
+    read: set[str]
+    limit: int
+    chosen: list[Hop] = field(default_factory=list)
+    followed: list[FollowedLead] = field(default_factory=list)
+    asked_again: set[str] = field(default_factory=set)
+    tried: int = 0  # leads that cost a search
+
+    @property
+    def done(self) -> bool:
+        return len(self.chosen) >= self.limit or self.tried >= MAX_LEADS
+
+    def take(self, hop: Hop, followed: FollowedLead) -> None:
+        self.chosen.append(hop)
+        self.followed.append(followed)
+
+
 async def _choose(
     rc: RunContext,
     node: PlanNode,
@@ -116,13 +139,57 @@ async def _choose(
     known_links: Sequence[tuple[str, str, int]],
 ) -> list[Hop]:
     store = rc.deps.store
-    read = {ref_key(ref) for ref in refs}
     first = [
         asked
         for handoff_id in extractions
         if (asked := store.get_handoff(handoff_id).input_as(ExtractorInput)) is not None
     ]
-    leads = leads_from(store, extractions, questions, known=[asked.source_title for asked in first])
+    leads = _ranked_leads(rc, extractions, questions, first, known_links)
+    if (about := _subject_read(node, first)) is not None:
+        # The leaf asks about one thing and has read that thing's own source: what the leaf asks is
+        # there, and the names it gives lead away from it. A source it cites is still read.
+        leads = [lead for lead in leads if lead.kind == "link"]
+    choosing = _Choosing(read={ref_key(ref) for ref in refs}, limit=_limit(node, len(refs)))
+    # What the first sources left open is searched for first: the question's own search often
+    # found the page that says it, below the ones the leaf read (runs/leads.py `open_terms`). Not
+    # when nothing was read, or a search of the leaf failed: that search is not made again.
+    searched = first and not rc.failures.get(key) and not node.sources
+    gap = open_terms(store, extractions, questions) if searched and about is None and choosing.limit else []
+    if gap:
+        await _follow_open(rc, key, questions[0], gap, leads, choosing)
+    for lead in leads:
+        if choosing.done:
+            break
+        if lead.kind != "link" and node.sources:
+            continue  # a leaf given its sources reads their links, it does not search
+        await _follow(rc, key, lead, questions, first, choosing)
+    why = (
+        ""
+        if about is None
+        else f" (no search: {source_label(about.source_id)} {about.source_title!r} is about it)"
+    )
+    store.add_event(
+        rc.run_id,
+        SecondHop(
+            message=f"second hop of {node.title!r}: {len(choosing.chosen)} sources from {len(leads)} leads{why}",
+            node_id=key,
+            chosen=[HopChoice(**asdict(hop)) for hop in choosing.chosen],
+            followed=choosing.followed,
+        ),
+    )
+    return choosing.chosen
+
+
+def _ranked_leads(
+    rc: RunContext,
+    extractions: list[str],
+    questions: list[str],
+    first: list[ExtractorInput],
+    known_links: Sequence[tuple[str, str, int]],
+) -> list[Lead]:
+    """The leaf's leads in the order they are followed: the links its own sources give, then those
+    sources read by earlier runs cite, then the rest (bridges, follow-ups)."""
+    leads = leads_from(rc.deps.store, extractions, questions, known=[asked.source_title for asked in first])
     own_links = sum(1 for lead in leads if lead.kind == "link")
     cited = {lead.text for lead in leads if lead.kind == "link"}
     earlier = [
@@ -130,73 +197,53 @@ async def _choose(
         for ref, context, source_id in known_links
         if ref not in cited
     ]
-    leads = [*leads[:own_links], *earlier, *leads[own_links:]]
-    if (about := _subject_read(node, first)) is not None:
-        # The leaf asks about one thing and has read that thing's own source: what the leaf asks is
-        # there, and the names it gives lead away from it. A source it cites is still read.
-        leads = [lead for lead in leads if lead.kind == "link"]
-    why = (
-        ""
-        if about is None
-        else f" (no search: {source_label(about.source_id)} {about.source_title!r} is about it)"
+    return [*leads[:own_links], *earlier, *leads[own_links:]]
+
+
+async def _follow_open(
+    rc: RunContext, key: str, question: str, gap: list[str], leads: list[Lead], choosing: _Choosing
+) -> None:
+    """Search for what the first sources left open; the result that says most of it is chosen, as
+    a bridge's source when it names one of the leads."""
+    choosing.tried += 1
+    found = await _search_open(rc, key, question, gap, choosing.read)
+    if found is None:
+        return
+    choosing.read.add(ref_key(found.ref))
+    said = f"{found.title} {found.snippet}"
+    bridge = next((lead for lead in leads if lead.kind == "bridge" and mentions(said, lead.text)), None)
+    if bridge is not None:
+        hop = Hop(found.ref, _context(bridge), _hop_question(bridge, question))
+    else:
+        hop = Hop(found.ref, f"Found by searching for what the first sources left open: {' '.join(gap)}")
+    choosing.take(hop, FollowedLead(kind="open", text=" ".join(gap), ref=found.ref))
+
+
+async def _follow(
+    rc: RunContext,
+    key: str,
+    lead: Lead,
+    questions: list[str],
+    first: list[ExtractorInput],
+    choosing: _Choosing,
+) -> None:
+    """Follow one lead: a bridge a source already read is about asks that source again; a link is
+    read as it is; anything else is searched for, and a result not read yet is chosen."""
+    if lead.kind == "bridge" and (again := _about(lead, first, choosing.asked_again)) is not None:
+        choosing.asked_again.add(again)
+        choosing.take(
+            Hop(again, _context(lead), _hop_question(lead, questions[0]), again=True),
+            FollowedLead(**asdict(lead), ref=again),
+        )
+        return
+    choosing.tried += lead.kind != "link"
+    ref = lead.text if lead.kind == "link" else await _search(rc, key, lead, questions, choosing.read)
+    if ref is None or ref_key(ref) in choosing.read:
+        return
+    choosing.read.add(ref_key(ref))
+    choosing.take(
+        Hop(ref, _context(lead), _hop_question(lead, questions[0])), FollowedLead(**asdict(lead), ref=ref)
     )
-    asked_again: set[str] = set()
-    limit = _limit(node, len(refs))
-    chosen: list[Hop] = []
-    followed: list[FollowedLead] = []
-    tried = 0
-    # What the first sources left open is searched for first: the question's own search often
-    # found the page that says it, below the ones the leaf read (runs/leads.py `open_terms`). Not
-    # when nothing was read, or a search of the leaf failed: that search is not made again.
-    searched = first and not rc.failures.get(key) and not node.sources
-    gap = open_terms(store, extractions, questions) if searched and about is None and limit else []
-    if gap:
-        tried += 1
-        if (found := await _search_open(rc, key, questions[0], gap, read)) is not None:
-            read.add(ref_key(found.ref))
-            said = f"{found.title} {found.snippet}"
-            # A result that names a bridge is read as that bridge's source would be.
-            bridge = next(
-                (lead for lead in leads if lead.kind == "bridge" and mentions(said, lead.text)), None
-            )
-            if bridge is not None:
-                chosen.append(Hop(found.ref, _context(bridge), _hop_question(bridge, questions[0])))
-            else:
-                chosen.append(
-                    Hop(
-                        found.ref, f"Found by searching for what the first sources left open: {' '.join(gap)}"
-                    )
-                )
-            followed.append(FollowedLead(kind="open", text=" ".join(gap), ref=found.ref))
-    for lead in leads:
-        if len(chosen) >= limit or tried >= MAX_LEADS:
-            break
-        if lead.kind != "link" and node.sources:
-            continue  # a leaf given its sources reads their links, it does not search
-        if lead.kind == "bridge" and (again := _about(lead, first, asked_again)) is not None:
-            # A source already read is about the name: ask it what the name leads to ask.
-            asked_again.add(again)
-            chosen.append(Hop(again, _context(lead), _hop_question(lead, questions[0]), again=True))
-            followed.append(FollowedLead(**asdict(lead), ref=again))
-            continue
-        tried += lead.kind != "link"
-        ref = lead.text if lead.kind == "link" else await _search(rc, key, lead, questions, read)
-        if ref is None or ref_key(ref) in read:
-            continue
-        read.add(ref_key(ref))
-        question = _hop_question(lead, questions[0])
-        chosen.append(Hop(ref, _context(lead), question))
-        followed.append(FollowedLead(**asdict(lead), ref=ref))
-    store.add_event(
-        rc.run_id,
-        SecondHop(
-            message=f"second hop of {node.title!r}: {len(chosen)} sources from {len(leads)} leads{why}",
-            node_id=key,
-            chosen=[HopChoice(**asdict(hop)) for hop in chosen],
-            followed=followed,
-        ),
-    )
-    return chosen
 
 
 def _subject_read(node: PlanNode, first: list[ExtractorInput]) -> ExtractorInput | None:

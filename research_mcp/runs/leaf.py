@@ -100,7 +100,7 @@ def rubric(
     rc: RunContext, node: PlanNode, prior: list[int], refs: list[str]
 ) -> tuple[dict[str, str], list[str]]:
     """What each source's extractor is told besides its questions: what the leaf's findings must
-    meet (its task specs' acceptance criteria and format), by source, and what earlier research
+    meet (its task specs' acceptance criteria, and a format code cannot give), by source, and what earlier research
     found in other sources (prior findings from the knowledge base, to add to or contradict)."""
     facts = [fact for fact in rc.deps.store.get_facts(prior) if fact.verified]
     refs_of = rc.deps.store.source_refs({fact.source_id for fact in facts})
@@ -110,10 +110,9 @@ def rubric(
         for fact in facts
         if stored_ref(refs_of.get(fact.source_id, "")) not in own and source_label(fact.source_id) not in own
     ][:RUBRIC_FACTS]
+    # A format code gives the report itself (a table, a list: roles/acceptance.py) is no concern of
+    # the extractors; one it cannot is among the criteria, labelled "expected format: ...".
     criteria = [criterion.label for criterion in numbered_criteria(node.task_specs)]
-    criteria += [
-        f"expected format: {spec.expected_format}" for spec in node.task_specs if spec.expected_format
-    ]
     if not criteria:
         return {}, known
     must = "The findings must meet:\n" + "\n".join(f"- {line}" for line in dict.fromkeys(criteria))

@@ -30,6 +30,7 @@ from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, node_key, plan_nodes
 from research_mcp.runs.engine import execute_node
 from research_mcp.runs.partial import partial_report
+from research_mcp.runs.shares import priority_shares
 from research_mcp.runs.snapshot import node_counts
 from research_mcp.storage.events import AttemptStarted, NodeBudgetSpent, Recovered, RetryStarted
 from research_mcp.storage.models import NewNode, Run, StoredPlan
@@ -329,7 +330,13 @@ class RunManager:
         errors: list[ResearchError] = []
 
         async def run_plan(index: int, plan: StoredPlan, root: PlanNode) -> None:
-            context = RunContext(deps=deps, run_id=run_id, plan_id=plan.id, on_node_done=live.notify)
+            context = RunContext(
+                deps=deps,
+                run_id=run_id,
+                plan_id=plan.id,
+                on_node_done=live.notify,
+                shares=priority_shares(root, self.store.get_run(run_id).budget),
+            )
             try:
                 results[index] = await execute_node(context, root)
             except BudgetExhausted:

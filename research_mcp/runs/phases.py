@@ -14,6 +14,8 @@ criteria were met, `low` when none were); the run stays `done` and its handle sa
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import anyio
 
 from research_mcp.citations import WRITTEN_CITATION
@@ -28,7 +30,7 @@ from research_mcp.roles.evidence import NOT_ESTABLISHED
 from research_mcp.roles.node_budgets import node_budget_spent
 from research_mcp.roles.scout import scout
 from research_mcp.roles.synthesizer import UNANSWERED, gate_synthesis, synthesize
-from research_mcp.runs.context import RunContext, leaf_questions, node_key
+from research_mcp.runs.context import RunContext, leaf_questions, node_key, report_outline
 from research_mcp.runs.gates import PhaseSpending, corroboration, criteria_status, unmet_gap
 from research_mcp.runs.leaf import RUBRIC_FACTS, rubric
 from research_mcp.runs.reading import choose_sources, extract_sources
@@ -150,121 +152,153 @@ async def _ask(
     return [handoff for position in sorted(found) for handoff in found[position]]
 
 
+def _asking(theme: str) -> str:
+    """A missing theme as a question: itself when it is one (a part of the question asked)."""
+    return theme if theme.rstrip().endswith("?") else f"What about {theme}?"
+
+
 def _merit(status: dict[str, bool], output: StoredSynthesis) -> tuple[int, int, int]:
     """How good a phase's synthesis is: criteria met, then its leaves' acceptance criteria left
     unmet (fewer is better), then verified facts cited."""
     return sum(status.values()), -unmet_acceptance(output), output.citations.verified
 
 
+#: The synthesis a phase keeps: its handoff, the criteria it met, and the iteration it came from.
+_Kept = tuple[str, dict[str, bool], int]
+
+
 async def run_phases(
     rc: RunContext, node: PlanNode, key: str, child_handoffs: list[str], result: RoleResult[SynthesisOutput]
 ) -> str:
-    store = rc.deps.store
     handoff_id = result.handoff_id
     inputs = list(child_handoffs)
     gates = _recorded_gates(rc, key)
     for phase in node.phases:
-        spending = PhaseSpending(phase.budget, rc.deps.budget.tokens, rc.deps.budget.cost_usd)
-        output, source_of = _synthesis(rc, handoff_id)
-        status = gates.get((phase.name, 0)) or criteria_status(phase, output, source_of, _said(rc, output))
-        best = (handoff_id, status, 0)
-        stop: StopReason | None = None
-        stopped = ""
-        for iteration in range(1, phase.max_iterations + 1):
-            unmet = [name for name, met in status.items() if not met]
-            if not unmet:
-                store.add_event(
-                    rc.run_id, PhaseMet(message=f"phase {phase.name!r} met", node_id=key, criteria=status)
-                )
-                break
-            if iteration == phase.max_iterations:
-                stop, stopped = StopReason.MAX_ITERATIONS, f"stopped at max_iterations={phase.max_iterations}"
-                break
-            if reason := spending.stop_reason(rc) or node_budget_spent():
-                stop, stopped = StopReason.BUDGET, f"budget spent: {reason}"
-                break
-            # The decision to iterate is recorded with the criteria it was taken on: a run resumed in
-            # the iteration takes it again on them, not on a store the iteration had already added to.
-            store.add_event(
-                rc.run_id,
-                PhaseGate(
-                    message=f"phase {phase.name!r}: {unmet} unmet, iteration {iteration} starts",
-                    node_id=key,
-                    phase=phase.name,
-                    iteration=iteration - 1,
-                    status=status,
-                ),
-            )
-            try:
-                handoff_id, delta = await _iterate(
-                    rc, node, key, phase, output, unmet, inputs, iteration, spending
-                )
-            except _PhaseBudgetSpent as spent:
-                stop, stopped = StopReason.BUDGET, f"budget spent: {spent}"
-                break
-            except NodeBudgetExhausted as spent:
-                stop, stopped = StopReason.BUDGET, f"budget spent: {spent.what}"
-                break
-            except BudgetExhausted:
-                store.add_event(
-                    rc.run_id, PhaseBudgetSpent(message=f"budget spent in phase {phase.name!r}", node_id=key)
-                )
-                raise
-            before = status
-            output, source_of = _synthesis(rc, handoff_id)
-            status = gates.get((phase.name, iteration)) or criteria_status(
-                phase, output, source_of, _said(rc, output)
-            )
-            kept_output = _synthesis(rc, best[0])[0]
-            if _merit(status, output) > _merit(best[1], kept_output):
-                best = (handoff_id, status, iteration)
-            store.add_event(
-                rc.run_id,
-                IterationDone(
-                    message=f"phase {phase.name!r} iteration {iteration}: {len(delta['sources_added'])} sources, "
-                    f"{len(delta['extractions_added'])} extractions added",
-                    node_id=key,
-                    iteration=iteration,
-                    why=unmet,
-                    changed=delta,
-                    criteria_before=before,
-                    criteria_after=status,
-                    kept_iteration=best[2],
-                ),
-            )
-        handoff_id, status, kept_at = best
-        unmet = [name for name, met in status.items() if not met]
-        if unmet:
-            store.add_event(
-                rc.run_id,
-                PhaseUnmet(
-                    message=f"phase {phase.name!r} {stopped or 'stopped'} with {unmet} unmet; "
-                    f"kept the synthesis of iteration {kept_at}",
-                    node_id=key,
-                    criteria=status,
-                    stopped=stop,
-                ),
-            )
-            if stop is StopReason.BUDGET:
-                store.add_event(
-                    rc.run_id, PhaseBudgetSpent(message=f"phase {phase.name!r} {stopped}", node_id=key)
-                )
-            output, source_of = _synthesis(rc, handoff_id)
-            cap: ConfidenceLevel = "medium" if len(unmet) < len(status) else "low"
-            gaps = [unmet_gap(phase, name, output, source_of) for name in unmet]
-            if stop is StopReason.BUDGET:
-                gaps.append(f"Phase {phase.name!r} {stopped}")
-            handoff_id = gate_synthesis(
-                rc.deps,
-                handoff_id,
-                unmet=[f"{phase.name}: {name}" for name in unmet],
-                gaps=gaps,
-                cap=cap,
-                run_id=rc.run_id,
-                node_id=key,
-                iteration=kept_at,
-            )
+        best, stopped = await _run_phase(rc, node, key, phase, handoff_id, inputs, gates)
+        handoff_id = _close_phase(rc, key, phase, best, stopped)
     return handoff_id
+
+
+#: Why a phase stopped with criteria unmet, and how it says so; None: every criterion was met.
+_Stopped = tuple[StopReason, str] | None
+
+
+def _stop_reason(rc: RunContext, phase: Phase, iteration: int, spending: PhaseSpending) -> _Stopped:
+    """Why no further iteration starts (None: one may)."""
+    if iteration == phase.max_iterations:
+        return StopReason.MAX_ITERATIONS, f"stopped at max_iterations={phase.max_iterations}"
+    if reason := spending.stop_reason(rc) or node_budget_spent():
+        return StopReason.BUDGET, f"budget spent: {reason}"
+    return None
+
+
+async def _run_phase(
+    rc: RunContext,
+    node: PlanNode,
+    key: str,
+    phase: Phase,
+    handoff_id: str,
+    inputs: list[str],
+    gates: dict[tuple[str, int], dict[str, bool]],
+) -> tuple[_Kept, _Stopped]:
+    """Iterate one phase while a criterion is unmet and its budget allows: the synthesis it keeps,
+    and why it stopped short (None when every criterion was met)."""
+    store = rc.deps.store
+    spending = PhaseSpending(phase.budget, rc.deps.budget.tokens, rc.deps.budget.cost_usd)
+    output, source_of = _synthesis(rc, handoff_id)
+    status = gates.get((phase.name, 0)) or criteria_status(phase, output, source_of, _said(rc, output))
+    best: _Kept = (handoff_id, status, 0)
+    for iteration in range(1, phase.max_iterations + 1):
+        unmet = [name for name, met in status.items() if not met]
+        if not unmet:
+            store.add_event(
+                rc.run_id, PhaseMet(message=f"phase {phase.name!r} met", node_id=key, criteria=status)
+            )
+            return best, None
+        if stopped := _stop_reason(rc, phase, iteration, spending):
+            return best, stopped
+        # The decision to iterate is recorded with the criteria it was taken on: a run resumed in
+        # the iteration takes it again on them, not on a store the iteration had already added to.
+        store.add_event(
+            rc.run_id,
+            PhaseGate(
+                message=f"phase {phase.name!r}: {unmet} unmet, iteration {iteration} starts",
+                node_id=key,
+                phase=phase.name,
+                iteration=iteration - 1,
+                status=status,
+            ),
+        )
+        try:
+            handoff_id, delta = await _iterate(
+                rc, node, key, phase, output, unmet, inputs, iteration, spending
+            )
+        except (_PhaseBudgetSpent, NodeBudgetExhausted) as spent:
+            why = spent.what if isinstance(spent, NodeBudgetExhausted) else str(spent)
+            return best, (StopReason.BUDGET, f"budget spent: {why}")
+        except BudgetExhausted:
+            store.add_event(
+                rc.run_id, PhaseBudgetSpent(message=f"budget spent in phase {phase.name!r}", node_id=key)
+            )
+            raise
+        before = status
+        output, source_of = _synthesis(rc, handoff_id)
+        status = gates.get((phase.name, iteration)) or criteria_status(
+            phase, output, source_of, _said(rc, output)
+        )
+        if _merit(status, output) > _merit(best[1], _synthesis(rc, best[0])[0]):
+            best = (handoff_id, status, iteration)
+        store.add_event(
+            rc.run_id,
+            IterationDone(
+                message=f"phase {phase.name!r} iteration {iteration}: {len(delta['sources_added'])} sources, "
+                f"{len(delta['extractions_added'])} extractions added",
+                node_id=key,
+                iteration=iteration,
+                why=unmet,
+                changed=delta,
+                criteria_before=before,
+                criteria_after=status,
+                kept_iteration=best[2],
+            ),
+        )
+    return best, None
+
+
+def _close_phase(rc: RunContext, key: str, phase: Phase, best: _Kept, stopped: _Stopped) -> str:
+    """The kept synthesis; with criteria unmet, committed again by code with a gap for each and its
+    confidence capped."""
+    store = rc.deps.store
+    handoff_id, status, kept_at = best
+    unmet = [name for name, met in status.items() if not met]
+    if not unmet:
+        return handoff_id
+    stop, said = stopped if stopped is not None else (None, "stopped")
+    store.add_event(
+        rc.run_id,
+        PhaseUnmet(
+            message=f"phase {phase.name!r} {said} with {unmet} unmet; kept the synthesis of iteration {kept_at}",
+            node_id=key,
+            criteria=status,
+            stopped=stop,
+        ),
+    )
+    output, source_of = _synthesis(rc, handoff_id)
+    cap: ConfidenceLevel = "medium" if len(unmet) < len(status) else "low"
+    gaps = [unmet_gap(phase, name, output, source_of) for name in unmet]
+    if stop is StopReason.BUDGET:
+        store.add_event(rc.run_id, PhaseBudgetSpent(message=f"phase {phase.name!r} {said}", node_id=key))
+        gaps.append(f"Phase {phase.name!r} {said}")
+    return gate_synthesis(
+        rc.deps,
+        handoff_id,
+        unmet=[f"{phase.name}: {name}" for name in unmet],
+        gaps=gaps,
+        cap=cap,
+        run_id=rc.run_id,
+        node_id=key,
+        iteration=kept_at,
+    )
 
 
 def _recorded_gates(rc: RunContext, key: str) -> dict[tuple[str, int], dict[str, bool]]:
@@ -303,6 +337,31 @@ async def _scout_for(
     return [source.ref for source in curation.sources] if curation else []
 
 
+@dataclass
+class _Asking:
+    """What one iteration asks of every leaf: the missing themes, what would settle an unmet
+    criterion, the synthesis's gaps, and what the synthesis so far established."""
+
+    themes: list[str]
+    settling: list[str]
+    gaps: list[str]
+    known: list[str]
+
+    @property
+    def added(self) -> list[str]:
+        return [_asking(theme) for theme in self.themes] + self.settling + self.gaps
+
+
+@dataclass
+class _Widened:
+    """What an iteration added, over its leaves."""
+
+    sources: list[str] = field(default_factory=list)
+    extractions: list[str] = field(default_factory=list)
+    follow_ups: list[str] = field(default_factory=list)
+    criteria: list[str] = field(default_factory=list)
+
+
 async def _iterate(
     rc: RunContext,
     node: PlanNode,
@@ -316,71 +375,20 @@ async def _iterate(
 ) -> tuple[str, dict[str, list[str]]]:
     """One iteration: widen each leaf with the missing themes and the gaps, then synthesize again.
     `inputs` grows with the new extractions. Returns the new synthesis handoff and the delta."""
-    store = rc.deps.store
     leaves = [child for child in node.children if child.kind == "leaf"]
-    gaps = _gap_questions(output)
-    missing_themes = [name.split(":", 1)[1] for name in unmet if name.startswith("theme:")]
-    source_of = {f.id: (f.source_id, f.corroborations) for f in store.get_facts(output.fact_ids)}
-    settling = _settling_questions(unmet, output, source_of)
-    added = [f"What about {theme}?" for theme in missing_themes] + settling + gaps[:2]
-    added_sources: list[str] = []
-    new_extractions: list[str] = []
-    asked_follow_ups: list[str] = []
-    asked_criteria: list[str] = []
+    source_of = {f.id: (f.source_id, f.corroborations) for f in rc.deps.store.get_facts(output.fact_ids)}
+    asking = _Asking(
+        themes=[name.split(":", 1)[1] for name in unmet if name.startswith("theme:")],
+        settling=_settling_questions(unmet, output, source_of),
+        gaps=_gap_questions(output)[:2],
+        known=[WRITTEN_CITATION.sub("", f.statement).strip() for f in output.key_findings[:RUBRIC_FACTS]],
+    )
+    widened = _Widened()
     judged = judged_leaves(rc, inputs, leaves, [node_key(rc.plan_id, leaf.id) for leaf in leaves])
     for leaf in leaves:
         if reason := spending.exceeded(rc):
             raise _PhaseBudgetSpent(reason)
-        leaf_key = node_key(rc.plan_id, leaf.id)
-        # Read before this iteration (a resumed iteration must not count the sources it chose itself
-        # before the interruption, or it would choose others), by reference, and the stored source
-        # each is (read again as S<id>: a text given inline has no address to read it from again).
-        stored = {
-            asked.source_ref: source_label(asked.source_id)
-            for h in store.handoffs_for_run(rc.run_id, role="extractor", node_id=leaf_key)
-            if h.iteration < iteration and (asked := h.input_as(ExtractorInput)) is not None
-        }
-        used = set(stored)
-        # What the leaf's extractors said their sources left open (follow-up questions, gaps the
-        # sources name) is asked in this iteration: of the source that raised it, again, and of
-        # new sources, found by searching for it.
-        raised = _raised_by_source(rc, leaf_key, iteration)
-        follow_ups = list(dict.fromkeys(q for asked in raised.values() for q in asked))[:MAX_FOLLOW_UPS]
-        # The leaf's acceptance criteria still unmet are asked too, as a missing theme is.
-        criteria = criteria_questions(rc, leaf, judged.get(leaf_key))
-        queries = [*leaf.search_queries, *missing_themes, *settling, *gaps[:2], *criteria, *follow_ups]
-        widened = leaf.model_copy(update={"sources": [], "search_queries": queries})
-        asking = [*missing_themes, *settling, *gaps[:2], *criteria, *follow_ups]
-        found = await _scout_for(rc, widened, leaf_key, asking, len(used), iteration) if asking else None
-        # Found by the scout: those, else none (it searched already); the scout failed: a search.
-        refs = [] if found == [] else await choose_sources(rc, widened, found or [], skip=used)
-        left = spending.sources_left()
-        if left is not None:
-            refs = refs[:left]
-        spending.sources += len(refs)
-        added_sources += refs
-        asked_follow_ups += follow_ups
-        asked_criteria += criteria
-        # New sources are asked the new questions and the follow-ups; the sources already read are
-        # asked again (a new extraction, since its questions differ), not passed over: the new
-        # questions, and what each one itself left open.
-        reads: list[tuple[list[str], list[str], tuple[str, ...]]] = [
-            (refs, [*added, *criteria, *follow_ups], ())
-        ]
-        reads += [
-            ([stored[ref]], [*added, *criteria, *raised.get(ref, [])], (stored[ref],))
-            for ref in sorted(used - set(refs))
-        ]
-        known = [WRITTEN_CITATION.sub("", f.statement).strip() for f in output.key_findings[:RUBRIC_FACTS]]
-        grown = await _ask(rc, leaf, leaf_key, reads, iteration, known)
-        new_extractions += grown
-        # Its criteria judged again on its new evidence; the phase node reads that synthesis.
-        before = judged.get(leaf_key)
-        again = await rejudge(rc, leaf, leaf_key, before, grown, iteration) if grown and before else None
-        if before is not None and again is not None:
-            inputs[inputs.index(before)] = again
-        else:
-            inputs += grown
+        await _widen(rc, leaf, asking, judged, inputs, iteration, spending, widened)
     if reason := spending.exceeded(rc):
         raise _PhaseBudgetSpent(reason)
     result = await synthesize(
@@ -391,16 +399,80 @@ async def _iterate(
         run_id=rc.run_id,
         node_id=key,
         iteration=iteration,
+        outline=report_outline(rc, node),
         failures=[
             *rc.failures.get(key, []),
             *(f for leaf in leaves for f in rc.failures.get(node_key(rc.plan_id, leaf.id), [])),
         ],
     )
     delta = {
-        "sources_added": added_sources,
-        "extractions_added": new_extractions,
-        "questions_added": missing_themes + settling + gaps[:2],
-        "follow_ups_asked": list(dict.fromkeys(asked_follow_ups)),
-        "criteria_asked": list(dict.fromkeys(asked_criteria)),
+        "sources_added": widened.sources,
+        "extractions_added": widened.extractions,
+        "questions_added": asking.themes + asking.settling + asking.gaps,
+        "follow_ups_asked": list(dict.fromkeys(widened.follow_ups)),
+        "criteria_asked": list(dict.fromkeys(widened.criteria)),
     }
     return result.handoff_id, delta
+
+
+async def _widen(
+    rc: RunContext,
+    leaf: PlanNode,
+    asking: _Asking,
+    judged: dict[str, str],
+    inputs: list[str],
+    iteration: int,
+    spending: PhaseSpending,
+    widened: _Widened,
+) -> None:
+    """One leaf's part of an iteration: new sources found for what it asks, those and the sources it
+    read asked the new questions, and its criteria judged again on what that added."""
+    store = rc.deps.store
+    leaf_key = node_key(rc.plan_id, leaf.id)
+    # Read before this iteration (a resumed iteration must not count the sources it chose itself
+    # before the interruption, or it would choose others), by reference, and the stored source
+    # each is (read again as S<id>: a text given inline has no address to read it from again).
+    stored = {
+        asked.source_ref: source_label(asked.source_id)
+        for h in store.handoffs_for_run(rc.run_id, role="extractor", node_id=leaf_key)
+        if h.iteration < iteration and (asked := h.input_as(ExtractorInput)) is not None
+    }
+    used = set(stored)
+    # What the leaf's extractors said their sources left open (follow-up questions, gaps the
+    # sources name) is asked in this iteration: of the source that raised it, again, and of
+    # new sources, found by searching for it.
+    raised = _raised_by_source(rc, leaf_key, iteration)
+    follow_ups = list(dict.fromkeys(q for asked in raised.values() for q in asked))[:MAX_FOLLOW_UPS]
+    # The leaf's acceptance criteria still unmet are asked too, as a missing theme is.
+    criteria = criteria_questions(rc, leaf, judged.get(leaf_key))
+    angles = [*asking.themes, *asking.settling, *asking.gaps, *criteria, *follow_ups]
+    searching = leaf.model_copy(update={"sources": [], "search_queries": [*leaf.search_queries, *angles]})
+    found = await _scout_for(rc, searching, leaf_key, angles, len(used), iteration) if angles else None
+    # Found by the scout: those, else none (it searched already); the scout failed: a search.
+    refs = [] if found == [] else await choose_sources(rc, searching, found or [], skip=used)
+    left = spending.sources_left()
+    if left is not None:
+        refs = refs[:left]
+    spending.sources += len(refs)
+    widened.sources += refs
+    widened.follow_ups += follow_ups
+    widened.criteria += criteria
+    # New sources are asked the new questions and the follow-ups; the sources already read are
+    # asked again (a new extraction, since its questions differ), not passed over: the new
+    # questions, and what each one itself left open.
+    reads: list[tuple[list[str], list[str], tuple[str, ...]]] = [
+        (refs, [*asking.added, *criteria, *follow_ups], ())
+    ]
+    reads += [
+        ([stored[ref]], [*asking.added, *criteria, *raised.get(ref, [])], (stored[ref],))
+        for ref in sorted(used - set(refs))
+    ]
+    grown = await _ask(rc, leaf, leaf_key, reads, iteration, asking.known)
+    widened.extractions += grown
+    # Its criteria judged again on its new evidence; the phase node reads that synthesis.
+    before = judged.get(leaf_key)
+    again = await rejudge(rc, leaf, leaf_key, before, grown, iteration) if grown and before else None
+    if before is not None and again is not None:
+        inputs[inputs.index(before)] = again
+    else:
+        inputs += grown

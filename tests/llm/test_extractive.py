@@ -413,10 +413,17 @@ async def test_a_comparison_becomes_one_leaf_per_compared_item(
 
     assert output.root.kind == "executor"
     assert output.root.title == query
-    assert [leaf.title for leaf in output.root.children] == items
-    for leaf, item in zip(output.root.children, items, strict=True):
+    discovery, *leaves = output.root.children
+    # The discovery leaf scouts for every item, for the item leaves beside it.
+    assert discovery.kind == "discovery"
+    assert discovery.search_queries == items
+    assert discovery.questions == [query]
+    assert [leaf.title for leaf in leaves] == items
+    for leaf, item in zip(leaves, items, strict=True):
         assert leaf.kind == "leaf"
         assert leaf.questions == [query]
+        assert [spec.questions for spec in leaf.task_specs] == [[query]]
+        assert "list" in leaf.task_specs[0].expected_format
         assert 1 <= len(leaf.search_queries) <= 3
         assert leaf.search_queries[0].startswith(item)
     assert check_feasible(output.root) == []
@@ -443,7 +450,9 @@ async def test_a_comparison_of_what_each_item_is_asks_each_item_the_same_questio
 ) -> None:
     output = await ask(model, PlannerOutput, PlannerInput(query=query))
 
-    assert [leaf.questions for leaf in output.root.children] == [[question] for question in asked]
+    leaves = [node for node in output.root.children if node.kind == "leaf"]
+    assert [leaf.questions for leaf in leaves] == [[question] for question in asked]
+    assert [leaf.task_specs[0].questions for leaf in leaves] == [[question] for question in asked]
 
 
 @pytest.mark.parametrize(
@@ -490,6 +499,10 @@ async def test_a_conjunction_of_questions_becomes_one_leaf_per_question(
 
     assert [leaf.questions for leaf in output.root.children] == [[question] for question in questions]
     assert all(leaf.kind == "leaf" and leaf.id == "" for leaf in output.root.children)
+    # The parts are the criteria of a phase that iterates, boundedly, until verified facts cover each.
+    (phase,) = output.root.phases
+    assert phase.criteria.themes == questions
+    assert phase.max_iterations == 2
     assert check_feasible(output.root) == []
 
 

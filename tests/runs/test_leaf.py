@@ -41,11 +41,16 @@ def test_the_rubric_tells_each_source_the_criteria_and_format_the_findings_must_
     spec = ExtractorTaskSpec(
         questions=["How efficient are panels?"],
         acceptance_criteria=["at least 2 sources"],
-        expected_format="a table",
+        expected_format="an essay in APA style",
     )
     node = leaf("energy", SOLAR, task_specs=[spec])
     rc = walk(temp_store, ScriptedModel(team_script), tree(node))
     contexts, known = rubric(rc, node, [], [SOLAR])
     assert list(contexts) == [SOLAR] and known == []
-    assert "The findings must meet:" in contexts[SOLAR] and "expected format: a table" in contexts[SOLAR]
+    assert contexts[SOLAR] == (
+        "The findings must meet:\n- at least 2 sources\n- expected format: an essay in APA style"
+    )
+    # A table or a list code gives the report itself: the extractors are not told it.
+    listed = leaf("listed", SOLAR, task_specs=[spec.model_copy(update={"expected_format": "a table"})])
+    assert rubric(rc, listed, [], [SOLAR])[0] == {SOLAR: "The findings must meet:\n- at least 2 sources"}
     assert rubric(rc, leaf("plain", SOLAR), [], [SOLAR]) == ({}, [])

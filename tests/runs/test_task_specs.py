@@ -235,7 +235,7 @@ async def test_an_extractor_is_told_what_other_sources_established_and_what_its_
     assert second.context == (
         "Already known (look for what adds to it or contradicts it):\n"
         f"- {EIFFEL}\n"
-        "The findings must meet:\n- mentions 'Paris'\n- expected format: a list"
+        "The findings must meet:\n- mentions 'Paris'"
     )
 
 

@@ -2,17 +2,21 @@
 
 - A comparison ("X vs Y", "compare X and Y", "difference between X and Y", "how does X differ from
   Y", "X or Y: which …", "Which …, X or Y?", "Are X and Y both / of the same …?", "What do X and Y
-  each …?") becomes one leaf per compared item, searching for its item; a question of what X and Y
+  each …?") becomes a discovery leaf scouting for the items and one leaf per compared item, searching
+  for its item; a question of what X and Y
   "each" or "both" are or do asks each leaf the same question of its item ("What does X grant …?");
   any other comparison (a difference, a choice between X or Y) is asked whole of every leaf.
 - A later question that leans on a pronoun ("… and what does it require?") takes the first
   question's subject in its place ("What does zlib's licence require?").
 - A conjunction of questions ("What is A? How does B …?", "A; and B", "What is A, and how does B
   …?") becomes one leaf per question (a question that is itself a comparison becomes an executor
-  over its items, still within three executor levels).
+  over its items, still within three executor levels), and a phase on the root whose criteria are
+  the parts: it iterates while verified facts leave a part uncovered (llm/extractive/plan_shapes.py).
 - A query too broad for one run ("survey the entire history of X": ``scope.py``) becomes one leaf per
   facet of its subject (origins, milestones, today, outlook).
 - Anything else is one leaf asking the query.
+
+Every leaf carries a task spec: its questions and the form its findings take.
 
 A suggested plan is adopted as given (ids cleared) when it passes the feasibility rules and the
 last attempt reported no violations.
@@ -24,6 +28,12 @@ import re
 
 from research_mcp.contracts import PlannerOutput, PlanNode
 from research_mcp.feasibility import check_feasible
+from research_mcp.llm.extractive.plan_shapes import (
+    COVERAGE_ITERATIONS,
+    coverage_phase,
+    discovery_leaf,
+    with_task_spec,
+)
 from research_mcp.matching.terms import STOPWORDS, clip
 from research_mcp.role_inputs import PlannerInput
 from research_mcp.scope import judge_scope
@@ -85,21 +95,40 @@ def plan(payload: PlannerInput) -> PlannerOutput:
         query = f"What is {query or 'this'}?"
     parts = question_parts(query)
     items = comparison_items(query) if len(parts) == 1 else []
+    phases = []
     if len(parts) > 1:
         parts = [parts[0], *(with_subject(part, parts[0]) for part in parts[1:])]
         children = [_question_node(part, context=parts[0]) for part in parts]
-        why = f"{len(parts)} distinct questions: one leaf each."
+        phases = [coverage_phase(parts)]
+        why = (
+            f"{len(parts)} distinct questions: one leaf each, and a phase that iterates (at most "
+            f"{COVERAGE_ITERATIONS} times) until verified facts cover every part."
+        )
     elif items:
-        children = [_item_leaf(item, query, items) for item in items]
-        why = f"A comparison of {len(items)} items ({', '.join(items)}): one leaf per item, each asked the comparison."
+        children = _comparison_children(query, items)
+        why = (
+            f"A comparison of {len(items)} items ({', '.join(items)}): a discovery leaf scouting for "
+            "them, then one leaf per item, each asked the comparison."
+        )
     elif (scope := judge_scope(query)).too_broad:
         children = [_leaf(split) for split in scope.splits]
         why = f"Too broad for one run ({scope.reason}): one leaf per facet."
     else:
         children = [_leaf(query)]
         why = "A single question: one leaf."
-    root = PlanNode(kind="executor", title=clip(query, 200), children=children)
-    return PlannerOutput(root=root, rationale=f"{why} {NOTE}")
+    root = PlanNode(kind="executor", title=clip(query, 200), children=children, phases=phases)
+    return PlannerOutput(root=_specified(root), rationale=f"{why} {NOTE}")
+
+
+def _comparison_children(comparison: str, items: list[str]) -> list[PlanNode]:
+    leaves = [_item_leaf(item, comparison, items) for item in items]
+    return [discovery_leaf(items, comparison), *leaves]
+
+
+def _specified(node: PlanNode) -> PlanNode:
+    """The tree with a task spec on every leaf (its questions and the form of its findings)."""
+    children = [_specified(child) for child in node.children]
+    return with_task_spec(node).model_copy(update={"children": children})
 
 
 def comparison_items(query: str) -> list[str]:
@@ -278,7 +307,7 @@ def _question_node(question: str, *, context: str) -> PlanNode:
     if not items:
         return _leaf(question, context=context if question != context else "")
     return PlanNode(
-        kind="executor", title=clip(question, 200), children=[_item_leaf(i, question, items) for i in items]
+        kind="executor", title=clip(question, 200), children=_comparison_children(question, items)
     )
 
 
