@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from research_mcp.storage.models import decompress_text
 from tests.fake_http import RecordedRequest, ScriptedResponse
 from tests.llm.fake_anthropic import FakeMessagesAPI
 
@@ -350,7 +351,8 @@ def snapshot(database: Path, run_id: str | None) -> Snapshot:
         for hid, role, node, output, _, _ in rows
     }
     keys = set()
-    for _, role, _, _, inputs, text in rows:
+    for _, role, _, _, inputs, stored in rows:
+        text = decompress_text(stored) if isinstance(stored, bytes) else stored  # sources.text is compressed
         if role == "extractor" and text:
             marker = MARKER.search(text)
             branch = re.search(r"of branch (\d+)", text)
