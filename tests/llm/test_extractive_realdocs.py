@@ -52,6 +52,10 @@ async def quotes(model: ExtractiveModel, name: str, question: str) -> list[str]:
         "To apply the Apache License to your work, attach the following boilerplate notice, with the fields "
         'enclosed by brackets "[]" replaced with your own identifying information.',
         "See the GNU Lesser General Public License for more details.",
+        "You should have received a copy of the GNU General Public License along with this program.",
+        "If not, see <https://www.gnu.org/licenses/>.",
+        "scripts/Dpkg/Gettext.pm\nCopyright:",
+        "lib/compat/getopt* lib/compat/gettext.h lib/compat/obstack.*",
         "deb-conffiles(5) dpkg suite deb-conffiles(5)",
         "util-linux 2.38.1 2022-05-11 FSTAB(5)",
         "systemd(1), sethostname(2), hostname(1), hostname(7), machine-id(5), machine-info(5), hostnamectl(1), "
@@ -151,3 +155,16 @@ async def test_a_report_cut_short_leaves_no_heading_over_nothing(
     assert lines[-1] == "_(report truncated)_"
     assert not lines[-2].startswith("#")
     assert "Other findings" not in cut
+
+
+async def test_the_sentence_going_on_from_the_answer_in_its_paragraph_is_quoted_with_it(
+    model: ExtractiveModel,
+) -> None:
+    said = await quotes(
+        model,
+        "nologin.5.txt",
+        "What happens to the logins of users other than root when /etc/nologin exists?",
+    )
+
+    assert "If the file /etc/nologin exists and is readable, login(1) will allow access only to root." in said
+    assert "Other users will be shown the contents of this file and their logins will be refused." in said
