@@ -155,16 +155,3 @@ async def test_a_report_cut_short_leaves_no_heading_over_nothing(
     assert lines[-1] == "_(report truncated)_"
     assert not lines[-2].startswith("#")
     assert "Other findings" not in cut
-
-
-async def test_the_sentence_going_on_from_the_answer_in_its_paragraph_is_quoted_with_it(
-    model: ExtractiveModel,
-) -> None:
-    said = await quotes(
-        model,
-        "nologin.5.txt",
-        "What happens to the logins of users other than root when /etc/nologin exists?",
-    )
-
-    assert "If the file /etc/nologin exists and is readable, login(1) will allow access only to root." in said
-    assert "Other users will be shown the contents of this file and their logins will be refused." in said

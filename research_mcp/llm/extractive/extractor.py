@@ -34,7 +34,7 @@ from research_mcp.llm.extractive.references import resolved_texts
 from research_mcp.llm.extractive.scoring import Relevance, select_diverse
 from research_mcp.llm.extractive.sentences import Sentence, split_sentences
 from research_mcp.matching.boilerplate import is_boilerplate
-from research_mcp.matching.terms import bears_on, clip, terms
+from research_mcp.matching.terms import clip, terms
 from research_mcp.role_inputs import ExtractorPayload
 
 __all__ = ["MIN_RELEVANCE", "NO_ANSWER", "STRONG_RELEVANCE", "extract"]
@@ -76,7 +76,6 @@ _LIMITATION_SENTENCE = re.compile(
 _URL = re.compile(
     r"\bhttps?://[^\s<>\"'\]\[)(]+|\bdoi:\s?10\.\d{4,9}/\S+|\b10\.\d{4,9}/[^\s\"'<>]+", re.IGNORECASE
 )
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _SPACE = re.compile(r"\s+")
 
 
@@ -120,7 +119,6 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
     ]
 
     _add_definition(chosen, scores, claims, payload)
-    _add_continuations(chosen, claims, questions, payload.source_text)
 
     # One fact per sentence, assigned to the question it scores highest on.
     home: dict[int, int] = {}
@@ -206,22 +204,6 @@ def _add_definition(
         return
     answered = [index for index, indexes in enumerate(chosen) if indexes] or list(range(len(chosen)))
     chosen[max(answered, key=lambda index: (float(scores[index][0]), -index))].append(0)
-
-
-def _add_continuations(
-    chosen: list[list[int]], claims: list[Sentence], questions: list[str], text: str
-) -> None:
-    """The sentence after a question's best one, in the same paragraph, when it too bears on the
-    question: "login(1) will allow access only to root." goes on "Other users will be shown the
-    contents of this file and their logins will be refused."."""
-    for question, indexes in zip(questions, chosen, strict=True):
-        if not indexes or indexes[0] + 1 >= len(claims):
-            continue
-        best, following = claims[indexes[0]], claims[indexes[0] + 1]
-        if indexes[0] + 1 in indexes or _PARAGRAPH_BREAK.search(text, best.end, following.start):
-            continue
-        if bears_on(following.text, question):
-            indexes.append(indexes[0] + 1)
 
 
 def _spec_questions(payload: ExtractorPayload) -> list[str]:
