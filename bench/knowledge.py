@@ -45,6 +45,7 @@ from research_mcp.llm.embeddings import VOCAB_PATH, MiniLMEmbedder
 from research_mcp.llm.scripted import ScriptedModel
 from research_mcp.reports import assemble_result
 from research_mcp.server.app import create_server
+from research_mcp.storage.events import PriorFindings
 from research_mcp.storage.knowledge_base import DEDUP_THRESHOLD, PRIOR_MIN_SCORE, same_claim
 from research_mcp.storage.store import Store
 
@@ -229,10 +230,7 @@ async def plan_and_run(
     planner = store.get_handoff(store.get_plan(plan_id).handoff_id or "")
     usage = store.run_usage(run_id)
     handoffs = store.handoffs_for_run(run_id)
-    prior = sum(
-        len((event.data or {}).get("fact_ids", []))
-        for event in store.events_for_run(run_id, "prior_findings")
-    )
+    prior = sum(len(event.fact_ids) for event in store.events_for_run(run_id, PriorFindings))
     return {
         "run_id": run_id,
         "calls": len(model.calls) - calls_before,

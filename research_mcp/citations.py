@@ -16,6 +16,8 @@ import unicodedata
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from research_mcp.ids import fact_label
+
 __all__ = [
     "CITATION",
     "WRITTEN_CITATION",
@@ -261,9 +263,9 @@ class CitationChecker:
                 self.cited.append(fact_id)
             if fact_id in self.verified:
                 self.verified_count += 1
-                written.append(f"[F{fact_id}]")
+                written.append(f"[{fact_label(fact_id)}]")
             else:
-                written.append(f"[F{fact_id}, unverified]")
+                written.append(f"[{fact_label(fact_id)}, unverified]")
         return "".join(written)
 
     def _kept(self, url: str) -> bool:

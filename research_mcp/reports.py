@@ -26,9 +26,11 @@ from research_mcp.contracts import (
     View,
 )
 from research_mcp.errors import InvalidInput, NotFound
+from research_mcp.ids import NodeKey, fact_label, kind_of_id, source_label
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.curation import curation_behind
 from research_mcp.runs.snapshot import read_snapshot
+from research_mcp.storage.events import AcceptanceRejudged, IterationDone, Searched, data_of
 from research_mcp.storage.models import Citation, Run
 from research_mcp.storage.outputs import StoredCuration, StoredExtraction, StoredSynthesis
 from research_mcp.storage.store import Store
@@ -91,7 +93,7 @@ def assemble_result(store: Store, run_id: str) -> ResearchResult:
         source = store.get_source(sid)
         sources.append(
             SourceRef(
-                id=f"S{sid}",
+                id=source_label(sid),
                 url_or_path=source.ref,
                 title=source_name(source),
                 relevance=round(count / top, 2),
@@ -104,7 +106,7 @@ def assemble_result(store: Store, run_id: str) -> ResearchResult:
         curation.searches
         for h in store.handoffs_for_run(run_id, role="scout")
         if (curation := h.output_as(StoredCuration)) is not None
-    ) + len(store.events_for_run(run_id, "search"))
+    ) + len(store.events_for_run(run_id, Searched))
     metadata = ResearchMetadata(
         searches=searches,
         sources_read=totals.sources,
@@ -147,14 +149,9 @@ def not_ready(run: Run) -> str:
     )
 
 
-def _kind_of(ident: str) -> str:
-    prefix = ident.split("_", 1)[0]
-    return {"run": "run", "plan": "plan", "h": "handoff"}.get(prefix, "unknown")
-
-
 def view_items(store: Store, ident: str, view: View) -> list[str]:
     """The view as a list of text items (paragraphs, lines), to be paged."""
-    kind = _kind_of(ident)
+    kind = kind_of_id(ident)
     if kind == "run":
         return _run_view(store, ident, view)
     if kind == "plan":
@@ -190,22 +187,23 @@ def _run_view(store: Store, run_id: str, view: View) -> list[str]:
     run = store.get_run(run_id)
     if view == "tree":
         status: dict[str, str] = {
-            n.node_id.split("/", 1)[-1]: n.status + (f" {n.handoff_id}" if n.handoff_id else "")
+            NodeKey.parse(n.node_id).node_id: n.status + (f" {n.handoff_id}" if n.handoff_id else "")
             for n in store.nodes_for_run(run_id)
         }
         # A leaf synthesized again after a phase iteration (its criteria judged again): the newest.
-        for event in store.events_for_run(run_id, "acceptance"):
-            local = (event.node_id or "").split("/", 1)[-1]
-            again = event.data.get("handoff_id") if isinstance(event.data, dict) else None
-            if local in status and again:
-                status[local] = status[local].split(";", 1)[0] + f"; criteria judged again in {again}"
+        for event in store.events_for_run(run_id, AcceptanceRejudged):
+            local = NodeKey.parse(event.node_id or "").node_id
+            if local in status:
+                status[local] = (
+                    status[local].split(";", 1)[0] + f"; criteria judged again in {event.handoff_id}"
+                )
         lines = []
         for plan_id in run.plan_ids:
             plan = store.get_plan(plan_id)
             lines.append(f"plan {plan_id}: {plan.query}")
             lines += _tree_lines(plan.tree.root, status=status)
-        events = store.events_for_run(run_id, "iteration")
-        lines += [f"iteration: {event.message} — {json.dumps(event.data)}" for event in events]
+        events = store.events_for_run(run_id, IterationDone)
+        lines += [f"iteration: {event.message} — {json.dumps(data_of(event))}" for event in events]
         return lines
     if view == "handoff":
         return [
@@ -264,11 +262,11 @@ def _fact_line(fact: Fact, citations: list[Citation], *, source: bool = True) ->
     status = "verified" if fact.verified else "UNVERIFIED"
     if fact.corroborations > 1:
         status += f", corroborated by {fact.corroborations} sources"
-    line = f"F{fact.id} [{status}]" + (f" S{fact.source_id}" if source else "")
+    line = f"{fact_label(fact.id)} [{status}]" + (f" {source_label(fact.source_id)}" if source else "")
     line += f' {fact.statement} | "{fact.quote}"'
     others = [c for c in citations if c.source_id != fact.source_id]
     if others:
-        line += " | also " + "; ".join(f'S{c.source_id}: "{c.quote}"' for c in others)
+        line += " | also " + "; ".join(f'{source_label(c.source_id)}: "{c.quote}"' for c in others)
     return line
 
 
@@ -297,7 +295,7 @@ def _handoff_view(store: Store, handoff_id: str, view: View) -> list[str]:
         asked = handoff.input_as(ExtractorInput)
         if asked is not None:
             source = store.get_source(asked.source_id)
-            return [f"S{source.id} {source.title} <{source.ref}>"]
+            return [f"{source_label(source.id)} {source.title} <{source.ref}>"]
     if view == "report" and report is not None:
         return [part for part in report.report.split("\n\n") if part.strip()]
     confidence = report.confidence if report else extraction.confidence if extraction else None

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from research_mcp.citations import CITATION
 from research_mcp.contracts import Confidence, Source
+from research_mcp.ids import fact_label, source_label, source_number
 from research_mcp.reports import assemble_result, result_synthesis, source_name
 from research_mcp.runs.snapshot import plan_tree, read_snapshot, run_totals
 from research_mcp.storage.outputs import StoredCuration
@@ -130,7 +131,7 @@ def run_document(store: Store, run_id: str) -> dict[str, Any]:
     reasons = {source.id: source.reason for source in result.sources}
     source_ids = list(
         dict.fromkeys(
-            [int(s.id[1:]) for s in result.sources]
+            [source_number(s.id) for s in result.sources]
             + [sid for f in facts for sid in [f.source_id, *(c.source_id for c in citations[f.id])]]
         )
     )
@@ -139,14 +140,14 @@ def run_document(store: Store, run_id: str) -> dict[str, Any]:
         source = store.get_source(sid)
         sources.append(
             {
-                "id": f"S{sid}",
+                "id": source_label(sid),
                 "url_or_path": source.ref,
                 "title": source.title,
                 "name": source_name(source),
                 "kind": source.kind,
                 "location": _source_location(source),
-                "relevance": relevance.get(f"S{sid}", 0.0),
-                "relevance_reason": reasons.get(f"S{sid}", ""),
+                "relevance": relevance.get(source_label(sid), 0.0),
+                "relevance_reason": reasons.get(source_label(sid), ""),
             }
         )
     queries = [store.get_plan(plan_id).query for plan_id in run.plan_ids]
@@ -170,17 +171,17 @@ def run_document(store: Store, run_id: str) -> dict[str, Any]:
         "suggested_followups": result.suggested_followups,
         "facts": [
             {
-                "id": f"F{fact.id}",
+                "id": fact_label(fact.id),
                 "statement": fact.statement,
                 "quote": fact.quote,
                 "verified": fact.verified,
-                "source_id": f"S{fact.source_id}",
+                "source_id": source_label(fact.source_id),
                 "location": list(fact.location) if fact.location else None,
                 "confidence": fact.confidence,
                 "question": fact.question,
                 "corroborations": fact.corroborations,
                 "also_in": [
-                    {"source_id": f"S{c.source_id}", "quote": c.quote}
+                    {"source_id": source_label(c.source_id), "quote": c.quote}
                     for c in citations[fact.id]
                     if c.source_id != fact.source_id
                 ],

@@ -27,6 +27,7 @@ from research_mcp.contracts import (
     View,
 )
 from research_mcp.errors import InvalidInput
+from research_mcp.ids import source_label
 from research_mcp.llm.base import ModelBackend
 from research_mcp.llm.pricing import FALLBACK_PRICE, price_for
 from research_mcp.reports import page_of, view_items
@@ -364,7 +365,7 @@ class ResearchService:
                 kind="extraction",
                 status="done",
                 summary=[
-                    f"S{read.id}: {read.title or read.ref}",
+                    f"{source_label(read.id)}: {read.title or read.ref}",
                     *handoff.summary,
                 ],
                 metrics={"facts": facts, "verified": verified},

@@ -21,6 +21,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from research_mcp.citations import normalize
+from research_mcp.ids import fact_label
 from research_mcp.reports import report_markdown
 from research_mcp.run_document import run_document
 from research_mcp.storage.store import Store
@@ -82,7 +83,7 @@ def _cite_tokens(text: str, fact_ids: set[str]) -> list[Token]:
     tokens: list[Token] = []
     position = 0
     for match in CITE.finditer(text):
-        fact = f"F{match.group(1)}"
+        fact = fact_label(int(match.group(1)))
         if fact not in fact_ids:
             continue
         if match.start() > position:

@@ -21,6 +21,7 @@ from research_mcp.cli.doctor import backend_line, connect_hint
 from research_mcp.config import Settings
 from research_mcp.contracts import FINISHED, RETRYABLE
 from research_mcp.errors import ResearchError
+from research_mcp.ids import kind_of_id
 from research_mcp.printable import printable
 from research_mcp.redaction import Redactor, redact_logs
 
@@ -264,7 +265,7 @@ def show(ident: str, view: str) -> None:
     store = _open_store()
     try:
         ident = _resolve_run(store, ident)
-        if ident.startswith("run_") and view not in ("summary", "tree", "handoff"):
+        if kind_of_id(ident) == "run" and view not in ("summary", "tree", "handoff"):
             _needs_report(store, ident)
         click.echo(printable("\n".join(view_items(store, ident, view))))  # type: ignore[arg-type]
     except ResearchError as error:

@@ -22,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from research_mcp.ids import FINAL_NODE
 from research_mcp.printable import printable
 from research_mcp.runs.snapshot import NodeState, PlanTree, RunRow, RunTotals, read_snapshot
 from research_mcp.storage.models import Run
@@ -123,7 +124,7 @@ class LiveProgress:
     # --- rendering -------------------------------------------------------------------------------
 
     def _renderable(self, run: Run, trees: Sequence[PlanTree], totals: RunTotals) -> Group:
-        query = printable(" + ".join(tree.query for tree in trees if tree.plan_id != "final"))
+        query = printable(" + ".join(tree.query for tree in trees if tree.plan_id != FINAL_NODE))
         header = Text.assemble(("research: ", "bold"), (query, "bold"), f"  {run.id} ", _status(run))
         parts: list[Any] = [header]
         for tree in trees:

@@ -14,9 +14,10 @@ fetched from a model hub, and there is no PyTorch):
   thousands of chunks a second in a flat ~100 MB, against tens of chunks a second for the
   transformer (``bench/embedders.py`` has the measurements and the alternatives).
 
-Memory is bounded by construction: texts are embedded in batches of at most ``batch_size``, each
-truncated to ``max_tokens``, and onnxruntime's memory arena (which keeps the largest batch's
-buffers for the life of the session, 2.9 GB for batches of 64) is off. The transformer's session
+Memory is bounded by construction: texts are embedded in batches of at most ``batch_size`` texts
+and ``batch_tokens`` padded tokens, each truncated to ``max_tokens``, and onnxruntime's memory
+arena (which keeps the largest batch's buffers for the life of the session, 2.9 GB for batches of
+64) is off. The transformer's session
 (about 120 MB with its weights dequantized once at load) is let go after ``idle_seconds`` without a
 call, so an idle server does not hold it; the next call loads it again (a fraction of a second).
 """
@@ -65,6 +66,7 @@ class MiniLMEmbedder:
         model_path: Path | None = None,
         vocab_path: Path = VOCAB_PATH,
         batch_size: int = 16,
+        batch_tokens: int = 512,
         max_tokens: int = 256,
         threads: int | None = None,
         memory_arena: bool = False,
@@ -77,6 +79,9 @@ class MiniLMEmbedder:
         self._model_path = model_path
         self._vocab_path = vocab_path
         self.batch_size = batch_size
+        # A batch's working memory grows with its padded tokens: 16 texts of 256 tokens took 330 MB
+        # over the session, 2 of them 20 MB, in about the same time (BENCHMARKS.md, "MiniLM batches").
+        self.batch_tokens = max(batch_tokens, max_tokens)
         self.max_tokens = max_tokens
         self._threads = threads or min(2, os.cpu_count() or 1)
         self._memory_arena = memory_arena
@@ -110,19 +115,32 @@ class MiniLMEmbedder:
 
     def _embed(self, texts: Sequence[str], vectors: np.ndarray) -> np.ndarray:
         session, tokenizer, input_names, output = self._load()
-        # Batching texts of similar length keeps padding, and so wasted work, small.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start : start + self.batch_size]
-            encodings = tokenizer.encode_batch([texts[i] for i in batch])
+        encodings = tokenizer.encode_batch(list(texts))  # padded on the right to the longest
+        lengths = [sum(e.attention_mask) for e in encodings]
+        for batch in self._batches(lengths):
+            width = lengths[batch[-1]]
             feeds = {
-                "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-                "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-                "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+                "input_ids": np.array([encodings[i].ids[:width] for i in batch], dtype=np.int64),
+                "attention_mask": np.array(
+                    [encodings[i].attention_mask[:width] for i in batch], dtype=np.int64
+                ),
+                "token_type_ids": np.array([encodings[i].type_ids[:width] for i in batch], dtype=np.int64),
             }
             (hidden,) = session.run([output], {k: v for k, v in feeds.items() if k in input_names})
             vectors[batch] = _mean_pool(hidden, feeds["attention_mask"])
         return _normalised(vectors)
+
+    def _batches(self, lengths: list[int]) -> list[list[int]]:
+        """Indices in batches of similar length (little padding) within both limits; a batch's
+        last text is its longest."""
+        batches: list[list[int]] = []
+        for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+            batch = batches[-1] if batches else []
+            if batch and len(batch) < self.batch_size and (len(batch) + 1) * lengths[i] <= self.batch_tokens:
+                batch.append(i)
+            else:
+                batches.append([i])
+        return batches
 
     def _load(self) -> tuple[onnxruntime.InferenceSession, BaseTokenizer, frozenset[str], str]:
         if self._loaded is None:

@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel
 
+from research_mcp.ids import fact_label
 from research_mcp.llm.base import Generation, ModelRequest, OutputT, Usage, validated
 
 __all__ = ["ScriptedModel"]
@@ -99,7 +100,7 @@ def team_script(request: ModelRequest[Any]) -> BaseModel:
             facts=facts, answers=answers, confidence=Confidence(level="medium", reasoning="scripted")
         )
     if isinstance(payload, SynthesisPayload):
-        lines = [f"- {fact.statement[:200]} [F{fact.id}]" for fact in payload.facts[:20]]
+        lines = [f"- {fact.statement[:200]} [{fact_label(fact.id)}]" for fact in payload.facts[:20]]
         lines += [f"- {child.title}: {child.report[:300]}" for child in payload.child_reports]
         report = f"# {payload.title}\n\n" + ("\n".join(lines) or "No findings.")
         findings = [Finding(statement=fact.statement[:900], fact_ids=[fact.id]) for fact in payload.facts[:5]]

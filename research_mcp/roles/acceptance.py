@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from research_mcp.contracts import CriterionVerdict, ExtractorTaskSpec, Fact, Finding
+from research_mcp.ids import fact_label, source_label
 from research_mcp.storage.outputs import AcceptanceCheck
 
 __all__ = ["Criterion", "judge", "numbered_criteria", "reshape", "summary_asked"]
@@ -143,7 +144,7 @@ def reshape(
             continue
 
         def cites(finding: Finding) -> str:
-            return "".join(f"[F{fact_id}]" for fact_id in finding.fact_ids)
+            return "".join(f"[{fact_label(fact_id)}]" for fact_id in finding.fact_ids)
 
         def cell(text: str) -> str:
             return " ".join(text.replace("|", "/").split())
@@ -221,7 +222,7 @@ def _by_code(
         matching = _from(place.group(1).strip(" ."), cited, source_of)
         if matching is not None:
             found, what = matching
-            named = ", ".join(f"S{source_id}" for source_id in found[:5])
+            named = ", ".join(source_label(source_id) for source_id in found[:5])
             if len(found) >= wanted:
                 return True, f"{len(found)} cited sources {what}: {named}"
             return False, f"{len(found)} of the {wanted} cited sources wanted {what}" + (

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from itertools import combinations
 
 from research_mcp.contracts import Fact
+from research_mcp.ids import fact_label
 from research_mcp.matching.terms import stem, terms
 
 __all__ = ["found_contradictions", "settling_question"]
@@ -126,7 +127,7 @@ def _said(fact: Fact) -> str:
     statement = " ".join(fact.statement.split())
     if len(statement) > STATEMENT_CHARS:
         statement = statement[: STATEMENT_CHARS - 1] + "…"
-    return f'"{statement}" [F{fact.id}]'
+    return f'"{statement}" [{fact_label(fact.id)}]'
 
 
 def found_contradictions(facts: Sequence[Fact]) -> list[str]:

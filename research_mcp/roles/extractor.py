@@ -10,6 +10,7 @@ import anyio
 
 from research_mcp.citations import CitationChecker, QuoteLocator, meaningful_quote
 from research_mcp.contracts import ExtractorOutput, ExtractorTaskSpec, Source
+from research_mcp.ids import source_label
 from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.roles.acceptance import summary_asked
 from research_mcp.roles.base import RoleDeps, RoleResult, cache_key, perform
@@ -64,11 +65,12 @@ def _prompt(payload: ExtractorPayload, truncated: bool) -> str:
         lines.append("Context from the research so far:\n" + payload.context)
     note = " (truncated: only the beginning of the source is shown)" if truncated else ""
     # The title is page metadata, as untrusted as the text: it goes inside the frame with it.
-    lines.append(f"Source S{payload.source_id}{note}:")
+    lines.append(f"Source {source_label(payload.source_id)}{note}:")
     header = f"Title: {payload.source_title}\n" if payload.source_title else ""
     lines.append(
         frame(
-            f"SOURCE S{payload.source_id}", f"{header}Address: {payload.source_ref}\n\n{payload.source_text}"
+            f"SOURCE {source_label(payload.source_id)}",
+            f"{header}Address: {payload.source_ref}\n\n{payload.source_text}",
         )
     )
     return "\n".join(lines)

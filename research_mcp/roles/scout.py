@@ -102,7 +102,7 @@ async def scout(
             score=c.score,
             origin=c.origin,
             published=c.published,
-            lead=deps.sources.lead(c.ref) if c.origin == "corpus" else "",
+            lead=deps.sources.opening_of(c.ref) if c.origin == "corpus" else "",
         )
         for index, c in enumerate(found[:MAX_CANDIDATES])
     ]

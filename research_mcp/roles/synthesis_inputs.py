@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from research_mcp.citations import normalize
+from research_mcp.ids import source_label
 from research_mcp.matching.questions import reads_as_question
 from research_mcp.role_inputs import ChildReport, ExtractorInput, SourceInsight, SynthesisInput
 from research_mcp.roles.base import RoleDeps
@@ -106,9 +107,9 @@ def source_gaps(insights: Sequence[SourceInsight], questions: Sequence[str]) -> 
 def _named(item: SourceInsight) -> str:
     """The source of an insight as a gap names it: by id, and by title when an earlier run read it."""
     return (
-        f"S{item.source_id} ({item.earlier[:120]}), read by an earlier run,"
+        f"{source_label(item.source_id)} ({item.earlier[:120]}), read by an earlier run,"
         if item.earlier
-        else f"S{item.source_id}"
+        else source_label(item.source_id)
     )
 
 
@@ -140,6 +141,6 @@ def insight_followups(insights: Sequence[SourceInsight], asked: Sequence[str], r
             followups.append(item.text[:300])
             known.add(normalize(item.text))
         elif item.kind == "link" and item.text not in read:
-            followups.append(f"Read {item.text} (cited by S{item.source_id})"[:300])
+            followups.append(f"Read {item.text} (cited by {source_label(item.source_id)})"[:300])
             read = read | {item.text}
     return followups[:MAX_CODE_FOLLOWUPS]

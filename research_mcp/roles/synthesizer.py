@@ -7,6 +7,7 @@ from typing import Any
 
 from research_mcp.citations import CitationChecker, normalize
 from research_mcp.contracts import ConfidenceLevel, ExtractorTaskSpec, Fact, SynthesisOutput
+from research_mcp.ids import fact_label, source_label
 from research_mcp.role_inputs import (
     ChildReport,
     SourceInsight,
@@ -67,13 +68,13 @@ def _prompt(payload: SynthesisPayload, criteria: Sequence[Criterion], prior: Col
         extra = f", corroborated by {fact.corroborations}" if fact.corroborations > 1 else ""
         extra += ", from earlier research" if fact.id in prior else ""
         fact_lines.append(
-            f'[F{fact.id}] (S{fact.source_id}, {status}{extra}) {fact.statement} | quote: "{fact.quote}"'
+            f'[{fact_label(fact.id)}] ({source_label(fact.source_id)}, {status}{extra}) {fact.statement} | quote: "{fact.quote}"'
         )
     lines.append(frame("FACTS", "\n".join(fact_lines) or "(no facts)"))
     if payload.insights:
         said = {"gap": "names a gap", "follow_up": "leaves open", "link": "cites"}
         open_lines = [
-            f"S{item.source_id} {said[item.kind]}: {item.text}"
+            f"{source_label(item.source_id)} {said[item.kind]}: {item.text}"
             + (f" ({item.context})" if item.context else "")
             + (f" [read by an earlier run: {item.earlier}]" if item.earlier else "")
             for item in payload.insights

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from research_mcp.contracts import PlanNode
+from research_mcp.ids import NodeKey
 from research_mcp.roles.base import RoleDeps
 from research_mcp.storage.models import NewNode
 
@@ -27,7 +28,7 @@ class RunContext:
 
 
 def node_key(plan_id: str, node_id: str) -> str:
-    return f"{plan_id}/{node_id}"
+    return str(NodeKey(plan_id, node_id))
 
 
 def plan_nodes(plan_id: str, root: PlanNode) -> list[NewNode]:

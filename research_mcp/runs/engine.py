@@ -25,6 +25,7 @@ from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
 from research_mcp.runs.leaf import run_leaf
 from research_mcp.runs.phases import run_phases
+from research_mcp.storage.events import NodeDone, NodeFailed, NodeStarted
 from research_mcp.storage.outputs import StoredCuration
 
 __all__ = ["execute_node"]
@@ -48,7 +49,7 @@ async def execute_node(
     if row is not None and row.status == "done" and row.handoff_id:
         return row.handoff_id
     store.start_node(rc.run_id, key)
-    store.add_event(rc.run_id, "node_started", f"{node.kind} {node.title!r} started", node_id=key)
+    store.add_event(rc.run_id, NodeStarted(message=f"{node.kind} {node.title!r} started", node_id=key))
     try:
         with node_budget(node.title, node.budget):
             if node.kind == "executor":
@@ -65,7 +66,7 @@ async def execute_node(
         store.finish_node(rc.run_id, key, "failed", None)
         raise
     store.finish_node(rc.run_id, key, "done", handoff_id)
-    store.add_event(rc.run_id, "node_done", f"{node.kind} {node.title!r} done", node_id=key)
+    store.add_event(rc.run_id, NodeDone(message=f"{node.kind} {node.title!r} done", node_id=key))
     rc.on_node_done()
     return handoff_id
 
@@ -177,7 +178,7 @@ async def _run_children(
             child_key = node_key(rc.plan_id, child.id)
             # What the child had found missing before it failed is named too, after it.
             rc.failures.setdefault(key, []).extend([failure, *rc.failures.get(child_key, [])])
-            rc.deps.store.add_event(rc.run_id, "node_failed", failure, node_id=child_key)
+            rc.deps.store.add_event(rc.run_id, NodeFailed(message=failure, node_id=child_key))
 
     async with anyio.create_task_group() as group:
         for index, child in enumerate(children):

@@ -33,13 +33,14 @@ import anyio
 
 from research_mcp.contracts import PlanNode
 from research_mcp.feasibility import HOP_SOURCES
+from research_mcp.ids import source_label
 from research_mcp.matching.terms import said_terms, terms
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.runs.context import RunContext
 from research_mcp.runs.leads import Lead, leads_from, mentions, open_terms, still_open
 from research_mcp.runs.reading import extract_sources, ref_key
 from research_mcp.sources.library import Candidate
-from research_mcp.storage.models import HopChoice, SecondHop
+from research_mcp.storage.events import FollowedLead, HopChoice, Searched, SecondHop
 
 __all__ = ["HOP_SOURCES", "follow_leads"]
 
@@ -134,11 +135,15 @@ async def _choose(
         # The leaf asks about one thing and has read that thing's own source: what the leaf asks is
         # there, and the names it gives lead away from it. A source it cites is still read.
         leads = [lead for lead in leads if lead.kind == "link"]
-    why = "" if about is None else f" (no search: S{about.source_id} {about.source_title!r} is about it)"
+    why = (
+        ""
+        if about is None
+        else f" (no search: {source_label(about.source_id)} {about.source_title!r} is about it)"
+    )
     asked_again: set[str] = set()
     limit = _limit(node, len(refs))
     chosen: list[Hop] = []
-    followed: list[dict[str, object]] = []
+    followed: list[FollowedLead] = []
     tried = 0
     # What the first sources left open is searched for first: the question's own search often
     # found the page that says it, below the ones the leaf read (runs/leads.py `open_terms`). Not
@@ -162,7 +167,7 @@ async def _choose(
                         found.ref, f"Found by searching for what the first sources left open: {' '.join(gap)}"
                     )
                 )
-            followed.append({"kind": "open", "text": " ".join(gap), "ref": found.ref})
+            followed.append(FollowedLead(kind="open", text=" ".join(gap), ref=found.ref))
     for lead in leads:
         if len(chosen) >= limit or tried >= MAX_LEADS:
             break
@@ -172,7 +177,7 @@ async def _choose(
             # A source already read is about the name: ask it what the name leads to ask.
             asked_again.add(again)
             chosen.append(Hop(again, _context(lead), _hop_question(lead, questions[0]), again=True))
-            followed.append({**asdict(lead), "ref": again})
+            followed.append(FollowedLead(**asdict(lead), ref=again))
             continue
         tried += lead.kind != "link"
         ref = lead.text if lead.kind == "link" else await _search(rc, key, lead, questions, read)
@@ -181,13 +186,15 @@ async def _choose(
         read.add(ref_key(ref))
         question = _hop_question(lead, questions[0])
         chosen.append(Hop(ref, _context(lead), question))
-        followed.append({**asdict(lead), "ref": ref})
+        followed.append(FollowedLead(**asdict(lead), ref=ref))
     store.add_event(
         rc.run_id,
-        "second_hop",
-        f"second hop of {node.title!r}: {len(chosen)} sources from {len(leads)} leads{why}",
-        node_id=key,
-        data=SecondHop(chosen=[HopChoice(**asdict(hop)) for hop in chosen], followed=followed),
+        SecondHop(
+            message=f"second hop of {node.title!r}: {len(chosen)} sources from {len(leads)} leads{why}",
+            node_id=key,
+            chosen=[HopChoice(**asdict(hop)) for hop in chosen],
+            followed=followed,
+        ),
     )
     return chosen
 
@@ -225,7 +232,7 @@ async def _search(rc: RunContext, key: str, lead: Lead, questions: list[str], re
     failed: list[str] = []
     found = await rc.deps.sources.search(query[:300], limit=len(read) + 3, failures=failed)
     rc.deps.store.add_event(
-        rc.run_id, "search", f"{query[:300]!r}: {len(found)} candidates", node_id=key, data={"query": query}
+        rc.run_id, Searched(message=f"{query[:300]!r}: {len(found)} candidates", node_id=key, query=query)
     )
     for candidate in found:
         if ref_key(candidate.ref) in read:
@@ -245,10 +252,7 @@ async def _search_open(
     found = await rc.deps.sources.search(question[:300], limit=len(read) + 3, failures=failed)
     rc.deps.store.add_event(
         rc.run_id,
-        "search",
-        f"{question[:300]!r}: {len(found)} candidates",
-        node_id=key,
-        data={"query": question},
+        Searched(message=f"{question[:300]!r}: {len(found)} candidates", node_id=key, query=question),
     )
     best: tuple[int, Candidate] | None = None
     for candidate in found:
@@ -272,15 +276,15 @@ def _hop_question(lead: Lead, question: str) -> str:
 def _context(lead: Lead) -> str:
     """What the extractor of the new source is told: which lead brought it there, and from where."""
     if lead.kind == "bridge":
-        return f"Found by following {lead.text!r}, which source S{lead.source_id} names: {lead.because}"
+        return f"Found by following {lead.text!r}, which source {source_label(lead.source_id)} names: {lead.because}"
     if lead.kind == "link":
-        return f"Cited by source S{lead.source_id}: {lead.because}"
-    return f"Found by searching for a question source S{lead.source_id} left open: {lead.text}"
+        return f"Cited by source {source_label(lead.source_id)}: {lead.because}"
+    return f"Found by searching for a question source {source_label(lead.source_id)} left open: {lead.text}"
 
 
 def _chosen_before(rc: RunContext, key: str) -> list[Hop] | None:
     """The second hop this leaf chose in an earlier attempt of the run, if any."""
-    for event in reversed(rc.deps.store.events_for_run(rc.run_id, "second_hop")):
-        if event.node_id == key and (recorded := event.data_as(SecondHop)) is not None:
+    for recorded in reversed(rc.deps.store.events_for_run(rc.run_id, SecondHop)):
+        if recorded.node_id == key:
             return [Hop(**choice.model_dump()) for choice in recorded.chosen]
     return None

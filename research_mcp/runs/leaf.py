@@ -1,27 +1,23 @@
-"""Leaf work: choose a leaf's sources, read them (runs/reading.py), follow what they found to new
-sources (the second hop, runs/hops.py), then synthesize over both. What earlier research found
-(prior facts) and what sources read by earlier runs left open (runs/prior.py) are read first: the
-open questions and named gaps are asked of the leaf's sources too, a source they cite may be read by
-the second hop, and the synthesizer is given them.
+"""Leaf work: choose a leaf's sources, read them (runs/reading.py), take the second hop
+(runs/hops.py), then synthesize over both, given prior findings and known insights (runs/prior.py).
 
-The sources a leaf chose are recorded (a `sources_chosen` event, with the searches' failures), so a
-leaf resumed after an interrupt or a crash reads the same sources again instead of searching anew
-(unless a search failed then, or found nothing: that choice is made again); so is its second hop.
-An extraction finished before the interruption is read back, never run again, one cancelled is run
-again, and the synthesizer gets every one of them, in the order of the sources, as an uninterrupted
-run would have given them.
+The sources chosen are recorded (`SourcesChosen`), so a resumed leaf reads the same ones instead of
+searching anew, unless a search failed then or found nothing. An extraction finished before an
+interruption is read back, never run again, and the synthesizer gets every extraction in the order
+of the sources, as an uninterrupted run would have given them.
 """
 
 from __future__ import annotations
 
 from research_mcp.contracts import PlanNode
+from research_mcp.ids import source_label
 from research_mcp.roles.acceptance import numbered_criteria
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.hops import follow_leads
 from research_mcp.runs.prior import known_insights, known_questions, prior_findings
 from research_mcp.runs.reading import choose_sources, extract_sources, ref_key, stored_ref
-from research_mcp.storage.models import SourcesChosen
+from research_mcp.storage.events import NoSources, SourcesChosen, SpecBudgetSpent
 
 __all__ = ["rubric", "run_leaf"]
 
@@ -32,8 +28,8 @@ RUBRIC_FACT_CHARS = 240
 
 def _chosen_before(rc: RunContext, key: str) -> dict[str, list[str]] | None:
     """The sources this leaf chose in an earlier attempt of the run, and the searches that failed then."""
-    for event in reversed(rc.deps.store.events_for_run(rc.run_id, "sources_chosen")):
-        if event.node_id == key and (recorded := event.data_as(SourcesChosen)) is not None:
+    for recorded in reversed(rc.deps.store.events_for_run(rc.run_id, SourcesChosen)):
+        if recorded.node_id == key:
             return {"refs": recorded.refs, "failures": recorded.failures}
     return None
 
@@ -49,10 +45,12 @@ async def leaf_sources(rc: RunContext, node: PlanNode, key: str, discovered: lis
     refs = await choose_sources(rc, node, discovered, skip=set())
     rc.deps.store.add_event(
         rc.run_id,
-        "sources_chosen",
-        f"{len(refs)} sources chosen for {node.title!r}",
-        node_id=key,
-        data=SourcesChosen(refs=refs, failures=list(rc.failures.get(key, []))),
+        SourcesChosen(
+            message=f"{len(refs)} sources chosen for {node.title!r}",
+            node_id=key,
+            refs=refs,
+            failures=list(rc.failures.get(key, [])),
+        ),
     )
     return refs
 
@@ -61,7 +59,9 @@ async def run_leaf(rc: RunContext, node: PlanNode, key: str, discovered: list[st
     questions = leaf_questions(node)
     refs = await leaf_sources(rc, node, key, discovered)
     if not refs:
-        rc.deps.store.add_event(rc.run_id, "no_sources", f"no sources found for {node.title!r}", node_id=key)
+        rc.deps.store.add_event(
+            rc.run_id, NoSources(message=f"no sources found for {node.title!r}", node_id=key)
+        )
     prior = await prior_findings(rc, node, key, questions)
     # What sources read by earlier runs left open, bearing on the leaf: asked of its sources too.
     insights = await known_insights(rc, node, key, questions, refs)
@@ -88,7 +88,9 @@ async def run_leaf(rc: RunContext, node: PlanNode, key: str, discovered: list[st
         prior_facts=prior,
         failures=rc.failures.get(key, []),
         task_specs=node.task_specs,
-        notes=[e.message for e in rc.deps.store.events_for_run(rc.run_id, "spec_budget") if e.node_id == key],
+        notes=[
+            e.message for e in rc.deps.store.events_for_run(rc.run_id, SpecBudgetSpent) if e.node_id == key
+        ],
         known=insights,
     )
     return result.handoff_id
@@ -106,7 +108,7 @@ def rubric(
     known = [
         fact.statement[:RUBRIC_FACT_CHARS]
         for fact in facts
-        if stored_ref(refs_of.get(fact.source_id, "")) not in own and f"S{fact.source_id}" not in own
+        if stored_ref(refs_of.get(fact.source_id, "")) not in own and source_label(fact.source_id) not in own
     ][:RUBRIC_FACTS]
     criteria = [criterion.label for criterion in numbered_criteria(node.task_specs)]
     criteria += [

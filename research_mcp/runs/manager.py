@@ -23,6 +23,7 @@ import anyio.abc
 
 from research_mcp.contracts import FINISHED, RETRYABLE, Budget, PlanNode
 from research_mcp.errors import BudgetExhausted, InvalidInput, ResearchError
+from research_mcp.ids import FINAL_NODE
 from research_mcp.retry import BACKGROUND, patience
 from research_mcp.roles.base import BudgetTracker, RoleDeps
 from research_mcp.roles.synthesizer import synthesize
@@ -30,7 +31,8 @@ from research_mcp.runs.context import RunContext, node_key, plan_nodes
 from research_mcp.runs.engine import execute_node
 from research_mcp.runs.partial import partial_report
 from research_mcp.runs.snapshot import node_counts
-from research_mcp.storage.models import AttemptStarted, NewNode, Run, StoredPlan
+from research_mcp.storage.events import AttemptStarted, NodeBudgetSpent, Recovered, RetryStarted
+from research_mcp.storage.models import NewNode, Run, StoredPlan
 from research_mcp.storage.sqlite import owner_alive
 from research_mcp.storage.store import Store, now, process_owner
 
@@ -220,9 +222,7 @@ class RunManager:
             store.update_run(run_id, status="running", started_at=now(), attempt=attempt, error=None)
             # The corpus folders this attempt searches: a resume from a terminal searches them again.
             corpus = [str(path) for path in deps.settings.corpus]
-            store.add_event(
-                run_id, "attempt", f"attempt {attempt} started", data=AttemptStarted(corpus=corpus)
-            )
+            store.add_event(run_id, AttemptStarted(message=f"attempt {attempt} started", corpus=corpus))
             # A background run has no one waiting on it: it rides out an overload of minutes.
             with patience(BACKGROUND), live.scope:
                 result_id = await self._execute(run_id, run.plan_ids, deps, live)
@@ -234,7 +234,7 @@ class RunManager:
                     not limited
                     and store.sources_read(run_id) == 0
                     and store.count_facts(run_id) == 0
-                    and not store.events_for_run(run_id, "node_budget")
+                    and not store.events_for_run(run_id, NodeBudgetSpent)
                 )
                 status = (
                     "budget_exhausted"
@@ -293,7 +293,7 @@ class RunManager:
     async def _execute(self, run_id: str, plan_ids: list[str], deps: RoleDeps, live: LiveRun) -> str:
         plans = self.check_plans(plan_ids)
         roots = []
-        finishing: dict[str, str] = {"final": "synthesizer"} if len(plans) > 1 else {}
+        finishing: dict[str, str] = {FINAL_NODE: "synthesizer"} if len(plans) > 1 else {}
         for plan in plans:
             root = plan.tree.root
             self.store.ensure_nodes(run_id, plan_nodes(plan.id, root))
@@ -303,7 +303,7 @@ class RunManager:
         if recovered:
             logger.info("run %s resumed after an interruption: %s", run_id, recovered)
             self.store.add_event(
-                run_id, "recovered", "resumed after an interruption", data=recovered.model_dump()
+                run_id, Recovered(message="resumed after an interruption", **recovered.model_dump())
             )
         # Asked to retry: what failed last time runs again, with the nodes above it; nodes that
         # finished whole do not. A plain resume (after a crash) never reruns a node that finished.
@@ -313,14 +313,16 @@ class RunManager:
             logger.info("run %s retries %s (failed) and synthesizes %s again", run_id, failed, reopened)
             self.store.add_event(
                 run_id,
-                "retry",
-                f"retrying what failed: {len(failed)} failed nodes, {len(reopened)} nodes with failed parts",
-                data={"failed": failed, "reopened": reopened},
+                RetryStarted(
+                    message=f"retrying what failed: {len(failed)} failed nodes, {len(reopened)} nodes with failed parts",
+                    failed=failed,
+                    reopened=reopened,
+                ),
             )
         if len(roots) > 1:
             self.store.ensure_nodes(
                 run_id,
-                [NewNode(node_id="final", plan_id=None, parent_id=None, kind="executor", title="final")],
+                [NewNode(node_id=FINAL_NODE, plan_id=None, parent_id=None, kind="executor", title="final")],
             )
         results: dict[int, str] = {}
         failures: list[str] = []  # with several plans, one that fails is named and the others go on
@@ -345,10 +347,10 @@ class RunManager:
             return results[0]
         if not results:
             raise errors[0]
-        final = self.store.get_node(run_id, "final")
+        final = self.store.get_node(run_id, FINAL_NODE)
         if final is not None and final.status == "done" and final.handoff_id:
             return final.handoff_id
-        self.store.start_node(run_id, "final")
+        self.store.start_node(run_id, FINAL_NODE)
         questions = [plan.query for plan, _ in roots]
         result = await synthesize(
             deps,
@@ -356,10 +358,10 @@ class RunManager:
             questions=questions,
             input_handoffs=[results[index] for index in sorted(results)],
             run_id=run_id,
-            node_id="final",
+            node_id=FINAL_NODE,
             failures=failures,
         )
-        self.store.finish_node(run_id, "final", "done", result.handoff_id)
+        self.store.finish_node(run_id, FINAL_NODE, "done", result.handoff_id)
         live.notify()
         return result.handoff_id
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from research_mcp.contracts import Confidence
+from research_mcp.ids import fact_label
 from research_mcp.role_inputs import SynthesisInput
 from research_mcp.storage.outputs import CitationCounts, StoredSynthesis
 from research_mcp.storage.store import Store
@@ -34,7 +35,7 @@ def partial_report(store: Store, run_id: str, reason: str, backend: str) -> str:
     if loose:
         sections.append(
             "## Facts found before the stop (not yet synthesized)\n\n"
-            + "\n".join(f"- {fact.statement} [F{fact.id}]" for fact in loose)
+            + "\n".join(f"- {fact.statement} [{fact_label(fact.id)}]" for fact in loose)
         )
         covered |= {fact.id for fact in loose}
     nodes = store.nodes_for_run(run_id)

@@ -20,6 +20,7 @@ from research_mcp.citations import WRITTEN_CITATION
 from research_mcp.contracts import ConfidenceLevel, Phase, PlanNode, SynthesisOutput
 from research_mcp.errors import BudgetExhausted, ModelError, NodeBudgetExhausted
 from research_mcp.feasibility import leaf_reading
+from research_mcp.ids import source_label
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.base import RoleResult
 from research_mcp.roles.contradictions import settling_question
@@ -32,7 +33,15 @@ from research_mcp.runs.gates import PhaseSpending, corroboration, criteria_statu
 from research_mcp.runs.leaf import RUBRIC_FACTS, rubric
 from research_mcp.runs.reading import choose_sources, extract_sources
 from research_mcp.runs.rejudge import criteria_questions, judged_leaves, rejudge, unmet_acceptance
-from research_mcp.storage.models import PhaseGate
+from research_mcp.storage.events import (
+    IterationDone,
+    PhaseBudgetSpent,
+    PhaseGate,
+    PhaseMet,
+    PhaseUnmet,
+    RetryStarted,
+    StopReason,
+)
 from research_mcp.storage.outputs import StoredCuration, StoredExtraction, StoredSynthesis
 
 __all__ = ["run_phases"]
@@ -159,40 +168,46 @@ async def run_phases(
         output, source_of = _synthesis(rc, handoff_id)
         status = gates.get((phase.name, 0)) or criteria_status(phase, output, source_of, _said(rc, output))
         best = (handoff_id, status, 0)
+        stop: StopReason | None = None
         stopped = ""
         for iteration in range(1, phase.max_iterations + 1):
             unmet = [name for name, met in status.items() if not met]
             if not unmet:
-                store.add_event(rc.run_id, "phase_met", f"phase {phase.name!r} met", node_id=key, data=status)
+                store.add_event(
+                    rc.run_id, PhaseMet(message=f"phase {phase.name!r} met", node_id=key, criteria=status)
+                )
                 break
             if iteration == phase.max_iterations:
-                stopped = f"stopped at max_iterations={phase.max_iterations}"
+                stop, stopped = StopReason.MAX_ITERATIONS, f"stopped at max_iterations={phase.max_iterations}"
                 break
             if reason := spending.stop_reason(rc) or node_budget_spent():
-                stopped = f"budget spent: {reason}"
+                stop, stopped = StopReason.BUDGET, f"budget spent: {reason}"
                 break
             # The decision to iterate is recorded with the criteria it was taken on: a run resumed in
             # the iteration takes it again on them, not on a store the iteration had already added to.
             store.add_event(
                 rc.run_id,
-                "phase_gate",
-                f"phase {phase.name!r}: {unmet} unmet, iteration {iteration} starts",
-                node_id=key,
-                data=PhaseGate(phase=phase.name, iteration=iteration - 1, status=status),
+                PhaseGate(
+                    message=f"phase {phase.name!r}: {unmet} unmet, iteration {iteration} starts",
+                    node_id=key,
+                    phase=phase.name,
+                    iteration=iteration - 1,
+                    status=status,
+                ),
             )
             try:
                 handoff_id, delta = await _iterate(
                     rc, node, key, phase, output, unmet, inputs, iteration, spending
                 )
             except _PhaseBudgetSpent as spent:
-                stopped = f"budget spent: {spent}"
+                stop, stopped = StopReason.BUDGET, f"budget spent: {spent}"
                 break
             except NodeBudgetExhausted as spent:
-                stopped = f"budget spent: {spent.what}"
+                stop, stopped = StopReason.BUDGET, f"budget spent: {spent.what}"
                 break
             except BudgetExhausted:
                 store.add_event(
-                    rc.run_id, "phase_budget", f"budget spent in phase {phase.name!r}", node_id=key
+                    rc.run_id, PhaseBudgetSpent(message=f"budget spent in phase {phase.name!r}", node_id=key)
                 )
                 raise
             before = status
@@ -205,36 +220,39 @@ async def run_phases(
                 best = (handoff_id, status, iteration)
             store.add_event(
                 rc.run_id,
-                "iteration",
-                f"phase {phase.name!r} iteration {iteration}: {len(delta['sources_added'])} sources, "
-                f"{len(delta['extractions_added'])} extractions added",
-                node_id=key,
-                data={
-                    "iteration": iteration,
-                    "why": unmet,
-                    "changed": delta,
-                    "criteria_before": before,
-                    "criteria_after": status,
-                    "kept_iteration": best[2],
-                },
+                IterationDone(
+                    message=f"phase {phase.name!r} iteration {iteration}: {len(delta['sources_added'])} sources, "
+                    f"{len(delta['extractions_added'])} extractions added",
+                    node_id=key,
+                    iteration=iteration,
+                    why=unmet,
+                    changed=delta,
+                    criteria_before=before,
+                    criteria_after=status,
+                    kept_iteration=best[2],
+                ),
             )
         handoff_id, status, kept_at = best
         unmet = [name for name, met in status.items() if not met]
         if unmet:
             store.add_event(
                 rc.run_id,
-                "phase_unmet",
-                f"phase {phase.name!r} {stopped or 'stopped'} with {unmet} unmet; "
-                f"kept the synthesis of iteration {kept_at}",
-                node_id=key,
-                data=status,
+                PhaseUnmet(
+                    message=f"phase {phase.name!r} {stopped or 'stopped'} with {unmet} unmet; "
+                    f"kept the synthesis of iteration {kept_at}",
+                    node_id=key,
+                    criteria=status,
+                    stopped=stop,
+                ),
             )
-            if stopped.startswith("budget"):
-                store.add_event(rc.run_id, "phase_budget", f"phase {phase.name!r} {stopped}", node_id=key)
+            if stop is StopReason.BUDGET:
+                store.add_event(
+                    rc.run_id, PhaseBudgetSpent(message=f"phase {phase.name!r} {stopped}", node_id=key)
+                )
             output, source_of = _synthesis(rc, handoff_id)
             cap: ConfidenceLevel = "medium" if len(unmet) < len(status) else "low"
             gaps = [unmet_gap(phase, name, output, source_of) for name in unmet]
-            if stopped.startswith("budget"):
+            if stop is StopReason.BUDGET:
                 gaps.append(f"Phase {phase.name!r} {stopped}")
             handoff_id = gate_synthesis(
                 rc.deps,
@@ -254,10 +272,10 @@ def _recorded_gates(rc: RunContext, key: str) -> dict[tuple[str, int], dict[str,
     run, since its last retry (a retry of failed parts judges its gates afresh)."""
     gates: dict[tuple[str, int], dict[str, bool]] = {}
     for event in rc.deps.store.events_for_run(rc.run_id):
-        if event.kind == "retry":
+        if isinstance(event, RetryStarted):
             gates.clear()
-        elif event.kind == "phase_gate" and event.node_id == key and (gate := event.data_as(PhaseGate)):
-            gates[(gate.phase, gate.iteration)] = gate.status
+        elif isinstance(event, PhaseGate) and event.node_id == key:
+            gates[(event.phase, event.iteration)] = event.status
     return gates
 
 
@@ -318,7 +336,7 @@ async def _iterate(
         # before the interruption, or it would choose others), by reference, and the stored source
         # each is (read again as S<id>: a text given inline has no address to read it from again).
         stored = {
-            asked.source_ref: f"S{asked.source_id}"
+            asked.source_ref: source_label(asked.source_id)
             for h in store.handoffs_for_run(rc.run_id, role="extractor", node_id=leaf_key)
             if h.iteration < iteration and (asked := h.input_as(ExtractorInput)) is not None
         }

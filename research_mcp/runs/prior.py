@@ -12,10 +12,12 @@ from __future__ import annotations
 import anyio
 
 from research_mcp.contracts import PlanNode
+from research_mcp.ids import source_label
 from research_mcp.matching.terms import said_terms, terms
 from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.reading import stored_ref
-from research_mcp.storage.models import InsightKind, InsightsGiven, KnownInsight
+from research_mcp.storage.events import InsightsGiven, PriorFindings
+from research_mcp.storage.models import InsightKind, KnownInsight
 
 __all__ = [
     "KNOWN_INSIGHTS",
@@ -73,10 +75,11 @@ async def prior_findings(rc: RunContext, node: PlanNode, key: str, questions: li
     if facts:
         store.add_event(
             rc.run_id,
-            "prior_findings",
-            f"{len(facts)} known facts bear on {node.title!r} (prior findings)",
-            node_id=key,
-            data={"fact_ids": [fact.id for fact in facts]},
+            PriorFindings(
+                message=f"{len(facts)} known facts bear on {node.title!r} (prior findings)",
+                node_id=key,
+                fact_ids=[fact.id for fact in facts],
+            ),
         )
     return [fact.id for fact in facts]
 
@@ -103,7 +106,7 @@ async def known_insights(
         said = item.context or item.text if item.kind == "linked_source" else item.text
         if (
             item.ref in reading
-            or f"S{item.source_id}" in reading
+            or source_label(item.source_id) in reading
             or (set(item.questions) & others and not set(item.questions) & own)
             or not any(related(said, question) for question in questions)
         ):
@@ -114,10 +117,11 @@ async def known_insights(
     if found:
         store.add_event(
             rc.run_id,
-            "known_insights",
-            f"{len(found)} things earlier sources left open bear on {node.title!r}",
-            node_id=key,
-            data=InsightsGiven(insight_ids=[item.id for item in found]),
+            InsightsGiven(
+                message=f"{len(found)} things earlier sources left open bear on {node.title!r}",
+                node_id=key,
+                insight_ids=[item.id for item in found],
+            ),
         )
     return found
 
@@ -140,7 +144,7 @@ def known_questions(insights: list[KnownInsight]) -> list[str]:
 
 def recorded_insights(rc: RunContext, key: str) -> list[KnownInsight]:
     """What earlier runs left open that this leaf was given (its `known_insights` event), again."""
-    for event in reversed(rc.deps.store.events_for_run(rc.run_id, "known_insights")):
-        if event.node_id == key and (given := event.data_as(InsightsGiven)) is not None:
+    for given in reversed(rc.deps.store.events_for_run(rc.run_id, InsightsGiven)):
+        if given.node_id == key:
             return rc.deps.store.get_insights(given.insight_ids)
     return []

@@ -23,7 +23,14 @@ from research_mcp.roles.extractor import SpecSpending, asked_questions, extract
 from research_mcp.roles.node_budgets import node_budget_spent
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
 from research_mcp.sources.library import classify_ref, ref_key
-from research_mcp.storage.models import SourcesChosen
+from research_mcp.storage.events import (
+    NodeBudgetSpent,
+    Searched,
+    SearchFailed,
+    SourceFailed,
+    SourcesChosen,
+    SpecBudgetSpent,
+)
 
 __all__ = ["SOURCES_PER_LEAF", "choose_sources", "extract_sources", "ref_key", "stored_ref", "take"]
 
@@ -51,11 +58,11 @@ async def choose_sources(
         # Twice the sources wanted: room for those a sibling took to go last.
         found = await rc.deps.sources.search(query, limit=2 * limit + len(skip), failures=failed)
         rc.deps.store.add_event(
-            rc.run_id, "search", f"{query!r}: {len(found)} candidates", data={"query": query}
+            rc.run_id, Searched(message=f"{query!r}: {len(found)} candidates", query=query)
         )
         for failure in failed:
             rc.failures.setdefault(key, []).append(failure)
-            rc.deps.store.add_event(rc.run_id, "search_failed", failure, node_id=key)
+            rc.deps.store.add_event(rc.run_id, SearchFailed(message=failure, node_id=key))
         for candidate in found:
             if ref_key(candidate.ref) not in skip and candidate.ref not in refs:
                 refs.append(candidate.ref)
@@ -67,10 +74,9 @@ def take(rc: RunContext, key: str, refs: list[str], limit: int) -> list[str]:
     What earlier attempts of the run took is read from its events first, so a resumed run hands
     out sources as an uninterrupted one did."""
     if not rc.taken_by:
-        for event in rc.deps.store.events_for_run(rc.run_id, "sources_chosen"):
-            recorded = event.data_as(SourcesChosen)
-            for ref in recorded.refs if recorded is not None else []:
-                rc.taken_by.setdefault(ref_key(ref), event.node_id or "")
+        for recorded in rc.deps.store.events_for_run(rc.run_id, SourcesChosen):
+            for ref in recorded.refs:
+                rc.taken_by.setdefault(ref_key(ref), recorded.node_id or "")
     others = [ref for ref in refs if rc.taken_by.get(ref_key(ref), key) != key]
     chosen = [ref for ref in refs if ref not in others][:limit]
     chosen += others[: limit - len(chosen)]
@@ -118,7 +124,7 @@ async def extract_sources(
             if spent is not None and (reason := spent.refused(ref, allowed[slot[1]], already_read)):
                 # Left out on purpose, not failed: named in the leaf's gaps, not retried.
                 note = f"Task spec {slot[1] + 1} not asked of {ref}: {reason}"
-                rc.deps.store.add_event(rc.run_id, "spec_budget", note, node_id=key)
+                rc.deps.store.add_event(rc.run_id, SpecBudgetSpent(message=note, node_id=key))
                 return
             await read(slot, ref, spec, spent)
 
@@ -161,13 +167,13 @@ async def extract_sources(
                 note = (
                     f"Task spec {slot[1] + 1} not answered from {ref}: its {seconds:g} s time limit reached"
                 )
-                rc.deps.store.add_event(rc.run_id, "spec_budget", note, node_id=key)
+                rc.deps.store.add_event(rc.run_id, SpecBudgetSpent(message=note, node_id=key))
         except NodeBudgetExhausted as error:
             _node_out_of_budget(rc, key, ref, error.what)
         except (SourceError, ModelError, NotConfigured) as error:
             rc.failures.setdefault(key, []).append(f"Source not read: {ref}: {error}")
             logger.warning("run %s: source not read: %s: %s", rc.run_id, ref, error)
-            rc.deps.store.add_event(rc.run_id, "source_failed", f"{ref}: {error}", node_id=key)
+            rc.deps.store.add_event(rc.run_id, SourceFailed(message=f"{ref}: {error}", node_id=key))
 
     # Task specs by priority, 1 first: a wave of higher priority finishes before the next starts, so
     # a node budget running out leaves the lower priorities unasked.
@@ -192,7 +198,7 @@ def _node_out_of_budget(rc: RunContext, key: str, ref: str, reason: str) -> None
     """A source left unread because a node's own budget is spent: named in the leaf's failures (so
     the node ends partial, saying why) and logged as a `node_budget` event."""
     rc.failures.setdefault(key, []).append(f"Source not read: {ref}: budget exhausted: {reason}")
-    rc.deps.store.add_event(rc.run_id, "node_budget", f"{ref} not read: {reason}", node_id=key)
+    rc.deps.store.add_event(rc.run_id, NodeBudgetSpent(message=f"{ref} not read: {reason}", node_id=key))
 
 
 def _done_extractions(rc: RunContext, key: str) -> dict[tuple[int, tuple[str, ...]], str]:

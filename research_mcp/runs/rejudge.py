@@ -1,22 +1,11 @@
-"""A leaf's acceptance criteria judged again after a phase iteration.
+"""A leaf's acceptance criteria judged again after a phase iteration grew its extractions.
 
-A leaf's task-spec acceptance criteria are judged when the leaf is synthesized (roles/acceptance.py).
-A phase iteration adds extractions to the leaves and synthesizes the phase node again; by itself
-that leaves the leaf's verdicts, and the gaps saying a criterion is unmet, as they were before the
-iteration, even when the new evidence meets them. So each leaf with acceptance criteria whose
-extractions grew is synthesized again: over all its extractions (those it had and the new ones), its
-prior findings and what earlier runs left open, and its criteria are judged on that synthesis as on
-the first, by code on its report and cited facts, else by the model.
-
-The leaf is synthesized again rather than its criteria judged on the phase node's synthesis: a
-leaf's "at least 2 sources" judged on the parent's report would count its siblings' sources, and
-the parent would have to take on every leaf's expected format. The phase node then reads the leaf's
-new synthesis in place of the old one (and of the leaf's new extractions), so its report, its gaps
-and its confidence carry the new verdicts. Each re-judging is recorded: the new synthesis holds the
-verdicts (`acceptance`) and an `acceptance` event the verdicts before and after.
-
-A criterion still unmet is asked in the next iteration, as a missing theme is: of the scout, of the
-sources the leaf read and of the new ones.
+The leaf is synthesized again over all its extractions, prior findings and known insights, and its
+criteria are judged on that synthesis as on the first (roles/acceptance.py). Judging them on the
+phase node's synthesis instead would count the siblings' sources toward a leaf's "at least 2
+sources". The phase node then reads the leaf's new synthesis in place of the old one. An
+`AcceptanceRejudged` event records the verdicts before and after; a criterion still unmet is asked
+in the next iteration, as a missing theme is.
 """
 
 from __future__ import annotations
@@ -31,6 +20,7 @@ from research_mcp.roles.base import RoleResult
 from research_mcp.roles.synthesizer import CRITERION_UNMET, synthesize
 from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.prior import recorded_insights
+from research_mcp.storage.events import AcceptanceRejudged, SpecBudgetSpent
 from research_mcp.storage.outputs import AcceptanceCheck, StoredSynthesis
 
 __all__ = ["MAX_CRITERIA_QUESTIONS", "criteria_questions", "judged_leaves", "rejudge", "unmet_acceptance"]
@@ -94,16 +84,15 @@ async def rejudge(
     met = sum(1 for check in after if check.met)
     store.add_event(
         rc.run_id,
-        "acceptance",
-        f"{leaf.title!r}: acceptance criteria judged again after iteration {iteration}: "
-        f"{met} of {len(after)} met (before: {sum(1 for check in output.acceptance if check.met)})",
-        node_id=leaf_key,
-        data={
-            "iteration": iteration,
-            "handoff_id": result.handoff_id,
-            "before": [check.model_dump() for check in output.acceptance],
-            "after": [check.model_dump() for check in after],
-        },
+        AcceptanceRejudged(
+            message=f"{leaf.title!r}: acceptance criteria judged again after iteration {iteration}: "
+            f"{met} of {len(after)} met (before: {sum(1 for check in output.acceptance if check.met)})",
+            node_id=leaf_key,
+            iteration=iteration,
+            handoff_id=result.handoff_id,
+            before=output.acceptance,
+            after=after,
+        ),
     )
     return result.handoff_id
 
@@ -119,7 +108,7 @@ async def _synthesize_again(
 ) -> RoleResult[SynthesisOutput]:
     """The leaf's synthesis over what it was given and the extractions added, as run_leaf made it."""
     notes = [
-        e.message for e in rc.deps.store.events_for_run(rc.run_id, "spec_budget") if e.node_id == leaf_key
+        e.message for e in rc.deps.store.events_for_run(rc.run_id, SpecBudgetSpent) if e.node_id == leaf_key
     ]
     return await synthesize(
         rc.deps,

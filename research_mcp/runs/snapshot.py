@@ -19,6 +19,7 @@ from typing import Any
 
 from research_mcp.contracts import PlanNode
 from research_mcp.errors import NotFound
+from research_mcp.ids import FINAL_NODE
 from research_mcp.storage.models import Run
 from research_mcp.storage.store import Store
 
@@ -129,9 +130,9 @@ class RunSnapshot:
             plan = store.get_plan(plan_id)
             trees.append(PlanTree(plan_id, plan.query, _node(plan_id, plan.tree.root, self.states)))
         if len(trees) > 1:
-            state = self.states.get("final", "pending")
-            final = NodeState("final", "final", "executor", "Answer to all subqueries", state)
-            trees.append(PlanTree("final", "one answer to all the plans", final))
+            state = self.states.get(FINAL_NODE, "pending")
+            final = NodeState(FINAL_NODE, FINAL_NODE, "executor", "Answer to all subqueries", state)
+            trees.append(PlanTree(FINAL_NODE, "one answer to all the plans", final))
         return trees
 
 

@@ -43,6 +43,7 @@ from pydantic_core import ErrorDetails
 from research_mcp.contracts import ExtractorTaskSpec, PlannerOutput, View
 from research_mcp.errors import InvalidInput, shown
 from research_mcp.feasibility import MAX_NODES
+from research_mcp.ids import kind_of_id
 from research_mcp.reports import MAX_MAX_TOKENS, MIN_MAX_TOKENS
 from research_mcp.server.nested_arguments import (
     PLAN_SHAPE,
@@ -83,7 +84,6 @@ __all__ = [
     "WaitSeconds",
     "check_plan_ids",
     "describe",
-    "kind_of_id",
 ]
 
 MAX_QUERY_CHARS = 2_000
@@ -105,13 +105,6 @@ MAX_SPEC_JSON_CHARS = 50_000
 MAX_WAIT_SECONDS = 55  # hosts cut tool calls at about 60 s
 MAX_SCOUT_LIMIT = 20
 
-ID_KINDS = {
-    "plan": re.compile(r"plan_[A-Za-z0-9_-]+"),
-    "run": re.compile(r"run_[A-Za-z0-9_-]+"),
-    "handoff": re.compile(r"h_[A-Za-z0-9_-]+"),
-    "source": re.compile(r"S\d{1,12}"),
-    "corpus document": re.compile(r"corpus:\d{1,12}"),
-}
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CURSOR = re.compile(r"\d{1,9}:\d{1,9}")
 
@@ -166,14 +159,6 @@ def _between(low: float, high: float, why: str = "") -> AfterValidator:
         return value
 
     return AfterValidator(check)
-
-
-def kind_of_id(value: str) -> str | None:
-    """Which kind of id the value is shaped as (plan, run, handoff, source, corpus document)."""
-    for kind, shape in ID_KINDS.items():
-        if shape.fullmatch(value):
-            return kind
-    return None
 
 
 def _id(kinds: tuple[str, ...], wrong: dict[str, str] | None = None) -> AfterValidator:

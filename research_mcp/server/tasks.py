@@ -44,6 +44,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from research_mcp.contracts import FINISHED, CompactReturn
 from research_mcp.errors import NotFound, ResearchError, shown
 from research_mcp.server.context import ServerState
+from research_mcp.storage.events import KeptAsTask
 
 __all__ = ["TASKS_EXTENSION", "RunTasks", "TaskRequests"]
 
@@ -53,7 +54,6 @@ TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 TASK_VERSION = "2025-11-25"  # the one handshake version that has tasks in its core
 TASK_TOOL = "execute_plan"
-TASK_EVENT = "task"  # the run's event recording how long it is kept as a task
 POLL_INTERVAL_MS = 2000
 LIST_PAGE = 100  # tasks per tasks/list page
 WAIT_SLICE_S = 55.0  # tasks/result waits on the run in slices, as execute_plan does
@@ -109,14 +109,14 @@ def _keep(state: ServerState, run_id: str, requested: Any) -> None:
     ttl = _retention_ms(state)
     if isinstance(requested, int) and not isinstance(requested, bool) and requested >= 0:
         ttl = min(requested, ttl)
-    state.service.store.add_event(run_id, TASK_EVENT, f"kept as a task for {ttl} ms", data={"ttl_ms": ttl})
+    state.service.store.add_event(run_id, KeptAsTask(message=f"kept as a task for {ttl} ms", ttl_ms=ttl))
 
 
 def _ttl_ms(state: ServerState, run_id: str) -> int:
     """How long the run is kept as a task: as recorded when it was started as one, else the retention."""
-    kept = state.service.store.events_for_run(run_id, TASK_EVENT)
-    ttl = (kept[-1].data or {}).get("ttl_ms") if kept else None
-    return int(ttl) if isinstance(ttl, int) else _retention_ms(state)
+    kept = state.service.store.events_for_run(run_id, KeptAsTask)
+    ttl = kept[-1].ttl_ms if kept else None
+    return ttl if ttl is not None else _retention_ms(state)
 
 
 def _expired(state: ServerState, run: Any) -> bool:

@@ -1,18 +1,12 @@
 """The user's own documents: folders indexed into SQLite full-text search and vectors, searched hybrid.
 
-Which files are documents, and the path checks: ``folders.py``. Only regular files are read: a
-FIFO, a device or a socket with a document's name is skipped with a note and never opened
-(opening a FIFO blocks, reading a device never ends), and a file larger than its cap (PDF 50 MB,
-other kinds 10 MB) is skipped with a note. How a file becomes a title and a text, and how the text
-is cut into chunks: ``documents.py``; HTML and PDF are parsed in a worker process under the source
-time limit and a memory limit (``parsing.py``), so no file can stall or crash indexing.
-
-Indexing is incremental and resumable (``indexing.py``): a file whose size and modification time
-match what is stored is not read; one that differs is read and hashed (sha256), and only when the
-hash changed is it chunked again and its chunks embedded again. Files gone from disk are removed.
-An interrupted pass keeps what it committed and embedded. ``progress`` tells how far it has got.
-
-Ranking: BM25, vectors and title links fused by reciprocal rank fusion; see ``ranking.py``.
+Only regular files are read: a FIFO, device or socket with a document's name is skipped with a note
+and never opened (opening a FIFO blocks), and so is a file over its cap (PDF 50 MB, others 10 MB).
+Which files are documents: ``folders.py``; title, text and chunks: ``documents.py``; HTML and PDF
+are parsed in a worker process under time and memory limits (``parsing.py``). Indexing is
+incremental and resumable (``indexing.py``): only a file whose size, modification time and then
+hash changed is chunked and embedded again. Ranking fuses BM25, vectors and title links
+(``ranking.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from research_mcp.errors import InvalidInput, NotConfigured, NotFound, shown
+from research_mcp.ids import corpus_ref
 from research_mcp.sources.documents import chunk_spans, embedding_text, size_cap
 from research_mcp.sources.folders import (
     SUFFIXES,
@@ -296,10 +291,10 @@ class Corpus:
         """A document of the configured folders by id; NotFound otherwise."""
         row = self._store.corpus_document(doc_id)
         if row is None or Path(row.root) not in self.roots:
-            raise NotFound("corpus document", f"corpus:{doc_id}")
+            raise NotFound("corpus document", corpus_ref(doc_id))
         return CorpusDocument(
             doc_id=row.id,
-            ref=f"corpus:{row.id}",
+            ref=corpus_ref(row.id),
             root=row.root,
             path=row.path,
             title=row.title,
@@ -354,7 +349,7 @@ class Corpus:
         return [
             CorpusHit(
                 doc_id=doc_id,
-                ref=f"corpus:{doc_id}",
+                ref=corpus_ref(doc_id),
                 path=docs[doc_id].path,
                 title=docs[doc_id].title,
                 snippet=snippet(texts.get(doc_id, ""), words),

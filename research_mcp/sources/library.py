@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from research_mcp.contracts import Source
 from research_mcp.errors import InvalidInput, NotConfigured, ResearchError, SourceError
+from research_mcp.ids import corpus_number, corpus_ref, kind_of_id, source_number
 from research_mcp.sources.corpus import RELEVANCE_FLOOR
 from research_mcp.sources.openings import opening, page_title
 
@@ -32,8 +33,6 @@ logger = logging.getLogger(__name__)
 MIN_TEXT_CHARS = 20
 #: A one-line reference this long at most may be a path relative to a corpus folder.
 MAX_PATH_CHARS = 1024
-_STORED = re.compile(r"^S(\d+)$")
-_CORPUS = re.compile(r"^corpus:(\d+)$")
 # Seconds a search waits for a pass scanning the corpus folders to know what it has to read.
 SCAN_WAIT_S = 10.0
 PARTIAL_CORPUS = "searches saw only the documents indexed so far; retry once indexing has finished"
@@ -58,9 +57,9 @@ def classify_ref(ref: str) -> Literal["web", "corpus", "stored", "path", "text"]
     ref = ref.strip()
     if ref.lower().startswith(("http://", "https://")):
         return "web"
-    if _CORPUS.match(ref):
+    if kind_of_id(ref) == "corpus document":
         return "corpus"
-    if _STORED.match(ref):
+    if kind_of_id(ref) == "source":
         return "stored"
     if _PATH.match(ref):
         return "path"
@@ -110,16 +109,16 @@ class SourceLibrary:
         kind = classify_ref(ref)
         ref = ref.strip()
         if kind == "stored":
-            return self.store.get_source(int(ref[1:]))
+            return self.store.get_source(source_number(ref))
         if kind == "web":
             return await self._read_web(ref)
         if kind == "path" or (kind == "text" and self._names_a_corpus_file(ref)):
-            ref = f"corpus:{self._corpus_document_at(ref)}"
+            ref = corpus_ref(self._corpus_document_at(ref))
             kind = "corpus"
         if kind == "corpus":
             if self.corpus is None:
                 raise NotConfigured("No local corpus is configured: set RESEARCH_MCP_CORPUS to your folders.")
-            document = self.corpus.read(int(ref.split(":", 1)[1]))
+            document = self.corpus.read(corpus_number(ref))
             return self.store.add_source(
                 ref=document.ref,
                 kind="corpus",
@@ -237,14 +236,13 @@ class SourceLibrary:
                 unique.append(candidate)
         return unique
 
-    def lead(self, ref: str) -> str:
+    def opening_of(self, ref: str) -> str:
         """The opening of a corpus document (its first paragraph of prose), for a scout's quick scan;
         "" for any other reference or a document no longer there."""
-        match = _CORPUS.match(ref.strip())
-        if self.corpus is None or match is None:
+        if self.corpus is None or classify_ref(ref) != "corpus":
             return ""
         try:
-            return opening(self.corpus.read(int(match.group(1))).text)
+            return opening(self.corpus.read(corpus_number(ref)).text)
         except ResearchError:
             return ""
 

@@ -1,21 +1,16 @@
 """The store's database: one connection, one writer at a time, SQLite failures as StoreErrors.
 
-One connection per process (opened by `storage/sqlite.py`), WAL mode, a busy timeout, and every write in a
+One connection per process (`storage/sqlite.py`), WAL mode, a busy timeout, and every write in a
 `BEGIN IMMEDIATE` transaction so that a second process on the same file waits instead of failing. A
-write returns only after its COMMIT; a write that fails (disk full, read-only folder, I/O error, lock
-held past the busy timeout) is rolled back whole and raised as a `StoreError` that names the data
-folder and what to do. sqlite-utils' table methods (`insert`, `update`, `delete_where`) may run inside
-`write()`: their own transactions become savepoints of the store's one.
-
-The table modules (`run_tables.py`, `handoff_tables.py`, `fact_tables.py`, `corpus_tables.py`) hold the
-SQL of their tables, as methods of this class; `Store` joins them. Nothing outside storage/ reads or
-writes the database directly.
+write returns only after its COMMIT; a failed write (disk full, read-only folder, I/O error, lock
+held past the busy timeout) is rolled back whole and raised as a `StoreError` naming the data folder
+and what to do. sqlite-utils' table methods may run inside `write()`: their transactions become
+savepoints. The table modules (`run_tables.py`, ...) hold their tables' SQL as methods of this class.
 """
 
 from __future__ import annotations
 
 import json
-import secrets
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -27,6 +22,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from research_mcp.errors import StoreError, StoreReadOnly
+from research_mcp.ids import new_id
 from research_mcp.storage.migrations import apply_migrations
 from research_mcp.storage.sqlite import connect, connect_read_only, map_os_error, store_error
 
@@ -35,10 +31,6 @@ __all__ = ["StoreDatabase", "as_json", "marks", "new_id", "now"]
 
 def now() -> str:
     return datetime.now(UTC).isoformat()
-
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{secrets.token_hex(6)}"
 
 
 def as_json(value: Any) -> str | None:

@@ -140,17 +140,23 @@ class EdgeEngine:
         return sorted(path.stem for path in self.root.glob("*.json") if (self.root / path.stem).is_dir())
 
     def dimension(self, name: str) -> int | None:
+        self._acquire()  # before looking: another process may be making the collection
+        if not (self.root / name / "edge_config.json").is_file():
+            return None
+        dim = self._meta(name).get("dim")
+        return dim if isinstance(dim, int) else None
+
+    def _meta(self, name: str) -> dict[str, Any]:
         self._acquire()
         try:
             meta = json.loads((self.root / f"{name}.json").read_text())
         except (OSError, ValueError):
-            return None
-        if not (self.root / name / "edge_config.json").is_file():
-            return None
-        dim = meta.get("dim")
-        return dim if isinstance(dim, int) else None
+            return {}
+        return meta if isinstance(meta, dict) else {}
 
-    def create(self, name: str, dim: int, metadata: dict[str, Any], *, half: bool = False) -> None:
+    def create(
+        self, name: str, dim: int, metadata: dict[str, Any], *, half: bool = False, rebuildable: bool = False
+    ) -> None:
         import qdrant_edge as qe
 
         self._acquire()
@@ -166,9 +172,17 @@ class EdgeEngine:
             },
             on_disk_payload=True,
             optimizers=qe.EdgeOptimizersConfig(indexing_threshold=INDEXING_THRESHOLD_KB),
+            # A log keeps every write until two 32 MB segments fill: the size of the vectors
+            # themselves for a corpus of 70,000 chunks, mapped into memory on load. What the caller
+            # can re-add does without it, durable at each flush.
+            wal_enabled=not rebuildable,
         )
         self._shards[name] = self._edge(lambda: qe.EdgeShard.create(str(self.root / name), config))
-        _write_atomically(self.root / f"{name}.json", json.dumps({**metadata, "dim": dim}))
+        meta = {**metadata, "dim": dim, "rebuildable": rebuildable}
+        _write_atomically(self.root / f"{name}.json", json.dumps(meta))
+
+    def rebuildable(self, name: str) -> bool:
+        return self._meta(name).get("rebuildable") is True
 
     def drop(self, name: str) -> None:
         self._acquire()
@@ -238,6 +252,7 @@ class EdgeEngine:
     def optimize(self, name: str) -> None:
         shard = self._shard(name)
         self._edge(shard.optimize)
+        self._edge(shard.flush)  # a shard without a log holds, after a crash, what the last flush wrote
 
     # -- shards ----------------------------------------------------------------------------------
 
@@ -255,6 +270,7 @@ class EdgeEngine:
         shard = self._shards.pop(name, None)
         if shard is not None:
             try:
+                shard.flush()
                 shard.close()
             except (
                 Exception

@@ -13,8 +13,9 @@ from typing import Any
 
 from research_mcp.contracts import Fact, Source
 from research_mcp.errors import NotFound
+from research_mcp.ids import source_label
 from research_mcp.storage.database import StoreDatabase, as_json, marks, now
-from research_mcp.storage.models import Citation, KnownFact, NewFact
+from research_mcp.storage.models import Citation, KnownFact, NewFact, compress_text, decompress_text
 
 __all__ = ["FactTables"]
 
@@ -39,7 +40,7 @@ class FactTables(StoreDatabase):
                 "INSERT INTO sources (ref, kind, title, content_hash, text, fetched_at, metadata)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (ref, content_hash) DO UPDATE SET fetched_at = excluded.fetched_at",
-                (ref, kind, title, content_hash, text, now(), as_json(metadata or {})),
+                (ref, kind, title, content_hash, compress_text(text), now(), as_json(metadata or {})),
             )
         row = self._one("SELECT * FROM sources WHERE ref = ? AND content_hash = ?", (ref, content_hash))
         assert row is not None
@@ -48,7 +49,7 @@ class FactTables(StoreDatabase):
     def get_source(self, source_id: int) -> Source:
         row = self._one("SELECT * FROM sources WHERE id = ?", (source_id,))
         if row is None:
-            raise NotFound("source", f"S{source_id}")
+            raise NotFound("source", source_label(source_id))
         return _source(row)
 
     def source_refs(self, source_ids: Collection[int]) -> dict[int, str]:
@@ -233,7 +234,9 @@ class FactTables(StoreDatabase):
 
 
 def _source(row: dict[str, Any]) -> Source:
-    return Source.model_validate({**row, "metadata": json.loads(row["metadata"] or "{}")})
+    text = row["text"]  # zlib-compressed since 0.3, plain in older rows
+    text = decompress_text(text) if isinstance(text, bytes) else text
+    return Source.model_validate({**row, "text": text, "metadata": json.loads(row["metadata"] or "{}")})
 
 
 def _fact(row: dict[str, Any]) -> Fact:

@@ -28,7 +28,7 @@ class HandoffTables(StoreDatabase):
         attempt: int = 1,
         iteration: int = 0,
     ) -> str:
-        handoff_id = new_id("h")
+        handoff_id = new_id("handoff")
         with self.write() as conn:
             conn.execute(
                 "INSERT INTO handoffs (id, run_id, node_id, role, status, input, summary, backend, model,"

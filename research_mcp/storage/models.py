@@ -13,39 +13,34 @@ from __future__ import annotations
 
 import json
 import zlib
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from research_mcp.contracts import Budget, NodeKind, PlannerOutput, RunStatus
 
 __all__ = [
-    "AttemptStarted",
     "Citation",
     "CorpusChunk",
     "CorpusDocumentInfo",
     "CorpusFileState",
-    "HopChoice",
     "InsightKind",
-    "InsightsGiven",
     "KnownFact",
     "KnownInsight",
     "NewFact",
     "NewInsight",
     "NewNode",
     "NodeStatus",
-    "PhaseGate",
     "PlanEstimate",
     "Recovery",
     "Run",
     "RunEvent",
     "RunNode",
     "RunUsage",
-    "SecondHop",
-    "SourcesChosen",
     "StoredCorpusDocument",
     "StoredPlan",
     "compress_text",
+    "decompress_text",
 ]
 
 NodeStatus = Literal["pending", "running", "done", "failed", "cancelled"]
@@ -141,7 +136,7 @@ class NewNode(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    node_id: str  # the plan's id and the node's, "plan/node" (`runs.context.node_key`); "final" joins plans
+    node_id: str  # the plan's id and the node's, "plan/node" (`ids.NodeKey`)
     plan_id: str | None
     parent_id: str | None
     kind: NodeKind
@@ -161,57 +156,8 @@ class Recovery(BaseModel):
         return bool(self.nodes_completed or self.handoffs_interrupted or self.nodes_reset)
 
 
-# --- the data of the events the engine reads back (a resumed run takes its recorded decisions) --
-
-
-class AttemptStarted(BaseModel):
-    """`attempt`: the corpus folders this attempt of the run searched."""
-
-    corpus: list[str] = []
-
-
-class SourcesChosen(BaseModel):
-    """`sources_chosen`: the sources a leaf took (reference keys) and what it could not read."""
-
-    refs: list[str]
-    failures: list[str] = []
-
-
-class InsightsGiven(BaseModel):
-    """`known_insights`: what earlier runs left open that a leaf was given (`source_insights` ids)."""
-
-    insight_ids: list[int]
-
-
-class PhaseGate(BaseModel):
-    """`phase_gate`: a phase's criteria (met or not) when the decision to iterate was taken."""
-
-    phase: str
-    iteration: int
-    status: dict[str, bool]
-
-
-class HopChoice(BaseModel):
-    """One source a leaf's second hop reads, why, and what it is asked (`runs.hops.Hop`)."""
-
-    ref: str
-    context: str
-    question: str = ""
-    again: bool = False
-
-
-class SecondHop(BaseModel):
-    """`second_hop`: the sources the hop chose, and the leads it followed to them."""
-
-    chosen: list[HopChoice]
-    followed: list[dict[str, Any]] = []
-
-
-EventDataT = TypeVar("EventDataT", bound=BaseModel)
-
-
 class RunEvent(_Row):
-    """An `events` row: one line of a run's progress and delta log."""
+    """An `events` row as stored; `events.from_row` reads it as its typed event."""
 
     json_columns = ("data",)
 
@@ -222,10 +168,6 @@ class RunEvent(_Row):
     message: str
     data: dict[str, Any] | None = None
     at: str
-
-    def data_as(self, model: type[EventDataT]) -> EventDataT | None:
-        """The event's data as the model its kind records (`SourcesChosen`, `PhaseGate`, ...)."""
-        return None if self.data is None else model.model_validate(self.data)
 
 
 class RunUsage(_Row):
@@ -341,13 +283,17 @@ class StoredCorpusDocument(CorpusDocumentInfo):
     @field_validator("text", mode="before")
     @classmethod
     def _decompress(cls, value: object) -> object:
-        return zlib.decompress(value).decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
+        return decompress_text(value) if isinstance(value, bytes) else value
 
 
 def compress_text(text: str) -> bytes:
-    """A document's text as `corpus_documents.text` keeps it: its chunks keep the same text readable and
-    searchable, so the whole is kept compressed (about a third of its size)."""
+    """A whole text as `corpus_documents.text` and `sources.text` keep it: read whole, rarely, and
+    searched through chunks and facts, so kept compressed (about a third of its size)."""
     return zlib.compress(text.encode("utf-8", "surrogatepass"), 6)
+
+
+def decompress_text(data: bytes) -> str:
+    return zlib.decompress(data).decode("utf-8", "surrogatepass")
 
 
 class CorpusChunk(_Row):

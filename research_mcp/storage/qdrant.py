@@ -59,7 +59,9 @@ class ServerEngine:
 
         return self._call(dimension)
 
-    def create(self, name: str, dim: int, metadata: dict[str, Any], *, half: bool = False) -> None:
+    def create(
+        self, name: str, dim: int, metadata: dict[str, Any], *, half: bool = False, rebuildable: bool = False
+    ) -> None:
         from qdrant_client import models
 
         datatype = models.Datatype.FLOAT16 if half else None
@@ -72,6 +74,9 @@ class ServerEngine:
                 metadata={**metadata, "dim": dim},
             )
         )
+
+    def rebuildable(self, name: str) -> bool:
+        return True  # the server's own write-ahead log is none of ours
 
     def drop(self, name: str) -> None:
         self._call(lambda: self._client.delete_collection(name))

@@ -8,15 +8,21 @@ dead process left half-done is tidied in one transaction before it resumes (`rec
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-from pydantic import BaseModel
+from typing import Any, TypeVar, overload
 
 from research_mcp.contracts import Budget, PlannerOutput
 from research_mcp.errors import NotFound
 from research_mcp.storage.database import StoreDatabase, as_json, new_id, now
-from research_mcp.storage.models import (
+from research_mcp.storage.events import (
     AttemptStarted,
+    Event,
+    EventBase,
+    StoredEvent,
+    data_of,
+    from_row,
+    kind_of,
+)
+from research_mcp.storage.models import (
     NewNode,
     PlanEstimate,
     Recovery,
@@ -28,6 +34,8 @@ from research_mcp.storage.models import (
 from research_mcp.storage.sqlite import owner_alive
 
 __all__ = ["INTERRUPTED", "RunTables", "names_failures"]
+
+EventT = TypeVar("EventT", bound=EventBase)
 
 INTERRUPTED = "interrupted: the server stopped before this finished; the run did it again when resumed"
 
@@ -244,23 +252,12 @@ class RunTables(StoreDatabase):
 
     # --- events --------------------------------------------------------------------------------
 
-    def add_event(
-        self,
-        run_id: str,
-        kind: str,
-        message: str,
-        *,
-        node_id: str | None = None,
-        data: BaseModel | dict[str, Any] | None = None,
-    ) -> None:
-        """One line of the run's progress and delta log; `data` as its kind records it (a model for
-        the events the engine reads back: `SourcesChosen`, `PhaseGate`, `SecondHop`, `AttemptStarted`)."""
-        if isinstance(data, BaseModel):
-            data = data.model_dump(mode="json")
+    def add_event(self, run_id: str, event: Event) -> None:
+        """One line of the run's progress log."""
         with self.write() as conn:
             conn.execute(
                 "INSERT INTO events (run_id, node_id, kind, message, data, at) VALUES (?, ?, ?, ?, ?, ?)",
-                (run_id, node_id, kind, message, as_json(data), now()),
+                (run_id, event.node_id, event.kind, event.message, as_json(data_of(event)), now()),
             )
 
     def corpus_roots(self, run_id: str) -> list[str]:
@@ -274,12 +271,22 @@ class RunTables(StoreDatabase):
             (run_id,),
         )
         roots = [str(row["root"]) for row in rows if row["root"]]
-        for event in self.events_for_run(run_id, "attempt"):
-            attempt = event.data_as(AttemptStarted)
-            roots += [root for root in (attempt.corpus if attempt else []) if root not in roots]
+        for attempt in self.events_for_run(run_id, AttemptStarted):
+            roots += [root for root in attempt.corpus if root not in roots]
         return roots
 
-    def events_for_run(self, run_id: str, kind: str | None = None) -> list[RunEvent]:
+    @overload
+    def events_for_run(self, run_id: str) -> list[StoredEvent]: ...
+    @overload
+    def events_for_run(self, run_id: str, kind: type[EventT]) -> list[EventT]: ...
+    def events_for_run(self, run_id: str, kind: type[EventBase] | None = None) -> Sequence[EventBase]:
+        """The run's events in the order they happened; of one kind when `kind` is given. Rows
+        this version cannot read come back as `UnreadEvent` when all kinds are asked for."""
         sql = "SELECT * FROM events WHERE run_id = ?" + (" AND kind = ?" if kind else "") + " ORDER BY id"
-        rows = self._all(sql, (run_id, kind) if kind else (run_id,))
-        return [RunEvent.model_validate(row) for row in rows]
+        rows = self._all(sql, (run_id, kind_of(kind)) if kind else (run_id,))
+        events = [self._event(RunEvent.model_validate(row)) for row in rows]
+        return [event for event in events if isinstance(event, kind)] if kind else events
+
+    @staticmethod
+    def _event(row: RunEvent) -> StoredEvent:
+        return from_row(row.kind, row.message, row.node_id, row.data)

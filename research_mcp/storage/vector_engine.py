@@ -56,8 +56,16 @@ class VectorEngine(Protocol):
         """The collection's vector size, or None when it does not exist."""
         ...
 
-    def create(self, name: str, dim: int, metadata: dict[str, Any], *, half: bool = False) -> None:
-        """A new empty collection; ``half``: vectors stored as float16 (embedders whose vectors are no finer)."""
+    def create(
+        self, name: str, dim: int, metadata: dict[str, Any], *, half: bool = False, rebuildable: bool = False
+    ) -> None:
+        """A new empty collection; ``half``: vectors stored as float16 (embedders whose vectors are no finer);
+        ``rebuildable``: the caller re-adds what a crash loses (SQLite holds it), so the engine may skip
+        its write-ahead log and keep only what a flush (``optimize``, ``release``) wrote."""
+        ...
+
+    def rebuildable(self, name: str) -> bool:
+        """Whether the collection was created ``rebuildable`` (a server keeps its own log: always True)."""
         ...
 
     def drop(self, name: str) -> None: ...

@@ -369,6 +369,12 @@ class KnowledgeIndex:
             logger.warning("dropping %s: its vectors are not of this embedder's dimension", name)
             engine.drop(name)
             return False
+        if collection == "chunks" and not engine.rebuildable(name):
+            # Made before chunk vectors went without the engine's write-ahead log: made again,
+            # and filled from SQLite by the corpus's next check, as after a change of embedder.
+            logger.info("rebuilding %s without a write-ahead log (SQLite holds its chunks)", name)
+            engine.drop(name)
+            return False
         self._ready.add(name)
         return True
 
@@ -378,7 +384,8 @@ class KnowledgeIndex:
             embedder = self._embedders[collection]
             # Corpus chunks are many, and their embedder averages float16 rows: half precision loses
             # nothing bench.retrieval measures, and halves their disk and page cache.
-            engine.create(name, embedder.dim, {"embedder": embedder.name}, half=collection == "chunks")
+            chunks = collection == "chunks"
+            engine.create(name, embedder.dim, {"embedder": embedder.name}, half=chunks, rebuildable=chunks)
             self._ready.add(name)
             self._drop_other_embedders(engine, collection)
         return name

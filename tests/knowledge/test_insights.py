@@ -18,6 +18,7 @@ from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.runs.prior import related
 from research_mcp.server.app import create_server
+from research_mcp.storage.events import InsightsGiven
 from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import Store
 from tests.server.indexing import wait_until_indexed
@@ -77,7 +78,7 @@ async def test_a_limitation_a_source_names_reaches_a_later_runs_gaps_with_its_so
     assert (kept.ref, kept.run_id, kept.title) == ("corpus:1", first, "Offshore wind in the North Sea")
     assert store.count_insights(again) == 0
     # The same plan run again is given nothing new: its own source gives its insights itself.
-    assert not [e for e in store.events_for_run(again) if e.kind == "known_insights"]
+    assert not store.events_for_run(again, InsightsGiven)
 
     # The later run did not read the study, yet its gaps name the study's limitation and the study.
     assert "North Sea" not in sources.structured_content["text"]

@@ -15,6 +15,7 @@ from research_mcp.config import Settings
 from research_mcp.contracts import Fact
 from research_mcp.roles.contradictions import found_contradictions, settling_question
 from research_mcp.server.app import create_server
+from research_mcp.storage.events import IterationDone, data_of
 from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import Store
 
@@ -76,7 +77,7 @@ def final_synthesis(run_id: str) -> StoredSynthesis:
 def iterations(run_id: str) -> list[dict[str, Any]]:
     store = Store(Settings().database_path)
     try:
-        return [dict(e.data) for e in store.events_for_run(run_id, "iteration") if e.data]
+        return [data_of(e) or {} for e in store.events_for_run(run_id, IterationDone)]
     finally:
         store.close()
 

@@ -21,6 +21,7 @@ from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.role_inputs import ExtractorPayload, PlannerInput, SynthesisInput, SynthesisPayload
 from research_mcp.server.app import create_server
+from research_mcp.storage.events import IterationDone
 from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis
 from research_mcp.storage.store import Store
 
@@ -132,10 +133,10 @@ async def test_an_unmet_phase_criterion_iterates_until_max_iterations_and_logs_e
         run = await run_plan(client, plan_of(leaf("solar", TEXT_A), leaf("wind", TEXT_B), phases=[phase]))
     assert run["status"] == "done"
     events = store().events_for_run(run["id"])
-    iterations = [e.data for e in events if e.kind == "iteration" and e.data]
-    assert [data["iteration"] for data in iterations] == [1, 2]
-    assert all(data["why"] == ["theme:geothermal"] for data in iterations)
-    assert all(data["criteria_after"] == {"theme:geothermal": False} for data in iterations)
+    iterations = [e for e in events if isinstance(e, IterationDone)]
+    assert [data.iteration for data in iterations] == [1, 2]
+    assert all(data.why == ["theme:geothermal"] for data in iterations)
+    assert all(data.criteria_after == {"theme:geothermal": False} for data in iterations)
     assert any(e.kind == "phase_unmet" and "max_iterations=3" in e.message for e in events)
     # Re-synthesis happens at the same level: no node was added to the tree.
     assert len(store().nodes_for_run(run["id"])) == 3
@@ -179,15 +180,15 @@ async def test_an_unmet_theme_asks_a_new_question_whose_answer_makes_the_kept_sy
         run = await run_plan(client, plan_of(leaf("solar", TEXT_A), phases=[phase]))
         report = await client.call_tool("report_results", {"id": run["id"], "view": "report"})
     events = store().events_for_run(run["id"])
-    [delta] = [e.data for e in events if e.kind == "iteration" and e.data]
+    [delta] = [e for e in events if isinstance(e, IterationDone)]
     # The unmet theme became the iteration's question, its answer met the gate, and that synthesis
     # (not the first) is the run's.
-    assert delta["changed"]["questions_added"] == ["geothermal"]
-    assert (delta["criteria_before"], delta["criteria_after"]) == (
+    assert delta.changed["questions_added"] == ["geothermal"]
+    assert (delta.criteria_before, delta.criteria_after) == (
         {"theme:geothermal": False},
         {"theme:geothermal": True},
     )
-    assert delta["kept_iteration"] == 1
+    assert delta.kept_iteration == 1
     assert "phase_met" in [e.kind for e in events]
     assert "Geothermal plant" in report.structured_content["text"]
     assert run["metrics"].get("criteria_unmet", 0) == 0
@@ -217,7 +218,7 @@ async def test_a_phase_keeps_its_best_synthesis_not_its_last(
         report = await client.call_tool("report_results", {"id": run["id"], "view": "report"})
     assert calls == 3  # the first synthesis and two iterations
     events = store().events_for_run(run["id"])
-    assert [e.data["kept_iteration"] for e in events if e.kind == "iteration" and e.data] == [0, 0]
+    assert [e.kept_iteration for e in events if isinstance(e, IterationDone)] == [0, 0]
     assert any(e.kind == "phase_unmet" and "kept the synthesis of iteration 0" in e.message for e in events)
     assert "electricity" in report.structured_content["text"]
     # One criterion of two was met: the confidence is capped at medium, not low.
@@ -264,8 +265,8 @@ async def test_a_phase_reads_no_more_sources_than_its_budget_allows(
         solar = leaf("solar", TEXT_A, search_queries=["geothermal plant"])
         run = await run_plan(client, plan_of(solar, phases=[phase]))
         gaps = await client.call_tool("report_results", {"id": run["id"], "view": "gaps"})
-    iterations = [e.data for e in store().events_for_run(run["id"]) if e.kind == "iteration" and e.data]
-    added = [source for data in iterations for source in data["changed"]["sources_added"]]
+    iterations = store().events_for_run(run["id"], IterationDone)
+    added = [source for data in iterations for source in data.changed["sources_added"]]
     assert len(added) == 2  # two of the six geothermal notes, then the phase stops
     assert "Phase 'coverage' budget spent: its 2 sources read" in gaps.structured_content["text"]
 

@@ -11,6 +11,7 @@ from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.role_inputs import SynthesisPayload
 from research_mcp.runs.context import node_key
 from research_mcp.runs.engine import execute_node
+from research_mcp.storage.events import NodeFailed
 from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import Store
 from tests.runs.walk import PLAN_ID, leaf, tree, walk
@@ -58,4 +59,4 @@ async def test_a_failing_child_is_named_and_its_sibling_still_synthesized(temp_s
     assert failure.startswith("Not researched: leaf 'wind' failed: the model refused")
     wind = temp_store.get_node(rc.run_id, node_key(PLAN_ID, "n.2"))
     assert wind is not None and wind.status == "failed"
-    assert [e.kind for e in temp_store.events_for_run(rc.run_id, "node_failed")] == ["node_failed"]
+    assert [e.node_id for e in temp_store.events_for_run(rc.run_id, NodeFailed)] == [node_key(PLAN_ID, "n.2")]

@@ -11,8 +11,9 @@ from research_mcp.config import Settings
 from research_mcp.contracts import Fact
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.runs.leads import bridge_entities
+from research_mcp.storage.events import Searched, SecondHop
 from research_mcp.storage.store import Store
-from tests.runs.test_deepening import run_plan
+from tests.runs.test_reading_further import run_plan
 from tests.runs.test_second_hop import extractor_script, research
 
 
@@ -107,10 +108,10 @@ async def test_a_compared_items_leaf_that_read_the_items_own_source_searches_no_
     )
 
     store = Store(Settings().database_path)
-    hops = store.events_for_run(run_id, "second_hop")
-    assert len(hops) == 2 and all(hop.data is not None and hop.data["chosen"] == [] for hop in hops)
+    hops = store.events_for_run(run_id, SecondHop)
+    assert len(hops) == 2 and all(hop.chosen == [] for hop in hops)
     assert all("no search" in hop.message for hop in hops)
-    searches = [e for e in store.events_for_run(run_id, "search") if e.node_id]
+    searches = [e for e in store.events_for_run(run_id, Searched) if e.node_id]
     assert searches == []  # the hop's searches are recorded with their leaf; none was made
 
 
@@ -146,10 +147,9 @@ async def test_what_the_first_sources_left_open_is_searched_for_and_the_page_tha
     )
 
     store = Store(Settings().database_path)
-    hop = next(e for e in store.events_for_run(run_id) if e.kind == "second_hop")
-    assert hop.data is not None
-    assert [f["text"] for f in hop.data["followed"] if f["kind"] == "open"] == ["coastal area"]
-    assert store.latest_source(hop.data["chosen"][0]["ref"]).title == "yellowcraig"  # type: ignore[union-attr]
+    [hop] = store.events_for_run(run_id, SecondHop)
+    assert [f.text for f in hop.followed if f.kind == "open"] == ["coastal area"]
+    assert store.latest_source(hop.chosen[0].ref).title == "yellowcraig"  # type: ignore[union-attr]
     facts = store.facts_for_handoffs([h.id for h in store.handoffs_for_run(run_id, role="extractor")])
     assert any(
         f.statement == "Yellowcraig is a coastal area of dunes and beach." and f.verified for f in facts

@@ -7,7 +7,7 @@ from research_mcp.contracts import ExtractorTaskSpec
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.runs.context import node_key
 from research_mcp.runs.leaf import leaf_sources, rubric, run_leaf
-from research_mcp.storage.models import SourcesChosen
+from research_mcp.storage.events import SourcesChosen
 from research_mcp.storage.store import Store
 from tests.runs.test_engine import SOLAR, WIND
 from tests.runs.walk import PLAN_ID, leaf, tree, walk
@@ -23,16 +23,16 @@ async def test_a_leaf_reads_its_sources_and_ends_in_one_synthesis_over_them(temp
     assert temp_store.get_handoff(handoff_id).role == "synthesizer"
     read = [call.payload.source_text for call in model.calls_for("extractor")]  # type: ignore[union-attr]
     assert sorted(read) == sorted([SOLAR, WIND])
-    [chosen] = temp_store.events_for_run(rc.run_id, "sources_chosen")
-    assert chosen.node_id == KEY and chosen.data_as(SourcesChosen) == SourcesChosen(refs=[SOLAR, WIND])
+    [chosen] = temp_store.events_for_run(rc.run_id, SourcesChosen)
+    assert (chosen.node_id, chosen.refs, chosen.failures) == (KEY, [SOLAR, WIND], [])
 
 
 async def test_a_resumed_leaf_takes_the_sources_it_chose_before(temp_store: Store) -> None:
     root = tree(leaf("energy", SOLAR))
     rc = walk(temp_store, ScriptedModel(team_script), root)
-    temp_store.add_event(rc.run_id, "sources_chosen", "chosen", node_id=KEY, data=SourcesChosen(refs=[WIND]))
+    temp_store.add_event(rc.run_id, SourcesChosen(message="chosen", node_id=KEY, refs=[WIND]))
     assert await leaf_sources(rc, root.children[0], KEY, []) == [WIND]
-    assert len(temp_store.events_for_run(rc.run_id, "sources_chosen")) == 1  # nothing chosen anew
+    assert len(temp_store.events_for_run(rc.run_id, SourcesChosen)) == 1  # nothing chosen anew
 
 
 def test_the_rubric_tells_each_source_the_criteria_and_format_the_findings_must_meet(

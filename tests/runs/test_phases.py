@@ -10,6 +10,7 @@ from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, node_key
 from research_mcp.runs.engine import execute_node
 from research_mcp.runs.phases import run_phases
+from research_mcp.storage.events import PhaseMet, PhaseUnmet, StopReason
 from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import Store
 from tests.runs.test_engine import SOLAR
@@ -42,8 +43,8 @@ async def test_a_met_phase_keeps_the_synthesis_and_says_so(temp_store: Store) ->
     rc = walk(temp_store, ScriptedModel(team_script), root)
     first, final = await phase_result(rc, root)
     assert final == first
-    [met] = temp_store.events_for_run(rc.run_id, "phase_met")
-    assert met.data == {"theme:photovoltaic cells": True}
+    [met] = temp_store.events_for_run(rc.run_id, PhaseMet)
+    assert met.criteria == {"theme:photovoltaic cells": True}
 
 
 async def test_a_phase_unmet_at_max_iterations_names_each_unmet_criterion_and_caps_confidence(
@@ -58,5 +59,5 @@ async def test_a_phase_unmet_at_max_iterations_names_each_unmet_criterion_and_ca
     assert output.unmet_criteria == ["check: theme:geothermal"]
     assert any("theme 'geothermal' covered" in gap for gap in output.gaps)
     assert output.confidence.level in ("low", "medium")  # capped at medium: one criterion of two met
-    [unmet] = temp_store.events_for_run(rc.run_id, "phase_unmet")
-    assert "stopped at max_iterations=1" in unmet.message
+    [unmet] = temp_store.events_for_run(rc.run_id, PhaseUnmet)
+    assert "stopped at max_iterations=1" in unmet.message and unmet.stopped is StopReason.MAX_ITERATIONS

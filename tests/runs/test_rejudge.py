@@ -10,6 +10,7 @@ from research_mcp.runs.context import node_key
 from research_mcp.runs.leaf import run_leaf
 from research_mcp.runs.reading import extract_sources
 from research_mcp.runs.rejudge import criteria_questions, judged_leaves, rejudge, unmet_acceptance
+from research_mcp.storage.events import AcceptanceRejudged
 from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import Store
 from tests.runs.test_engine import SOLAR, WIND
@@ -36,11 +37,9 @@ async def test_a_criterion_met_by_what_an_iteration_read_is_judged_met_and_recor
     after = await rejudge(rc, node, KEY, before, grown, 1)
     assert after is not None and after != before
     assert criteria_questions(rc, node, after) == []
-    [event] = temp_store.events_for_run(rc.run_id, "acceptance")
-    assert event.data is not None
-    assert [c["met"] for c in event.data["before"]] == [False] and [
-        c["met"] for c in event.data["after"]
-    ] == [True]
+    [event] = temp_store.events_for_run(rc.run_id, AcceptanceRejudged)
+    assert event.handoff_id == after
+    assert [c.met for c in event.before] == [False] and [c.met for c in event.after] == [True]
 
 
 def test_a_leaf_without_acceptance_criteria_is_not_judged_again(temp_store: Store) -> None:

@@ -18,6 +18,7 @@ from research_mcp.matching.terms import terms
 from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.runs.leads import bridge_entities, named_entities
 from research_mcp.server.app import create_server
+from research_mcp.storage.events import SecondHop, SourcesChosen
 from research_mcp.storage.store import Store
 from tests.server.indexing import wait_until_indexed
 
@@ -89,29 +90,26 @@ async def test_the_plans_estimate_counts_the_sources_the_second_hop_reads(notes:
     run = store.get_run(run_id)
     estimate = store.get_plan(run.plan_ids[0]).estimate
     assert estimate is not None
-    hop = next(e for e in store.events_for_run(run_id) if e.kind == "second_hop")
-    assert hop.data is not None and hop.data["chosen"]  # the hop read sources the first pass did not
+    [hop] = store.events_for_run(run_id, SecondHop)
+    assert hop.chosen  # the hop read sources the first pass did not
     extractions = store.handoffs_for_run(run_id, role="extractor")
     # Every extraction the run made, the hop's included, was in the estimate the user agreed to.
     assert estimate.calls_by_role["extractor"] == SOURCES_PER_LEAF + HOP_SOURCES
-    assert len(extractions) == SOURCES_PER_LEAF + len(hop.data["chosen"])
+    assert len(extractions) == SOURCES_PER_LEAF + len(hop.chosen)
     assert len(extractions) <= estimate.calls_by_role["extractor"]
 
 
 async def test_the_second_hop_reads_the_source_a_bridge_name_leads_to_and_cites_its_fact(notes: Path) -> None:
     run_id = await research(QUESTION)
     store = Store(Settings().database_path)
-    events = store.events_for_run(run_id)
-    first = next(e for e in events if e.kind == "sources_chosen")
+    first = store.events_for_run(run_id, SourcesChosen)[0]
     extractions = [h.id for h in store.handoffs_for_run(run_id, role="extractor")]
     facts = store.facts_for_handoffs(extractions)
     titles = {store.get_source(f.source_id).title for f in facts}
     # A single search does not reach the profile: its words are not the question's.
-    assert first.data is not None
-    assert "trigiani-profile" not in {store.latest_source(ref).title for ref in first.data["refs"]}  # type: ignore[union-attr]
-    hop = next(e for e in events if e.kind == "second_hop")
-    assert hop.data is not None
-    assert hop.data["followed"][0]["text"] == "Adriana Trigiani"
+    assert "trigiani-profile" not in {store.latest_source(ref).title for ref in first.refs}  # type: ignore[union-attr]
+    [hop] = store.events_for_run(run_id, SecondHop)
+    assert hop.followed[0].text == "Adriana Trigiani"
     assert "trigiani-profile" in titles
     answer = next(f for f in facts if f.statement == ANSWER)
     assert answer.verified
@@ -188,9 +186,8 @@ async def test_the_no_model_second_hop_quotes_the_answer_that_refers_back_with_s
         run_id = str(run.structured_content["id"])
         report = await client.call_tool("report_results", {"id": run_id, "view": "report"})
     store = Store(Settings().database_path)
-    first = next(e for e in store.events_for_run(run_id) if e.kind == "sources_chosen")
-    assert first.data is not None
-    assert "temple-biography" not in {store.latest_source(ref).title for ref in first.data["refs"]}  # type: ignore[union-attr]
+    first = store.events_for_run(run_id, SourcesChosen)[0]
+    assert "temple-biography" not in {store.latest_source(ref).title for ref in first.refs}  # type: ignore[union-attr]
     facts = store.facts_for_handoffs([h.id for h in store.handoffs_for_run(run_id, role="extractor")])
     position = next((f for f in facts if f.quote == POSITION), None)
     # The sentence shares no word with the question; the hop reached its source by the name
@@ -215,10 +212,9 @@ async def test_a_bridge_a_source_already_read_is_about_is_asked_of_that_source_n
     monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
     run_id = await research(QUESTION)
     store = Store(Settings().database_path)
-    hop = next(e for e in store.events_for_run(run_id) if e.kind == "second_hop")
-    assert hop.data is not None
-    again = [chosen for chosen in hop.data["chosen"] if chosen["again"]]
-    assert [store.latest_source(chosen["ref"]).title for chosen in again] == ["Adriana Trigiani (author)"]  # type: ignore[union-attr]
+    [hop] = store.events_for_run(run_id, SecondHop)
+    again = [chosen for chosen in hop.chosen if chosen.again]
+    assert [store.latest_source(chosen.ref).title for chosen in again] == ["Adriana Trigiani (author)"]  # type: ignore[union-attr]
     asked = [
         extraction.input_as(ExtractorInput) for extraction in store.handoffs_for_run(run_id, role="extractor")
     ]

@@ -24,6 +24,7 @@ from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.role_inputs import ExtractorPayload, SynthesisPayload
 from research_mcp.server.app import create_server
+from research_mcp.storage.events import AcceptanceRejudged, IterationDone
 from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis
 from research_mcp.storage.store import Store
 from tests.server.indexing import wait_until_indexed
@@ -320,12 +321,12 @@ async def test_a_criterion_unmet_on_the_first_reading_is_asked_and_judged_met_af
     assert [(c.criterion, c.met) for c in leaf_synthesis(run_id, iteration=0).acceptance] == [
         (criterion, False)
     ]
-    [delta] = [e.data for e in store().events_for_run(run_id, "iteration") if e.data]
-    assert delta["changed"]["criteria_asked"] == [f"{QUESTION} (to meet: {criterion})"]
+    [delta] = store().events_for_run(run_id, IterationDone)
+    assert delta.changed["criteria_asked"] == [f"{QUESTION} (to meet: {criterion})"]
     # Judged again on the leaf's new evidence, recorded met; the run's report no longer says unmet.
-    [judged] = store().events_for_run(run_id, "acceptance")
-    assert [(c["criterion"], c["met"]) for c in judged.data["after"]] == [(criterion, True)]  # type: ignore[index]
-    again = store().get_handoff(judged.data["handoff_id"]).output_as(StoredSynthesis)  # type: ignore[index]
+    [judged] = store().events_for_run(run_id, AcceptanceRejudged)
+    assert [(c.criterion, c.met) for c in judged.after] == [(criterion, True)]
+    again = store().get_handoff(judged.handoff_id).output_as(StoredSynthesis)
     assert again is not None and [(c.met, c.by) for c in again.acceptance] == [(True, "code")]
     assert again.acceptance[0].evidence == "2 sources behind the cited verified facts"
     assert not [gap for gap in final(run_id).gaps if criterion in gap]
@@ -335,7 +336,7 @@ async def test_a_criterion_unmet_on_the_first_reading_is_asked_and_judged_met_af
         tree = await client.call_tool("report_results", {"id": run_id, "view": "tree"})
     [line] = [x for x in tree.structured_content["text"].splitlines() if "leaf: panels" in x]
     assert line.split("[", 1)[1].startswith("done h_")
-    assert f"; criteria judged again in {judged.data['handoff_id']}]" in line  # type: ignore[index]
+    assert f"; criteria judged again in {judged.handoff_id}]" in line
 
 
 async def test_a_leaf_whose_synthesis_fails_when_judged_again_is_named_and_the_phase_reads_its_new_extractions(
@@ -354,7 +355,7 @@ async def test_a_leaf_whose_synthesis_fails_when_judged_again_is_named_and_the_p
     # Partial: a part failed, named in the gaps (execute_plan(run_id, retry=true) runs it again).
     run_id, gaps = await run_phase(notes, "cites at least 2 sources", script, status="partial")
 
-    assert not store().events_for_run(run_id, "acceptance")
+    assert not store().events_for_run(run_id, AcceptanceRejudged)
     assert "The acceptance criteria of 'panels' were not judged again in iteration 1" in gaps
     facts = {f.statement for f in store().get_facts(final(run_id).fact_ids)}
     assert any("Perovskite" in statement for statement in facts)  # the new extractions, read as they are

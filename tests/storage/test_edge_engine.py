@@ -11,6 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from research_mcp.llm.embeddings import default_embedder
@@ -31,18 +32,20 @@ WRITER = textwrap.dedent(
     from research_mcp.llm.embeddings import StaticEmbedder
 
     folder, first, count, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    hold = sys.argv[5] == "hold"
+    hold, collection = sys.argv[5] == "hold", sys.argv[6]
     embedder = StaticEmbedder()
     index = KnowledgeIndex.open(path=folder, embedder=embedder, wait=60, idle_release=None if hold else 0.05)
     rng = np.random.default_rng(first)
     for start in range(first, first + count, batch):
         points = [(i, rng.standard_normal(embedder.dim).astype(np.float32), {"doc_id": i}) for i in range(start, start + batch)]
-        index.add_vectors("facts", points)
+        index.add_vectors(collection, points)
+        if collection == "chunks" and start == first:
+            index.optimize("chunks")  # chunks are durable at a flush: the first batch is
         print("wrote", start + batch - first, flush=True)
         if not hold:
             time.sleep(0.1)  # idle: another process may take its turn
     if hold:
-        index.optimize("facts")
+        index.optimize(collection)
         print("optimized", flush=True)
         sys.stdin.read()
     index.close()
@@ -51,7 +54,9 @@ WRITER = textwrap.dedent(
 )
 
 
-def writer(folder: Path, first: int, count: int, batch: int, *, hold: bool = False) -> subprocess.Popen[str]:
+def writer(
+    folder: Path, first: int, count: int, batch: int, *, hold: bool = False, collection: str = "facts"
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
             sys.executable,
@@ -62,6 +67,7 @@ def writer(folder: Path, first: int, count: int, batch: int, *, hold: bool = Fal
             str(count),
             str(batch),
             "hold" if hold else "turns",
+            collection,
         ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -144,6 +150,27 @@ def test_a_kill_during_upserts_loses_no_write_that_returned_and_the_shard_opens(
         assert held >= reported
         assert after.held("facts", [1, reported]) == {1, reported}
         assert len(after.search("facts", "anything", min_score=-1.0, limit=5)) == 5
+
+
+def test_a_kill_during_chunk_upserts_keeps_what_a_flush_wrote_and_the_shard_opens(tmp_path: Path) -> None:
+    # Chunk vectors go without Edge's write-ahead log: a kill loses what came after the last flush,
+    # which the corpus's first check in the next process embeds again from SQLite.
+    folder = tmp_path / "vectors"
+    with writer(folder, 1, 100_000, 500, hold=True, collection="chunks") as process:
+        assert process.stdout is not None
+        for _ in range(4):
+            process.stdout.readline()
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+    with static_index(folder) as after:
+        assert after.count("chunks") >= 500
+        assert after.held("chunks", [1, 500]) == {1, 500}
+        assert len(after.search("chunks", "anything", min_score=-1.0, limit=5)) == 5
+        after.add_vectors(
+            "chunks", [(10**6, np.ones(after.embedder_for("chunks").dim, np.float32), {"doc_id": 1})]
+        )
+        assert after.held("chunks", [10**6]) == {10**6}
 
 
 def test_a_kill_during_optimize_leaves_a_shard_that_opens_with_every_point(tmp_path: Path) -> None:

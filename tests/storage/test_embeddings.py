@@ -122,7 +122,20 @@ def test_the_onnx_session_keeps_no_arena_so_memory_follows_the_batch_at_hand(
     session = embedder._load()[0]
 
     assert session.get_session_options().enable_cpu_mem_arena is False
-    assert (embedder.batch_size, embedder.max_tokens) == (16, 256)
+    assert (embedder.batch_size, embedder.batch_tokens, embedder.max_tokens) == (16, 512, 256)
+
+
+def test_long_texts_go_two_at_a_time_and_short_ones_sixteen_so_a_batch_stays_small() -> None:
+    # A batch's working memory follows its padded tokens (16 texts of 256 tokens: 330 MB).
+    embedder = MiniLMEmbedder()
+    lengths = [256] * 5 + [20] * 40 + [100] * 6
+
+    batches = embedder._batches(lengths)
+
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    assert all(len(batch) * max(lengths[i] for i in batch) <= 512 for batch in batches)
+    assert all(len(batch) <= 16 for batch in batches)
+    assert [len(b) for b in batches] == [16, 16, 8, 5, 2, 2, 2]
 
 
 def test_batch_and_token_bounds_must_be_positive() -> None:

@@ -201,16 +201,46 @@ def test_chunks_use_the_chunk_embedder_and_each_collection_records_its_embedder(
     assert hit.id == 7
     assert index.embedder_for("chunks") is chunk_embedder
     assert {name: meta for name, (meta, _) in recorded.items()} == {
-        "research_mcp_facts_all-MiniLM-L6-v2-int8": {"embedder": "all-MiniLM-L6-v2-int8", "dim": 384},
+        "research_mcp_facts_all-MiniLM-L6-v2-int8": {
+            "embedder": "all-MiniLM-L6-v2-int8",
+            "dim": 384,
+            "rebuildable": False,
+        },
         "research_mcp_chunks_all-MiniLM-L6-v2-static256": {
             "embedder": "all-MiniLM-L6-v2-static256",
             "dim": 256,
+            "rebuildable": True,
         },
     }
     assert sizes == {
         "research_mcp_facts_all-MiniLM-L6-v2-int8": 384,
         "research_mcp_chunks_all-MiniLM-L6-v2-static256": 256,
     }
+    # Facts exist only here and in SQLite's rows the healer reads: logged. Chunks, re-read from
+    # SQLite by the corpus's check, do without the log's two 32 MB segments.
+    wal = {name: edge.get("wal_enabled", True) for name, (_, edge) in recorded.items()}
+    assert wal == {
+        "research_mcp_facts_all-MiniLM-L6-v2-int8": True,
+        "research_mcp_chunks_all-MiniLM-L6-v2-static256": False,
+    }
+
+
+def test_a_chunk_collection_made_with_a_write_ahead_log_is_made_again_without(tmp_path: Path) -> None:
+    name = "research_mcp_chunks_all-MiniLM-L6-v2-static256"
+    with KnowledgeIndex.open(
+        path=tmp_path / "v", embedder=default_embedder(), chunk_embedder=StaticEmbedder()
+    ) as index:
+        index.add("chunks", [(7, "Tide pools shelter anemones on rocky shores", {"doc_id": 1})])
+    meta = tmp_path / "v" / f"{name}.json"
+    meta.write_text(json.dumps({"embedder": "all-MiniLM-L6-v2-static256", "dim": 256}))  # as 0.2 wrote it
+
+    with KnowledgeIndex.open(
+        path=tmp_path / "v", embedder=default_embedder(), chunk_embedder=StaticEmbedder()
+    ) as index:
+        assert index.count("chunks") == 0  # to be filled again from SQLite, as after a new embedder
+        index.add("chunks", [(8, "Kelp forests grow in cold water", {"doc_id": 2})])
+        assert [hit.id for hit in index.search("chunks", "kelp in cold seas")] == [8]
+    assert json.loads(meta.read_text())["rebuildable"] is True
 
 
 def test_a_collection_whose_dimension_no_longer_matches_its_embedder_starts_again_empty(

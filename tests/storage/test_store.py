@@ -10,6 +10,7 @@ from sqlite_utils import Database
 
 from research_mcp.contracts import Confidence
 from research_mcp.role_inputs import SynthesisInput
+from research_mcp.storage.events import NodeStarted
 from research_mcp.storage.migrations import MIGRATIONS, apply_migrations
 from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis, stored_output
 from research_mcp.storage.store import Store
@@ -83,7 +84,7 @@ def test_a_failed_write_rolls_back_and_loses_nothing_else(tmp_path: Path) -> Non
 def test_two_stores_on_one_file_write_without_locking_errors(tmp_path: Path) -> None:
     first, second = Store(tmp_path / "r.db"), Store(tmp_path / "r.db")
     for index in range(50):
-        (first if index % 2 else second).add_event("run", "tick", str(index))
+        (first if index % 2 else second).add_event("run", NodeStarted(message=str(index)))
     assert len(first.events_for_run("run")) == 50
 
 
@@ -137,3 +138,20 @@ def test_a_handoff_reads_back_as_its_roles_output_with_the_keys_code_added() -> 
 def test_an_output_key_no_model_declares_is_refused() -> None:
     with pytest.raises(ValueError, match=r"no field \['fact_idz'\]; add it to StoredExtraction"):
         stored_output("extractor", {"confidence": {"level": "low", "reasoning": "r"}, "fact_idz": [1]})
+
+
+def test_a_source_text_is_kept_compressed_and_reads_back_whole_as_do_older_plain_rows(tmp_path: Path) -> None:
+    text = "Die Lizenz erlaubt das Kopieren — unverändert. \ud800 " * 400  # a lone surrogate kept as read
+    store = Store(tmp_path / "r.db")
+    source = store.add_source(ref="corpus:1", kind="corpus", title="t", text=text, content_hash="h1")
+    with store.write() as conn:
+        conn.execute(
+            "INSERT INTO sources (ref, kind, title, content_hash, text, fetched_at, metadata)"
+            " VALUES ('corpus:2', 'corpus', 't', 'h2', 'plain, as 0.2 kept it', '2026-01-01', '{}')"
+        )
+    stored = store.db.execute("SELECT LENGTH(text) FROM sources WHERE id = ?", [source.id]).fetchone()[0]
+
+    assert store.get_source(source.id).text == text
+    assert stored < len(text.encode("utf-8", "surrogatepass")) / 10
+    assert store.latest_source("corpus:2").text == "plain, as 0.2 kept it"  # type: ignore[union-attr]
+    store.close()

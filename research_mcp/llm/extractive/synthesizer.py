@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from research_mcp.citations import CITATION, normalize, same_claim
 from research_mcp.contracts import Confidence, ConfidenceLevel, Embedder, Finding, SynthesisOutput
+from research_mcp.ids import fact_label
 from research_mcp.llm.extractive.scoring import Relevance
 from research_mcp.matching.questions import reads_as_question
 from research_mcp.matching.terms import bears_on, clip
@@ -66,7 +67,7 @@ class Line:
         return sorted({fact.id for fact in self.facts if fact.verified})
 
     @property
-    def lead(self) -> SynthesisFact:
+    def representative(self) -> SynthesisFact:
         return sorted(self.facts, key=lambda fact: (not fact.verified, -fact.confidence, _said(fact)))[0]
 
     @property
@@ -80,11 +81,11 @@ class Line:
         return max((fact.confidence for fact in self.facts if fact.verified), default=0.0)
 
     def order(self) -> tuple[bool, int, float, tuple[str, str]]:
-        return (not self.verified_ids, -self.corroborations, -self.confidence, _said(self.lead))
+        return (not self.verified_ids, -self.corroborations, -self.confidence, _said(self.representative))
 
     def render(self) -> str:
-        statement = _SPACE.sub(" ", self.lead.statement).strip()
-        return f"- {statement} " + "".join(f"[F{fact_id}]" for fact_id in self.verified_ids)
+        statement = _SPACE.sub(" ", self.representative.statement).strip()
+        return f"- {statement} " + "".join(f"[{fact_label(fact_id)}]" for fact_id in self.verified_ids)
 
 
 def _said(fact: SynthesisFact) -> tuple[str, str]:
@@ -107,7 +108,11 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
     for question, question_lines in lines.items():
         cited = [line for line in question_lines if line.verified_ids]
         if question != OTHER:  # lines that share the question's terms first (a stable sort)
-            cited.sort(key=lambda line: not bears_on(f"{line.lead.statement} {line.lead.quote}", question))
+            cited.sort(
+                key=lambda line: (
+                    not bears_on(f"{line.representative.statement} {line.representative.quote}", question)
+                )
+            )
         if question == OTHER and not cited:
             continue
         if normalize(question).rstrip("?. ") != normalize(payload.title).rstrip("?. "):
@@ -132,7 +137,9 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
         if covered and cited[0].corroborations >= 2:
             corroborated += 1
         for line in cited[:2]:
-            findings.append(Finding(statement=clip(line.lead.statement, 1000), fact_ids=line.verified_ids))
+            findings.append(
+                Finding(statement=clip(line.representative.statement, 1000), fact_ids=line.verified_ids)
+            )
 
     # Child reports add only what the lines above do not already cite: no finding is said twice.
     shown = {

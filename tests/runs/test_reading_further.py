@@ -1,4 +1,4 @@
-"""Research that deepens, end to end through the run engine with a scripted model: sibling leaves
+"""Research that reads further, end to end through the run engine with a scripted model: sibling leaves
 read different sources, a linked source is fetched, a follow-up is answered in the next iteration."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.runs.reading import SOURCES_PER_LEAF
 from research_mcp.server.app import create_server
+from research_mcp.storage.events import IterationDone, SourcesChosen
 from research_mcp.storage.outputs import StoredCuration
 from research_mcp.storage.store import Store
 from tests.server.indexing import wait_until_indexed
@@ -67,7 +68,7 @@ async def test_sibling_leaves_searching_the_same_pool_read_different_sources(
         for title in ("stations", "turbines")
     ]
     run_id = await run_plan({"kind": "executor", "title": "tidal power", "children": leaves}, index=True)
-    chosen = [e.data["refs"] for e in store().events_for_run(run_id, "sources_chosen") if e.data]
+    chosen = [e.refs for e in store().events_for_run(run_id, SourcesChosen)]
     assert len(chosen) == 2 and all(len(refs) == SOURCES_PER_LEAF for refs in chosen)
     # The same search, the same pool: each leaf still reads sources the other does not.
     assert not set(chosen[0]) & set(chosen[1])
@@ -161,8 +162,8 @@ async def test_a_follow_up_an_extraction_raised_is_asked_of_its_source_in_the_ne
     facts = store().facts_for_handoffs([h.id for h in store().handoffs_for_run(run_id, role="extractor")])
     opened = [fact for fact in facts if "opened in 2011" in fact.statement]
     assert opened and opened[0].verified and opened[0].question == FOLLOW_UP
-    delta = next(e.data for e in store().events_for_run(run_id, "iteration") if e.data)
-    assert delta["changed"]["follow_ups_asked"] == [FOLLOW_UP]
+    delta = store().events_for_run(run_id, IterationDone)[0]
+    assert delta.changed["follow_ups_asked"] == [FOLLOW_UP]
 
 
 async def test_an_iteration_calls_the_scout_with_the_follow_up_and_reads_the_source_it_finds(
