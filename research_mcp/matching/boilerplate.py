@@ -36,8 +36,7 @@ _PREAMBLE = re.compile(
     r"|^you may obtain a copy of the license at"
     r"|^see the license for the specific language governing permissions"
     r"|^to apply the [\w ]{2,40} license to your work"
-    r"|^see the [\w ]{2,60} for more details\.?$"
-    r"|^you should have received a copy of the\b|^if not, see\b|^<one line to give\b",
+    r"|^see the [\w ]{2,60} for more details\.?$",
     re.IGNORECASE,
 )
 _MAN_PAGE = re.compile(r"[\w.:+-]+\(\d\w*\)")
@@ -79,8 +78,6 @@ _VERBS = frozenset(
         "allow",
     ]
 )
-# A copyright file's list of paths, with or without the field name under it ("scripts/Dpkg/Gettext.pm Copyright:").
-_PATH_OR_KEY = re.compile(r"[\w.*/+-]*[/*][\w.*/+-]*|[\w-]+:")
 _LINK_REMOVED = "(link removed)"
 #: Words beside an e-mail address up to which a line is a contact line, not a statement.
 MAX_CONTACT_WORDS = 16
@@ -98,13 +95,6 @@ def is_boilerplate(text: str) -> bool:
     if len(words) < 3 and (len(rest) < len(text) or not words):
         return True  # a bare URL or address, or a line left with almost nothing once they are gone
     if _COPYRIGHT.match(text) or _FIELD.match(text) or _PREAMBLE.search(text):
-        return True
-    tokens = text.split()
-    if (
-        len(tokens) > 1
-        and any("/" in t or "*" in t for t in tokens)
-        and all(map(_PATH_OR_KEY.fullmatch, tokens))
-    ):
         return True
     if _VERSION_BANNER.match(text) and len(words) <= 12:
         return True

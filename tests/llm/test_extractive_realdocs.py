@@ -52,10 +52,6 @@ async def quotes(model: ExtractiveModel, name: str, question: str) -> list[str]:
         "To apply the Apache License to your work, attach the following boilerplate notice, with the fields "
         'enclosed by brackets "[]" replaced with your own identifying information.',
         "See the GNU Lesser General Public License for more details.",
-        "You should have received a copy of the GNU General Public License along with this program.",
-        "If not, see <https://www.gnu.org/licenses/>.",
-        "scripts/Dpkg/Gettext.pm\nCopyright:",
-        "lib/compat/getopt* lib/compat/gettext.h lib/compat/obstack.*",
         "deb-conffiles(5) dpkg suite deb-conffiles(5)",
         "util-linux 2.38.1 2022-05-11 FSTAB(5)",
         "systemd(1), sethostname(2), hostname(1), hostname(7), machine-id(5), machine-info(5), hostnamectl(1), "
