@@ -21,6 +21,8 @@ _NUMBER = re.compile(
     r"forty|fifty|sixty|hundred|thousand|million|billion|dozen|once|twice)\b",
     re.IGNORECASE,
 )
+# A man page's reference to another ("hostname(1)", "systemd-firstboot(1)") names a section, not a number.
+_MAN_REFERENCE = re.compile(r"[\w.:-]+\(\d[a-z]*\)")
 
 
 def asks_for_number(question: str) -> bool:
@@ -30,5 +32,5 @@ def asks_for_number(question: str) -> bool:
 
 def states_number(text: str) -> bool:
     """Whether a text states a number: digits not glued to a name ("ext4" is a name, "4.0BSD" and
-    "64 characters" state numbers) or a number word."""
-    return bool(_NUMBER.search(text))
+    "64 characters" state numbers) or a number word; a man page's "hostname(1)" states none."""
+    return bool(_NUMBER.search(_MAN_REFERENCE.sub(" ", text)))

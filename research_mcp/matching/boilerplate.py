@@ -20,6 +20,8 @@ _FIELD = re.compile(
     r"homepage|bugs?|comment)\s*:",
     re.IGNORECASE,
 )
+# A Debian copyright file's "License: BSD-3-clause or GPL-2" field answers what a package is under.
+_LICENSE_FIELD = re.compile(r"^licen[cs]e\s*:\s*\S", re.IGNORECASE)
 _MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:tember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 _VERSION_BANNER = re.compile(
     rf"^(?:[A-Z][\w.-]*\s+){{0,6}}version\s+[\d.]+,?\s+(?:\d{{1,2}}\s+)?{_MONTH}\s+(?:\d{{1,2}},?\s+)?\d{{4}}",
@@ -28,7 +30,13 @@ _VERSION_BANNER = re.compile(
 _PREAMBLE = re.compile(
     r"everyone is permitted to copy and distribute verbatim copies of this license document"
     r"|terms and conditions for use, reproduction,? and distribution"
-    r"|^end of terms and conditions|^how to apply these terms",
+    r"|^end of terms and conditions|^how to apply these terms"
+    # The notice a licence asks to be put in each file, quoted in its own appendix.
+    r"|you may not use this file except in compliance with the license"
+    r"|^you may obtain a copy of the license at"
+    r"|^see the license for the specific language governing permissions"
+    r"|^to apply the [\w ]{2,40} license to your work"
+    r"|^see the [\w ]{2,60} for more details\.?$",
     re.IGNORECASE,
 )
 _MAN_PAGE = re.compile(r"[\w.:+-]+\(\d\w*\)")
@@ -94,7 +102,7 @@ def is_boilerplate(text: str) -> bool:
         return True
     if _EMAIL.search(text) and len(words) <= MAX_CONTACT_WORDS:
         return True  # "Jean-loup Gailly <jloup@gzip.org>", "packaged by X <x@debian.org>"
-    return _lone_heading(text, words)
+    return not _LICENSE_FIELD.match(text) and _lone_heading(text, words)
 
 
 def is_run_in_heading(text: str) -> bool:
@@ -104,8 +112,10 @@ def is_run_in_heading(text: str) -> bool:
 
 
 def _man_page_furniture(text: str, words: list[str]) -> bool:
-    """ "FSTAB(5) File formats FSTAB(5)", "util-linux 2.38.1 2022-05-11 FSTAB(5)"."""
+    """ "FSTAB(5) File formats FSTAB(5)", "util-linux 2.38.1 2022-05-11 FSTAB(5)", a SEE ALSO list."""
     pages = _MAN_PAGE.findall(text)
+    if len(pages) >= 2 and len(_WORD.findall(_MAN_PAGE.sub(" ", text))) < 3:
+        return True  # a SEE ALSO list: "systemd(1), sethostname(2), hostname(1),"
     if not pages or len(words) > 12:
         return False
     if len(pages) >= 2 and pages[0].casefold() == pages[-1].casefold():

@@ -132,78 +132,12 @@ def judge_evidence(
         share = f"{len(unanswered)} of {len(asked)} questions without a verified fact"
         evidence.caps.append(("low" if len(unanswered) * 2 > len(asked) else "medium", share))
     groups = [by_question[normalize(q)] for q in judged] or [verified]
-    # A question naming a thing by an identifier ("GPL-3", "GPT-4") is judged on the facts about it.
-    unnamed = []
-    for position, question in enumerate(judged):
-        names = identifiers(question)
-        if names:
-            about = [
-                f
-                for f in groups[position]
-                if names & identifiers(f"{f.statement} {f.quote} {titles.get(f.source_id, '')}")
-            ]
-            if about:
-                groups[position] = about
-            else:
-                unnamed.append((question, sorted(names)))
-    if unnamed:
-        first, named = unnamed[0]
-        what = f"({', '.join(named)}): {first[:120]!r}"
-        evidence.caps.append(
-            ("medium", f"no fact found for {len(unnamed)} question(s) names what it asks about {what}")
-        )
+    _judge_identifiers(evidence, judged, groups, titles)
     # Strength and corroboration are judged on the facts that bear on the question: a licence's
     # boilerplate repeated in ten files corroborates nothing it asks.
-    off_topic = []
-    for position, question in enumerate(judged):
-        bearing = [f for f in groups[position] if bears_on(f"{f.statement} {f.quote}", question)]
-        if bearing:
-            groups[position] = bearing
-        else:
-            off_topic.append(question)
-    # The subject a question names, missing from all its facts: they answer something else.
-    elsewhere = []
-    for question in judged:
-        named = named_terms(question)
-        said = set(
-            terms(
-                " ".join(
-                    f"{f.statement} {f.quote} {titles.get(f.source_id, '')}"
-                    for f in by_question[normalize(question)]
-                )
-            )
-        )
-        mentioned = said_terms(named, said)
-        missing = [term for term in named if term not in mentioned]
-        if len(missing) * 2 > len(named):  # most of what it names: "README" may go unsaid, "LibYAML" not
-            elsewhere.append((question, missing))
-    if elsewhere:
-        evidence.gaps += [f"{NOT_ESTABLISHED}{question}"[:500] for question, _ in elsewhere]
-        first, missing = elsewhere[0]
-        evidence.caps.append(
-            (
-                "low" if len(elsewhere) == len(judged) else "medium",
-                f"no verified fact for {len(elsewhere)} question(s) mentions what it names "
-                f"({', '.join(missing)}): {first[:120]!r}",
-            )
-        )
-    # A question asking for a quantity, a date or a version that no fact on it states a number for
-    # has not been answered, however well its facts match its words.
-    numberless = [
-        question
-        for position, question in enumerate(judged)
-        if asks_for_number(question)
-        and not any(states_number(f"{f.statement} {f.quote}") for f in groups[position])
-    ]
-    if numberless:
-        evidence.gaps += [f"{NOT_ESTABLISHED}{question}"[:500] for question in numberless]
-        evidence.caps.append(
-            (
-                "low" if len(numberless) == len(judged) else "medium",
-                f"no verified fact for {len(numberless)} question(s) asking how many, how long, when "
-                f"or which version states a number: {numberless[0][:120]!r}",
-            )
-        )
+    off_topic = _keep_bearing(judged, groups)
+    _judge_subjects(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
+    _judge_numbers(evidence, judged, groups)
     if off_topic:
         evidence.caps.append(
             (
@@ -211,6 +145,102 @@ def judge_evidence(
                 f"no fact found for {len(off_topic)} question(s) shares two terms with it: {off_topic[0][:120]!r}",
             )
         )
+    _judge_strength(evidence, groups)
+    unmet = [check for check in acceptance if check.met is False]
+    if unmet:
+        level: ConfidenceLevel = "low" if len(unmet) == len(acceptance) else "medium"
+        evidence.caps.append((level, f"{len(unmet)} of {len(acceptance)} acceptance criteria unmet"))
+    return evidence
+
+
+def _said(fact: Fact, titles: Mapping[int, str]) -> str:
+    return f"{fact.statement} {fact.quote} {titles.get(fact.source_id, '')}"
+
+
+def _judge_identifiers(
+    evidence: Evidence, judged: list[str], groups: list[list[Fact]], titles: Mapping[int, str]
+) -> None:
+    """A question naming a thing by an identifier ("GPL-3", "GPT-4") is judged on the facts naming
+    it (`groups` narrowed to them); none does: `medium` at most."""
+    unnamed = []
+    for position, question in enumerate(judged):
+        names = identifiers(question)
+        if not names:
+            continue
+        about = [f for f in groups[position] if names & identifiers(_said(f, titles))]
+        if about:
+            groups[position] = about
+        else:
+            unnamed.append((question, sorted(names)))
+    if unnamed:
+        first, named = unnamed[0]
+        what = f"({', '.join(named)}): {first[:120]!r}"
+        evidence.caps.append(
+            ("medium", f"no fact found for {len(unnamed)} question(s) names what it asks about {what}")
+        )
+
+
+def _keep_bearing(judged: list[str], groups: list[list[Fact]]) -> list[str]:
+    """`groups` narrowed to the facts sharing two terms with their question; the questions none does."""
+    off_topic = []
+    for position, question in enumerate(judged):
+        bearing = [f for f in groups[position] if bears_on(f"{f.statement} {f.quote}", question)]
+        if bearing:
+            groups[position] = bearing
+        else:
+            off_topic.append(question)
+    return off_topic
+
+
+def _judge_subjects(
+    evidence: Evidence, judged: list[str], extracted: list[list[Fact]], titles: Mapping[int, str]
+) -> None:
+    """The subject a question names, missing from all the facts extracted for it: they answer
+    something else."""
+    elsewhere = []
+    for question, facts in zip(judged, extracted, strict=True):
+        named = named_terms(question)
+        said = set(terms(" ".join(_said(f, titles) for f in facts)))
+        mentioned = said_terms(named, said)
+        missing = [term for term in named if term not in mentioned]
+        if len(missing) * 2 > len(named):  # most of what it names: "README" may go unsaid, "LibYAML" not
+            elsewhere.append((question, missing))
+    if not elsewhere:
+        return
+    evidence.gaps += [f"{NOT_ESTABLISHED}{question}"[:500] for question, _ in elsewhere]
+    first, missing = elsewhere[0]
+    evidence.caps.append(
+        (
+            "low" if len(elsewhere) == len(judged) else "medium",
+            f"no verified fact for {len(elsewhere)} question(s) mentions what it names "
+            f"({', '.join(missing)}): {first[:120]!r}",
+        )
+    )
+
+
+def _judge_numbers(evidence: Evidence, judged: list[str], groups: list[list[Fact]]) -> None:
+    """A question asking for a quantity, a date or a version that no fact on it states a number for
+    has not been answered, however well its facts match its words."""
+    numberless = [
+        question
+        for position, question in enumerate(judged)
+        if asks_for_number(question)
+        and not any(states_number(f"{f.statement} {f.quote}") for f in groups[position])
+    ]
+    if not numberless:
+        return
+    evidence.gaps += [f"{NOT_ESTABLISHED}{question}"[:500] for question in numberless]
+    evidence.caps.append(
+        (
+            "low" if len(numberless) == len(judged) else "medium",
+            f"no verified fact for {len(numberless)} question(s) asking how many, how long, when "
+            f"or which version states a number: {numberless[0][:120]!r}",
+        )
+    )
+
+
+def _judge_strength(evidence: Evidence, groups: list[list[Fact]]) -> None:
+    """Caps by each question's best evidence on average, and by how many are backed by two sources."""
     best = [max(fact.confidence for fact in group) for group in groups]
     strength = sum(best) / len(best)
     if strength < COVERED_EVIDENCE:
@@ -230,11 +260,6 @@ def judge_evidence(
         evidence.caps.append(
             ("medium", f"{corroborated} of {len(groups)} answered questions backed by two or more sources")
         )
-    unmet = [check for check in acceptance if check.met is False]
-    if unmet:
-        level: ConfidenceLevel = "low" if len(unmet) == len(acceptance) else "medium"
-        evidence.caps.append((level, f"{len(unmet)} of {len(acceptance)} acceptance criteria unmet"))
-    return evidence
 
 
 def cap_confidence(confidence: Confidence, cap: ConfidenceLevel, why: str) -> Confidence:

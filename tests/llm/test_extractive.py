@@ -464,6 +464,10 @@ async def test_a_comparison_of_what_each_item_is_asks_each_item_the_same_questio
         ),
         ("What is fstab? How is it read?", ["What is fstab?", "How is fstab read?"]),
         (
+            "Which fields does an fstab line have, and what does the sixth field do?",
+            ["Which fields does an fstab line have?", "What does the sixth field of an fstab line do?"],
+        ),
+        (
             "Who is Ada Lovelace and what did she write?",
             ["Who is Ada Lovelace?", "What did Ada Lovelace write?"],
         ),

@@ -46,8 +46,16 @@ async def quotes(model: ExtractiveModel, name: str, question: str) -> list[str]:
         "Everyone is permitted to copy and distribute verbatim copies of this license document, "
         "but changing it is not allowed.",
         "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION",
+        'Licensed under the Apache License, Version 2.0 (the "License"); you may not use this file except '
+        "in compliance with the License.",
+        "See the License for the specific language governing permissions and limitations under the License.",
+        "To apply the Apache License to your work, attach the following boilerplate notice, with the fields "
+        'enclosed by brackets "[]" replaced with your own identifying information.',
+        "See the GNU Lesser General Public License for more details.",
         "deb-conffiles(5) dpkg suite deb-conffiles(5)",
         "util-linux 2.38.1 2022-05-11 FSTAB(5)",
+        "systemd(1), sethostname(2), hostname(1), hostname(7), machine-id(5), machine-info(5), hostnamectl(1), "
+        "systemd-hostnamed.service(8), systemd-",
         "Grant of Patent License.",
         "1. Definitions.",
     ],
@@ -101,3 +109,45 @@ async def test_copyright_and_contact_lines_are_never_quoted(model: ExtractiveMod
         assert not any(is_boilerplate(quote) for quote in said), said
     said = await quotes(model, "deb-conffiles.5.txt", "What is the remove-on-upgrade conffile flag?")
     assert not any("deb-conffiles(5)" in quote for quote in said)
+
+
+async def test_a_license_field_line_answers_what_licence_a_package_is_under(model: ExtractiveModel) -> None:
+    # A Debian copyright file's "License: Zlib" is a field line standing over the licence text: it
+    # is quoted, and the question's British "licence" finds the document's "License".
+    assert "License: Zlib" in await quotes(model, "zlib1g.copyright", "What licence is zlib under?")
+    assert not is_boilerplate("License: BSD-3-clause or GPL-2")
+    sentences = split_sentences(document("libzstd1.copyright"))
+    assert any(s.field and s.text == "License: BSD-3-clause or GPL-2" for s in sentences)
+
+
+async def test_a_report_cut_short_leaves_no_heading_over_nothing(
+    model: ExtractiveModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from research_mcp.contracts import SynthesisOutput
+    from research_mcp.llm.extractive import synthesizer
+    from research_mcp.role_inputs import SynthesisFact, SynthesisPayload
+
+    question = "What does the sixth field of fstab determine?"
+    said = [
+        "This field is used by fsck(8) to determine the order in which filesystem checks are done at boot time.",
+        "The root filesystem should be specified with a fs_passno of 1.",
+        "The deflate format used by zlib was defined by Phil Katz.",  # answers nothing asked
+    ]
+    facts = [
+        SynthesisFact(id=i + 1, statement=t, quote=t, source_id=1, verified=True, confidence=0.8, question=q)
+        for i, (t, q) in enumerate(zip(said, [question, question, None], strict=True))
+    ]
+    payload = SynthesisPayload(title="fstab", questions=[question], input_handoffs=[], facts=facts)
+    request = ModelRequest(role="test", system="", prompt="", output_type=SynthesisOutput, payload=payload)
+    whole = (await model.generate(request)).output.report
+    assert "## Other findings" in whole
+    # Cut just after the heading of the last section: the heading goes with its lines.
+    monkeypatch.setattr(
+        synthesizer, "MAX_REPORT", whole.index("## Other findings") + len("## Other findings") + 3
+    )
+    cut = (await model.generate(request)).output.report
+
+    lines = [line for line in cut.splitlines() if line.strip()]
+    assert lines[-1] == "_(report truncated)_"
+    assert not lines[-2].startswith("#")
+    assert "Other findings" not in cut

@@ -57,3 +57,17 @@ def test_a_name_with_a_digit_is_not_a_number() -> None:
     evidence = judge_evidence([question], said, in_scope=1, read=1)
 
     assert any(level == "low" and "states a number" in why for level, why in evidence.caps)
+
+
+def test_a_man_page_reference_is_not_a_number() -> None:
+    # machine-id(5)'s SEE ALSO line names sections of other pages, not the ID's length.
+    said = [
+        fact(1, "systemd(1), systemd-machine-id-setup(1), gethostid(3), hostname(5),", MACHINE_ID),
+        fact(
+            2, "The /etc/machine-id file contains the unique machine ID of the local system.", MACHINE_ID, 2
+        ),
+    ]
+    evidence = judge_evidence([MACHINE_ID], said, in_scope=2, read=2)
+
+    assert any(level == "low" and "states a number" in why for level, why in evidence.caps)
+    assert f"{NOT_ESTABLISHED}{MACHINE_ID}" in evidence.gaps

@@ -87,7 +87,7 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
     kept = [
         index
         for index, sentence in enumerate(sentences)
-        if not sentence.heading and sentence.words >= 3 and not is_boilerplate(sentence.text)
+        if _claim(sentence) and not is_boilerplate(sentence.text)
     ]
     claims = [sentences[index] for index in kept]
     if not questions or not claims:
@@ -150,6 +150,13 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
         source_identified_gaps=_source_gaps(sentences),
         linked_candidate_sources=_linked_sources(payload, sentences, claims, scores),
     )
+
+
+def _claim(sentence: Sentence) -> bool:
+    """A sentence that may be quoted: running text of three words or more, or a field line."""
+    if sentence.field:
+        return sentence.words >= 2
+    return not sentence.heading and sentence.words >= 3
 
 
 def _under_headings(sentences: list[Sentence], texts: list[str]) -> list[str]:

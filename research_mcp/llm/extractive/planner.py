@@ -34,6 +34,7 @@ from research_mcp.llm.extractive.plan_shapes import (
     discovery_leaf,
     with_task_spec,
 )
+from research_mcp.matching.subjects import of_subject
 from research_mcp.matching.terms import STOPWORDS, clip
 from research_mcp.role_inputs import PlannerInput
 from research_mcp.scope import judge_scope
@@ -187,9 +188,12 @@ _LEANS = re.compile(r"\b(?:it|its|they|them|their|he|she|him|his)\b", re.IGNOREC
 def with_subject(part: str, first: str) -> str:
     """A later part of a split question that leans on a pronoun, with the first question's subject in
     its place: "What licence is zlib under?" then "what does it require?" asks "What does zlib's
-    licence require?". Unchanged when the first question's subject cannot be read off its form."""
+    licence require?"; one naming only the first's kind of thing takes its subject after it ("What
+    does the sixth field of an fstab line do?"). Unchanged when the subject cannot be read off its form."""
+    if not _LEANS.search(part):
+        return of_subject(part, first)
     match = _SUBJECT.match(first.strip())
-    if not match or not _LEANS.search(part):
+    if not match:
         return part
     subject = match.group("subject").strip()
     if match.group("kind"):

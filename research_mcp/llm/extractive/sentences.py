@@ -41,6 +41,7 @@ _OPENERS = "\"'“‘([«"
 _LIST_MARKER = re.compile(r"(?:[-*•+]|\d{1,3}[.)])\s+")
 _HEADING_MARKER = re.compile(r"#{1,6}\s+")
 _TOKEN = re.compile(r"\w+")
+_FIELD_LINE = re.compile(r"^[A-Z][\w-]{1,30}:[ \t]+\S[^\n]*$")
 _TERMINAL = tuple(".!?…:;,\"'”’)]")
 
 
@@ -56,6 +57,12 @@ class Sentence:
     @property
     def words(self) -> int:
         return len(_TOKEN.findall(self.text))
+
+    @property
+    def field(self) -> bool:
+        """A "Key: value" line ("License: BSD-3-clause or GPL-2" of a Debian copyright file): a
+        statement, even where it heads the text under it."""
+        return bool(_FIELD_LINE.match(self.text))
 
 
 def split_sentences(text: str) -> list[Sentence]:

@@ -170,7 +170,7 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
     )
     report = "\n\n".join(sections)
     if len(report) > MAX_REPORT:
-        report = report[:MAX_REPORT].rsplit("\n", 1)[0] + "\n\n_(report truncated)_"
+        report = _truncated(report)
 
     asked = [question for question in lines if question != OTHER]
     question_gaps = [gap for gap in gaps if gap.startswith("Not established")]
@@ -186,6 +186,14 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
         contradictions=[],
         suggested_followups=[q for q in map(_as_question, question_gaps[:5]) if reads_as_question(q)],
     )
+
+
+def _truncated(report: str) -> str:
+    """The report cut at a line under MAX_REPORT characters, with no heading left over nothing."""
+    kept = report[:MAX_REPORT].rsplit("\n", 1)[0].rstrip()
+    while kept and kept.rsplit("\n", 1)[-1].startswith("#"):
+        kept = kept.rsplit("\n", 1)[0].rstrip() if "\n" in kept else ""
+    return f"{kept}\n\n_(report truncated)_"
 
 
 def _group(
