@@ -10,7 +10,12 @@ screen; a carriage return or a backspace overwrites what was printed. :func:`pri
   their BEL or ST terminator; an unterminated one loses its introducer, so its payload shows as text;
 - CSI sequences (``ESC [`` or ``\\x9b``), whole, and any other ``ESC`` with the character after it;
 - every other C0 and C1 control character and DEL, except newline and tab (``\\r\\n`` becomes ``\\n``);
-- lone surrogates (a file name that is not UTF-8) become U+FFFD, which every stream can encode.
+- lone surrogates (a file name that is not UTF-8) become U+FFFD, which every stream can encode;
+- what reorders or hides text without showing itself: bidi overrides, embeddings, isolates and marks
+  (``invoice\u202egpj.exe`` shows as ``invoiceexe.jpg``; Trojan Source), zero-width spaces, word
+  joiners, invisible operators, byte-order marks, and tag characters (U+E0000-E007F, which spell
+  words a model reads and a reader does not see). A zero-width joiner or non-joiner stays between two
+  characters beyond ASCII, where emoji sequences and Persian or Indic words need it.
 
 Every CLI string that came from outside passes through it, and :class:`PrintableFilter` does the same
 to every log record on the handlers it is attached to (``redaction.redact_logs`` attaches both).
@@ -28,15 +33,23 @@ _CSI = re.compile(r"(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]")
 _OTHER_ESCAPE = re.compile(r"\x1b[\x20-\x7e]?")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
-_ANY = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+_INVISIBLE = re.compile(
+    "[\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
+    "|(?<![^\x00-\x7f])[\u200c\u200d]|[\u200c\u200d](?![^\x00-\x7f])"
+)
+_ANY = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+    "\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
+)
 
 
 def printable(text: str) -> str:
-    """``text`` with every terminal control sequence and control character but newline and tab gone."""
+    """``text`` with every terminal control sequence, control character but newline and tab, and
+    character that reorders or hides text gone."""
     if not _ANY.search(text):
         return text
     text = text.replace("\r\n", "\n")
-    for pattern in (_STRING_SEQUENCE, _CSI, _OTHER_ESCAPE, _CONTROL):
+    for pattern in (_STRING_SEQUENCE, _CSI, _OTHER_ESCAPE, _CONTROL, _INVISIBLE):
         text = pattern.sub("", text)
     return _SURROGATE.sub("\ufffd", text)
 

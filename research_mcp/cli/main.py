@@ -26,6 +26,7 @@ from research_mcp.printable import printable
 from research_mcp.redaction import Redactor, redact_logs
 
 if TYPE_CHECKING:
+    from research_mcp.cli.driver import RunRequest
     from research_mcp.storage.store import Store
 
 __all__ = ["main"]
@@ -369,10 +370,8 @@ def run(
 
     Ctrl-C cancels the run (exit 130); resume it with --resume RUN_ID.
     """
-    from research_mcp.cli.driver import Interrupted, RunFailed, RunRequest, drive
+    from research_mcp.cli.driver import RunRequest
     from research_mcp.cli.exports import export_run
-    from research_mcp.cli.progress import LiveProgress
-    from research_mcp.storage.store import Store
 
     budget = {
         key: value
@@ -390,6 +389,26 @@ def run(
         raise click.UsageError("a resumed run keeps the budget it started with; drop the --max-* options")
     if not click.get_current_context().find_root().params.get("verbose"):
         logging.getLogger().setLevel(logging.WARNING)  # the progress view says what the info log would
+    settings = _run_settings(corpus, model)
+    if resume is not None:
+        resumed = _resumed(settings, resume)
+        if resumed is None:
+            return
+        settings, resume = resumed
+    asks = not yes and sys.stdin.isatty() and settings.ask_before_run
+    request = RunRequest(
+        query=query, resume=resume, budget=budget or None, confirm=_ask_on_terminal if asks else None
+    )
+    run_id = _say_how_it_ended(_drive(settings, request, corpus))
+    store = _open_store()
+    try:
+        click.echo(printable(export_run(store, run_id, "md")))
+    finally:
+        store.close()
+
+
+def _run_settings(corpus: tuple[Path, ...], model: str | None) -> Settings:
+    """The settings with `--corpus` folders added and `--model` applied."""
     settings = _settings()
     updates: dict[str, Any] = {"corpus": [*settings.corpus, *(path.resolve() for path in corpus)]}
     if model is not None:
@@ -400,34 +419,43 @@ def run(
             "the sampling backend borrows an MCP host's model, and a terminal has none; "
             "use --model anthropic (with ANTHROPIC_API_KEY) or --model extractive"
         )
-    if resume is not None:
-        store = Store(settings.database_path)
-        try:
-            resume = _resolve_run(store, resume)
-            # A partial run is not finished: resuming it retries the parts that failed.
-            status = store.get_run(resume).status
-            finished = status in FINISHED and status not in RETRYABLE
-            if finished:  # nothing to run: its report, without starting the server
-                click.echo(f"run {resume} had already finished", err=True)
-                click.echo(printable(export_run(store, resume, "md")))
-                return
-            # The folders it read documents from are searched and read again, --corpus given or not.
-            known = {str(path) for path in settings.corpus}
-            roots = [Path(root) for root in store.corpus_roots(resume) if root not in known]
-            settings = settings.model_copy(
-                update={"corpus": [*settings.corpus, *(root for root in roots if root.is_dir())]}
-            )
-        except ResearchError as error:
-            raise _user_error(error) from None
-        finally:
-            store.close()
-    asks = not yes and sys.stdin.isatty() and settings.ask_before_run
-    request = RunRequest(
-        query=query, resume=resume, budget=budget or None, confirm=_ask_on_terminal if asks else None
-    )
+    return settings
+
+
+def _resumed(settings: Settings, resume: str) -> tuple[Settings, str] | None:
+    """The run to resume, with the folders it read added to the settings; None when it had already
+    finished (its report is then printed)."""
+    from research_mcp.cli.exports import export_run
+    from research_mcp.storage.store import Store
+
+    store = Store(settings.database_path)
+    try:
+        resume = _resolve_run(store, resume)
+        # A partial run is not finished: resuming it retries the parts that failed.
+        status = store.get_run(resume).status
+        if status in FINISHED and status not in RETRYABLE:  # nothing to run: its report, no server
+            click.echo(f"run {resume} had already finished", err=True)
+            click.echo(printable(export_run(store, resume, "md")))
+            return None
+        # The folders it read documents from are searched and read again, --corpus given or not.
+        known = {str(path) for path in settings.corpus}
+        roots = [Path(root) for root in store.corpus_roots(resume) if root not in known]
+        corpus = [*settings.corpus, *(root for root in roots if root.is_dir())]
+        return settings.model_copy(update={"corpus": corpus}), resume
+    except ResearchError as error:
+        raise _user_error(error) from None
+    finally:
+        store.close()
+
+
+def _drive(settings: Settings, request: RunRequest, corpus: tuple[Path, ...]) -> dict[str, Any]:
+    """The run driven to its end with live progress; its final handle. Ctrl-C exits 130 at once."""
+    from research_mcp.cli.driver import Interrupted, RunFailed, drive
+    from research_mcp.cli.progress import LiveProgress
+
     try:
         with LiveProgress(settings.database_path) as progress:
-            handle = anyio.run(drive, settings, request, progress)
+            return anyio.run(drive, settings, request, progress)
     except Interrupted as stop:
         if stop.run_id is None:
             click.echo("interrupted before the run started; nothing to resume.", err=True)
@@ -445,7 +473,11 @@ def run(
         os._exit(INTERRUPTED)
     except RunFailed as failure:
         raise click.ClickException(" ".join(str(failure).split())) from None
-    run_id = handle["id"]
+
+
+def _say_how_it_ended(handle: dict[str, Any]) -> str:
+    """The run's id once it has a report; a run without one is an error saying what to do."""
+    run_id = str(handle["id"])
     if handle["status"] not in FINISHED:
         summary = " ".join(handle["summary"][:1])
         raise click.ClickException(
@@ -461,8 +493,4 @@ def run(
             f"Retry only them with: research-mcp run --resume {run_id}",
             err=True,
         )
-    store = _open_store()
-    try:
-        click.echo(printable(export_run(store, run_id, "md")))
-    finally:
-        store.close()
+    return run_id

@@ -21,6 +21,7 @@ from research_mcp.roles.contradictions import found_contradictions
 from research_mcp.roles.evidence import NOT_ESTABLISHED, UNANSWERED, cap_confidence, judge_evidence
 from research_mcp.roles.framing import frame
 from research_mcp.roles.synthesis_inputs import insight_followups, known_insights, read_inputs, source_gaps
+from research_mcp.sources.library import coverage_said_once
 from research_mcp.storage.models import KnownInsight
 from research_mcp.storage.outputs import AcceptanceCheck, StoredSynthesis
 
@@ -158,7 +159,9 @@ async def synthesize(
     earlier = known_insights(known, below.insights)
     insights = [*below.insights, *earlier]
     facts = list({fact.id: fact for fact in deps.store.canonical_facts(below.fact_ids)}.values())
-    failed = list(dict.fromkeys(failure[:MAX_FAILURE_CHARS] for failure in [*below.failures, *failures]))
+    failed = coverage_said_once(
+        list(dict.fromkeys(failure[:MAX_FAILURE_CHARS] for failure in [*below.failures, *failures]))
+    )
     # Prior findings the inputs do not already hold (a leaf re-reading a source finds its own again).
     found = {fact.id for fact in facts}
     facts += [fact for fact in deps.store.canonical_facts(prior_facts) if fact.id not in found]
@@ -242,6 +245,7 @@ async def synthesize(
         output.gaps = [*output.gaps, *(f for f in failed if not any(f in gap for gap in output.gaps))]
         # A gap a lower synthesis gave (prefixed with its title, perhaps clipped) is not added twice.
         output.gaps += [gap for gap in found_gaps if not any(_says(said, gap) for said in output.gaps)]
+        output.gaps = coverage_said_once(output.gaps)  # each part's search saw its own count
         output.suggested_followups += insight_followups(
             _scrubbed(insights, checker), [*questions, *output.suggested_followups], below.read_refs | links
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -17,12 +17,14 @@ from research_mcp import __version__
 from research_mcp.config import Settings
 from research_mcp.llm.base import ModelBackend
 from research_mcp.llm.select import choose_backend
+from research_mcp.printable import PrintableFilter
 from research_mcp.redaction import RedactingFilter, Redactor, redact_logs, weak_secrets
 from research_mcp.runs.manager import RunManager
 from research_mcp.server.context import ServerState
 from research_mcp.server.host_log import HostLog
 from research_mcp.server.prompts import UnknownPrompts, register_prompts
 from research_mcp.server.protocol import UnknownTools, UnpagedLists
+from research_mcp.server.pruning import keep_pruned
 from research_mcp.server.resources import register_resources
 from research_mcp.server.tasks import RunTasks, TaskRequests
 from research_mcp.server.tools import build_tools
@@ -48,6 +50,56 @@ INSTRUCTIONS = (
 )
 
 
+def _backend_chooser(
+    config: Settings, model: ModelBackend | None, anthropic: Any
+) -> Callable[[Context[Any]], ModelBackend]:
+    def choose_model(ctx: Context[Any]) -> ModelBackend:
+        if model is not None:
+            return model
+        return choose_backend(config, ctx=ctx, anthropic=anthropic)
+
+    return choose_model
+
+
+async def _open_library(
+    stack: AsyncExitStack, config: Settings, store: Store, index: Any, redact: Any
+) -> SourceLibrary:
+    """The sources a run reads: the fetcher, web search and the local corpus, closed with `stack`."""
+    parser = open_parser(config)
+    stack.callback(parser.close)
+    fetcher = SafeFetcher(
+        allow=config.fetch_allow, timeout=config.source_timeout, parser=parser, redact=redact
+    )
+    stack.push_async_callback(fetcher.aclose)
+    web = WebSearch.from_settings(config)
+    stack.push_async_callback(web.aclose)
+    corpus = open_corpus(config, store, index, parser)
+    return SourceLibrary(store, fetcher=fetcher, web=web, corpus=corpus, web_max_age=config.web_max_age)
+
+
+def _keep_in_the_background(
+    group: anyio.abc.TaskGroup,
+    config: Settings,
+    library: SourceLibrary,
+    knowledge: KnowledgeBase,
+    stops: tuple[threading.Event, threading.Event],
+) -> None:
+    """Indexing the corpus, healing the facts index, moving an old index, applying the retention."""
+    stop_indexing, stop_healing = stops
+    corpus = library.corpus
+    if corpus is not None:
+        # Scanning from now on: a search in the meantime waits to know if the index is whole.
+        corpus.progress.scanning()
+        rescan = functools.partial(keep_indexed, rescan_seconds=config.corpus_rescan)
+        group.start_soon(rescan, corpus, stop_indexing)
+    # The facts index is compared with the store and healed in the background, at once and after any
+    # indexing failure; the host's first request never waits for it.
+    group.start_soon(keep_healed, knowledge, stop_healing)
+    if config.qdrant_url is None:
+        group.start_soon(keep_migrating, config.legacy_qdrant_path, knowledge, corpus, stop_healing)
+    group.start_soon(keep_pruned, knowledge, config.retention_days)
+
+
 def create_server(settings: Settings | None = None, *, model: ModelBackend | None = None) -> MCPServer[Any]:
     """The research-mcp server. `model` replaces backend choice (tests and benchmarks use a scripted one)."""
 
@@ -59,10 +111,10 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
         config = settings or Settings()
         redact = Redactor.from_settings(config)
         store = Store(config.database_path)
-        stop_indexing = threading.Event()
+        stops = (threading.Event(), threading.Event())  # indexing, healing
         async with AsyncExitStack() as stack:
             stack.callback(redact_logs(redact))  # the last thing undone: logs stay redacted to the end
-            host_log.filters = [RedactingFilter(redact)] if redact else []
+            host_log.filters = [*([RedactingFilter(redact)] if redact else []), PrintableFilter()]
             logging.getLogger("research_mcp").addHandler(host_log)
             stack.callback(logging.getLogger("research_mcp").removeHandler, host_log)
             for warning in weak_secrets(config):
@@ -72,19 +124,7 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
             index = open_knowledge_index(config, lazy=True)
             stack.callback(index.close)  # after the runs below have stopped
             knowledge = KnowledgeBase(store, index, web_max_age=config.web_max_age)
-            parser = open_parser(config)
-            stack.callback(parser.close)
-            fetcher = SafeFetcher(
-                allow=config.fetch_allow, timeout=config.source_timeout, parser=parser, redact=redact
-            )
-            stack.push_async_callback(fetcher.aclose)
-            web = WebSearch.from_settings(config)
-            stack.push_async_callback(web.aclose)
-            corpus = open_corpus(config, store, index, parser)
-            library = SourceLibrary(
-                store, fetcher=fetcher, web=web, corpus=corpus, web_max_age=config.web_max_age
-            )
-
+            library = await _open_library(stack, config, store, index, redact)
             anthropic = None
             if model is None and config.anthropic_key is not None and config.model in ("auto", "anthropic"):
                 from research_mcp.llm.anthropic import AnthropicModel
@@ -92,45 +132,26 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
                 anthropic = AnthropicModel.from_settings(config)
                 stack.push_async_callback(anthropic.aclose)
 
-            def choose_model(ctx: Context[Any]) -> ModelBackend:
-                if model is not None:
-                    return model
-                return choose_backend(config, ctx=ctx, anthropic=anthropic)
-
             async with anyio.create_task_group() as group:
                 # Connect now (off the event loop), so this server holds the local folder's lock.
                 group.start_soon(anyio.to_thread.run_sync, index.connect)
-                if corpus is not None:
-                    # Scanning from now on: a search in the meantime waits to know if the index is whole.
-                    corpus.progress.scanning()
-                    rescan = functools.partial(keep_indexed, rescan_seconds=config.corpus_rescan)
-                    group.start_soon(rescan, corpus, stop_indexing)
-                # The facts index is compared with the store and healed in the background, at once
-                # and after any indexing failure; the host's first request never waits for it.
-                stop_healing = threading.Event()
-                group.start_soon(keep_healed, knowledge, stop_healing)
-                if config.qdrant_url is None:
-                    group.start_soon(
-                        keep_migrating, config.legacy_qdrant_path, knowledge, corpus, stop_healing
-                    )
+                _keep_in_the_background(group, config, library, knowledge, stops)
+                runs = RunManager(store, group)
                 service = ResearchService(
-                    settings=config,
-                    store=store,
-                    sources=library,
-                    runs=RunManager(store, group),
-                    knowledge=knowledge,
+                    settings=config, store=store, sources=library, runs=runs, knowledge=knowledge
                 )
                 running.append(service)
                 try:
-                    yield ServerState(service, choose_model)
+                    yield ServerState(service, _backend_chooser(config, model, anthropic))
                 finally:
                     running.remove(service)
-                    stop_indexing.set()  # the pass ends after the file or batch at hand
-                    stop_healing.set()  # a heal under way ends after the batch at hand
+                    for stop in stops:  # a pass or heal ends after the file or batch at hand
+                        stop.set()
                     group.cancel_scope.cancel()
         store.close()
 
-    tools = [*link_view(build_tools()), view_tool()]
+    config = settings or Settings()
+    tools = [*link_view(build_tools(config.wait_seconds)), view_tool()]
     server: MCPServer[Any] = MCPServer(
         "research-mcp",
         instructions=INSTRUCTIONS,

@@ -29,6 +29,7 @@ import json
 import math
 import re
 from typing import Annotated, Any, get_args
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -40,7 +41,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
-from research_mcp.contracts import ExtractorTaskSpec, PlannerOutput, View
+from research_mcp.contracts import Budget, ExtractorTaskSpec, PlannerOutput, View
 from research_mcp.errors import InvalidInput, shown
 from research_mcp.feasibility import MAX_NODES
 from research_mcp.ids import kind_of_id
@@ -84,6 +85,7 @@ __all__ = [
     "WaitSeconds",
     "check_plan_ids",
     "describe",
+    "limits_given",
 ]
 
 MAX_QUERY_CHARS = 2_000
@@ -202,6 +204,8 @@ def _source(value: str) -> str:
     if ref.lower().startswith(("http://", "https://")):
         if len(ref) > MAX_URL_CHARS:
             raise Refused(f"is a URL of {len(ref):,} characters; give one of at most {MAX_URL_CHARS:,}.")
+        if not _host_of(ref):
+            raise Refused(f"{shown(ref)} is a URL that names no host: give a whole URL (https://host/page).")
         return value
     if len(ref) <= MAX_ID_CHARS:
         kind = kind_of_id(ref)
@@ -216,6 +220,13 @@ def _source(value: str) -> str:
                 "source, as report_results(view='sources') lists them) or the text itself."
             )
     return value
+
+
+def _host_of(url: str) -> str | None:
+    try:
+        return urlsplit(url).hostname
+    except ValueError:  # a malformed IPv6 address: the fetcher says what is wrong with it
+        return "?"
 
 
 def _cursor(value: str | None) -> str | None:
@@ -387,6 +398,13 @@ TaskSpec = Annotated[
     BeforeValidator(lambda value: _without_nulls(value)),
     _bounded_json("task_spec", max_depth=MAX_SPEC_DEPTH, max_chars=MAX_SPEC_JSON_CHARS),
 ]
+
+
+def limits_given(budget: Budget | None) -> Budget | None:
+    """The budget, or None when it sets no limit (`{}` and all-null fields mean no budget given)."""
+    if budget is None or all(limit is None for limit in budget.model_dump().values()):
+        return None
+    return budget
 
 
 def check_plan_ids(plan_id: str | None, plan_ids: list[str] | None) -> list[str]:

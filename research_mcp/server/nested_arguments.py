@@ -16,13 +16,14 @@ node, is still accepted as before: a host that sends it gets the same plan.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
 from research_mcp.contracts import NodeKind, PlannerOutput
 from research_mcp.feasibility import MAX_NODES
+from research_mcp.server.schemas import Limits
 
 __all__ = [
     "PLAN_SHAPE",
@@ -41,9 +42,9 @@ class SuggestedNode(BaseModel):
 
     parent: int | None = Field(default=None, description="Index of an earlier node; null for the root.")
     kind: NodeKind
-    title: str
-    questions: list[str] | None = None
-    sources: list[str] | None = None
+    title: Annotated[str, Limits(maxLength=200)]
+    questions: Annotated[list[Annotated[str, Limits(maxLength=500)]], Limits(maxItems=10)] = []
+    sources: Annotated[list[Annotated[str, Limits(maxLength=2000)]], Limits(maxItems=20)] = []
 
 
 _NODES = TypeAdapter(list[SuggestedNode])
@@ -81,7 +82,7 @@ def tree_of_nodes(value: Any) -> Any:
     trees: list[dict[str, Any]] = []
     paths: dict[tuple[int | str, ...], int] = {}  # where each node sits in the tree: its index
     for index, node in enumerate(nodes):
-        tree = node.model_dump(exclude={"parent"}, exclude_none=True) | {"children": []}
+        tree = node.model_dump(exclude={"parent"}, exclude_defaults=True) | {"children": []}
         if index == 0:
             if node.parent is not None:
                 raise FlatPlanError([_problem((0, "parent"), "must be null: the first node is the root")])
@@ -128,9 +129,9 @@ class TaskSpecShape(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    expected_format: str | None = None
-    acceptance_criteria: list[str] | None = None
-    discovery_intense: bool | None = None
+    expected_format: Annotated[str, Limits(maxLength=500)] = ""
+    acceptance_criteria: Annotated[list[Annotated[str, Limits(maxLength=300)]], Limits(maxItems=10)] = []
+    discovery_intense: bool = False
 
 
 def task_spec_with_questions(value: Any, questions: list[str]) -> Any:

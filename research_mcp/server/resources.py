@@ -11,7 +11,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from research_mcp.errors import NotFound, ResearchError
-from research_mcp.reports import report_markdown
+from research_mcp.printable import printable
 from research_mcp.server.context import ToolContext
 from research_mcp.service import ResearchService
 
@@ -26,7 +26,7 @@ def register_resources(server: MCPServer[Any], running: Callable[[], ResearchSer
         """The finished report of a run, with sources and confidence."""
         service = ctx.request_context.lifespan_context.service
         try:
-            return report_markdown(service.store, run_id)
+            return printable(service.report_markdown(run_id))
         except NotFound as error:
             raise ResourceNotFoundError(str(error)) from error
         except ResearchError as error:
@@ -37,7 +37,7 @@ def register_resources(server: MCPServer[Any], running: Callable[[], ResearchSer
         """A role's full output as stored."""
         service = ctx.request_context.lifespan_context.service
         try:
-            return json.dumps(service.store.get_handoff(handoff_id).model_dump(mode="json"), indent=1)
+            return json.dumps(service.handoff(handoff_id).model_dump(mode="json"), indent=1)
         except NotFound as error:
             raise ResourceNotFoundError(str(error)) from error
 
@@ -47,10 +47,9 @@ def register_resources(server: MCPServer[Any], running: Callable[[], ResearchSer
         service = running()
         if service is None:
             raise ResourceError("the server is starting or stopping; read this again in a moment")
-        corpus = service.sources.corpus
-        if corpus is None:
+        status = service.corpus_status()
+        if status is None:
             return json.dumps(
                 {"phase": "not_configured", "line": "corpus: not configured (set RESEARCH_MCP_CORPUS)"}
             )
-        status = corpus.status()
         return json.dumps({**dataclasses.asdict(status), "line": status.line()}, indent=1)

@@ -1,19 +1,17 @@
 """Smaller tool schemas: tool definitions sit in the host's context on every turn.
 
 Pydantic's JSON schemas carry a generated `title` on every node, spell an optional value as
-`anyOf: [X, {type: null}]` with `default: null`, and put each model in `$defs`. Dropping the
-titles, writing a nullable value as `type: [x, "null"]` (left out of `required`, no `default: null`)
+`anyOf: [X, {type: null}]` with `default: null`, and put each model in `$defs`. Dropping the titles
 and inlining the definitions keeps the meaning and more than halves the size.
 
-Optional parameters stay nullable on purpose: strict converters (openai-agents, pydantic-ai with
-strict tools) make every property required, and a model can then still leave one out by sending
-null, which the tools accept. Those with a default (cancel, retry, limit, view, max_tokens) are
-published as their type and default instead: a strict model sends a valid value.
-
-The input schemas carry the limits the server enforces (`Limits`), and stay within the 4,096 bytes of
-name, title, description and input schema the design allows; in that budget the nullable values keep
-the `type: [x, "null"]` spelling (as `anyOf` the five input schemas would be 4,622 B). Output schemas
-are not in the model's context: they are the whole result models, typed, with `anyOf` (`portable`).
+An input schema (`published_schema`) carries the limits the server enforces (`Limits`) and is
+portable: one `type` per node (Gemini's OpenAPI subset and `inspector --strict` read no type lists).
+Strict converters (openai-agents, pydantic-ai) make every property required, so an optional value
+needs one a model can send for "not given": its default (cancel, retry, limit, view, max_tokens,
+wait_seconds), its empty value (a list, a text, an object: left unsaid), or null, spelled `anyOf`
+(ids, a plan, a task spec, a budget's limits). Nested objects are not marked closed: the server
+refuses an unknown field by name, and strict converters close them. Output schemas are not in the
+model's context: the whole result models, typed, with `anyOf` (`published_output`).
 """
 
 from __future__ import annotations
@@ -105,6 +103,9 @@ class Limits:
 
 
 def _nullable(node: dict[str, Any]) -> dict[str, Any]:
+    """An optional field as a strict client must see it: with a default (absence means it) or null."""
+    if node.get("default") is not None:
+        return node
     kind = node.get("type")
     if isinstance(kind, str):
         return {key: value for key, value in node.items() if key != "default"} | {"type": [kind, "null"]}
@@ -113,8 +114,9 @@ def _nullable(node: dict[str, Any]) -> dict[str, Any]:
 
 def published_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """An input schema as a tool definition carries it: compact, with the limits the server
-    enforces, descriptions only on the top-level properties, nested optional fields nullable, and
-    every nullable value spelled portably."""
+    enforces, descriptions only on the top-level properties, an optional value with a default
+    published as its type (and the default, unless it is empty), and one without a default nullable,
+    spelled `anyOf` (`portable`)."""
     node = compact_schema(schema)
     node.pop("description", None)
     properties = node.get("properties", {})
@@ -122,7 +124,31 @@ def published_schema(schema: dict[str, Any]) -> dict[str, Any]:
         name: {**_slim(sub), **({"description": sub["description"]} if "description" in sub else {})}
         for name, sub in properties.items()
     }
+    return portable(_defaults_not_null(node))
+
+
+def _defaults_not_null(node: Any) -> Any:
+    """`type: [x, "null"]` with a default other than null as `type: x`: leaving the value out means
+    its default, so a client never needs to send null for it (null is still accepted)."""
+    if isinstance(node, list):
+        return [_defaults_not_null(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {
+        key: value if key in ("enum", "required", "default") else _defaults_not_null(value)
+        for key, value in node.items()
+    }
+    kinds = node.get("type")
+    if isinstance(kinds, list) and "null" in kinds and node.get("default") is not None:
+        (node["type"],) = [kind for kind in kinds if kind != "null"]
+        if "enum" in node:
+            node["enum"] = [value for value in node["enum"] if value is not None]
+    if "default" in node and node["default"] in _EMPTY:  # an empty list, text or object goes without saying
+        node.pop("default")
     return node
+
+
+_EMPTY: tuple[Any, ...] = ([], "", {})
 
 
 _ANNOTATIONS = ("description", "default")
@@ -184,10 +210,12 @@ def _slim(node: Any) -> Any:
                 for name, sub in node["properties"].items()
             },
         }
+    # No object is marked closed: the server refuses an unknown field by name, strict converters
+    # close every object themselves, and Gemini drops the keyword.
     return {
         key: (value if key in ("enum", "required", "default", "type") else _slim(value))
         if key != "properties"
         else {name: _slim(sub) for name, sub in value.items()}
         for key, value in node.items()
-        if key != "description"
+        if key not in ("description", "additionalProperties")
     }

@@ -44,7 +44,6 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from research_mcp.contracts import FINISHED, CompactReturn
 from research_mcp.errors import NotFound, ResearchError, shown
 from research_mcp.server.context import ServerState
-from research_mcp.storage.events import KeptAsTask
 
 __all__ = ["TASKS_EXTENSION", "RunTasks", "TaskRequests"]
 
@@ -109,13 +108,12 @@ def _keep(state: ServerState, run_id: str, requested: Any) -> None:
     ttl = _retention_ms(state)
     if isinstance(requested, int) and not isinstance(requested, bool) and requested >= 0:
         ttl = min(requested, ttl)
-    state.service.store.add_event(run_id, KeptAsTask(message=f"kept as a task for {ttl} ms", ttl_ms=ttl))
+    state.service.keep_as_task(run_id, ttl)
 
 
 def _ttl_ms(state: ServerState, run_id: str) -> int:
     """How long the run is kept as a task: as recorded when it was started as one, else the retention."""
-    kept = state.service.store.events_for_run(run_id, KeptAsTask)
-    ttl = kept[-1].ttl_ms if kept else None
+    ttl = state.service.task_ttl_ms(run_id)
     return ttl if ttl is not None else _retention_ms(state)
 
 
@@ -126,7 +124,7 @@ def _expired(state: ServerState, run: Any) -> bool:
 
 def _task(state: ServerState, run_id: str, modern: bool) -> dict[str, Any]:
     """The run as a task (wire field names of the negotiated version)."""
-    run = state.service.store.get_run(run_id)
+    run = state.service.run(run_id)
     status = _status(run.status, modern)
     handle = state.service.run_handle(run)
     task: dict[str, Any] = {
@@ -161,7 +159,7 @@ def _known(ctx: RequestContext, task_id: str) -> str:
     """The task's id, if it is a run this requester may see, still kept as a task (its ttl not yet past)."""
     state = ctx.lifespan_context
     try:
-        run = state.service.store.get_run(task_id)
+        run = state.service.run(task_id)
     except (NotFound, ResearchError):
         run = None
     if run is None or not _visible(state, task_id, _requester(ctx)):
@@ -185,7 +183,7 @@ async def _go_on(ctx: RequestContext, run_id: str, wait_seconds: float) -> Compa
     """Wait on the run up to `wait_seconds`, resuming it first if a restart interrupted it. A run
     that has ended (cancelled ones included) is only read: polling a task never restarts it."""
     state = ctx.lifespan_context
-    run = state.service.store.get_run(run_id)
+    run = state.service.run(run_id)
     if _status(run.status, modern=False) != "working":
         return state.service.run_handle(run)
     tool_ctx: Context[ServerState] = Context(request_context=ctx)
@@ -223,11 +221,11 @@ async def cancel_task(ctx: RequestContext, params: TaskParams) -> dict[str, Any]
     if modern:
         require_client_extension(ctx, TASKS_EXTENSION)
     run_id = _known(ctx, params.task_id)
-    if _status(state.service.store.get_run(run_id).status, modern) != "working":
+    if _status(state.service.run(run_id).status, modern) != "working":
         if modern:
             return {}  # cancellation is cooperative: a finished task stays as it ended
         raise MCPError(code=INVALID_PARAMS, message=f"Cannot cancel task {run_id!r}: it has already ended")
-    await state.service.runs.cancel(run_id, by=_canceller(ctx))
+    await state.service.cancel(run_id, by=_canceller(ctx))
     return {} if modern else _task(state, run_id, modern=False)
 
 
@@ -251,7 +249,7 @@ async def list_tasks(ctx: RequestContext, params: ListParams) -> dict[str, Any]:
         own = [run_id for run_id, owner in reversed(state.task_owners.items()) if owner == requester]
         return _page(state, own, params.cursor)
     try:
-        runs = state.service.store.runs_page(LIST_PAGE + 1, after=params.cursor)
+        runs = state.service.runs_page(LIST_PAGE + 1, after=params.cursor)
     except NotFound:
         raise MCPError(code=INVALID_PARAMS, message=_BAD_CURSOR) from None
     page = runs[:LIST_PAGE]
@@ -263,15 +261,24 @@ async def list_tasks(ctx: RequestContext, params: ListParams) -> dict[str, Any]:
 
 
 def _page(state: ServerState, run_ids: list[str], cursor: str | None) -> dict[str, Any]:
-    """One page of these runs as tasks, after the run named by `cursor`."""
+    """One page of these runs as tasks, after the run named by `cursor`; those whose ttl has passed
+    (or that were pruned) are left out, as from every other list."""
     if cursor is not None and cursor not in run_ids:
         raise MCPError(code=INVALID_PARAMS, message=_BAD_CURSOR)
     start = 0 if cursor is None else run_ids.index(cursor) + 1
-    page = run_ids[start : start + LIST_PAGE]
+    kept = [run_id for run_id in run_ids[start:] if _still_kept(state, run_id)]
+    page = kept[:LIST_PAGE]
     listed: dict[str, Any] = {"tasks": [_task(state, run_id, modern=False) for run_id in page]}
-    if len(run_ids) > start + LIST_PAGE:
+    if len(kept) > LIST_PAGE:
         listed["nextCursor"] = page[-1]
     return listed
+
+
+def _still_kept(state: ServerState, run_id: str) -> bool:
+    try:
+        return not _expired(state, state.service.run(run_id))
+    except NotFound:
+        return False
 
 
 class RunTasks(Extension):

@@ -17,6 +17,7 @@ from pydantic import Field, ValidationError
 from research_mcp.contracts import Budget, CompactReturn, ReportPage
 from research_mcp.errors import InvalidInput, ResearchError, shown
 from research_mcp.llm.base import ModelBackend
+from research_mcp.printable import printable
 from research_mcp.server import inputs
 from research_mcp.server.authorization import RunAuthorization, authorize_run
 from research_mcp.server.context import ToolContext
@@ -45,18 +46,36 @@ def research_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     return wrapper
 
 
+def shown_to_host(value: Any) -> Any:
+    """Every string of a result made printable: what a document wrote is shown, never reordered or
+    hidden (bidi overrides, zero-width and tag characters) or obeyed (terminal controls)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {key: shown_to_host(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [shown_to_host(item) for item in value]
+    return value
+
+
 def compact(result: CompactReturn) -> CallToolResult:
     return CallToolResult(
-        content=[TextContent(type="text", text=result.render())], structured_content=result.model_dump()
+        content=[TextContent(type="text", text=printable(result.render()))],
+        structured_content=shown_to_host(result.model_dump()),
     )
 
 
 def page(result: ReportPage) -> CallToolResult:
     text = result.text + (f"\n[more: cursor={result.cursor}]" if result.cursor else "")
     return CallToolResult(
-        content=[TextContent(type="text", text=text)], structured_content=result.model_dump()
+        content=[TextContent(type="text", text=printable(text))],
+        structured_content=shown_to_host(result.model_dump()),
     )
 
+
+# Published as the default of an optional list: leaving it out (or null, or []) means none.
+EMPTY_LIST: dict[str, Any] = {"default": []}
+NO_LIMITS: dict[str, Any] = {"default": {}}  # a budget without limits is no budget
 
 # Only the hints that differ from the protocol's defaults (readOnly false, destructive true, openWorld true).
 WRITES = ToolAnnotations(destructive_hint=False)
@@ -107,7 +126,7 @@ def checked_tool(fn: Callable[..., Any], title: str, annotations: ToolAnnotation
         output_model=loose.output_model,
         wrap_output=loose.wrap_output,
     )
-    tool.parameters = {**published_schema(tool.parameters), "additionalProperties": False}
+    tool.parameters = published_schema(tool.parameters)
     if tool.fn_metadata.output_schema is not None:
         tool.fn_metadata.output_schema = published_output(tool.fn_metadata.output_schema)
     return tool
@@ -130,11 +149,15 @@ async def plan_research(
         inputs.SuggestedPlan | None,
         Field(description="Nodes, root first; parent: an earlier index."),
     ] = None,
-    budget: Annotated[Budget | None, Field(description="Limits; unset means none.")] = None,
+    budget: Annotated[Budget | None, Field(description="Limits.", json_schema_extra=NO_LIMITS)] = None,
 ) -> Compact:
     """A feasible research plan and its estimate; nothing runs yet."""
     service = _service(ctx)
-    return compact(await service.plan(query, suggested=suggested_plan, budget=budget, model=_model(ctx)))
+    return compact(
+        await service.plan(
+            query, suggested=suggested_plan, budget=inputs.limits_given(budget), model=_model(ctx)
+        )
+    )
 
 
 @research_errors
@@ -142,15 +165,17 @@ async def execute_plan(
     ctx: ToolContext,
     authorization: Annotated[ElicitationResult[RunAuthorization], Resolve(authorize_run)],
     plan_id: Annotated[inputs.PlanId | None, Field(description="The plan to run.")] = None,
-    plan_ids: Annotated[inputs.PlanIds | None, Field(description="Plans to run as one.")] = None,
+    plan_ids: Annotated[
+        inputs.PlanIds | None, Field(description="Plans to run as one.", json_schema_extra=EMPTY_LIST)
+    ] = None,
     run_id: Annotated[inputs.RunId | None, Field(description="The run to wait on.")] = None,
     wait_seconds: Annotated[
         inputs.WaitSeconds | None,
-        Field(description="Seconds to wait (default 45); run goes on."),
+        Field(description="Seconds to wait; run goes on.", json_schema_extra={"default": 45}),
     ] = None,
     cancel: Annotated[inputs.Flag, Field(description="Stop run_id.")] = False,
     retry: Annotated[inputs.Flag, Field(description="Rerun failed parts.")] = False,
-    budget: Annotated[Budget | None, Field(description="Limits; unset means none.")] = None,
+    budget: Annotated[Budget | None, Field(description="Limits.", json_schema_extra=NO_LIMITS)] = None,
 ) -> Compact:
     """Run plan_id(s), or wait on, resume or cancel run_id."""
     ids = inputs.check_plan_ids(plan_id, plan_ids)
@@ -171,7 +196,7 @@ async def execute_plan(
             run_id=run_id,
             wait_seconds=service.settings.wait_seconds if wait_seconds is None else wait_seconds,
             cancel=bool(cancel),
-            budget=budget,
+            budget=inputs.limits_given(budget),
             progress=progress,
             model=lambda: _model(ctx),
             retry=bool(retry),
@@ -198,7 +223,9 @@ async def extract_source(
 async def scout_sources(
     topic: Annotated[inputs.Topic, Field(description="What to find sources on.")],
     ctx: ToolContext,
-    queries: Annotated[inputs.SearchQueries | None, Field(description="Extra search queries.")] = None,
+    queries: Annotated[
+        inputs.SearchQueries | None, Field(description="Extra search queries.", json_schema_extra=EMPTY_LIST)
+    ] = None,
     limit: Annotated[inputs.SourcesWanted, Field(description="Sources to return.")] = 8,
 ) -> Compact:
     """Find, de-duplicate, rank and tag sources on a topic."""
@@ -211,18 +238,24 @@ async def report_results(
     id: Annotated[inputs.ReportId, Field(description="A run, plan or handoff id.")],
     ctx: ToolContext,
     view: Annotated[inputs.PageView, Field(description="Part to read.")] = "summary",
-    cursor: Annotated[inputs.Cursor, Field(description="From the last page.")] = None,
+    cursor: Annotated[
+        inputs.Cursor, Field(description="From the last page.", json_schema_extra={"default": ""})
+    ] = None,
     max_tokens: Annotated[inputs.PageTokens, Field(description="Page size in tokens.")] = 2000,
 ) -> Page:
     """Read a run, plan or handoff, one view and page at a time."""
     return page(_service(ctx).report(id, view or "summary", cursor, max_tokens or 2000))
 
 
-def build_tools() -> list[Tool]:
-    """The five tools, with compact schemas."""
+def build_tools(wait_seconds: float = 45.0) -> list[Tool]:
+    """The five tools, with compact schemas; execute_plan publishes the server's `wait_seconds`."""
+    run = checked_tool(execute_plan, "Run a plan", WRITES)
+    run.parameters["properties"]["wait_seconds"]["default"] = (
+        int(wait_seconds) if wait_seconds.is_integer() else wait_seconds
+    )
     return [
         checked_tool(plan_research, "Plan research", WRITES),
-        checked_tool(execute_plan, "Run a plan", WRITES),
+        run,
         checked_tool(extract_source, "Extract source", WRITES),
         checked_tool(scout_sources, "Scout sources", WRITES),
         checked_tool(report_results, "Read results", READS),

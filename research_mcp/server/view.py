@@ -20,10 +20,11 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
+from research_mcp.printable import printable
 from research_mcp.run_document import RunView
 from research_mcp.server import inputs
 from research_mcp.server.context import ToolContext
-from research_mcp.server.tools import READS, _service, checked_tool, research_errors
+from research_mcp.server.tools import READS, _service, checked_tool, research_errors, shown_to_host
 
 __all__ = ["VIEW_TOOL", "VIEW_URI", "AppsOnly", "build_apps", "link_view", "view_tool"]
 
@@ -47,7 +48,9 @@ async def run_view(
         f"run {run['id']} {run['status']}: {totals['nodes_done']}/{totals['nodes_total']} nodes, "
         f"{totals['sources']} sources, {totals['facts_verified']}/{totals['facts']} facts verified"
     )
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=snapshot)
+    return CallToolResult(
+        content=[TextContent(type="text", text=printable(text))], structured_content=shown_to_host(snapshot)
+    )
 
 
 def view_tool() -> Tool:

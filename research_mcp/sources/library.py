@@ -26,16 +26,38 @@ if TYPE_CHECKING:
     from research_mcp.sources.search import WebSearch
     from research_mcp.storage.store import Store
 
-__all__ = ["Candidate", "SourceLibrary", "canonical_url", "classify_ref", "ref_key"]
+__all__ = ["Candidate", "SourceLibrary", "canonical_url", "classify_ref", "coverage_said_once", "ref_key"]
 
 logger = logging.getLogger(__name__)
 
 MIN_TEXT_CHARS = 20
 #: A one-line reference this long at most may be a path relative to a corpus folder.
 MAX_PATH_CHARS = 1024
+_INDEXED = re.compile(r"([\d,]+) (?:of [\d,]+ )?documents indexed")
 # Seconds a search waits for a pass scanning the corpus folders to know what it has to read.
 SCAN_WAIT_S = 10.0
 PARTIAL_CORPUS = "searches saw only the documents indexed so far; retry once indexing has finished"
+
+
+def coverage_said_once(failures: list[str]) -> list[str]:
+    """The failures (or gaps) with one partial-corpus line, where the first stood: the one that saw
+    the most documents indexed, without a part's title before it (searches of several parts each
+    name the coverage they saw)."""
+    partial = [failure for failure in failures if failure.endswith(PARTIAL_CORPUS)]
+    if len(partial) < 2:
+        return failures
+    latest = max(partial, key=_documents_indexed)
+    latest = latest[latest.find("corpus: ") :] if "corpus: " in latest else latest  # not one part's
+    first = failures.index(partial[0])
+    kept = [failure for failure in failures if not failure.endswith(PARTIAL_CORPUS)]
+    return [*kept[:first], latest, *kept[first:]]
+
+
+def _documents_indexed(coverage: str) -> int:
+    counted = _INDEXED.search(coverage)
+    return int(counted.group(1).replace(",", "")) if counted else 0
+
+
 # A local file: file:// URL, or one line starting like an absolute, home or relative path.
 _PATH = re.compile(r"^(?:file:|~[/\\]|\.{1,2}[/\\]|/|[A-Za-z]:[/\\])[^\n]*$", re.IGNORECASE)
 _TRACKING = re.compile(r"^(utm_|fbclid$|gclid$|mc_)")

@@ -1,9 +1,11 @@
 """The protocol done exactly (issue 26), asserted against the running server: in memory, over the
-initialize handshake (2025-11-25) and the 2026-07-28 per-request form, and over stdio through the
-installed console script."""
+initialize handshake (2025-11-25) and the 2026-07-28 per-request form, over stdio through the
+installed console script, and over streamable HTTP (`serve --http`'s app, guards included, served by
+uvicorn in this process on a loopback port). The raw task requests stay in memory."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import logging
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,9 +27,12 @@ from jsonschema import Draft202012Validator
 from mcp import Client
 from mcp.client._memory import InMemoryTransport
 from mcp.client.extension import advertise
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server import MCPServer
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND
+from pydantic_ai.profiles.google import GoogleOpenAPISchemaTransformer
 
 from research_mcp.config import Settings
 from research_mcp.llm.scripted import ScriptedModel, team_script
@@ -35,6 +41,7 @@ from research_mcp.runs.manager import next_progress, progress_message
 from research_mcp.server.app import create_server
 from research_mcp.sources.index_progress import IndexProgress
 from tests.server.indexing import wait_until_indexed
+from tests.server.over_http import served_over_http
 from tests.server.test_runs import three_leaf_plan
 from tests.server.test_startup import write_notes
 from tests.server.test_stdio import SCRIPT, script, server_params
@@ -42,12 +49,15 @@ from tests.server.test_tasks import RawSession
 
 __all__ = ["script"]  # the fixture, imported
 
-CONNECTIONS = ("memory-2025-11-25", "memory-2026-07-28", "stdio")
+CONNECTIONS = ("memory-2025-11-25", "memory-2026-07-28", "stdio", "http")
 
 
 @asynccontextmanager
-async def connected(connection: str, **options: Any) -> AsyncIterator[Client]:
-    """A client of the server over `connection` (the stdio server runs the extractive backend)."""
+async def connected(
+    connection: str, server: MCPServer[Any] | None = None, **options: Any
+) -> AsyncIterator[Client]:
+    """A client of the server over `connection` (the stdio server runs the extractive backend; the
+    others `server`, by default one on the scripted team)."""
     if connection == "stdio":
         if not SCRIPT.exists():
             pytest.fail("the research-mcp console script is not installed: run `make test`")
@@ -55,8 +65,17 @@ async def connected(connection: str, **options: Any) -> AsyncIterator[Client]:
         async with Client(params, mode="legacy", **options) as client:
             yield client
         return
+    server = server or create_server(model=ScriptedModel(team_script))
+    if connection == "http":
+        async with (
+            served_over_http(server) as url,
+            httpx2.AsyncClient() as http,
+            Client(streamable_http_client(url, http_client=http), mode="legacy", **options) as client,
+        ):
+            yield client
+        return
     mode = "legacy" if connection.endswith("2025-11-25") else "2026-07-28"
-    async with Client(create_server(model=ScriptedModel(team_script)), mode=mode, **options) as client:
+    async with Client(server, mode=mode, **options) as client:
         yield client
 
 
@@ -96,6 +115,12 @@ LIMITS = {
 }
 
 
+def when_given(schema: dict[str, Any]) -> dict[str, Any]:
+    """What a value must be when it is given: a nullable schema's other branch."""
+    branches = [branch for branch in schema.get("anyOf", []) if branch != {"type": "null"}]
+    return branches[0] if len(branches) == 1 else schema
+
+
 async def listed(connection: str) -> dict[str, dict[str, Any]]:
     async with connected(connection) as client:
         tools = (await client.list_tools()).tools
@@ -112,8 +137,20 @@ async def test_every_parameter_is_described_and_carries_its_limits(connection: s
     ]
     assert undescribed == []
     for (name, parameter), limits in LIMITS.items():
-        schema = tools[name]["inputSchema"]["properties"][parameter]
+        schema = when_given(tools[name]["inputSchema"]["properties"][parameter])
         assert limits.items() <= schema.items(), (name, parameter, schema)
+    node = when_given(tools["plan_research"]["inputSchema"]["properties"]["suggested_plan"])["items"]
+    spec = when_given(tools["extract_source"]["inputSchema"]["properties"]["task_spec"])
+    assert node["properties"]["title"]["maxLength"] == 200
+    assert node["properties"]["questions"]["maxItems"] == 10
+    assert node["properties"]["questions"]["items"]["maxLength"] == 500
+    assert node["properties"]["sources"]["maxItems"] == 20
+    assert spec["properties"]["expected_format"]["maxLength"] == 500
+    assert spec["properties"]["acceptance_criteria"] == {
+        "items": {"maxLength": 300, "type": "string"},
+        "maxItems": 10,
+        "type": "array",
+    }
     assert tools["extract_source"]["inputSchema"]["properties"]["questions"]["items"]["maxLength"] == 1000
     assert tools["execute_plan"]["inputSchema"]["properties"]["plan_ids"]["items"]["pattern"] == (
         "^plan_[\\w-]{1,59}$"
@@ -139,6 +176,33 @@ PAST_THE_LIMITS = [
     ("report_results", {"id": "run_1", "cursor": "next"}, "cursor"),
     ("report_results", {"id": "run_1", "max_tokens": 199}, "max_tokens"),
     ("report_results", {"id": "run_1", "max_tokens": 20001}, "max_tokens"),
+    (
+        "plan_research",
+        {"query": "penguins", "suggested_plan": [{"kind": "executor", "title": "t" * 201}]},
+        "title",
+    ),
+    (
+        "plan_research",
+        {
+            "query": "penguins",
+            "suggested_plan": [{"kind": "executor", "title": "t", "questions": ["Why?"] * 11}],
+        },
+        "questions",
+    ),
+    (
+        "extract_source",
+        {
+            "source": "Penguins breed in winter.",
+            "questions": ["Why?"],
+            "task_spec": {"expected_format": "f" * 501},
+        },
+        "expected_format",
+    ),
+    (
+        "extract_source",
+        {"source": "Penguins.", "questions": ["Why?"], "task_spec": {"acceptance_criteria": ["c" * 301]}},
+        "acceptance_criteria",
+    ),
 ]
 
 
@@ -177,6 +241,76 @@ async def test_what_the_schema_accepts_at_its_limits_the_server_accepts() -> Non
             "report_results", {"id": run.structured_content["id"], "max_tokens": 20000}
         )  # type: ignore[index]
         assert not page.is_error, page.content
+
+
+# --- 9. portable schemas: one type per schema node, null spelled `anyOf` -------------------------------
+
+# The fields of Gemini's `Schema`, the OpenAPI 3.0 subset its function declarations take.
+GEMINI_SCHEMA = {
+    "anyOf", "default", "description", "enum", "example", "format", "items", "maxItems", "maxLength",
+    "maxProperties", "maximum", "minItems", "minLength", "minProperties", "minimum", "nullable", "pattern",
+    "properties", "propertyOrdering", "required", "title", "type",
+}  # fmt: skip
+
+
+def type_lists(schema: Any, path: str = "$") -> list[str]:
+    """The places where a schema's `type` is a list (`["string", "null"]`)."""
+    if isinstance(schema, list):
+        return [place for index, item in enumerate(schema) for place in type_lists(item, f"{path}[{index}]")]
+    if not isinstance(schema, dict):
+        return []
+    found = [path] if isinstance(schema.get("type"), list) else []
+    return found + [
+        place
+        for key, value in schema.items()
+        if key not in ("enum", "default", "required")
+        for place in type_lists(value, f"{path}.{key}")
+    ]
+
+
+def gemini_keywords(schema: Any) -> set[str]:
+    """Every keyword the schema uses, below `properties` names."""
+    if isinstance(schema, list):
+        return {key for item in schema for key in gemini_keywords(item)}
+    if not isinstance(schema, dict):
+        return set()
+    found = set(schema)
+    for key, value in schema.items():
+        if key == "properties":
+            found |= {key for sub in value.values() for key in gemini_keywords(sub)}
+        elif key not in ("enum", "default", "required"):
+            found |= gemini_keywords(value)
+    return found
+
+
+async def test_no_schema_spells_a_type_as_a_list_and_geminis_subset_keeps_every_nullable(
+    connection: str,
+) -> None:
+    tools = await listed(connection)
+    schemas = {
+        f"{name}.{part}": tool[part]
+        for name, tool in tools.items()
+        for part in ("inputSchema", "outputSchema")
+    }
+    assert [place for name, schema in schemas.items() for place in type_lists(schema, name)] == []
+    gemini = {
+        name: GoogleOpenAPISchemaTransformer(copy.deepcopy(tool["inputSchema"])).walk()
+        for name, tool in tools.items()
+    }
+    assert {name: gemini_keywords(schema) - GEMINI_SCHEMA for name, schema in gemini.items()} == {
+        name: set() for name in tools
+    }
+    assert gemini["execute_plan"]["properties"]["run_id"] == {
+        "description": "The run to wait on.",
+        "nullable": True,
+        "pattern": "^run_[\\w-]{1,60}$",
+        "type": "string",
+    }
+    assert gemini["plan_research"]["properties"]["budget"]["properties"]["max_tokens"] == {
+        "minimum": 1,
+        "nullable": True,
+        "type": "integer",
+    }
 
 
 # --- 3. typed output schemas, and every result checked against its tool's ----------------------------
@@ -262,8 +396,9 @@ async def test_every_tool_has_a_title(connection: str) -> None:
     assert {name: bool(tool.get("title")) for name, tool in tools.items()} == {name: True for name in tools}
 
 
+@pytest.mark.parametrize("connection", ["memory-2025-11-25", "http"])
 async def test_a_client_that_sets_a_level_gets_the_servers_log_lines_redacted_and_no_lower(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    connection: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """What the server logs reaches a 2025-11-25 client at or above the level it set: a source not
     read and the run that ended partial for it, with the secret in the refused URL redacted."""
@@ -285,8 +420,7 @@ async def test_a_client_that_sets_a_level_gets_the_servers_log_lines_redacted_an
     async def on_log(params: Any) -> None:
         messages.append(params)
 
-    server = create_server(model=ScriptedModel(team_script))
-    async with Client(server, mode="legacy", logging_callback=on_log) as client:
+    async with connected(connection, logging_callback=on_log) as client:
         assert client.server_capabilities.logging is not None
         with pytest.warns(MCPDeprecationWarning):  # the SDK's client reminds that 2026-07-28 dropped it
             await client.set_logging_level("warning")
@@ -381,8 +515,9 @@ def test_progress_values_increase_stay_within_the_total_and_the_message_says_the
         last = value
 
 
+@pytest.mark.parametrize("connection", ["memory-2025-11-25", "http"])
 async def test_a_runs_progress_notifications_increase_within_their_total_and_agree_with_their_message(
-    monkeypatch: pytest.MonkeyPatch,
+    connection: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(manager, "PROGRESS_EVERY_S", 0.05)  # heartbeats between nodes
     seen: list[tuple[float, float | None, str | None]] = []
@@ -391,7 +526,7 @@ async def test_a_runs_progress_notifications_increase_within_their_total_and_agr
         seen.append((value, total, message))
 
     server = create_server(model=ScriptedModel(team_script, latency=0.2))
-    async with Client(server, mode="legacy") as client:
+    async with connected(connection, server) as client:
         planned = await client.call_tool(
             "plan_research", {"query": "three topics", "suggested_plan": three_leaf_plan()}
         )
@@ -458,14 +593,25 @@ async def test_a_search_during_the_scan_waits_to_know_and_a_corpus_read_whole_is
     assert changed.status().complete  # all read; storing the last vectors hides nothing
 
 
+@asynccontextmanager
+async def raw_session(connection: str, server: MCPServer[Any]) -> AsyncIterator[RawSession]:
+    """A JSON-RPC session by hand, in memory or over streamable HTTP (where tasks are the session's)."""
+    if connection == "http":
+        async with served_over_http(server) as url, streamable_http_client(url) as (read, write):
+            yield RawSession(read, write)
+        return
+    async with InMemoryTransport(server) as (read, write):
+        yield RawSession(read, write)
+
+
+@pytest.mark.parametrize("connection", ["memory-2025-11-25", "http"])
 async def test_a_tasks_requested_ttl_is_honoured_within_the_retention_and_an_expired_task_is_gone(
-    monkeypatch: pytest.MonkeyPatch,
+    connection: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RESEARCH_MCP_TASK_RETENTION_DAYS", "1")
     day = 86_400_000
     server = create_server(model=ScriptedModel(team_script))
-    async with InMemoryTransport(server) as (read, write):
-        session = RawSession(read, write)
+    async with raw_session(connection, server) as session:
         await session.open()
 
         async def started(task: dict[str, Any]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import anyio
@@ -11,6 +12,7 @@ import pytest
 from mcp import Client
 
 from research_mcp.server.app import create_server
+from research_mcp.sources.library import SourceLibrary
 from tests.server.indexing import corpus_status, wait_until_indexed
 
 NOTES = {
@@ -125,3 +127,37 @@ async def test_extract_source_reads_a_corpus_file_by_a_path_relative_to_the_corp
     assert not any(r.is_error for r in results), [r.content for r in results]
     assert "ring of coral around a lagoon" in facts[0].structured_content["text"]
     assert "one percent of the ocean floor" in facts[1].structured_content["text"]
+
+
+async def test_a_corpus_still_indexing_is_named_once_in_a_runs_gaps_with_the_latest_count(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each leaf's search sees how much of the corpus is indexed at that moment; the run's gaps say it
+    once, with the most documents any search saw (as each leaf's report had said it)."""
+    seen = iter(range(1_000, 1_000_000, 7))
+
+    def coverage(library: SourceLibrary) -> str:
+        return f"corpus: {next(seen):,} of 2,536 documents indexed (about 1 s left)"
+
+    plan = [
+        {"parent": None, "kind": "executor", "title": "ocean life"},
+        {"parent": 0, "kind": "leaf", "title": "kelp", "questions": ["How fast does giant kelp grow?"]},
+        {
+            "parent": 0,
+            "kind": "leaf",
+            "title": "reefs",
+            "questions": ["How much ocean floor do reefs cover?"],
+        },
+    ]
+    async with Client(create_server(), mode="legacy") as client:
+        await wait_until_indexed(client)
+        monkeypatch.setattr(SourceLibrary, "corpus_coverage", coverage)
+        planned = await client.call_tool("plan_research", {"query": "ocean life", "suggested_plan": plan})
+        run = await client.call_tool(
+            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 50}
+        )
+        gaps = await client.call_tool("report_results", {"id": run.structured_content["id"], "view": "gaps"})
+    said = [line for line in gaps.structured_content["text"].splitlines() if "indexed so far" in line]
+    assert len(said) == 1, gaps.structured_content["text"]
+    counts = [int(n.replace(",", "")) for n in re.findall(r"([\d,]+) of 2,536", said[0])]
+    assert counts and counts[0] >= 1_007  # not the first search's: a later one's

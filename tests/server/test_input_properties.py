@@ -454,8 +454,10 @@ def schema_values(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
     """Values valid for a JSON schema: `from_schema` for every value that is not an object, and
     objects composed here from their properties (hypothesis-jsonschema 0.23.1 draws objects with
     `many.more()`, a hypothesis internal that hypothesis 6.170 no longer has)."""
-    if schema.get("type") in (["object", "null"], ["array", "null"]):  # optional: null, or the value
-        return st.none() | schema_values({**schema, "type": schema["type"][0]})
+    options = schema.get("anyOf", [])
+    if {"type": "null"} in options and len(options) == 2:  # optional: null, or the value
+        (value,) = [option for option in options if option != {"type": "null"}]
+        return st.none() | schema_values(value)
     if schema.get("type") == "array" and schema.get("items", {}).get("type") == "object":
         return st.lists(schema_values(schema["items"]), max_size=4)  # a suggested plan's nodes
     if schema.get("type") != "object":

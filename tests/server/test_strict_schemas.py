@@ -9,6 +9,7 @@ default or another valid value, which means what leaving it out means.
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from agents.exceptions import UserError
@@ -33,24 +34,40 @@ def pydantic_ai_strict(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def optional_but_not_nullable(original: dict[str, Any], strict: dict[str, Any], path: str = "") -> list[str]:
-    """Properties the original leaves optional, without a default, that the strict schema requires
-    and refuses null for."""
+    """Properties the original leaves optional that the strict schema requires with no value meaning
+    "not given": not null, no published default, and no empty value (an empty list or text, an
+    object of such properties) that means what leaving it out means."""
     if not isinstance(original, dict) or not isinstance(strict, dict):
         return []
     found: list[str] = []
     required = original.get("required", [])
     for name, sub in original.get("properties", {}).items():
         converted = strict.get("properties", {}).get(name, {})
-        kinds = converted.get("type")
-        nullable = (isinstance(kinds, list) and "null" in kinds) or {"type": "null"} in converted.get(
-            "anyOf", []
-        )
-        if name not in required and not nullable and "default" not in sub:
+        if name not in required and not (_nullable(converted) or "default" in sub or _has_empty(sub)):
             found.append(f"{path}.{name}")
         found += optional_but_not_nullable(sub, converted, f"{path}.{name}")
     if "items" in original:
         found += optional_but_not_nullable(original["items"], strict.get("items", {}), f"{path}[]")
+    for branch, converted in zip(original.get("anyOf", []), strict.get("anyOf", []), strict=False):
+        found += optional_but_not_nullable(branch, converted, path)
     return found
+
+
+def _nullable(schema: dict[str, Any]) -> bool:
+    kinds = schema.get("type")
+    return (isinstance(kinds, list) and "null" in kinds) or {"type": "null"} in schema.get("anyOf", [])
+
+
+def _has_empty(schema: dict[str, Any]) -> bool:
+    """Whether an empty value of the schema's type is valid: what a strict model sends for none."""
+    kind = schema.get("type")
+    if kind == "array":
+        return not schema.get("minItems")
+    if kind == "string":
+        return not schema.get("minLength") and re.fullmatch(schema.get("pattern", ""), "") is not None
+    if kind == "object":
+        return not schema.get("required")
+    return False
 
 
 async def input_schemas() -> dict[str, dict[str, Any]]:
@@ -65,28 +82,45 @@ async def test_openai_agents_makes_every_tool_strict_and_keeps_their_optional_pa
     assert {name: optional_but_not_nullable(schemas[name], strict) for name, strict in converted.items()} == {  # type: ignore[arg-type]
         name: [] for name in converted
     }
-    assert all(schema["additionalProperties"] is False for schema in schemas.values())
+    # The published schemas leave objects open to save the model's context (the server refuses an
+    # unknown field by name); the strict conversion closes every one of them.
+    assert all(_closed(strict) for strict in converted.values())
 
 
-async def test_the_nested_arguments_are_closed_typed_objects() -> None:
+def _closed(schema: Any) -> bool:
+    if isinstance(schema, list):
+        return all(_closed(item) for item in schema)
+    if not isinstance(schema, dict):
+        return True
+    if schema.get("type") == "object" and schema.get("additionalProperties") is not False:
+        return False
+    return all(_closed(value) for key, value in schema.items() if key not in ("enum", "default"))
+
+
+async def test_the_nested_arguments_are_typed_objects_that_refuse_unknown_fields() -> None:
     schemas = await input_schemas()
-    node = schemas["plan_research"]["properties"]["suggested_plan"]["items"]
-    spec = schemas["extract_source"]["properties"]["task_spec"]
-    assert node["additionalProperties"] is False and spec["additionalProperties"] is False
-    assert set(node["properties"]) == {"parent", "kind", "title", "questions", "sources"}
+    (node, _) = schemas["plan_research"]["properties"]["suggested_plan"]["anyOf"]
+    (spec, _) = schemas["extract_source"]["properties"]["task_spec"]["anyOf"]
+    assert set(node["items"]["properties"]) == {"parent", "kind", "title", "questions", "sources"}
     assert set(spec["properties"]) == {"expected_format", "acceptance_criteria", "discovery_intense"}
     assert "$ref" not in str(schemas) and "$defs" not in str(schemas)
+    plan = [{"kind": "executor", "title": "penguins", "colour": "blue"}]
+    async with Client(create_server(model=ScriptedModel(team_script))) as client:
+        refused = await client.call_tool("plan_research", {"query": "penguins", "suggested_plan": plan})
+        unknown = await client.call_tool("scout_sources", {"topic": "penguins", "colour": "blue"})
+    assert refused.is_error and "suggested_plan[0].colour: unknown field" in refused.content[0].text  # type: ignore[union-attr]
+    assert unknown.is_error and "unknown argument 'colour'" in unknown.content[0].text  # type: ignore[union-attr]
 
 
 async def test_a_strict_client_plans_with_the_flat_plan_its_schema_gives() -> None:
-    """What openai-agents' strict schema makes a model send: every field, null where not given."""
+    """What openai-agents' strict schema makes a model send: every field, null or empty where not given."""
     schemas = await input_schemas()
     strict = openai_agents_strict(schemas["plan_research"])
     assert isinstance(strict, dict)
-    node = strict["properties"]["suggested_plan"]["items"]
+    node = strict["properties"]["suggested_plan"]["anyOf"][0]["items"]
     assert node["required"] == ["parent", "kind", "title", "questions", "sources"]
     plan = [
-        {"parent": None, "kind": "executor", "title": "penguins", "questions": None, "sources": None},
+        {"parent": None, "kind": "executor", "title": "penguins", "questions": [], "sources": None},
         {
             "parent": 0,
             "kind": "leaf",
@@ -97,7 +131,17 @@ async def test_a_strict_client_plans_with_the_flat_plan_its_schema_gives() -> No
     ]
     async with Client(create_server(model=ScriptedModel(team_script))) as client:
         result = await client.call_tool(
-            "plan_research", {"query": "penguin breeding", "suggested_plan": plan, "budget": None}
+            "plan_research",
+            {
+                "query": "penguin breeding",
+                "suggested_plan": plan,
+                "budget": {
+                    "max_tokens": None,
+                    "max_cost_usd": None,
+                    "max_seconds": None,
+                    "max_sources": None,
+                },
+            },
         )
     assert not result.is_error, result.content
     assert result.structured_content is not None and result.structured_content["status"] == "feasible"

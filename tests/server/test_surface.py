@@ -15,10 +15,10 @@ import pytest
 from mcp import Client
 
 from research_mcp.config import Settings
+from research_mcp.handles import fit_compact, result_bytes
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.roles.framing import frame
 from research_mcp.server.app import create_server
-from research_mcp.service import fit_compact, result_bytes
 from research_mcp.storage.store import Store
 from tests.handshake import INITIALIZE
 

@@ -143,9 +143,14 @@ def walk(node: dict[str, Any]) -> list[tuple[str, str]]:
 RENDERED_TREE = "[...document.querySelectorAll('[data-node]')].map(n => [n.dataset.node, n.dataset.state])"
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
+# Each theme under one sandbox: the reference host's, and one without allow-same-origin (opaque origin).
+@pytest.mark.parametrize(
+    ("theme", "sandbox"),
+    [("light", SANDBOXES["same-origin"]), ("dark", SANDBOXES["opaque-origin"])],
+    ids=["light-same-origin", "dark-opaque-origin"],
+)
 def test_a_finished_run_renders_its_tree_and_each_citation_opens_onto_its_verified_quote(
-    browser: Browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, theme: str
+    browser: Browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, theme: str, sandbox: str
 ) -> None:
     corpus = tmp_path / "notes"
     corpus.mkdir()
@@ -161,7 +166,7 @@ def test_a_finished_run_renders_its_tree_and_each_citation_opens_onto_its_verifi
         assert run["status"] == "done", run
         expected = snapshot(host, run["id"])
         with serve(host) as urls:
-            page, frame = open_view(browser, urls, theme)
+            page, frame = open_view(browser, urls, theme, sandbox)
             browser.wait_for(frame, "document.getElementById('status')?.textContent === 'done'")
 
             # The tree: every node of the run, each in the state the server has for it.
@@ -248,6 +253,9 @@ def test_the_view_refreshes_a_running_run_until_it_ends_and_then_shows_the_repor
                 states = "Object.fromEntries(" + RENDERED_TREE + ")"
                 browser.wait_for(frame, f"(s => s['n.1'] === 'running' && s['n.2'] === 'running')({states})")
                 assert browser.evaluate(frame, "document.getElementById('status').textContent") == "running"
+                # The sandbox is the one asked for: without allow-same-origin the view's origin is opaque.
+                opaque = browser.evaluate(frame, "self.origin") == "null"
+                assert opaque == ("allow-same-origin" not in sandbox)
                 reads_before = host.view_calls("run_view")
                 # The alpha leaf ends while the view is open: only a refresh can show it.
                 gates["Alpha"].set()
