@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from research_mcp.storage.models import decompress_text
 from tests.fake_http import RecordedRequest, ScriptedResponse
 from tests.llm.fake_anthropic import FakeMessagesAPI
 
@@ -352,6 +353,7 @@ def snapshot(database: Path, run_id: str | None) -> Snapshot:
     keys = set()
     for _, role, _, _, inputs, text in rows:
         if role == "extractor" and text:
+            text = decompress_text(text) if isinstance(text, bytes) else text  # stored compressed
             marker = MARKER.search(text)
             branch = re.search(r"of branch (\d+)", text)
             if marker and branch:
