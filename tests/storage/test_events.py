@@ -2,6 +2,10 @@ import json
 import typing
 from pathlib import Path
 
+from research_mcp.config import Settings
+from research_mcp.llm.scripted import ScriptedModel, team_script
+from research_mcp.runs.context import node_key
+from research_mcp.runs.leaf import leaf_sources
 from research_mcp.storage import events
 from research_mcp.storage.events import (
     AcceptanceRejudged,
@@ -18,6 +22,8 @@ from research_mcp.storage.events import (
 )
 from research_mcp.storage.outputs import AcceptanceCheck
 from research_mcp.storage.store import Store
+from tests.runs.test_engine import SOLAR, WIND
+from tests.runs.walk import PLAN_ID, leaf, tree, walk
 
 NODE = "plan_1/n.1"
 
@@ -138,3 +144,17 @@ def test_an_unknown_kind_or_unreadable_data_is_kept_aside_and_never_taken_as_a_d
     ]
     assert "hop_budget" in unread[1].problem  # type: ignore[union-attr]
     assert store.events_for_run(run_id, SourcesChosen) == []  # a resumed leaf chooses its sources anew
+
+
+async def test_a_resumed_leaf_whose_recorded_choice_cannot_be_read_chooses_its_sources_anew() -> None:
+    store = Store(Settings().database_path)
+    try:
+        root = tree(leaf("energy", SOLAR))
+        rc = walk(store, ScriptedModel(team_script), root)
+        key = node_key(PLAN_ID, "n.1")
+        insert_row(store, rc.run_id, "sources_chosen", {"refs": WIND}, node_id=key)  # a string, not a list
+        assert await leaf_sources(rc, root.children[0], key, []) == [SOLAR]
+        [chosen] = store.events_for_run(rc.run_id, SourcesChosen)
+        assert chosen.refs == [SOLAR]
+    finally:
+        store.close()
