@@ -354,7 +354,6 @@ def snapshot(database: Path, run_id: str | None) -> Snapshot:
     for _, role, _, _, inputs, stored in rows:
         text = decompress_text(stored) if isinstance(stored, bytes) else stored  # sources.text is compressed
         if role == "extractor" and text:
-            text = decompress_text(text) if isinstance(text, bytes) else text  # stored compressed
             marker = MARKER.search(text)
             branch = re.search(r"of branch (\d+)", text)
             if marker and branch:
