@@ -305,6 +305,9 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
             [*questions, *output.suggested_followups],
             scope.below.read_refs | links,
         )
+        # A follow-up is a question not asked yet: one this node was asked, unanswered, is a gap.
+        asked = {normalize(question) for question in questions}
+        output.suggested_followups = [f for f in output.suggested_followups if normalize(f) not in asked]
         output.confidence = _capped(
             evidence.cap(output.confidence), output, cites_verified=bool(check.verified)
         )

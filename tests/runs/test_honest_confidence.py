@@ -232,3 +232,19 @@ async def test_a_question_no_fact_answers_is_one_gap_not_two(monkeypatch: pytest
     assert sorted(len([gap for gap in output.gaps if q in gap]) for q in (works, unsupported)) == [0, 1], (
         output.gaps
     )
+
+
+async def test_a_question_nothing_answers_is_not_suggested_again_as_its_own_follow_up() -> None:
+    # The no-model synthesizer turned the unanswered question into the run's follow-up: asked again,
+    # the same question is no way forward for the person reading the report.
+    question = "How many cores does the Raspberry Pi 5 have?"
+    async with Client(create_server(model=None)) as client:
+        planned = await client.call_tool("plan_research", {"query": question})
+        done = await client.call_tool(
+            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        )
+        followups = await client.call_tool(
+            "report_results", {"id": done.structured_content["id"], "view": "followups"}
+        )
+    assert done.structured_content["status"] == "no_sources"
+    assert question not in followups.content[0].text  # type: ignore[union-attr]
