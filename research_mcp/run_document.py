@@ -60,16 +60,7 @@ class ViewTotals(_Shown):
 
     @classmethod
     def of(cls, totals: RunTotals) -> ViewTotals:
-        return cls(
-            nodes_done=totals.nodes_done,
-            nodes_total=totals.nodes_total,
-            sources=totals.sources,
-            facts=totals.facts,
-            facts_verified=totals.facts_verified,
-            tokens=totals.tokens,
-            cost_usd=round(totals.cost_usd, 6),
-            elapsed_s=round(totals.elapsed_s, 2),
-        )
+        return cls(**totals.as_dict())
 
 
 class ViewCitation(_Shown):

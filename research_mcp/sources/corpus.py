@@ -220,7 +220,7 @@ class Corpus:
     ) -> list[tuple[int, str, dict[str, Any]]]:
         """Store a new or changed document and its chunks (one transaction); return the chunks to embed."""
         spans = list(chunk_spans(text))
-        _, old_chunks, chunk_ids = self._store.save_corpus_document(
+        doc_id, old_chunks, chunk_ids = self._store.save_corpus_document(
             doc_id=None if row is None else row.id,
             root=str(root),
             path=rel,
@@ -234,7 +234,7 @@ class Corpus:
         if old_chunks and self._index is not None:
             self._index.delete("chunks", old_chunks)
         return [
-            (chunk_id, embedding_text(title, text[start:end]), {})
+            (chunk_id, embedding_text(title, text[start:end]), {"doc_id": doc_id})
             for chunk_id, (start, end) in zip(chunk_ids, spans, strict=True)
         ]
 
@@ -410,12 +410,9 @@ class Corpus:
         except NotConfigured as err:
             self.drop_vectors(err)
             return [], None
-        # A chunk's document is SQLite's to say: the vectors carry no payload (11 MB saved at 74,000
-        # chunks), and a chunk whose document changed since is left out.
-        documents = self._store.corpus_chunk_documents([h.id for h in hits])
-        ranking = best_per_document((documents[h.id], h.id) for h in hits if h.id in documents)
+        ranking = best_per_document((int(h.payload["doc_id"]), h.id) for h in hits if "doc_id" in h.payload)
         in_scope = self._in_scope([doc_id for doc_id, _ in ranking])
-        scores = [h.score for h in hits if documents.get(h.id) in in_scope]
+        scores = [h.score for h in hits if h.payload.get("doc_id") in in_scope]
         return [(d, c) for d, c in ranking if d in in_scope], max(scores, default=None)
 
     def _in_scope(self, doc_ids: Sequence[int]) -> dict[int, CorpusDocumentInfo]:

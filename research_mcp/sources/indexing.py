@@ -346,7 +346,9 @@ def _embed_missing(corpus: Corpus, progress: IndexProgress, stop: threading.Even
     while not stop.is_set() and (chunks := corpus.store.corpus_chunks_after(last, EMBED_BATCH)):
         last = chunks[-1].id
         held = index.held("chunks", [c.id for c in chunks])
-        batch: list[Chunk] = [(c.id, embedding_text(c.title, c.text), {}) for c in chunks if c.id not in held]
+        batch = [
+            (c.id, embedding_text(c.title, c.text), {"doc_id": c.doc_id}) for c in chunks if c.id not in held
+        ]
         if not batch:
             continue
         if not index.available:
@@ -377,7 +379,7 @@ def rebuild_vectors(corpus: Corpus, progress: Callable[[int, int], None] | None 
     last, done, started = 0, 0, time.monotonic()
     logged = started
     while chunks := corpus.store.corpus_chunks_after(last, EMBED_BATCH):
-        index.add("chunks", [(c.id, embedding_text(c.title, c.text), {}) for c in chunks])
+        index.add("chunks", [(c.id, embedding_text(c.title, c.text), {"doc_id": c.doc_id}) for c in chunks])
         last, done = chunks[-1].id, done + len(chunks)
         if progress is not None:
             progress(done, total)

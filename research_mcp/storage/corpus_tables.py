@@ -133,15 +133,6 @@ class CorpusTables(StoreDatabase):
 
     # --- reading -------------------------------------------------------------------------------
 
-    def corpus_chunk_documents(self, chunk_ids: Sequence[int]) -> dict[int, int]:
-        """The document of each of these chunks, by chunk id (chunks no longer stored are left out)."""
-        if not chunk_ids:
-            return {}
-        rows = self._all(
-            f"SELECT id, doc_id FROM corpus_chunks WHERE id IN ({marks(chunk_ids)})", list(chunk_ids)
-        )
-        return {int(row["id"]): int(row["doc_id"]) for row in rows}
-
     def corpus_document_count(self, roots: Sequence[str]) -> int:
         row = self._one(
             f"SELECT COUNT(*) AS n FROM corpus_documents WHERE root IN ({marks(roots) or 'NULL'})",
