@@ -8,7 +8,7 @@ import re
 
 from research_mcp.matching.terms import same_term, stem, terms
 
-__all__ = ["of_subject"]
+__all__ = ["asked_subject", "of_subject"]
 
 _AUXILIARY = r"(?:do|does|did|can|could|will|would|should|must|may)"
 _BE = r"(?:is|are|was|were)"
@@ -39,6 +39,16 @@ _WORD = re.compile(r"[\w'’-]+")
 _VERB = re.compile(rf"{_AUXILIARY}|{_BE}|has|have|had", re.IGNORECASE)
 #: A longer subject is a clause, not a name to carry.
 MAX_SUBJECT_WORDS = 6
+
+
+def asked_subject(question: str) -> str | None:
+    """What a "Which <kind> <aux> <subject> <verb>?" question asks about ("Which characters may host
+    names in /etc/hosts contain?": "host names in /etc/hosts"), for a later part's pronoun; None when
+    the question has another form or the subject is a clause."""
+    match = _DOES.match(question.strip())
+    if not match or len(match.group("subject").split()) > MAX_SUBJECT_WORDS:
+        return None
+    return match.group("subject").strip()
 
 
 def of_subject(part: str, first: str) -> str:

@@ -481,6 +481,13 @@ async def test_a_comparison_of_what_each_item_is_asks_each_item_the_same_questio
             ],
         ),
         (
+            "Which characters may host names in /etc/hosts contain, and what must they begin with?",
+            [
+                "Which characters may host names in /etc/hosts contain?",
+                "What must host names in /etc/hosts begin with?",
+            ],
+        ),
+        (
             "What is the first field of an fstab line? Which program reads the second field?",
             [
                 "What is the first field of an fstab line?",

@@ -34,7 +34,7 @@ from research_mcp.llm.extractive.plan_shapes import (
     discovery_leaf,
     with_task_spec,
 )
-from research_mcp.matching.subjects import of_subject
+from research_mcp.matching.subjects import asked_subject, of_subject
 from research_mcp.matching.terms import STOPWORDS, clip
 from research_mcp.role_inputs import PlannerInput
 from research_mcp.scope import judge_scope
@@ -217,11 +217,14 @@ def with_subject(part: str, first: str) -> str:
     if not _LEANS.search(part):
         return of_subject(part, first)
     match = _SUBJECT.match(first.strip())
-    if not match:
+    if match:
+        subject = match.group("subject").strip()
+        if match.group("kind"):
+            subject = f"{subject}'s {match.group('kind')}"
+    elif (asked := asked_subject(first)) is not None:
+        subject = asked  # "Which characters may host names contain?" then "What must they begin with?"
+    else:
         return part
-    subject = match.group("subject").strip()
-    if match.group("kind"):
-        subject = f"{subject}'s {match.group('kind')}"
     if len(subject.split()) > 6:
         return part
 
