@@ -202,11 +202,17 @@ async def test_a_licences_limitation_of_liability_and_without_limitation_are_no_
     licence = (
         "# Licence\n\nYou may copy the work, including, without limitation, the rights to modify it.\n\n"
         "## 8. Limitation of Liability\n\nIn no event shall any contributor be liable to you for damages.\n\n"
-        "## Limitations\n\nThe licence was not yet tested in court.\n"
+        "## Limitations\n\nThe licence was not yet tested in court.\n\n"
+        "## 8. Distribution\n\nIf the distribution of the Library is restricted in certain countries, the "
+        "copyright holder may add an explicit geographical distribution limitation excluding those countries.\n"
+        "One limitation of this licence is that it names no court.\n"
     )
     output = await ask(model, ExtractorOutput, extraction(["May I modify the work?"], licence))
 
-    assert output.source_identified_gaps == ["The licence was not yet tested in court."]
+    assert output.source_identified_gaps == [
+        "The licence was not yet tested in court.",
+        "One limitation of this licence is that it names no court.",
+    ]
 
 
 async def test_linked_sources_are_listed_only_for_a_discovery_intense_task(model: ExtractiveModel) -> None:
