@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import anyio
+
 from research_mcp.contracts import Budget, PlanNode
 from research_mcp.ids import NodeKey
 from research_mcp.roles.base import RoleDeps
@@ -27,6 +29,9 @@ class RunContext:
     asked_by_leaf: dict[tuple[str, str], set[str]] | None = None  # see runs/prior.py
     # Which node took each source first (by reference key): a sibling is handed it only last.
     taken_by: dict[str, str] = field(default_factory=dict)
+    # Siblings take in plan order, whichever finished searching first: each leaf's turn waits for
+    # its earlier siblings' (runs/reading.py), so a run asked twice hands out the same sources.
+    take_turns: dict[str, tuple[list[anyio.Event], anyio.Event]] = field(default_factory=dict)
     # Each leaf's share of the run's budget by node id, when priorities divide it (runs/shares.py).
     shares: dict[str, Budget] = field(default_factory=dict)
 

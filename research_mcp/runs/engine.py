@@ -175,6 +175,9 @@ async def _run_children(
     """The children's result handoffs, in order. A child that fails (its model calls, its sources) is
     named in `rc.failures[key]` and left out, so its siblings finish; a budget stop still stops all."""
     results: dict[int, str] = {}
+    turns = [anyio.Event() for _ in children]
+    for index, child in enumerate(children):
+        rc.take_turns[node_key(rc.plan_id, child.id)] = (turns[:index], turns[index])
 
     async def run(index: int, child: PlanNode) -> None:
         try:
@@ -188,6 +191,8 @@ async def _run_children(
             # What the child had found missing before it failed is named too, after it.
             rc.failures.setdefault(key, []).extend([failure, *rc.failures.get(child_key, [])])
             rc.deps.store.add_event(rc.run_id, NodeFailed(message=failure, node_id=child_key))
+        finally:
+            turns[index].set()  # a child done before, failed or taking nothing holds up no sibling
 
     async with anyio.create_task_group() as group:
         for index, child in enumerate(children):

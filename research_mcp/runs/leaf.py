@@ -16,7 +16,7 @@ from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.hops import follow_leads
 from research_mcp.runs.prior import known_insights, known_questions, prior_findings
-from research_mcp.runs.reading import choose_sources, extract_sources, ref_key, stored_ref
+from research_mcp.runs.reading import choose_sources, extract_sources, ref_key, stored_ref, taking_turn
 from research_mcp.storage.events import NoSources, SourcesChosen, SpecBudgetSpent
 
 __all__ = ["rubric", "run_leaf"]
@@ -41,6 +41,7 @@ async def leaf_sources(rc: RunContext, node: PlanNode, key: str, discovered: lis
     if chosen is not None and chosen["refs"] and not chosen["failures"]:
         for ref in chosen["refs"]:
             rc.taken_by.setdefault(ref_key(ref), key)
+        await taking_turn(rc, key, done=True)
         return chosen["refs"]
     refs = await choose_sources(rc, node, discovered, skip=set())
     rc.deps.store.add_event(

@@ -32,7 +32,15 @@ from research_mcp.storage.events import (
     SpecBudgetSpent,
 )
 
-__all__ = ["SOURCES_PER_LEAF", "choose_sources", "extract_sources", "ref_key", "stored_ref", "take"]
+__all__ = [
+    "SOURCES_PER_LEAF",
+    "choose_sources",
+    "extract_sources",
+    "ref_key",
+    "stored_ref",
+    "take",
+    "taking_turn",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -47,10 +55,12 @@ async def choose_sources(
     skip = {ref_key(ref) for ref in skip}
     key = node_key(rc.plan_id, node.id)
     if node.sources:
+        await taking_turn(rc, key, done=True)
         return [ref for ref in node.sources if ref_key(ref) not in skip]
     limit = leaf_reading(node)[0]  # SOURCES_PER_LEAF, within the node's budget
     if discovered:
-        return take(rc, key, [ref for ref in discovered if ref_key(ref) not in skip], limit)
+        await taking_turn(rc, key)
+        return take(rc, key, [ref for ref in discovered if ref_key(ref) not in skip], limit, turn=True)
     queries = list(node.search_queries) or leaf_questions(node)[:2]
     refs: list[str] = []
     for query in queries:
@@ -66,13 +76,24 @@ async def choose_sources(
         for candidate in found:
             if ref_key(candidate.ref) not in skip and candidate.ref not in refs:
                 refs.append(candidate.ref)
-    return take(rc, key, refs, limit)
+    await taking_turn(rc, key)
+    return take(rc, key, refs, limit, turn=True)
 
 
-def take(rc: RunContext, key: str, refs: list[str], limit: int) -> list[str]:
-    """The first `limit` of `refs`, those no other node took first before those one did; taken.
-    What earlier attempts of the run took is read from its events first, so a resumed run hands
-    out sources as an uninterrupted one did."""
+async def taking_turn(rc: RunContext, key: str, *, done: bool = False) -> None:
+    """Wait until the leaf's earlier siblings have taken their sources (`done`: this leaf takes none,
+    its turn passes at once)."""
+    earlier, mine = rc.take_turns.get(key, ([], None))
+    if done and mine is not None:
+        mine.set()
+    for event in earlier:
+        await event.wait()
+
+
+def take(rc: RunContext, key: str, refs: list[str], limit: int, *, turn: bool = False) -> list[str]:
+    """The first `limit` of `refs`, those no other node took first before those one did; taken
+    (`turn`: the leaf's turn to take passes to its next sibling). What earlier attempts of the run
+    took is read from its events first, so a resumed run hands out sources as an uninterrupted one did."""
     if not rc.taken_by:
         for recorded in rc.deps.store.events_for_run(rc.run_id, SourcesChosen):
             for ref in recorded.refs:
@@ -82,6 +103,8 @@ def take(rc: RunContext, key: str, refs: list[str], limit: int) -> list[str]:
     chosen += others[: limit - len(chosen)]
     for ref in chosen:
         rc.taken_by.setdefault(ref_key(ref), key)
+    if turn and (mine := rc.take_turns.get(key, ([], None))[1]) is not None:
+        mine.set()
     return chosen
 
 

@@ -1,16 +1,28 @@
-"""What a phase iteration asks does not depend on which parallel extraction started first: the
-follow-ups a leaf's sources raised are taken by source, so a run asked twice asks the same."""
+"""A run asked twice does the same, whichever parallel step finishes first: sibling leaves take their
+sources in plan order, and the follow-ups a phase iteration asks are taken by source."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from research_mcp.config import Settings
 from research_mcp.contracts import Confidence, FollowUpQuestion
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.runs.context import node_key
 from research_mcp.runs.phases import MAX_FOLLOW_UPS, follow_ups_of, raised_by_source
+from research_mcp.server.app import create_server
+from research_mcp.storage.events import SourcesChosen
 from research_mcp.storage.outputs import StoredExtraction
 from research_mcp.storage.store import Store
 from tests.runs.walk import PLAN_ID, leaf, tree, walk
+from tests.sources.fake_tavily import FakeTavily
+from tests.sources.loopback import LoopbackServer
 
 RAISED = {
     "corpus:1": ["Which field does fsck read?", "What does the pass number mean?"],
@@ -48,3 +60,61 @@ def test_the_follow_ups_an_iteration_asks_do_not_depend_on_which_source_was_read
     assert asked[0] == asked[1]
     assert len(asked[0]) == MAX_FOLLOW_UPS == 3
     assert asked[0][:2] == RAISED["corpus:1"]
+
+
+PAGE = "<html><head><title>{name}</title></head><body><p>{name} is a tidal power plant on a river estuary.</p></body></html>"
+
+
+@pytest.fixture
+def web(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeTavily, LoopbackServer]]:
+    """Four pages every search finds, in the same order; the search for "slow" answers late."""
+    with FakeTavily() as tavily, LoopbackServer() as pages:
+        names = ["alpha", "beta", "gamma", "delta"]
+        for name in names:
+            pages.serve(f"/{name}.html", PAGE.format(name=name).encode())
+
+        def search(body: dict[str, Any]) -> dict[str, Any]:
+            if "slow" in body["query"]:
+                time.sleep(0.8)  # the first leaf's search finishes after its sibling's
+            results = [
+                {"url": pages.url(f"/{n}.html"), "title": n, "content": n, "score": 0.8} for n in names
+            ]
+            return {"results": results}
+
+        tavily.route("/search", search)
+        monkeypatch.setenv("TAVILY_API_KEY", "tvly-test")
+        monkeypatch.setenv("TAVILY_API_BASE_URL", tavily.url)
+        monkeypatch.setenv("RESEARCH_MCP_FETCH_ALLOW", f"127.0.0.1:{pages.port}")
+        yield tavily, pages
+
+
+async def test_sibling_leaves_take_sources_in_plan_order_not_by_whose_search_finished_first(
+    web: tuple[FakeTavily, LoopbackServer],
+) -> None:
+    _, pages = web
+    searching = {"kind": "leaf", "questions": ["What is a tidal power plant?"]}
+    plan = {
+        "root": {
+            "kind": "executor",
+            "title": "tidal power",
+            "children": [
+                {**searching, "title": "slow", "search_queries": ["tidal slow"]},
+                {**searching, "title": "fast", "search_queries": ["tidal fast"]},
+            ],
+        }
+    }
+    async with Client(create_server(model=ScriptedModel(team_script))) as client:
+        planned = await client.call_tool("plan_research", {"query": "tidal power", "suggested_plan": plan})
+        run = await client.call_tool(
+            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        )
+    assert run.structured_content["status"] == "done", run.content
+    store = Store(Settings().database_path)
+    chosen = {
+        e.node_id.rsplit("/", 1)[-1]: e.refs
+        for e in store.events_for_run(run.structured_content["id"], SourcesChosen)
+    }
+    # The first leaf in the plan takes the first three, though its search answered last; its
+    # sibling gets the one left, then the taken ones last.
+    assert chosen["n.1"] == [pages.url(f"/{name}.html") for name in ("alpha", "beta", "gamma")]
+    assert chosen["n.2"] == [pages.url(f"/{name}.html") for name in ("delta", "alpha", "beta")]
