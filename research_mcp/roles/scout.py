@@ -1,17 +1,20 @@
 """The scout: a topic swept from several angles (and the sites it names crawled), the candidates
-de-duplicated and quick-scanned (their opening read), ranked and tagged by the backend, and each
-kept source tagged by code with the questions it covers. Never spawns executors."""
+de-duplicated and clustered, the first few quick-scanned by the extractor (roles/quick_scan.py),
+ranked and tagged by the backend with what the scans found, and each kept source tagged by code
+with the questions it covers. Never spawns executors."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import anyio
 
-from research_mcp.contracts import ScoutOutput
+from research_mcp.contracts import RankedCandidate, ScoutOutput
 from research_mcp.role_inputs import ScoutCandidate, ScoutInput
 from research_mcp.roles.base import HandoffContext, Place, Role, RoleDeps, RoleResult, perform
 from research_mcp.roles.framing import frame
+from research_mcp.roles.quick_scan import Scans, quick_scan
 from research_mcp.roles.sweep import LEADS, Folded, angles, cluster, covered, sites_named
 from research_mcp.sources.library import Candidate, ref_key
 from research_mcp.sources.openings import LEAD_CHARS
@@ -35,6 +38,7 @@ def _prompt(scout_input: ScoutInput) -> str:
         f"{c.index}. [{c.origin}] {c.title} <{c.ref}> score={c.score:.3f}"
         + (f" published={c.published}" if c.published else "")
         + (f"\n   opening: {c.lead[:300]}" if c.lead else "")
+        + (f"\n   quick scan: {c.scan}" if c.scan else "")
         + f"\n   {c.snippet[:300]}"
         for c in scout_input.candidates
     ]
@@ -126,8 +130,14 @@ async def scout(
     searched = angles(topic, queries or [], questions)
     led: dict[str, list[str]] = {}
     box = box_seconds if box_seconds is not None else deps.settings.sweep_seconds
+    started = time.monotonic()
     found, found_by = await _sweep(deps, topic, searched, failures, led, box)
     found, folded = cluster(found)
+    scan_place = Place(run_id, f"{node_id}/scan" if node_id else None, iteration)
+    left = box - (time.monotonic() - started)
+    scans = await quick_scan(deps, found, questions or [topic], scan_place, seconds=left)
+    if scans.stopped:
+        failures.append(scans.stopped)
     candidates = [
         ScoutCandidate(
             index=index,
@@ -138,12 +148,13 @@ async def scout(
             origin=c.origin,
             published=c.published,
             lead=deps.sources.opening_of(c.ref) if c.origin == "corpus" else "",
+            scan=finding.note if (finding := scans.found.get(ref_key(c.ref))) else "",
         )
         for index, c in enumerate(found[:MAX_CANDIDATES])
     ]
     scout_input = ScoutInput(topic=topic, queries=searched, candidates=candidates, questions=questions)
 
-    curation = Curation(scout_input, limit=limit, failures=failures, led=led, found_by=found_by)
+    curation = Curation(scout_input, limit=limit, failures=failures, led=led, found_by=found_by, scans=scans)
     curation.folded = [_folded(item) for item in folded]
     return await perform(deps, curation, Place(run_id, node_id, iteration))
 
@@ -164,10 +175,12 @@ class Curation(Role[ScoutOutput, StoredCuration]):
         failures: list[str],
         led: dict[str, list[str]],
         found_by: dict[str, list[str]],
+        scans: Scans | None = None,
     ) -> None:
         super().__init__(scout_input)
         self.scout_input, self.limit, self.failures = scout_input, limit, failures
         self.led, self.found_by = led, found_by
+        self.scans = scans or Scans()
         self.folded: list[dict[str, Any]] = []  # near-duplicates the sweep folded, shown as excluded
 
     def prompt(self) -> str:
@@ -183,21 +196,22 @@ class Curation(Role[ScoutOutput, StoredCuration]):
         kept: list[dict[str, Any]] = []
         excluded: list[dict[str, Any]] = []
         seen: set[int] = set()
-        for item in sorted(output.ranked, key=lambda r: -r.score):
-            if item.index >= len(candidates) or item.index in seen:
+        for item, score in self._scanned(output):
+            if item.index in seen:
                 continue
             seen.add(item.index)
             c = candidates[item.index]
             curated = {
                 "ref": c.ref,
                 "title": c.title,
-                "score": item.score,
+                "score": score,
                 "tags": item.tags,
                 "rationale": item.rationale,
                 "origin": c.origin,
                 "covers": covered(c, questions, led.get(ref_key(c.ref), [])),
                 "found_by": [searched.index(a) + 1 for a in found_by.get(ref_key(c.ref), [])],
                 "lead": (c.lead or c.snippet)[:LEAD_CHARS],
+                "scan": c.scan,
             }
             (kept if item.include else excluded).append(curated)
         kept = kept[:limit]
@@ -212,6 +226,20 @@ class Curation(Role[ScoutOutput, StoredCuration]):
                 "angles": searched,
                 "questions": questions,
                 "uncovered": [n for n in range(1, len(questions) + 1) if n not in covering],
+                "scanned": len(self.scans.found),
                 "excluded": [*excluded, *self.folded][:MAX_EXCLUDED],
             },
         )
+
+    def _scanned(self, output: ScoutOutput) -> list[tuple[RankedCandidate, float]]:
+        """The backend's ranking with each scanned candidate's score moved by what its scan found,
+        best first (ties keep the backend's order)."""
+        candidates = self.scout_input.candidates
+        moved = []
+        for item in output.ranked:
+            if item.index >= len(candidates):
+                continue
+            finding = self.scans.found.get(ref_key(candidates[item.index].ref))
+            score = item.score + (finding.adjustment if finding else 0.0)
+            moved.append((item, round(min(1.0, max(0.0, score)), 4)))
+        return sorted(moved, key=lambda pair: -pair[1])
