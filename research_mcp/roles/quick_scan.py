@@ -8,8 +8,8 @@ reads the source extracts it whole. What a scan finds moves the candidate's scor
 or cannot be read lowers it) and gives it one short line of why (`ScanFinding.note`).
 
 The scans keep to a box of their own: the tokens of `RESEARCH_MCP_SWEEP_TOKENS` (the no-model
-extractor spends none), what is left of the sweep's time box, and `SCANNED` sources. When a box
-closes the scout scans no more and says so among its failures.
+extractor spends none; 0 turns the scans off), what is left of the sweep's time box, and `SCANNED`
+sources. When a box closes the scout scans no more and says so among its failures.
 """
 
 from __future__ import annotations
@@ -131,6 +131,8 @@ async def quick_scan(
     scan_deps = replace(deps, budget=box)
     asked = list(dict.fromkeys(questions))[:MAX_QUESTIONS]
     scans, chosen = Scans(), list(candidates[:SCANNED])
+    if not deps.settings.sweep_tokens:  # scans turned off
+        return scans
     with anyio.move_on_after(max(seconds, 0.0)) as timer:
         for candidate in chosen:
             if box.exceeded() and not deps.budget.exceeded():

@@ -62,16 +62,14 @@ async def scouted(model: Any = None) -> tuple[dict[str, Any], str, StoredCuratio
 async def test_a_quick_scan_puts_the_source_that_answers_ahead_of_the_one_that_only_names_the_topic(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("RESEARCH_MCP_SWEEP_TOKENS", "0")  # no box: no scans
+    monkeypatch.setenv("RESEARCH_MCP_SWEEP_TOKENS", "0")  # scans turned off
     unscanned_handle, _, unscanned = await scouted()
     monkeypatch.delenv("RESEARCH_MCP_SWEEP_TOKENS")
     handle, view, output = await scouted()  # no key: the extractive extractor scans
 
     assert [s.title for s in unscanned.sources][:2] == [TOPIC, "Renewable energy in Korea"]
-    assert (
-        unscanned_handle["summary"][0]
-        == "3 sources ranked from 3 candidates; 0 quick-scanned (token box spent)"
-    )
+    assert unscanned_handle["summary"][0] == "3 sources ranked from 3 candidates"
+    assert unscanned.failures == [] and all(not s.scan for s in unscanned.sources)
     assert [s.title for s in output.sources][:2] == ["Renewable energy in Korea", TOPIC]
     assert handle["summary"][0] == "3 sources ranked from 3 candidates; 3 quick-scanned"
     korea = output.sources[0]
