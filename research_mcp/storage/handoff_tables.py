@@ -90,10 +90,10 @@ class HandoffTables(StoreDatabase):
         return [Handoff.model_validate(row) for row in self._all(sql + " ORDER BY rowid", params)]
 
     def sources_read(self, run_id: str) -> int:
-        """Distinct sources the run's extractors read."""
+        """Distinct sources the run's extractors read (a scout's quick scans, node `…/scan`, aside)."""
         row = self._one(
             "SELECT COUNT(DISTINCT json_extract(input, '$.source_id')) AS n FROM handoffs"
-            " WHERE run_id = ? AND role = 'extractor'",
+            " WHERE run_id = ? AND role = 'extractor' AND COALESCE(node_id, '') NOT LIKE '%/scan'",
             (run_id,),
         )
         return int(row["n"]) if row else 0

@@ -12,7 +12,7 @@ from mcp import Client
 
 from research_mcp.config import Settings
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.role_inputs import ScoutInput
+from research_mcp.role_inputs import ScoutInput, SynthesisInput
 from research_mcp.roles.quick_scan import SCANNED, ScanFinding
 from research_mcp.server.app import create_server
 from research_mcp.storage.outputs import StoredCuration
@@ -107,3 +107,39 @@ def test_a_scan_moves_a_score_by_at_most_its_weight_up_for_confident_answers_dow
     assert ScanFinding(error="404").adjustment == -0.2
     assert ScanFinding(facts=2, verified=0, best=(0.0,)).note == "2 facts, no quote found in the text"
     assert ScanFinding(error="refused").note == "unreadable: refused"
+
+
+async def test_in_a_run_the_scans_sit_apart_from_the_leaves_reading_and_the_curated_list_gives_them() -> None:
+    plan = {
+        "root": {
+            "kind": "executor",
+            "title": "Sihwa Lake",
+            "children": [
+                {"kind": "discovery", "title": TOPIC, "budget": {"max_sources": 1}},
+                {"kind": "leaf", "title": "output", "questions": [OUTPUT], "budget": {"max_sources": 1}},
+            ],
+        }
+    }
+    async with Client(create_server()) as client:
+        await wait_until_indexed(client)
+        planned = await client.call_tool("plan_research", {"query": OUTPUT, "suggested_plan": plan})
+        run = await client.call_tool(
+            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 50}
+        )
+        assert run.structured_content["status"] == "done", run.content
+        (curated,) = [
+            h.id
+            for h in Store(Settings().database_path).handoffs_for_run(
+                run.structured_content["id"], role="synthesizer"
+            )
+            if isinstance(h.input, SynthesisInput) and h.input.discovery
+        ]
+        listed = await client.call_tool("report_results", {"id": curated, "view": "report"})
+
+    store = Store(Settings().database_path)
+    extractions = store.handoffs_for_run(run.structured_content["id"], role="extractor")
+    scans = [h for h in extractions if (h.node_id or "").endswith("/scan")]
+    assert len(scans) == SCANNED and len(extractions) - len(scans) >= 1
+    # The leaf read one source; the run counts what its leaves read, not what the scout scanned.
+    assert store.sources_read(run.structured_content["id"]) == len(extractions) - len(scans) < SCANNED
+    assert "Quick scan: 1 of 1 quotes verified; confidence Q1 0.95." in listed.structured_content["text"]
