@@ -1,11 +1,16 @@
-"""The scout's quick scan: its first `SCANNED` candidates (after clustering) read by the extractor
-role itself, on their first `SCAN_CHARS` characters, asked the scout's questions (else its topic).
+"""The scout's quick scan: its top `SCANNED` candidates (after clustering, each search's first
+results first) read by the extractor role itself, on their first `SCAN_CHARS` characters, asked the
+scout's questions (else its topic).
 
 Each scan is an extractor handoff of the scout's node (`<node>/scan`, so no leaf takes it for its
 own reading); its facts are counted, quotes checked, and not kept as the run's facts: a leaf that
-reads the source extracts it whole. What a scan finds moves the candidate's score by at most
-`SCAN_WEIGHT` (verified facts answering the questions raise it, a source that says nothing on them
-or cannot be read lowers it) and gives it one short line of why (`ScanFinding.note`).
+reads the source extracts it whole. What the scans find reorders the candidates they read
+(`rescored`): those read trade their scores among themselves, the most confident verified answer
+taking the best, so a scan never lifts a candidate past one it did not read (with the no-model
+extractor, whose confidence follows shared words, a lift misled more than it helped:
+bench/scout_sweep.py); one whose quotes are none of them in its text, or that could not be read,
+loses `SCAN_WEIGHT`.
+Each scanned candidate gets one short line of why (`ScanFinding.note`).
 
 The scans keep to a box of their own: the tokens of `RESEARCH_MCP_SWEEP_TOKENS` (the no-model
 extractor spends none; 0 turns the scans off), what is left of the sweep's time box, and `SCANNED`
@@ -28,14 +33,16 @@ from research_mcp.roles.extractor import MAX_QUESTIONS, Extraction, located_fact
 from research_mcp.sources.library import Candidate, ref_key
 from research_mcp.storage.outputs import StoredExtraction, StoredOutput
 
-__all__ = ["SCANNED", "SCAN_CHARS", "SCAN_WEIGHT", "ScanFinding", "Scans", "quick_scan"]
+__all__ = ["SCANNED", "SCAN_CHARS", "SCAN_WEIGHT", "ScanFinding", "Scans", "quick_scan", "rescored"]
 
 #: Candidates quick-scanned, the first after clustering.
 SCANNED = 3
 #: What a scan reads of a source.
 SCAN_CHARS = 4000
-#: The most a scan moves a candidate's score (0..1), up or down.
+#: What a candidate whose scan failed (its quotes none of them in the text, or unreadable) loses.
 SCAN_WEIGHT = 0.2
+#: The confidence above which a scan's best verified fact counts as an answer.
+CONFIDENT = 0.5
 
 
 @dataclass(frozen=True)
@@ -47,20 +54,22 @@ class ScanFinding:
     verified: int = 0
     best: tuple[float, ...] = ()
     error: str = ""
+    #: What each of `best` answers, as the note names it: "Q1" (a question), "topic".
+    labels: tuple[str, ...] = ()
+
+    @property
+    def failed(self) -> bool:
+        """It gave facts whose quotes are none of them in the text, or it could not be read: a
+        credibility failure (a scan that found nothing is only weak)."""
+        return bool(self.error) or (self.facts > 0 and not self.verified)
 
     @property
     def strength(self) -> float:
-        """How well the opening answers a question, 0..1: the confidence of its best verified fact
-        (a discovery leaf's questions are its siblings': a source need answer only one)."""
-        return max(self.best, default=0.0)
-
-    @property
-    def adjustment(self) -> float:
-        """The move of the candidate's score: up to +SCAN_WEIGHT for a confident verified answer,
-        down to -SCAN_WEIGHT for none (or a source that cannot be read)."""
-        if self.error or not self.verified:
-            return -SCAN_WEIGHT
-        return round(SCAN_WEIGHT * (2 * self.strength - 1), 4)
+        """How well the opening answers a question: the confidence of its best verified fact when
+        above 0.5, else 0 (a weaker answer says little: a page a question needs may be a bridge to
+        its answer). A discovery leaf's questions are its siblings': a source need answer only one."""
+        best = max(self.best, default=0.0)
+        return best if best > CONFIDENT else 0.0
 
     @property
     def note(self) -> str:
@@ -71,7 +80,8 @@ class ScanFinding:
             return "nothing on the questions in its opening"
         if not self.verified:
             return f"{self.facts} facts, no quote found in the text"
-        best = ", ".join(f"Q{n} {b:.2f}" for n, b in enumerate(self.best, 1) if b)
+        labels = self.labels or tuple(f"Q{n}" for n in range(1, len(self.best) + 1))
+        best = ", ".join(f"{label} {b:.2f}" for label, b in zip(labels, self.best, strict=False) if b)
         return f"{self.verified} of {self.facts} quotes verified; confidence {best}"[:120]
 
 
@@ -122,14 +132,43 @@ class QuickScan(Extraction):
         )
 
 
+def rescored(ranked: Sequence[tuple[str, float, bool]], scans: Scans) -> list[float]:
+    """The scores of the ranked candidates, each `(ref key, the ranker's score, included)`, after
+    the scans: the included candidates whose scans found a verified quote trade their scores, the
+    strongest scan taking the best (ties keep the ranker's order); one whose scan failed loses
+    SCAN_WEIGHT."""
+    scores = [score for _, score, _ in ranked]
+    read = [
+        k
+        for k, (key, _, included) in enumerate(ranked)
+        if included and key in scans.found and not scans.found[key].failed
+    ]
+    strongest = sorted(read, key=lambda k: (-scans.found[ranked[k][0]].strength, -scores[k], k))
+    for k, score in zip(strongest, sorted((scores[k] for k in read), reverse=True), strict=True):
+        scores[k] = score
+    for k, (key, score, _) in enumerate(ranked):
+        if key in scans.found and scans.found[key].failed:
+            scores[k] = round(max(0.0, score - SCAN_WEIGHT), 4)
+    return scores
+
+
 async def quick_scan(
-    deps: RoleDeps, candidates: Sequence[Candidate], questions: Sequence[str], place: Place, *, seconds: float
+    deps: RoleDeps,
+    candidates: Sequence[Candidate],
+    topic: str,
+    questions: Sequence[str],
+    place: Place,
+    *,
+    seconds: float,
 ) -> Scans:
     """Scan the first `SCANNED` candidates within the token box, `seconds` and the run's budget,
-    each asked `questions` (at least one)."""
+    each asked the `questions`, or the `topic` when there are none."""
     box = _ScanBudget(max_tokens=deps.settings.sweep_tokens, run=deps.budget)
     scan_deps = replace(deps, budget=box)
-    asked = list(dict.fromkeys(questions))[:MAX_QUESTIONS]
+    # The scout's questions (without repeats already), numbered as the curation numbers them; the
+    # topic when there are none (asked beside them, a topic's own words outscore every question).
+    asked = list(questions[:MAX_QUESTIONS]) or [topic]
+    labels = tuple(f"Q{n}" for n in range(1, len(asked) + 1)) if questions else ("topic",)
     scans, chosen = Scans(), list(candidates[:SCANNED])
     if not deps.settings.sweep_tokens:  # scans turned off
         return scans
@@ -137,7 +176,7 @@ async def quick_scan(
         for candidate in chosen:
             if box.exceeded() and not deps.budget.exceeded():
                 break
-            finding = await _scan(scan_deps, candidate, asked, place)
+            finding = await _scan(scan_deps, candidate, asked, labels, place)
             if finding is None:  # the token box closed during the scan's repairs
                 break
             scans.found[ref_key(candidate.ref)] = finding
@@ -152,7 +191,9 @@ async def quick_scan(
     return scans
 
 
-async def _scan(deps: RoleDeps, candidate: Candidate, asked: list[str], place: Place) -> ScanFinding | None:
+async def _scan(
+    deps: RoleDeps, candidate: Candidate, asked: list[str], labels: tuple[str, ...], place: Place
+) -> ScanFinding | None:
     try:
         source = await deps.sources.read(candidate.ref, title=candidate.title)
     except (BudgetExhausted, anyio.get_cancelled_exc_class()):
@@ -180,4 +221,6 @@ async def _scan(deps: RoleDeps, candidate: Candidate, asked: list[str], place: P
     for fact, kept in zip(facts, located, strict=True):
         if kept.verified and fact.question_index is not None and fact.question_index < len(asked):
             best[fact.question_index] = max(best[fact.question_index], fact.confidence)
-    return ScanFinding(facts=len(facts), verified=sum(kept.verified for kept in located), best=tuple(best))
+    return ScanFinding(
+        facts=len(facts), verified=sum(kept.verified for kept in located), best=tuple(best), labels=labels
+    )

@@ -14,7 +14,7 @@ from research_mcp.contracts import RankedCandidate, ScoutOutput
 from research_mcp.role_inputs import ScoutCandidate, ScoutInput
 from research_mcp.roles.base import HandoffContext, Place, Role, RoleDeps, RoleResult, perform
 from research_mcp.roles.framing import frame
-from research_mcp.roles.quick_scan import Scans, quick_scan
+from research_mcp.roles.quick_scan import Scans, quick_scan, rescored
 from research_mcp.roles.sweep import LEADS, Folded, angles, cluster, covered, sites_named
 from research_mcp.sources.library import Candidate, ref_key
 from research_mcp.sources.openings import LEAD_CHARS
@@ -74,12 +74,13 @@ async def _sweep(
     failures: list[str],
     led: dict[str, list[str]],
     box_seconds: float,
-) -> tuple[list[Candidate], dict[str, list[str]]]:
+) -> tuple[list[Candidate], dict[str, list[str]], dict[str, int]]:
     """Every angle searched and every site named mapped, within the sweep's time box: the
-    candidates, one per address, and the angles that found each (by ref); `led` gets the angles
-    whose first results each was among."""
+    candidates, one per address, the angles that found each and its best rank in any of their
+    results (by ref); `led` gets the angles whose first results each was among."""
     found: dict[str, Candidate] = {}
     found_by: dict[str, list[str]] = {}
+    ranks: dict[str, int] = {}
     made: list[str] = []
     sites = sites_named(searched)
     with anyio.move_on_after(box_seconds) as box:
@@ -91,6 +92,7 @@ async def _sweep(
                 key = ref_key(candidate.ref)
                 found.setdefault(key, candidate)
                 found_by.setdefault(key, []).append(angle)
+                ranks[key] = min(ranks.get(key, rank), rank)
                 if rank < LEADS:
                     led.setdefault(key, []).append(angle)
             made.append(angle)
@@ -99,8 +101,9 @@ async def _sweep(
             pages = await deps.sources.site_pages(
                 site, instructions=topic, limit=SITE_PAGES, scan=SITE_SCANNED, failures=failures
             )
-            for page in pages:
+            for rank, page in enumerate(pages):
                 found.setdefault(ref_key(page.ref), page)
+                ranks.setdefault(ref_key(page.ref), rank)
             made.append(site)
     if box.cancelled_caught:
         left = [step for step in [*searched, *sites] if step not in made]
@@ -108,7 +111,7 @@ async def _sweep(
             f"The sweep's {box_seconds:g} s box closed before {len(left)} of its {len(searched) + len(sites)} "
             f"searches and crawls: {'; '.join(left)[:300]}"
         )
-    return list(found.values()), found_by
+    return list(found.values()), found_by, ranks
 
 
 async def scout(
@@ -131,11 +134,14 @@ async def scout(
     led: dict[str, list[str]] = {}
     box = box_seconds if box_seconds is not None else deps.settings.sweep_seconds
     started = time.monotonic()
-    found, found_by = await _sweep(deps, topic, searched, failures, led, box)
+    found, found_by, ranks = await _sweep(deps, topic, searched, failures, led, box)
     found, folded = cluster(found)
+    # Each search's first results first (rank 0 of every angle, then rank 1...), so the scans serve
+    # every question the sweep searched, not the first angle's alone.
+    tops = sorted(found, key=lambda c: ranks.get(ref_key(c.ref), PER_ANGLE))
     scan_place = Place(run_id, f"{node_id}/scan" if node_id else None, iteration)
     left = box - (time.monotonic() - started)
-    scans = await quick_scan(deps, found, questions or [topic], scan_place, seconds=left)
+    scans = await quick_scan(deps, tops, topic, questions, scan_place, seconds=left)
     if scans.stopped:
         failures.append(scans.stopped)
     candidates = [
@@ -232,14 +238,10 @@ class Curation(Role[ScoutOutput, StoredCuration]):
         )
 
     def _scanned(self, output: ScoutOutput) -> list[tuple[RankedCandidate, float]]:
-        """The backend's ranking with each scanned candidate's score moved by what its scan found,
-        best first (ties keep the backend's order)."""
+        """The backend's ranking, its scores as the scans leave them (`rescored`), best first (ties
+        keep the backend's order)."""
         candidates = self.scout_input.candidates
-        moved = []
-        for item in output.ranked:
-            if item.index >= len(candidates):
-                continue
-            finding = self.scans.found.get(ref_key(candidates[item.index].ref))
-            score = item.score + (finding.adjustment if finding else 0.0)
-            moved.append((item, round(min(1.0, max(0.0, score)), 4)))
-        return sorted(moved, key=lambda pair: -pair[1])
+        items = [item for item in output.ranked if item.index < len(candidates)]
+        keys = [(ref_key(candidates[item.index].ref), item.score, item.include) for item in items]
+        scores = rescored(keys, self.scans)
+        return sorted(zip(items, scores, strict=True), key=lambda pair: -pair[1])

@@ -13,7 +13,7 @@ from mcp import Client
 from research_mcp.config import Settings
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.role_inputs import ScoutInput, SynthesisInput
-from research_mcp.roles.quick_scan import SCANNED, ScanFinding
+from research_mcp.roles.quick_scan import SCANNED, ScanFinding, Scans, rescored
 from research_mcp.server.app import create_server
 from research_mcp.storage.outputs import StoredCuration
 from research_mcp.storage.store import Store
@@ -100,11 +100,25 @@ async def test_the_token_box_stops_the_scans_and_the_scout_says_so(monkeypatch: 
     assert handle["summary"][0].endswith("; 1 quick-scanned (token box spent)")
 
 
-def test_a_scan_moves_a_score_by_at_most_its_weight_up_for_confident_answers_down_for_nothing() -> None:
-    assert ScanFinding(facts=2, verified=2, best=(1.0, 0.0)).adjustment == 0.2
-    assert ScanFinding(facts=1, verified=1, best=(0.5,)).adjustment == 0.0
-    assert ScanFinding(facts=2, verified=0, best=(0.0,)).adjustment == -0.2
-    assert ScanFinding(error="404").adjustment == -0.2
+def test_the_scans_reorder_what_they_read_and_never_lift_it_past_a_candidate_they_did_not_read() -> None:
+    scans = Scans(
+        found={
+            "a": ScanFinding(facts=1, verified=1, best=(0.45,)),  # weak: a bridge, perhaps
+            "b": ScanFinding(facts=2, verified=2, best=(0.0, 0.9)),  # answers the second question
+            "d": ScanFinding(facts=1, verified=0, best=(0.0,)),  # its quote is not in its text
+            "e": ScanFinding(error="404"),
+            "f": ScanFinding(best=(0.0,)),  # found nothing on the questions: weak, not failed
+        }
+    )
+    ranked = [
+        ("a", 0.9, True),
+        ("c", 0.8, True),
+        ("b", 0.7, True),
+        ("d", 0.6, True),
+        ("f", 0.55, True),
+        ("e", 0.5, False),
+    ]
+    assert rescored(ranked, scans) == [0.7, 0.8, 0.9, 0.4, 0.55, 0.3]
     assert ScanFinding(facts=2, verified=0, best=(0.0,)).note == "2 facts, no quote found in the text"
     assert ScanFinding(error="refused").note == "unreadable: refused"
 
