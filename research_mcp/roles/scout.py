@@ -139,7 +139,7 @@ async def scout(
     # Each search's first results first (rank 0 of every angle, then rank 1...), so the scans serve
     # every question the sweep searched, not the first angle's alone.
     tops = sorted(found, key=lambda c: ranks.get(ref_key(c.ref), PER_ANGLE))
-    scan_place = Place(run_id, f"{node_id}/scan" if node_id else None, iteration)
+    scan_place = Place(run_id, f"{node_id or ''}/scan", iteration)  # `/scan`: scout_sources' own
     left = box - (time.monotonic() - started)
     scans = await quick_scan(deps, tops, topic, questions, scan_place, seconds=left)
     if scans.stopped:

@@ -44,11 +44,11 @@ def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-async def scouted(model: Any = None) -> tuple[dict[str, Any], str, StoredCuration]:
+async def scouted(model: Any = None, question: str = OUTPUT) -> tuple[dict[str, Any], str, StoredCuration]:
     """scout_sources on the topic and the question: its handle, its sources view, its curation."""
     async with Client(create_server(model=model)) as client:
         await wait_until_indexed(client)
-        handle = await client.call_tool("scout_sources", {"topic": TOPIC, "queries": [OUTPUT]})
+        handle = await client.call_tool("scout_sources", {"topic": TOPIC, "queries": [question]})
         assert not handle.is_error, handle.content
         view = await client.call_tool(
             "report_results", {"id": handle.structured_content["id"], "view": "sources"}
@@ -98,6 +98,16 @@ async def test_the_token_box_stops_the_scans_and_the_scout_says_so(monkeypatch: 
     (stopped,) = [item for item in output.failures if "quick scans" in item]
     assert stopped.startswith("The sweep's token box of 500 tokens closed after 1 of 3 quick scans (")
     assert handle["summary"][0].endswith("; 1 quick-scanned (token box spent)")
+
+
+async def test_scans_are_no_pace_for_the_plan_estimates_of_extractions() -> None:
+    await scouted()
+    await scouted(question="Where does the Sihwa Lake station stand?")  # 6 scans, none reused
+    store = Store(Settings().database_path)
+    assert (
+        store.db.execute("SELECT COUNT(*) FROM handoffs WHERE node_id = '/scan'").fetchone()[0] == 2 * SCANNED
+    )
+    assert "extractor" not in store.seconds_per_call("extractive")
 
 
 def test_the_scans_reorder_what_they_read_and_never_lift_it_past_a_candidate_they_did_not_read() -> None:
