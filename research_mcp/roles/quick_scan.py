@@ -1,20 +1,13 @@
 """The scout's quick scan: its top `SCANNED` candidates (after clustering, each search's first
-results first) read by the extractor role itself, on their first `SCAN_CHARS` characters, asked the
-scout's questions (else its topic).
+results first) read by the extractor role itself, their first `SCAN_CHARS` characters asked the
+scout's questions (else its topic). Each scan is an extractor handoff of node `<node>/scan` (no
+leaf takes it for its reading); its quotes are checked, its facts not kept.
 
-Each scan is an extractor handoff of the scout's node (`<node>/scan`, so no leaf takes it for its
-own reading); its facts are counted, quotes checked, and not kept as the run's facts: a leaf that
-reads the source extracts it whole. What the scans find reorders the candidates they read
-(`rescored`): those read trade their scores among themselves, the most confident verified answer
-taking the best, so a scan never lifts a candidate past one it did not read (with the no-model
-extractor, whose confidence follows shared words, a lift misled more than it helped:
-bench/scout_sweep.py); one whose quotes are none of them in its text, or that could not be read,
-loses `SCAN_WEIGHT`.
-Each scanned candidate gets one short line of why (`ScanFinding.note`).
-
-The scans keep to a box of their own: the tokens of `RESEARCH_MCP_SWEEP_TOKENS` (the no-model
-extractor spends none; 0 turns the scans off), what is left of the sweep's time box, and `SCANNED`
-sources. When a box closes the scout scans no more and says so among its failures.
+A confident verified answer raises the candidate's score (`rescored`), quotes not in the text or
+an unreadable page lower it, a weak answer leaves it (it may be a bridge: bench/scout_sweep.py);
+each scanned candidate gets a one-line `ScanFinding.note`. The scans' box: the tokens of
+`RESEARCH_MCP_SWEEP_TOKENS`, the sweep's time left, `SCANNED` sources; when it closes, the scout
+says so among its failures.
 """
 
 from __future__ import annotations
@@ -134,21 +127,17 @@ class QuickScan(Extraction):
 
 def rescored(ranked: Sequence[tuple[str, float, bool]], scans: Scans) -> list[float]:
     """The scores of the ranked candidates, each `(ref key, the ranker's score, included)`, after
-    the scans: the included candidates whose scans found a verified quote trade their scores, the
-    strongest scan taking the best (ties keep the ranker's order); one whose scan failed loses
-    SCAN_WEIGHT."""
-    scores = [score for _, score, _ in ranked]
-    read = [
-        k
-        for k, (key, _, included) in enumerate(ranked)
-        if included and key in scans.found and not scans.found[key].failed
-    ]
-    strongest = sorted(read, key=lambda k: (-scans.found[ranked[k][0]].strength, -scores[k], k))
-    for k, score in zip(strongest, sorted((scores[k] for k in read), reverse=True), strict=True):
-        scores[k] = score
-    for k, (key, score, _) in enumerate(ranked):
-        if key in scans.found and scans.found[key].failed:
-            scores[k] = round(max(0.0, score - SCAN_WEIGHT), 4)
+    the scans: one whose scan found a verified answer given with confidence gains up to
+    SCAN_WEIGHT (`ScanFinding.strength`), one whose scan failed loses SCAN_WEIGHT, the others keep
+    theirs."""
+    scores = []
+    for key, score, _ in ranked:
+        finding = scans.found.get(key)
+        if finding is not None and finding.failed:
+            score -= SCAN_WEIGHT
+        elif finding is not None and finding.strength:
+            score += SCAN_WEIGHT * (2 * finding.strength - 1)
+        scores.append(round(min(1.0, max(0.0, score)), 4))
     return scores
 
 

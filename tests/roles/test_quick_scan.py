@@ -110,7 +110,7 @@ async def test_scans_are_no_pace_for_the_plan_estimates_of_extractions() -> None
     assert "extractor" not in store.seconds_per_call("extractive")
 
 
-def test_the_scans_reorder_what_they_read_and_never_lift_it_past_a_candidate_they_did_not_read() -> None:
+def test_a_scan_lifts_a_confident_answer_leaves_a_weak_one_and_demotes_a_credibility_failure() -> None:
     scans = Scans(
         found={
             "a": ScanFinding(facts=1, verified=1, best=(0.45,)),  # weak: a bridge, perhaps
@@ -128,7 +128,7 @@ def test_the_scans_reorder_what_they_read_and_never_lift_it_past_a_candidate_the
         ("f", 0.55, True),
         ("e", 0.5, False),
     ]
-    assert rescored(ranked, scans) == [0.7, 0.8, 0.9, 0.4, 0.55, 0.3]
+    assert rescored(ranked, scans) == [0.9, 0.8, 0.86, 0.4, 0.55, 0.3]
     assert ScanFinding(facts=2, verified=0, best=(0.0,)).note == "2 facts, no quote found in the text"
     assert ScanFinding(error="refused").note == "unreadable: refused"
 
