@@ -28,11 +28,12 @@ from research_mcp.storage.outputs import StoredExtraction, StoredOutput
 
 __all__ = ["SCANNED", "SCAN_CHARS", "SCAN_WEIGHT", "ScanFinding", "Scans", "quick_scan", "rescored"]
 
-#: Candidates quick-scanned, the first after clustering.
+#: Candidates quick-scanned, the top after clustering.
 SCANNED = 3
 #: What a scan reads of a source.
 SCAN_CHARS = 4000
-#: What a candidate whose scan failed (its quotes none of them in the text, or unreadable) loses.
+#: The most a scan moves a candidate's score (0..1): what a fully confident verified answer gains,
+#: and what a failed scan (quotes none of them in the text, an unreadable page) loses.
 SCAN_WEIGHT = 0.2
 #: The confidence above which a scan's best verified fact counts as an answer.
 CONFIDENT = 0.5
