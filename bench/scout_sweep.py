@@ -16,6 +16,8 @@ Figures:
 - gold recall@8: the share of the questions' gold paragraphs (the two holding each question's
   supporting facts) among the curation's 8 sources;
 - all gold: the share of scouts whose gold paragraphs are all among them;
+- gold@3: the share of the first 3 sources that are gold paragraphs (the order the leaves read
+  them in; the extractor's quick scan of the first candidates moves them here);
 - searches and seconds per scout.
 Nothing is fitted to these questions.
 """
@@ -70,7 +72,7 @@ async def scout_all(questions: list[dict[str, Any]], paths: dict[tuple[str, str]
                 ("sweep", sweep_angles),
             ):
                 scout_module.angles = angles  # type: ignore[assignment]
-                gold_total = gold_found = complete = searches = 0
+                gold_total = gold_found = complete = searches = top_gold = top_total = 0
                 started = time.perf_counter()
                 for group in scouts:
                     gold = set().union(*(gold_of(q, paths) for q in group))
@@ -80,11 +82,14 @@ async def scout_all(questions: list[dict[str, Any]], paths: dict[tuple[str, str]
                     result = await client.call_tool("scout_sources", asked)
                     curation = store.get_handoff(result.structured_content["id"]).output_as(StoredCuration)
                     assert curation is not None
-                    found = set()
+                    found, ranked = set(), []
                     for source in curation.sources:
                         row = store.corpus_document(int(source.ref.split(":", 1)[1]))
                         if row is not None:
                             found.add(Path(row.path).name)
+                            ranked.append(Path(row.path).name)
+                    top_gold += len(set(ranked[:3]) & gold)
+                    top_total += len(ranked[:3])
                     gold_total += len(gold)
                     gold_found += len(gold & found)
                     complete += gold <= found
@@ -94,6 +99,7 @@ async def scout_all(questions: list[dict[str, Any]], paths: dict[tuple[str, str]
                     "scouts": len(scouts),
                     "gold_recall_at_8": round(gold_found / gold_total, 3),
                     "all_gold": round(complete / len(scouts), 3),
+                    "gold_at_3": round(top_gold / max(top_total, 1), 3),
                     "searches_per_scout": round(searches / len(scouts), 2),
                     "seconds_per_scout": round(seconds / len(scouts), 3),
                 }
@@ -113,11 +119,14 @@ def main(argv: list[str] | None = None) -> int:
     with served_corpus(questions) as paths:
         figures = anyio.run(scout_all, questions, paths)
     print(f"scout sweep on {args.data.name} ({len(questions)} questions) — {COMMAND}")
-    print(f"  {'':30} {'scouts':>6} {'gold recall@8':>14} {'all gold':>9} {'searches':>9} {'s/scout':>8}")
+    print(
+        f"  {'':30} {'scouts':>6} {'gold recall@8':>14} {'all gold':>9} {'gold@3':>7} {'searches':>9} {'s/scout':>8}"
+    )
     for name, row in figures.items():
         if isinstance(row, dict):
             print(
                 f"  {name:30} {row['scouts']:>6} {row['gold_recall_at_8']:>14.3f} {row['all_gold']:>9.3f} "
+                f"{row['gold_at_3']:>7.3f} "
                 f"{row['searches_per_scout']:>9.2f} {row['seconds_per_scout']:>8.3f}"
             )
     print(json.dumps(figures))

@@ -81,6 +81,10 @@ class Settings(BaseSettings):
     concurrency: int = Field(default=4, ge=1, le=64, validation_alias="RESEARCH_MCP_CONCURRENCY")
     # The scout's sweep (its searches and site crawls) stops when this box closes (roles/sweep.py).
     sweep_seconds: float = Field(default=60.0, gt=0, le=600, validation_alias="RESEARCH_MCP_SWEEP_SECONDS")
+    # The tokens the scout's quick scans of its top candidates may spend (roles/quick_scan.py); 0: none.
+    sweep_tokens: int = Field(
+        default=10_000, ge=0, le=1_000_000, validation_alias="RESEARCH_MCP_SWEEP_TOKENS"
+    )
     wait_seconds: float = Field(
         default=45.0, gt=0, le=55, validation_alias=AliasChoices("RESEARCH_MCP_WAIT_SECONDS")
     )

@@ -275,6 +275,14 @@ def extraction_handle(
     )
 
 
+def _scanned(output: StoredCuration) -> str:
+    """How many candidates the extractor quick-scanned, and why it stopped when a box closed."""
+    scanned = output.scanned
+    stopped = next((f for f in output.failures if "quick scans" in f), "")
+    box = " (token box spent)" if "token box" in stopped else " (time box closed)" if stopped else ""
+    return f"; {scanned} quick-scanned{box}" if scanned or stopped else ""
+
+
 def curation_handle(
     handoff_id: str, output: StoredCuration, *, coverage: str | None, nothing_found: str, backend: str
 ) -> CompactReturn:
@@ -292,7 +300,7 @@ def curation_handle(
             kind="curation",
             status="done",
             summary=[
-                f"{len(ranked)} sources ranked from {output.candidates} candidates",
+                f"{len(ranked)} sources ranked from {output.candidates} candidates" + _scanned(output),
                 f"top: {top}" if ranked else f"nothing relevant found: {nothing_found}",
                 *([coverage] if coverage else []),
             ],

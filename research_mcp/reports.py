@@ -418,6 +418,7 @@ def _handoff_sources(subject: _HandoffSubject) -> list[str] | None:
             f"{i + 1}. {s.title} <{s.ref}> score={s.score} tags={','.join(s.tags)}"
             + (f" covers={','.join(f'Q{n}' for n in s.covers)}" if s.covers else "")
             + f" — {s.rationale}"
+            + (f" | scan: {s.scan}" if s.scan else "")
             + (f" | {s.lead[:LEAD_IN_VIEW]}" if s.lead else "")
             for i, s in enumerate(curation.sources)
         ] + [f"Q{n}. {question}" for n, question in enumerate(curation.questions, 1)]

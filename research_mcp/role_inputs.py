@@ -110,6 +110,8 @@ class ScoutCandidate(BaseModel):
     #: The quick scan: the source's opening paragraph (a corpus document's, a mapped page's), when
     #: read; a web search result's snippet is already Tavily's extract of the page.
     lead: str = ""
+    #: What the extractor's quick scan of the candidate found (roles/quick_scan.py), when scanned.
+    scan: str = ""
 
 
 class ScoutInput(BaseModel):

@@ -6,7 +6,8 @@ tags) is the scout's, made by the model when there is one; this arranges it for 
 second model call is paid. The list names each source kept with its coverage tags (the questions
 it bears on) and why it was kept, the questions no source covers (gaps), and the candidates left
 out with the reason. Its confidence is in the coverage, not in any fact: `medium` when every question
-has a source, `low` when one has none; never `high`, since only openings and snippets were read.
+has a source, `low` when one has none; never `high`, since only openings, snippets and quick scans
+were read.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def _confidence(curation: StoredCuration) -> Confidence:
         reasoning=(
             f"Coverage of the sources found, not of answers: {covered} of {len(counts)} questions have a "
             f"source (fewest sources on one question: {min(counts)}). Never high: only openings and "
-            "snippets were read, not the sources."
+            "snippets and the first few sources' openings were read, not the sources."
         ),
     )
 
@@ -66,6 +67,7 @@ def _report(title: str, curation: StoredCuration) -> str:
         covers = ", ".join(f"Q{n}" for n in source.covers) or "no question directly"
         tags = f" [{', '.join(source.tags)}]" if source.tags else ""
         why = f" Why: {source.rationale}" if source.rationale else ""
+        why += f" Quick scan: {source.scan}." if source.scan else ""
         lines.append(f"{rank}. {source.title} <{source.ref}>{tags}: covers {covers}.{why}")
     if curation.questions:
         lines += ["", "Coverage:"]

@@ -26,6 +26,7 @@ __all__ = [
     "asked_questions",
     "extract",
     "insight_triggers",
+    "located_facts",
 ]
 
 # What a model reads of one source; longer texts are cut here and the cut is said in the prompt.
@@ -214,7 +215,7 @@ class Extraction(Role[ExtractorOutput, StoredExtraction]):
         task_spec, source = self.asked.task_spec, self.source
         if summary_asked(task_spec):
             self.concise = _concise(output)
-        new_facts = _located_facts(source, output, self.asked.questions)
+        new_facts = located_facts(source, output, self.asked.questions)
         fact_ids = context.deps.store.add_facts(context.run_id, context.handoff_id, new_facts)
         triggers = insight_triggers(output, source.text, task_spec)
         _scrub_insights(output, keep=bool(triggers))
@@ -231,7 +232,7 @@ class Extraction(Role[ExtractorOutput, StoredExtraction]):
         )
 
 
-def _located_facts(source: Source, output: ExtractorOutput, asked: Sequence[str]) -> list[NewFact]:
+def located_facts(source: Source, output: ExtractorOutput, asked: Sequence[str]) -> list[NewFact]:
     """The answer's facts as stored: each quote looked up in the source's text."""
     locator = QuoteLocator(source.text)
     new_facts = []

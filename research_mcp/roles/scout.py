@@ -1,17 +1,20 @@
 """The scout: a topic swept from several angles (and the sites it names crawled), the candidates
-de-duplicated and quick-scanned (their opening read), ranked and tagged by the backend, and each
-kept source tagged by code with the questions it covers. Never spawns executors."""
+de-duplicated and clustered, the first few quick-scanned by the extractor (roles/quick_scan.py),
+ranked and tagged by the backend with what the scans found, and each kept source tagged by code
+with the questions it covers. Never spawns executors."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import anyio
 
-from research_mcp.contracts import ScoutOutput
+from research_mcp.contracts import RankedCandidate, ScoutOutput
 from research_mcp.role_inputs import ScoutCandidate, ScoutInput
 from research_mcp.roles.base import HandoffContext, Place, Role, RoleDeps, RoleResult, perform
 from research_mcp.roles.framing import frame
+from research_mcp.roles.quick_scan import Scans, quick_scan, rescored
 from research_mcp.roles.sweep import LEADS, Folded, angles, cluster, covered, sites_named
 from research_mcp.sources.library import Candidate, ref_key
 from research_mcp.sources.openings import LEAD_CHARS
@@ -35,6 +38,7 @@ def _prompt(scout_input: ScoutInput) -> str:
         f"{c.index}. [{c.origin}] {c.title} <{c.ref}> score={c.score:.3f}"
         + (f" published={c.published}" if c.published else "")
         + (f"\n   opening: {c.lead[:300]}" if c.lead else "")
+        + (f"\n   quick scan: {c.scan}" if c.scan else "")
         + f"\n   {c.snippet[:300]}"
         for c in scout_input.candidates
     ]
@@ -70,12 +74,13 @@ async def _sweep(
     failures: list[str],
     led: dict[str, list[str]],
     box_seconds: float,
-) -> tuple[list[Candidate], dict[str, list[str]]]:
+) -> tuple[list[Candidate], dict[str, list[str]], dict[str, int]]:
     """Every angle searched and every site named mapped, within the sweep's time box: the
-    candidates, one per address, and the angles that found each (by ref); `led` gets the angles
-    whose first results each was among."""
+    candidates, one per address, the angles that found each and its best rank in any of their
+    results (by ref); `led` gets the angles whose first results each was among."""
     found: dict[str, Candidate] = {}
     found_by: dict[str, list[str]] = {}
+    ranks: dict[str, int] = {}
     made: list[str] = []
     sites = sites_named(searched)
     with anyio.move_on_after(box_seconds) as box:
@@ -87,6 +92,7 @@ async def _sweep(
                 key = ref_key(candidate.ref)
                 found.setdefault(key, candidate)
                 found_by.setdefault(key, []).append(angle)
+                ranks[key] = min(ranks.get(key, rank), rank)
                 if rank < LEADS:
                     led.setdefault(key, []).append(angle)
             made.append(angle)
@@ -95,8 +101,9 @@ async def _sweep(
             pages = await deps.sources.site_pages(
                 site, instructions=topic, limit=SITE_PAGES, scan=SITE_SCANNED, failures=failures
             )
-            for page in pages:
+            for rank, page in enumerate(pages):
                 found.setdefault(ref_key(page.ref), page)
+                ranks.setdefault(ref_key(page.ref), rank)
             made.append(site)
     if box.cancelled_caught:
         left = [step for step in [*searched, *sites] if step not in made]
@@ -104,7 +111,7 @@ async def _sweep(
             f"The sweep's {box_seconds:g} s box closed before {len(left)} of its {len(searched) + len(sites)} "
             f"searches and crawls: {'; '.join(left)[:300]}"
         )
-    return list(found.values()), found_by
+    return list(found.values()), found_by, ranks
 
 
 async def scout(
@@ -126,8 +133,17 @@ async def scout(
     searched = angles(topic, queries or [], questions)
     led: dict[str, list[str]] = {}
     box = box_seconds if box_seconds is not None else deps.settings.sweep_seconds
-    found, found_by = await _sweep(deps, topic, searched, failures, led, box)
+    started = time.monotonic()
+    found, found_by, ranks = await _sweep(deps, topic, searched, failures, led, box)
     found, folded = cluster(found)
+    # Each search's first results first (rank 0 of every angle, then rank 1...), so the scans serve
+    # every question the sweep searched, not the first angle's alone.
+    tops = sorted(found, key=lambda c: ranks.get(ref_key(c.ref), PER_ANGLE))
+    scan_place = Place(run_id, f"{node_id or ''}/scan", iteration)  # `/scan`: scout_sources' own
+    left = box - (time.monotonic() - started)
+    scans = await quick_scan(deps, tops, topic, questions, scan_place, seconds=left)
+    if scans.stopped:
+        failures.append(scans.stopped)
     candidates = [
         ScoutCandidate(
             index=index,
@@ -138,12 +154,13 @@ async def scout(
             origin=c.origin,
             published=c.published,
             lead=deps.sources.opening_of(c.ref) if c.origin == "corpus" else "",
+            scan=finding.note if (finding := scans.found.get(ref_key(c.ref))) else "",
         )
         for index, c in enumerate(found[:MAX_CANDIDATES])
     ]
     scout_input = ScoutInput(topic=topic, queries=searched, candidates=candidates, questions=questions)
 
-    curation = Curation(scout_input, limit=limit, failures=failures, led=led, found_by=found_by)
+    curation = Curation(scout_input, limit=limit, failures=failures, led=led, found_by=found_by, scans=scans)
     curation.folded = [_folded(item) for item in folded]
     return await perform(deps, curation, Place(run_id, node_id, iteration))
 
@@ -164,10 +181,12 @@ class Curation(Role[ScoutOutput, StoredCuration]):
         failures: list[str],
         led: dict[str, list[str]],
         found_by: dict[str, list[str]],
+        scans: Scans | None = None,
     ) -> None:
         super().__init__(scout_input)
         self.scout_input, self.limit, self.failures = scout_input, limit, failures
         self.led, self.found_by = led, found_by
+        self.scans = scans or Scans()
         self.folded: list[dict[str, Any]] = []  # near-duplicates the sweep folded, shown as excluded
 
     def prompt(self) -> str:
@@ -183,21 +202,22 @@ class Curation(Role[ScoutOutput, StoredCuration]):
         kept: list[dict[str, Any]] = []
         excluded: list[dict[str, Any]] = []
         seen: set[int] = set()
-        for item in sorted(output.ranked, key=lambda r: -r.score):
-            if item.index >= len(candidates) or item.index in seen:
+        for item, score in self._scanned(output):
+            if item.index in seen:
                 continue
             seen.add(item.index)
             c = candidates[item.index]
             curated = {
                 "ref": c.ref,
                 "title": c.title,
-                "score": item.score,
+                "score": score,
                 "tags": item.tags,
                 "rationale": item.rationale,
                 "origin": c.origin,
                 "covers": covered(c, questions, led.get(ref_key(c.ref), [])),
                 "found_by": [searched.index(a) + 1 for a in found_by.get(ref_key(c.ref), [])],
                 "lead": (c.lead or c.snippet)[:LEAD_CHARS],
+                "scan": c.scan,
             }
             (kept if item.include else excluded).append(curated)
         kept = kept[:limit]
@@ -212,6 +232,16 @@ class Curation(Role[ScoutOutput, StoredCuration]):
                 "angles": searched,
                 "questions": questions,
                 "uncovered": [n for n in range(1, len(questions) + 1) if n not in covering],
+                "scanned": len(self.scans.found),
                 "excluded": [*excluded, *self.folded][:MAX_EXCLUDED],
             },
         )
+
+    def _scanned(self, output: ScoutOutput) -> list[tuple[RankedCandidate, float]]:
+        """The backend's ranking, its scores as the scans leave them (`rescored`), best first (ties
+        keep the backend's order)."""
+        candidates = self.scout_input.candidates
+        items = [item for item in output.ranked if item.index < len(candidates)]
+        keys = [(ref_key(candidates[item.index].ref), item.score, item.include) for item in items]
+        scores = rescored(keys, self.scans)
+        return sorted(zip(items, scores, strict=True), key=lambda pair: -pair[1])

@@ -88,7 +88,8 @@ async def known_insights(
     rc: RunContext, node: PlanNode, key: str, questions: list[str], refs: list[str]
 ) -> list[KnownInsight]:
     """What sources read by earlier runs said they leave open, kept in the knowledge base, bearing
-    on the leaf's questions (`related` to one of them): the gaps they name first, then their
+    on the leaf's questions (`related` to one of them by terms, or close in meaning by the knowledge
+    index: `KnowledgeBase.insight_scores`): the gaps they name first, then their
     extractors' follow-up questions, then the sources they cite; at most KNOWN_INSIGHTS. Not those of a source the leaf reads itself (its extraction gives them again),
     nor those raised for another leaf's questions of this run and none of its own (left to that
     leaf): running the same plan again gives each leaf the same inputs as before."""
@@ -96,22 +97,26 @@ async def known_insights(
         return []
     if given := recorded_insights(rc, key):  # given before an interruption: given again
         return given
-    store = rc.deps.store
+    store, knowledge = rc.deps.store, rc.deps.knowledge
     own = _asked(node, questions)
     others = _asked_elsewhere(rc, node) - own
     reading = {stored_ref(ref) for ref in refs} | set(refs)
-    found = []
-    for item in store.known_insights(kinds=_KIND_ORDER, not_run=rc.run_id):
-        # A cited source is judged by what the citing source says of it (its address says little).
-        said = item.context or item.text if item.kind == "linked_source" else item.text
-        if (
-            item.ref in reading
-            or source_label(item.source_id) in reading
-            or (set(item.questions) & others and not set(item.questions) & own)
-            or not any(related(said, question) for question in questions)
-        ):
-            continue
-        found.append(item)
+    candidates = [
+        item
+        for item in store.known_insights(kinds=_KIND_ORDER, not_run=rc.run_id)
+        if item.ref not in reading
+        and source_label(item.source_id) not in reading
+        and not (set(item.questions) & others and not set(item.questions) & own)
+    ]
+    close = await anyio.to_thread.run_sync(
+        lambda: knowledge.insight_scores(questions, [(item.id, _said(item)) for item in candidates]),
+        abandon_on_cancel=True,
+    )
+    found = [
+        item
+        for item in candidates
+        if item.id in close or any(related(_said(item), question) for question in questions)
+    ]
     found.sort(key=lambda item: _KIND_ORDER.index(item.kind))  # stable: the newest first within a kind
     found = found[:KNOWN_INSIGHTS]
     if found:
@@ -124,6 +129,12 @@ async def known_insights(
             ),
         )
     return found
+
+
+def _said(item: KnownInsight) -> str:
+    """What an insight says: a cited source is judged by what the citing source says of it (its
+    address says little)."""
+    return item.context or item.text if item.kind == "linked_source" else item.text
 
 
 def related(text: str, question: str) -> bool:

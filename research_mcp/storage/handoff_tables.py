@@ -95,12 +95,14 @@ class HandoffTables(StoreDatabase):
 
     def seconds_per_call(self, backend: str, *, recent: int = 40) -> dict[str, float]:
         """This machine's measured pace on `backend`: the median wall time of each role's last
-        `recent` finished calls, outputs reused from earlier calls left out (a role with fewer than
+        `recent` finished calls, outputs reused from earlier calls left out, and a scout's quick
+        scans (node `…/scan`: a source's opening, not a source) (a role with fewer than
         `MIN_TIMED_CALLS` is left out)."""
         rows = self._all(
             "SELECT role, (julianday(finished_at) - julianday(started_at)) * 86400.0 AS seconds"
             " FROM handoffs WHERE backend = ? AND status = 'done' AND started_at IS NOT NULL"
             " AND finished_at IS NOT NULL AND COALESCE(json_extract(output, '$.cached'), 0) = 0"
+            " AND COALESCE(node_id, '') NOT LIKE '%/scan'"
             " ORDER BY rowid DESC LIMIT ?",
             (backend, recent * 5),
         )
@@ -116,10 +118,10 @@ class HandoffTables(StoreDatabase):
         }
 
     def sources_read(self, run_id: str) -> int:
-        """Distinct sources the run's extractors read."""
+        """Distinct sources the run's extractors read (a scout's quick scans, node `…/scan`, aside)."""
         row = self._one(
             "SELECT COUNT(DISTINCT json_extract(input, '$.source_id')) AS n FROM handoffs"
-            " WHERE run_id = ? AND role = 'extractor'",
+            " WHERE run_id = ? AND role = 'extractor' AND COALESCE(node_id, '') NOT LIKE '%/scan'",
             (run_id,),
         )
         return int(row["n"]) if row else 0

@@ -25,6 +25,10 @@ prints the probes behind them:
   side ("is safe" / "is not safe": 0.91) never merge.
 - ``PRIOR_MIN_SCORE = 0.55``. A question against a fact answering it scores 0.58-0.73 in the
   probes; against facts that do not answer it, at most ~0.5.
+- ``INSIGHT_MIN_SCORE = 0.6``. A question against a follow-up question that rewords it with other
+  words scores 0.71-0.80, against a gap a source names in other words 0.51-0.62; against what
+  another question on the same subject left open, at most 0.46 (``python -m bench.knowledge``).
+  Insights are matched by their shared terms as well (``runs/prior.py``): either one suffices.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from research_mcp.storage.vectors import KnowledgeIndex
 
 __all__ = [
     "DEDUP_THRESHOLD",
+    "INSIGHT_MIN_SCORE",
     "PRIOR_MIN_SCORE",
     "CachedOutput",
     "KnowledgeBase",
@@ -57,6 +62,10 @@ logger = logging.getLogger(__name__)
 DEDUP_THRESHOLD = 0.95
 #: Cosine at or above which a known fact bears on a question (prior findings, known_facts).
 PRIOR_MIN_SCORE = 0.55
+#: Cosine at or above which what an earlier source left open (an insight) bears on a question.
+INSIGHT_MIN_SCORE = 0.6
+#: Insights given a vector per look-up, the newest first; the others stay matched by terms till later.
+INSIGHT_BACKFILL = 256
 #: Prior findings given to one leaf's synthesizer, best first.
 PRIOR_LIMIT = 20
 #: Known facts counted for plan_research.
@@ -231,6 +240,37 @@ class KnowledgeBase:
             for row in self.store.known_facts(sorted(fact_ids))
             if row.kind != "web" or datetime.fromisoformat(row.fetched_at) >= cutoff
         ]
+
+    # --- insights ------------------------------------------------------------------------------
+
+    def insight_scores(
+        self, questions: Sequence[str], insights: Sequence[tuple[int, str]]
+    ) -> dict[int, float]:
+        """Of these insights (id, what it says), those close in meaning to one of the questions, with
+        their best cosine (at least INSIGHT_MIN_SCORE). An insight without a vector (one kept before
+        insights had them, or lost in a crash) is given one first, at most INSIGHT_BACKFILL a call;
+        empty without the index. Blocking (it embeds)."""
+        questions = [question for question in questions if question.strip()]
+        if not self.available or not questions or not insights:
+            return {}
+        assert self.index is not None
+        wanted = {insight_id for insight_id, _ in insights}
+        best: dict[int, float] = {}
+        try:
+            held = self.index.held("insights", sorted(wanted))
+            unheld = [(i, text) for i, text in insights if i not in held][:INSIGHT_BACKFILL]
+            self.index.add("insights", [(i, text, {}) for i, text in unheld])
+            for vector in self.index.embedder.embed(questions):
+                hits = self.index.search_vector(
+                    "insights", vector, limit=len(wanted) + 100, min_score=INSIGHT_MIN_SCORE
+                )
+                for hit in hits:
+                    if hit.id in wanted:
+                        best[hit.id] = max(best.get(hit.id, -1.0), hit.score)
+        except _INDEX_FAILURES:
+            logger.exception("insights could not be matched by meaning; matching them by terms only")
+            return {}
+        return best
 
     # --- reuse ---------------------------------------------------------------------------------
 

@@ -135,8 +135,10 @@ class CuratedSource(BaseModel):
     covers: list[int] = Field(default_factory=list)
     #: Which of the curation's `angles` (numbers from 1) found it.
     found_by: list[int] = Field(default_factory=list)
-    #: The quick scan: its opening, or the search's snippet.
+    #: Its opening, or the search's snippet.
     lead: str = ""
+    #: What the extractor's quick scan found in it (one line), when it was scanned.
+    scan: str = ""
 
 
 class StoredCuration(ScoutOutput, _Reusable):
@@ -152,6 +154,8 @@ class StoredCuration(ScoutOutput, _Reusable):
     angles: list[str] = Field(default_factory=list)
     questions: list[str] = Field(default_factory=list)
     uncovered: list[int] = Field(default_factory=list)
+    #: Candidates the extractor quick-scanned (roles/quick_scan.py).
+    scanned: int = 0
     #: Candidates left out, with the reason (duplicate, off-topic, ...): at most a few.
     excluded: list[CuratedSource] = Field(default_factory=list)
 

@@ -1,4 +1,4 @@
-"""The knowledge index: vectors of facts and corpus chunks, in Qdrant.
+"""The knowledge index: vectors of facts, corpus chunks and insights (what sources left open), in Qdrant.
 
 SQLite is the system of record; this index only answers "what do we already
 know that is close to this?" and can be dropped and rebuilt from SQLite at any
@@ -42,7 +42,10 @@ __all__ = ["Collection", "IndexedHit", "KnowledgeIndex"]
 
 logger = logging.getLogger(__name__)
 
-Collection = Literal["facts", "chunks"]
+Collection = Literal["facts", "chunks", "insights"]
+#: Collections SQLite can fill again, kept without the engine's write-ahead log: chunks (the corpus's
+#: check re-embeds what a crash lost) and insights (given vectors again when next looked up).
+_REBUILDABLE: tuple[Collection, ...] = ("chunks", "insights")
 T = TypeVar("T")
 
 #: Points sent to the engine per upsert.
@@ -73,6 +76,7 @@ class KnowledgeIndex:
         self._embedders: dict[Collection, Embedder] = {
             "facts": embedder,
             "chunks": chunk_embedder or embedder,
+            "insights": embedder,
         }
         self._lock = threading.Lock()
         self._ready: set[str] = set()
@@ -363,7 +367,7 @@ class KnowledgeIndex:
         dim = engine.dimension(name)
         if dim is None:
             return False
-        collection: Collection = "facts" if name.startswith("research_mcp_facts_") else "chunks"
+        collection = next(c for c in self._embedders if name.startswith(f"research_mcp_{c}_"))
         if dim != self._embedders[collection].dim:
             # Same name, another dimension: not vectors this embedder can search. Start again.
             logger.warning("dropping %s: its vectors are not of this embedder's dimension", name)
@@ -384,8 +388,8 @@ class KnowledgeIndex:
             embedder = self._embedders[collection]
             # Corpus chunks are many, and their embedder averages float16 rows: half precision loses
             # nothing bench.retrieval measures, and halves their disk and page cache.
-            chunks = collection == "chunks"
-            engine.create(name, embedder.dim, {"embedder": embedder.name}, half=chunks, rebuildable=chunks)
+            half, rebuildable = collection == "chunks", collection in _REBUILDABLE
+            engine.create(name, embedder.dim, {"embedder": embedder.name}, half=half, rebuildable=rebuildable)
             self._ready.add(name)
             self._drop_other_embedders(engine, collection)
         return name

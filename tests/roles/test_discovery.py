@@ -73,10 +73,13 @@ async def test_a_discovery_leaf_feeds_its_ranked_sources_to_its_sibling_leaf(
 
     assert tavily.requests[0].json["query"] == "marine energy sources"
     assert sorted(pages.paths) == ["/tides.html", "/waves.html"]
-    read = sorted(call.payload.source_ref for call in model.calls_for("extractor"))
-    assert read == [pages.url("/tides.html"), pages.url("/waves.html").rstrip("/")]
-    assert "Tidal power" in sources.structured_content["text"]
     store = Store(Settings().database_path)
+    extractions = store.handoffs_for_run(run.structured_content["id"], role="extractor")
+    # Each page quick-scanned by the scout (its node's /scan handoffs), then read by the leaf.
+    scans = sorted(h.input.source_ref for h in extractions if h.node_id.endswith("/scan"))  # type: ignore[union-attr]
+    read = sorted(h.input.source_ref for h in extractions if not h.node_id.endswith("/scan"))  # type: ignore[union-attr]
+    assert scans == read == [pages.url("/tides.html"), pages.url("/waves.html").rstrip("/")]
+    assert "Tidal power" in sources.structured_content["text"]
     (scout,) = store.handoffs_for_run(run.structured_content["id"], role="scout")
     assert isinstance(scout.output, StoredCuration)
     assert [s.ref for s in scout.output.sources] == [pages.url("/tides.html"), pages.url("/waves.html")]

@@ -101,7 +101,8 @@ async def test_a_sweep_whose_box_closes_ranks_what_it_found_and_names_what_it_di
     assert not scouted.is_error, scouted.content
     output = curation(scouted.structured_content)
     assert [source.ref for source in output.sources] == ["https://a.example/one"]
-    (failure,) = [item for item in output.failures if "box" in item]
+    failure, scans = [item for item in output.failures if "box" in item]
+    assert scans == "The sweep's time box closed after 0 of 1 quick scans."
     assert failure.startswith("The sweep's 1 s box closed before 1 of its 2 searches and crawls: ")
     assert "how fast does giant kelp grow" in failure
 
