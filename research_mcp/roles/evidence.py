@@ -18,6 +18,14 @@ A synthesizer's confidence is capped by what its facts support; each rule that l
   the facts answer something else that shares its common words ("dpkg", "package"): the question
   is a gap ("Not established by the verified facts: ..."), and confidence `low` when every question
   judged is so, else `medium`;
+- what a question asks about: more than half of its content terms (numbers and framing words such
+  as "say" aside) said by none of the facts extracted for it (statement, quote or source title)
+  means they answer another question sharing a word or two ("Under which licence is zstd
+  distributed?" by dpkg's "May be used and distributed freely for any purpose."), unless they say
+  every name it capitalizes (then what is unsaid is how the things named relate): a gap, `low` when
+  every question judged is so, else `medium`; calibrated on the dev sets of bench.answers, where
+  every unanswerable question had more than half its terms unsaid and no answered one of realdocs
+  did;
 - the kind of answer asked for: a question asking how many, how long, when or which version
   ("How long is the machine ID?") whose facts state no number is a gap, and `low` when every
   question judged is so, else `medium`;
@@ -63,6 +71,9 @@ _IDENTIFIER = re.compile(r"(?<![\w-])([A-Za-z]{2,})[-\u2010\u2011]?(\d+(?:\.\d+)
 _WORD = re.compile(r"[\w'’-]+")
 _QUOTED = re.compile(r"[\"“‘]([^\"”’]{2,80})[\"”’]")
 _LEVELS: dict[ConfidenceLevel, int] = {"low": 0, "medium": 1, "high": 2}
+#: Stems that frame a question ("What does its README say about ...", "according to") rather than
+#: name what it asks about.
+_FRAMING = frozenset({"say", "said", "accord", "mention"})
 
 
 @dataclass
@@ -137,6 +148,7 @@ def judge_evidence(
     # boilerplate repeated in ten files corroborates nothing it asks.
     off_topic = _keep_bearing(judged, groups)
     _judge_subjects(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
+    _judge_unsaid(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
     _judge_numbers(evidence, judged, groups)
     if off_topic:
         evidence.caps.append(
@@ -213,6 +225,37 @@ def _judge_subjects(
         (
             "low" if len(elsewhere) == len(judged) else "medium",
             f"no verified fact for {len(elsewhere)} question(s) mentions what it names "
+            f"({', '.join(missing)}): {first[:120]!r}",
+        )
+    )
+
+
+def _judge_unsaid(
+    evidence: Evidence, judged: list[str], extracted: list[list[Fact]], titles: Mapping[int, str]
+) -> None:
+    """A question most of whose terms none of its facts says: they answer something else."""
+    unsaid = []
+    for question, facts in zip(judged, extracted, strict=True):
+        asked = [t for t in dict.fromkeys(terms(question)) if not t.isdigit() and t not in _FRAMING]
+        said = set(terms(" ".join(_said(f, titles) for f in facts)))
+        named = named_terms(question)
+        if named and len(said_terms(named, said)) == len(named):
+            continue  # on the very things it names: what is unsaid is how they relate
+        missing = [term for term in asked if term not in said_terms([term], said)]
+        if len(missing) * 2 > len(asked):
+            unsaid.append((question, missing))
+    if not unsaid:
+        return
+    evidence.gaps += [
+        f"{NOT_ESTABLISHED}{question}"[:500]
+        for question, _ in unsaid
+        if f"{NOT_ESTABLISHED}{question}"[:500] not in evidence.gaps
+    ]
+    first, missing = unsaid[0]
+    evidence.caps.append(
+        (
+            "low" if len(unsaid) == len(judged) else "medium",
+            f"most terms of {len(unsaid)} question(s) said by no fact extracted for it "
             f"({', '.join(missing)}): {first[:120]!r}",
         )
     )
