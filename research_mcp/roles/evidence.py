@@ -69,6 +69,7 @@ COVERED_EVIDENCE = 0.4
 
 _IDENTIFIER = re.compile(r"(?<![\w-])([A-Za-z]{2,})[-\u2010\u2011]?(\d+(?:\.\d+)*)(?![\w.-]*\d)")
 _WORD = re.compile(r"[\w'’-]+")
+_VERSIONED = re.compile(r"\d+([a-z]{2,})")
 _QUOTED = re.compile(r"[\"“‘]([^\"”’]{2,80})[\"”’]")
 _LEVELS: dict[ConfidenceLevel, int] = {"low": 0, "medium": 1, "high": 2}
 #: Stems that frame a question ("What does its README say about ...", "according to") rather than
@@ -169,6 +170,12 @@ def _said(fact: Fact, titles: Mapping[int, str]) -> str:
     return f"{fact.statement} {fact.quote} {titles.get(fact.source_id, '')}"
 
 
+def _said_terms(facts: Sequence[Fact], titles: Mapping[int, str]) -> set[str]:
+    """The terms `facts` say, a name after a version number as well ("4.0BSD" says "BSD")."""
+    said = set(terms(" ".join(_said(f, titles) for f in facts)))
+    return said | {match.group(1) for term in said if (match := _VERSIONED.fullmatch(term))}
+
+
 def _judge_identifiers(
     evidence: Evidence, judged: list[str], groups: list[list[Fact]], titles: Mapping[int, str]
 ) -> None:
@@ -212,7 +219,7 @@ def _judge_subjects(
     elsewhere = []
     for question, facts in zip(judged, extracted, strict=True):
         named = named_terms(question)
-        said = set(terms(" ".join(_said(f, titles) for f in facts)))
+        said = _said_terms(facts, titles)
         mentioned = said_terms(named, said)
         missing = [term for term in named if term not in mentioned]
         if len(missing) * 2 > len(named):  # most of what it names: "README" may go unsaid, "LibYAML" not
@@ -237,7 +244,7 @@ def _judge_unsaid(
     unsaid = []
     for question, facts in zip(judged, extracted, strict=True):
         asked = [t for t in dict.fromkeys(terms(question)) if not t.isdigit() and t not in _FRAMING]
-        said = set(terms(" ".join(_said(f, titles) for f in facts)))
+        said = _said_terms(facts, titles)
         named = named_terms(question)
         if named and len(said_terms(named, said)) == len(named):
             continue  # on the very things it names: what is unsaid is how they relate

@@ -9,13 +9,15 @@ from research_mcp.contracts import Fact
 from research_mcp.roles.evidence import NOT_ESTABLISHED, judge_evidence
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "realdocs"
+#: The whole documents of bench.answers, for a line the excerpts above leave out.
+CORPUS = Path(__file__).resolve().parents[2] / "bench" / "data" / "realdocs" / "corpus"
 ZSTD = "Under which licence is zstd distributed according to its copyright file?"
 ZLIB = "What does zlib's licence require?"
 
 
-def line(name: str, text: str) -> str:
+def line(name: str, text: str, folder: Path = DOCS) -> str:
     """`text`, checked to be what the document says (its whitespace aside)."""
-    assert " ".join(text.split()) in " ".join((DOCS / name).read_text(encoding="utf-8").split())
+    assert " ".join(text.split()) in " ".join((folder / name).read_text(encoding="utf-8").split())
     return text
 
 
@@ -126,3 +128,14 @@ def test_facts_saying_every_name_a_question_gives_are_on_its_subject() -> None:
         [unnamed], [fact(1, written, unnamed)], in_scope=1, read=1, titles={1: "copyright"}
     )
     assert [level for level, _ in unsaid_caps(evidence.caps)] == ["low"]
+
+
+def test_a_name_after_a_version_number_is_said() -> None:
+    question = "In which BSD release did the ancestor of the fstab file format appear?"
+    ancestor = line("man/fstab.5.txt", "The ancestor of this fstab file format appeared in 4.0BSD.", CORPUS)
+    evidence = judge_evidence(
+        [question], [fact(1, ancestor, question)], in_scope=1, read=1, titles={1: "fstab.5"}
+    )
+
+    assert not any(level == "low" for level, _ in evidence.caps), evidence.caps
+    assert f"{NOT_ESTABLISHED}{question}" not in evidence.gaps
