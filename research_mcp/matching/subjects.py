@@ -8,7 +8,7 @@ import re
 
 from research_mcp.matching.terms import same_term, stem, terms
 
-__all__ = ["of_subject"]
+__all__ = ["asked_subject", "of_subject"]
 
 _AUXILIARY = r"(?:do|does|did|can|could|will|would|should|must|may)"
 _BE = r"(?:is|are|was|were)"
@@ -23,15 +23,39 @@ _IS = re.compile(
     rf"^(?:what|which)\s+(?P<kind>[\w'’-]+)\s+{_BE}\s+(?P<subject>.+?)(?:\s+{_PREPOSITION})?\s*\??$",
     re.IGNORECASE,
 )
+# "What does the first field of an fstab line describe?": fields of an fstab line.
+_OF_DOES = re.compile(
+    rf"^(?:what|which|how|why|when|where|who)\s+{_AUXILIARY}\s+(?:the\s+|an?\s+)?(?:[\w'’-]+\s+)?"
+    r"(?P<kind>[\w'’-]+)\s+of\s+(?P<subject>.+?)\s+[\w'’-]+\s*\??$",
+    re.IGNORECASE,
+)
+# "What is the first field of an fstab line?": fields of an fstab line.
+_OF_IS = re.compile(
+    rf"^(?:what|which|who)\s+{_BE}\s+(?:the\s+|an?\s+)?(?:[\w'’-]+\s+)?"
+    r"(?P<kind>[\w'’-]+)\s+of\s+(?P<subject>.+?)\s*\??$",
+    re.IGNORECASE,
+)
 _WORD = re.compile(r"[\w'’-]+")
+_VERB = re.compile(rf"{_AUXILIARY}|{_BE}|has|have|had", re.IGNORECASE)
 #: A longer subject is a clause, not a name to carry.
 MAX_SUBJECT_WORDS = 6
+
+
+def asked_subject(question: str) -> str | None:
+    """What a "Which <kind> <aux> <subject> <verb>?" question asks about ("Which characters may host
+    names in /etc/hosts contain?": "host names in /etc/hosts"), for a later part's pronoun; None when
+    the question has another form or the subject is a clause."""
+    match = _DOES.match(question.strip())
+    if not match or len(match.group("subject").split()) > MAX_SUBJECT_WORDS:
+        return None
+    return match.group("subject").strip()
 
 
 def of_subject(part: str, first: str) -> str:
     """`part` with "of <subject>" after the word naming the first question's kind of thing, when
     `part` names that kind but not the subject; else `part` unchanged."""
-    match = _DOES.match(first.strip()) or _IS.match(first.strip())
+    first = first.strip()
+    match = _OF_DOES.match(first) or _OF_IS.match(first) or _DOES.match(first) or _IS.match(first)
     if not match:
         return part
     subject = match.group("subject").strip()
@@ -42,7 +66,12 @@ def of_subject(part: str, first: str) -> str:
     if any(same_term(term, other) for term in subject_terms for other in said):
         return part
     kind = stem(match.group("kind").casefold())
-    for word in _WORD.finditer(part):
-        if stem(word.group(0).casefold()) == kind:
+    words = list(_WORD.finditer(part))
+    for position, word in enumerate(words):
+        # The kind word heads its phrase: the next word is a verb ("the fourth field hold?", "field
+        # does"), not another noun ("preamble paragraph").
+        after = words[position + 1].group(0) if position + 1 < len(words) else ""
+        heads = not after or position + 2 == len(words) or _VERB.fullmatch(after)
+        if stem(word.group(0).casefold()) == kind and heads:
             return f"{part[: word.end()]} of {subject}{part[word.end() :]}"
     return part

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from research_mcp.contracts import Budget, PlannerOutput, PlanNode
@@ -54,20 +55,31 @@ def _source_tokens(ref: str | None) -> int:
 
 
 def estimate_plan(
-    root: PlanNode, *, backend: str, price: tuple[float, float], concurrency: int
+    root: PlanNode,
+    *,
+    backend: str,
+    price: tuple[float, float],
+    concurrency: int,
+    pace: Mapping[str, float] | None = None,
 ) -> PlanEstimate:
-    """Model calls, tokens, cost and wall time the plan should take before anything runs."""
+    """Model calls, tokens, cost and wall time the plan should take before anything runs. `pace`:
+    seconds a call of each role measured on this machine (`Store.seconds_per_call`); a role it
+    lacks takes the backend's typical figure."""
     calls: dict[str, int] = {"extractor": 0, "synthesizer": 0, "scout": 0}
     extractor_in = [0]
+    typical = SECONDS_PER_CALL.get(backend, DEFAULT_SECONDS_PER_CALL)
 
-    def visit(node: PlanNode) -> int:
-        """Calls on the longest chain through this node."""
+    def seconds(role: str) -> float:
+        return (pace or {}).get(role, typical)
+
+    def visit(node: PlanNode) -> float:
+        """Seconds on the longest chain of calls through this node."""
         if node.kind == "executor":
             calls["synthesizer"] += 1
-            return 1 + max((visit(child) for child in node.children), default=0)
+            return seconds("synthesizer") + max((visit(child) for child in node.children), default=0.0)
         if node.kind == "discovery":
             calls["scout"] += 1
-            return 1
+            return seconds("scout")
         first, hop = leaf_reading(node)
         # A searching leaf's second hop reads after its first sources: one more call on its chain.
         refs: list[str | None] = list(node.sources) or [None] * (first + hop)
@@ -75,7 +87,7 @@ def estimate_plan(
         calls["extractor"] += len(refs) * specs
         extractor_in[0] += specs * sum(_source_tokens(ref) for ref in refs)
         calls["synthesizer"] += 1
-        return 3 if hop else 2
+        return seconds("extractor") * (2 if hop else 1) + seconds("synthesizer")
 
     critical = visit(root)
     tokens_in = extractor_in[0] + sum(
@@ -85,8 +97,7 @@ def estimate_plan(
     if backend in TOKENLESS:
         tokens_in = tokens_out = 0
     total_calls = sum(calls.values())
-    per_call = SECONDS_PER_CALL.get(backend, DEFAULT_SECONDS_PER_CALL)
-    wall = per_call * max(critical, total_calls / concurrency)
+    wall = max(critical, sum(seconds(role) * count for role, count in calls.items()) / concurrency)
     cost = (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
     return PlanEstimate(
         model_calls=total_calls,
@@ -142,7 +153,11 @@ async def plan_research(
     plan_id = new_id("plan")
     root = assign_ids(result.output.root) if not violations else result.output.root
     estimate = estimate_plan(
-        root, backend=deps.model.name, price=price, concurrency=deps.settings.concurrency
+        root,
+        backend=deps.model.name,
+        price=price,
+        concurrency=deps.settings.concurrency,
+        pace=deps.store.seconds_per_call(deps.model.name),
     )
     status = "infeasible" if violations else "feasible"
     deps.store.save_plan(

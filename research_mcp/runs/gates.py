@@ -72,7 +72,7 @@ def unmet_gap(
         )
     if criterion.startswith("theme:"):
         theme = criterion.split(":", 1)[1]
-        return head + f"theme {theme!r} covered; no verified finding of the report mentions it"
+        return head + f"no verified finding of the report covers {theme!r}"
     if criterion == "contradictions_resolved":
         return (
             head

@@ -26,7 +26,7 @@ from research_mcp.ids import source_label
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.base import RoleResult
 from research_mcp.roles.contradictions import settling_question
-from research_mcp.roles.evidence import NOT_ESTABLISHED
+from research_mcp.roles.evidence import NOT_ESTABLISHED, STRONG_EVIDENCE
 from research_mcp.roles.node_budgets import node_budget_spent
 from research_mcp.roles.scout import scout
 from research_mcp.roles.synthesizer import UNANSWERED, gate_synthesis, synthesize
@@ -117,6 +117,23 @@ def _raised_by_source(rc: RunContext, leaf_key: str, iteration: int) -> dict[str
         mine = raised.setdefault(asked.source_ref, [])
         mine += [q for q in open_questions if q not in known and q not in mine]
     return {ref: questions[:MAX_FOLLOW_UPS] for ref, questions in raised.items() if questions}
+
+
+def _bearing(rc: RunContext, leaf_key: str, iteration: int) -> set[str]:
+    """The sources the leaf read before this iteration that gave strong evidence (a verified fact of
+    confidence at least `STRONG_EVIDENCE`): asked an iteration's new questions again. The others bore
+    weakly on what they were asked; asking them more is a full read each, for little (a question the
+    corpus cannot answer would read every unrelated file again)."""
+    store = rc.deps.store
+    strong: set[str] = set()
+    for handoff in store.handoffs_for_run(rc.run_id, role="extractor", node_id=leaf_key):
+        asked, output = handoff.input_as(ExtractorInput), handoff.output_as(StoredExtraction)
+        if handoff.iteration >= iteration or asked is None or output is None:
+            continue
+        facts = store.get_facts(output.fact_ids)
+        if any(fact.verified and fact.confidence >= STRONG_EVIDENCE for fact in facts):
+            strong.add(asked.source_ref)
+    return strong
 
 
 async def _ask(
@@ -457,15 +474,17 @@ async def _widen(
     widened.sources += refs
     widened.follow_ups += follow_ups
     widened.criteria += criteria
-    # New sources are asked the new questions and the follow-ups; the sources already read are
-    # asked again (a new extraction, since its questions differ), not passed over: the new
-    # questions, and what each one itself left open.
+    # New sources are asked the new questions and the follow-ups; the sources already read that
+    # bore on the leaf's question, or left something open, are asked again (a new extraction, since
+    # its questions differ): the new questions, and what each one itself left open.
     reads: list[tuple[list[str], list[str], tuple[str, ...]]] = [
         (refs, [*asking.added, *criteria, *follow_ups], ())
     ]
+    bearing = _bearing(rc, leaf_key, iteration)
     reads += [
         ([stored[ref]], [*asking.added, *criteria, *raised.get(ref, [])], (stored[ref],))
         for ref in sorted(used - set(refs))
+        if ref in raised or ref in bearing
     ]
     grown = await _ask(rc, leaf, leaf_key, reads, iteration, asking.known)
     widened.extractions += grown

@@ -6,6 +6,7 @@ as one; `output_cache` names the done handoffs whose output is reused for the sa
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from research_mcp.errors import NotFound
@@ -13,7 +14,10 @@ from research_mcp.storage.database import StoreDatabase, as_json, new_id, now
 from research_mcp.storage.models import RunUsage
 from research_mcp.storage.outputs import CachedOutput, Handoff, StoredOutput
 
-__all__ = ["HandoffTables"]
+__all__ = ["MIN_TIMED_CALLS", "HandoffTables"]
+
+#: Calls of a role a measured pace needs; fewer, and the backend's typical figure stands.
+MIN_TIMED_CALLS = 5
 
 
 class HandoffTables(StoreDatabase):
@@ -88,6 +92,28 @@ class HandoffTables(StoreDatabase):
                 sql += f" AND {column} = ?"
                 params.append(value)
         return [Handoff.model_validate(row) for row in self._all(sql + " ORDER BY rowid", params)]
+
+    def seconds_per_call(self, backend: str, *, recent: int = 40) -> dict[str, float]:
+        """This machine's measured pace on `backend`: the median wall time of each role's last
+        `recent` finished calls, outputs reused from earlier calls left out (a role with fewer than
+        `MIN_TIMED_CALLS` is left out)."""
+        rows = self._all(
+            "SELECT role, (julianday(finished_at) - julianday(started_at)) * 86400.0 AS seconds"
+            " FROM handoffs WHERE backend = ? AND status = 'done' AND started_at IS NOT NULL"
+            " AND finished_at IS NOT NULL AND COALESCE(json_extract(output, '$.cached'), 0) = 0"
+            " ORDER BY rowid DESC LIMIT ?",
+            (backend, recent * 5),
+        )
+        timed: dict[str, list[float]] = {}
+        for row in rows:
+            seconds = timed.setdefault(row["role"], [])
+            if len(seconds) < recent and row["seconds"] is not None:
+                seconds.append(max(0.0, float(row["seconds"])))
+        return {
+            role: round(statistics.median(seconds), 2)
+            for role, seconds in timed.items()
+            if len(seconds) >= MIN_TIMED_CALLS
+        }
 
     def sources_read(self, run_id: str) -> int:
         """Distinct sources the run's extractors read."""

@@ -471,6 +471,29 @@ async def test_a_comparison_of_what_each_item_is_asks_each_item_the_same_questio
             "Who is Ada Lovelace and what did she write?",
             ["Who is Ada Lovelace?", "What did Ada Lovelace write?"],
         ),
+        (
+            "What does the first field of an fstab line describe, what does the fourth field hold, "
+            "and which field does fsck read?",
+            [
+                "What does the first field of an fstab line describe?",
+                "What does the fourth field of an fstab line hold?",
+                "Which field of an fstab line does fsck read?",
+            ],
+        ),
+        (
+            "Which characters may host names in /etc/hosts contain, and what must they begin with?",
+            [
+                "Which characters may host names in /etc/hosts contain?",
+                "What must host names in /etc/hosts begin with?",
+            ],
+        ),
+        (
+            "What is the first field of an fstab line? Which program reads the second field?",
+            [
+                "What is the first field of an fstab line?",
+                "Which program reads the second field of an fstab line?",
+            ],
+        ),
     ],
 )
 async def test_a_split_question_keeps_its_subject_in_every_part(
@@ -516,6 +539,8 @@ async def test_a_conjunction_of_questions_becomes_one_leaf_per_question(
         "What are the causes and effects of ocean acidification?",
         "Who was the writer of These Boots Are Made for Walkin' and who died in 2007?",
         "Why is the sky blue?",
+        "When the disk is full, what does dpkg do?",
+        "What does the preamble of the GPL say about which preamble paragraph applies?",
     ],
 )
 async def test_a_plain_query_stays_one_leaf_asking_the_query(model: ExtractiveModel, query: str) -> None:

@@ -127,7 +127,7 @@ async def test_a_theme_in_the_title_alone_is_not_covered_one_a_verified_fact_say
     output = final_synthesis(handle["id"])
     # "ferries" is in no source: unmet although no report says otherwise; "harbour bridge" is in a fact.
     assert first.get("criteria_before", {}).get("theme:harbour bridge") is True
-    assert any("theme 'ferries' covered" in gap for gap in output.gaps)
+    assert any("no verified finding of the report covers 'ferries'" in gap for gap in output.gaps)
 
 
 def fact(ident: int, statement: str, source: int) -> Fact:

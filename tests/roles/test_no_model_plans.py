@@ -127,6 +127,6 @@ async def test_a_part_no_verified_fact_covers_iterates_boundedly_and_is_named_in
         "theme:Who invented the wave power organ?": False,
     }
     assert (
-        "criterion unmet: theme 'Who invented the wave power organ?' covered; no verified finding"
+        "criterion unmet: no verified finding of the report covers 'Who invented the wave power organ?'"
         in gaps.structured_content["text"]
     )

@@ -153,7 +153,10 @@ async def test_a_phase_left_unmet_names_the_criterion_in_the_gaps_and_caps_the_c
     assert run["metrics"]["criteria_unmet"] == 1
     assert "1 phase criteria unmet: coverage: theme:geothermal" in " ".join(run["summary"])
     assert "confidence low" in run["summary"][2]
-    assert "Phase 'coverage' criterion unmet: theme 'geothermal' covered" in gaps.structured_content["text"]
+    assert (
+        "Phase 'coverage' criterion unmet: no verified finding of the report covers 'geothermal'"
+        in gaps.structured_content["text"]
+    )
     text = confidence.structured_content["text"]
     assert text.startswith("low: Capped at low by code (phase criteria unmet: coverage: theme:geothermal)")
     assert "the synthesis said high" in text
@@ -474,6 +477,26 @@ async def test_an_unmet_theme_is_asked_of_the_source_already_read_after_the_task
         ["What is the panel efficiency?"],
         ["What is the panel efficiency?", "What about geothermal?"],
     ]
+
+
+async def test_an_iteration_does_not_read_again_a_source_that_bore_only_weakly_on_the_question() -> None:
+    # Its facts are verified but weak (confidence 0.45): a question the corpus cannot answer must
+    # not read every unrelated file it touched once more.
+    def weak(request: ModelRequest[Any]) -> Any:
+        output = team_script(request)
+        if isinstance(output, ExtractorOutput):
+            facts = [fact.model_copy(update={"confidence": 0.45}) for fact in output.facts]
+            return output.model_copy(update={"facts": facts})
+        return output
+
+    phase = {"name": "coverage", "criteria": {"themes": ["geothermal"]}, "max_iterations": 2}
+    model = ScriptedModel(weak)
+    async with Client(create_server(model=model)) as client:
+        run = await run_plan(client, plan_of(leaf("solar", TEXT_A), phases=[phase]))
+    assert len(model.calls_for("extractor")) == 1  # read once; the iteration found nothing new to read
+    [delta] = store().events_for_run(run["id"], IterationDone)
+    assert delta.changed["questions_added"] == ["geothermal"]
+    assert delta.changed["extractions_added"] == []
 
 
 async def test_asking_a_source_again_does_not_count_it_twice_against_the_runs_source_budget() -> None:

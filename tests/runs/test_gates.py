@@ -68,7 +68,9 @@ def test_an_unmet_criterion_is_a_gap_naming_what_was_required_and_found() -> Non
     assert unmet_gap(judged, "corroboration", weak, SOURCE_OF) == (
         head + "each key finding agreed by 3 sources; 2 key findings, the weakest agreed by 1"
     )
-    assert "theme 'ferries' covered" in unmet_gap(judged, "theme:ferries", weak, SOURCE_OF)
+    assert "no verified finding of the report covers 'ferries'" in unmet_gap(
+        judged, "theme:ferries", weak, SOURCE_OF
+    )
     assert "1 remain: S1 and S2 differ on the date" in unmet_gap(judged, "contradictions_resolved", weak, {})
     assert "reached medium (two sources)" in unmet_gap(judged, "confidence", weak, {})
 

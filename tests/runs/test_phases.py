@@ -57,7 +57,7 @@ async def test_a_phase_unmet_at_max_iterations_names_each_unmet_criterion_and_ca
     output = temp_store.get_handoff(final).output_as(StoredSynthesis)
     assert output is not None
     assert output.unmet_criteria == ["check: theme:geothermal"]
-    assert any("theme 'geothermal' covered" in gap for gap in output.gaps)
+    assert any("no verified finding of the report covers 'geothermal'" in gap for gap in output.gaps)
     assert output.confidence.level in ("low", "medium")  # capped at medium: one criterion of two met
     [unmet] = temp_store.events_for_run(rc.run_id, PhaseUnmet)
     assert "stopped at max_iterations=1" in unmet.message and unmet.stopped is StopReason.MAX_ITERATIONS

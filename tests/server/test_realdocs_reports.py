@@ -4,6 +4,7 @@ as `<` and still inert, one heading per question in the HTML export, follow-ups 
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -104,3 +105,36 @@ async def test_a_no_model_plan_estimates_seconds_and_no_tokens(corpus: Path) -> 
     assert metrics["est_wall_s"] > 0
     (line,) = [item for item in plan.structured_content["summary"] if item.startswith("estimate:")]
     assert "0 tokens" in line and line.endswith(" s")
+
+
+def timed_calls(store: Store, role: str, seconds: float, count: int, *, cached: bool = False) -> None:
+    """`count` finished no-model calls of `role` that took `seconds` each."""
+    for _ in range(count):
+        handoff = store.start_handoff(role=role, input={}, backend="extractive")
+        with store.write() as conn:
+            conn.execute(
+                "UPDATE handoffs SET status = 'done', output = ?, started_at = ?, finished_at = ? WHERE id = ?",
+                (
+                    json.dumps({"cached": cached}),
+                    "2026-11-26T10:00:00+00:00",
+                    f"2026-11-26T10:00:{seconds:02.0f}+00:00",
+                    handoff,
+                ),
+            )
+
+
+async def test_a_no_model_plan_is_estimated_at_this_machines_measured_pace(corpus: Path) -> None:
+    # Real documents take seconds an extraction here, not the 0.5 s of HotpotQA's paragraphs.
+    store = Store(Settings().database_path)
+    async with Client(create_server(model=ExtractiveModel())) as client:
+        await wait_until_indexed(client)
+        query = {"query": "What does the zlib licence require?"}
+        typical = (await client.call_tool("plan_research", query)).structured_content["metrics"]
+        timed_calls(store, "extractor", 12, 6)
+        timed_calls(store, "extractor", 0, 20, cached=True)  # reused outputs took no time: not a pace
+        timed_calls(store, "synthesizer", 2, 6)
+        paced = (await client.call_tool("plan_research", query)).structured_content["metrics"]
+    assert store.seconds_per_call("extractive") == {"extractor": 12.0, "synthesizer": 2.0}
+    assert typical["est_calls"] == paced["est_calls"]
+    # One leaf reading three sources, then two more on its second hop, then its synthesis and the root's.
+    assert paced["est_wall_s"] >= 12 * 2 + 2 * 2 > typical["est_wall_s"]

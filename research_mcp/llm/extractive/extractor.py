@@ -15,7 +15,10 @@ model would typically give. A question counts as answered from `MIN_RELEVANCE` u
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
+from collections import OrderedDict
 
 import numpy as np
 
@@ -81,22 +84,13 @@ _SPACE = re.compile(r"\s+")
 
 def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOutput:
     questions = (payload.questions or _spec_questions(payload))[:10]  # positions kept: question_index
-    sentences = split_sentences(payload.source_text)
-    # Scored as what it says: "she was named ambassador" with the name "she" refers back to.
-    scored_as = _under_headings(sentences, resolved_texts(payload.source_text, sentences))
-    kept = [
-        index
-        for index, sentence in enumerate(sentences)
-        if _claim(sentence) and not is_boilerplate(sentence.text)
-    ]
-    claims = [sentences[index] for index in kept]
+    sentences, claims, relevance = _prepared(payload.source_text, embedder)
     if not questions or not claims:
         reason = "No questions were given." if not questions else "The source has no readable sentences."
         return ExtractorOutput(
             answers=[Answer(question=clip(q, 500), answer=NO_ANSWER) for q in questions],
             confidence=Confidence(level="low", reasoning=f"{reason} Extractive backend: no language model."),
         )
-    relevance = Relevance([scored_as[index] for index in kept], embedder)
     # A sentence answers what the question asks of the source's own subject as well as the whole
     # question: each scores its best against either (focus.py).
     scores = [_scores(relevance, question, payload.source_title) for question in questions]
@@ -150,6 +144,43 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
         source_identified_gaps=_source_gaps(sentences),
         linked_candidate_sources=_linked_sources(payload, sentences, claims, scores),
     )
+
+
+#: A source's sentences, claims and relevance are kept for its next extraction (a phase iteration, a
+#: second hop, another leaf reading it): up to this many characters of source text in all (about
+#: 15 bytes held a character), each source at most half of it. A 400 KB file takes 3-6 s to prepare.
+PREPARED_CHARS = 2_000_000
+_prepared_cache: OrderedDict[tuple[str, int], tuple[list[Sentence], list[Sentence], Relevance, int]] = (
+    OrderedDict()
+)
+_prepared_lock = threading.Lock()
+
+
+def _prepared(text: str, embedder: Embedder | None) -> tuple[list[Sentence], list[Sentence], Relevance]:
+    """The source's sentences, the claims among them (sentences that may be quoted, no boilerplate),
+    and their relevance (each claim scored as what it says, under its heading); its embeddings are
+    kept with it, so a source asked again embeds only the sentences it had not embedded."""
+    key = (hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest(), id(embedder))
+    with _prepared_lock:
+        if (hit := _prepared_cache.get(key)) is not None and hit[2].embedder is embedder:
+            _prepared_cache.move_to_end(key)
+            return hit[0], hit[1], hit[2]
+    sentences = split_sentences(text)
+    # Scored as what it says: "she was named ambassador" with the name "she" refers back to.
+    scored_as = _under_headings(sentences, resolved_texts(text, sentences))
+    kept = [
+        index
+        for index, sentence in enumerate(sentences)
+        if _claim(sentence) and not is_boilerplate(sentence.text)
+    ]
+    claims = [sentences[index] for index in kept]
+    relevance = Relevance([scored_as[index] for index in kept], embedder)
+    if len(text) <= PREPARED_CHARS // 2:
+        with _prepared_lock:
+            _prepared_cache[key] = (sentences, claims, relevance, len(text))
+            while sum(entry[3] for entry in _prepared_cache.values()) > PREPARED_CHARS:
+                _prepared_cache.popitem(last=False)
+    return sentences, claims, relevance
 
 
 def _claim(sentence: Sentence) -> bool:

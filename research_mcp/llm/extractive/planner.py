@@ -34,7 +34,7 @@ from research_mcp.llm.extractive.plan_shapes import (
     discovery_leaf,
     with_task_spec,
 )
-from research_mcp.matching.subjects import of_subject
+from research_mcp.matching.subjects import asked_subject, of_subject
 from research_mcp.matching.terms import STOPWORDS, clip
 from research_mcp.role_inputs import PlannerInput
 from research_mcp.scope import judge_scope
@@ -82,7 +82,22 @@ _COMPARISON_WORDS = frozenset(
     | {"vs", "versus", "both", "same", "terms", "respect"}
 )
 _PRONOUN = re.compile(r"\b(?:it|its|they|them|their|this|these|those|he|she|his|her)\b", re.IGNORECASE)
-_AND_QUESTION = re.compile(r",?\s+and\s+(?=(?:what|how|why|when|where|whether)\b)", re.IGNORECASE)
+_AUXILIARY = r"(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|may|must)"
+# "…, and what does it require?", "…, and which field does fsck read?": a question starts ("… and
+# who died in 2007?" goes on describing the first question's subject).
+_AND_QUESTION = re.compile(
+    rf",?\s+and\s+(?=(?:what|how|why|when|where|whether)\b|which\s+[\w'’-]+\s+{_AUXILIARY}\b)", re.I
+)
+# "…, what does the fourth field hold?": a question starts after a comma, when what is before the
+# comma is a question too ("When the disk is full, what does dpkg do?" is one question).
+_COMMA_QUESTION = re.compile(
+    rf",\s+(?=(?:what|which|who|how|why|when|where)\s+(?:[\w'’-]+\s+)?{_AUXILIARY}\b)", re.I
+)
+_QUESTION_FORM = re.compile(
+    rf"^(?:(?:who|what|which)\s+[\w'’-]+|(?:how|why|when|where|whether)\s+(?:[\w'’-]+\s+)?"
+    rf"(?:{_AUXILIARY}|many|much|long|often|far|old)\b|{_AUXILIARY}\b)",
+    re.IGNORECASE,
+)
 
 
 def plan(payload: PlannerInput) -> PlannerOutput:
@@ -159,13 +174,22 @@ def question_parts(query: str) -> list[str]:
     parts: list[str] = []
     for piece in pieces:
         if re.match(rf"{_QUESTION_LEAD}\b", piece, re.IGNORECASE):
-            parts.extend(_AND_QUESTION.split(piece))
+            parts.extend(_split_questions(piece))
         else:
             parts.append(piece)
     parts = [_as_question(part) for part in parts]
     if not 1 < len(parts) <= 10 or any(len(part.split()) < 2 or not _content_words(part) for part in parts):
         return [query]
     return parts
+
+
+def _split_questions(piece: str) -> list[str]:
+    """One sentence's questions: split at ", and what …" always, at ", what does …" when every piece
+    has a question's form."""
+    split = [part for each in _AND_QUESTION.split(piece) for part in _COMMA_QUESTION.split(each)]
+    if all(_QUESTION_FORM.match(part.strip()) for part in split):
+        return split
+    return _AND_QUESTION.split(piece)
 
 
 _BE = r"(?:is|are|was|were)"
@@ -193,11 +217,14 @@ def with_subject(part: str, first: str) -> str:
     if not _LEANS.search(part):
         return of_subject(part, first)
     match = _SUBJECT.match(first.strip())
-    if not match:
+    if match:
+        subject = match.group("subject").strip()
+        if match.group("kind"):
+            subject = f"{subject}'s {match.group('kind')}"
+    elif (asked := asked_subject(first)) is not None:
+        subject = asked  # "Which characters may host names contain?" then "What must they begin with?"
+    else:
         return part
-    subject = match.group("subject").strip()
-    if match.group("kind"):
-        subject = f"{subject}'s {match.group('kind')}"
     if len(subject.split()) > 6:
         return part
 
