@@ -22,10 +22,11 @@ A synthesizer's confidence is capped by what its facts support; each rule that l
   as "say" aside) said by none of the facts extracted for it (statement, quote or source title)
   means they answer another question sharing a word or two ("Under which licence is zstd
   distributed?" by dpkg's "May be used and distributed freely for any purpose."), unless they say
-  every name it capitalizes (then what is unsaid is how the things named relate): a gap, `low` when
-  every question judged is so, else `medium`; calibrated on the dev sets of bench.answers, where
-  every unanswerable question had more than half its terms unsaid and no answered one of realdocs
-  did;
+  every name it capitalizes, two or more (then what is unsaid is how the things named relate; the
+  one "IP" of "How do I configure a static IP address with netplan?" says little of its subject):
+  a gap, `low` when every question judged is so, else `medium`. Calibrated on the dev sets of
+  bench.answers, where every unanswerable question had more than half its terms unsaid and no
+  answered realdocs question did;
 - the kind of answer asked for: a question asking how many, how long, when or which version
   ("How long is the machine ID?") whose facts state no number is a gap, and `low` when every
   question judged is so, else `medium`;
@@ -246,7 +247,7 @@ def _judge_unsaid(
         asked = [t for t in dict.fromkeys(terms(question)) if not t.isdigit() and t not in _FRAMING]
         said = _said_terms(facts, titles)
         named = named_terms(question)
-        if named and len(said_terms(named, said)) == len(named):
+        if len(named) >= 2 and len(said_terms(named, said)) == len(named):
             continue  # on the very things it names: what is unsaid is how they relate
         missing = [term for term in asked if term not in said_terms([term], said)]
         if len(missing) * 2 > len(asked):

@@ -139,3 +139,15 @@ def test_a_name_after_a_version_number_is_said() -> None:
 
     assert not any(level == "low" for level, _ in evidence.caps), evidence.caps
     assert f"{NOT_ESTABLISHED}{question}" not in evidence.gaps
+
+
+def test_one_common_name_said_does_not_put_facts_on_the_subject() -> None:
+    # The corpus has no netplan: hosts(5) says "IP address", and nothing of configuring netplan.
+    question = "How do I configure a static IP address with netplan?"
+    address = line("man/hosts.5.txt", "The IP address can conform to either IPv4 or IPv6.", CORPUS)
+    evidence = judge_evidence(
+        [question], [fact(1, address, question)], in_scope=1, read=1, titles={1: "hosts.5"}
+    )
+
+    assert [level for level, _ in unsaid_caps(evidence.caps)] == ["low"]
+    assert f"{NOT_ESTABLISHED}{question}" in evidence.gaps
