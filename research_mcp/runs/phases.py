@@ -44,9 +44,9 @@ from research_mcp.storage.events import (
     RetryStarted,
     StopReason,
 )
-from research_mcp.storage.outputs import StoredCuration, StoredExtraction, StoredSynthesis
+from research_mcp.storage.outputs import Handoff, StoredCuration, StoredExtraction, StoredSynthesis
 
-__all__ = ["run_phases"]
+__all__ = ["follow_ups_of", "raised_by_source", "run_phases"]
 
 #: Follow-up questions and source-named gaps one leaf asks in one iteration.
 MAX_FOLLOW_UPS = 3
@@ -102,11 +102,27 @@ def _gap_questions(output: StoredSynthesis) -> list[str]:
     return list(dict.fromkeys(questions))
 
 
-def _raised_by_source(rc: RunContext, leaf_key: str, iteration: int) -> dict[str, list[str]]:
+def follow_ups_of(raised: dict[str, list[str]]) -> list[str]:
+    """The follow-ups an iteration asks of new sources: the first `MAX_FOLLOW_UPS` of those the
+    leaf's sources raised, by source reference (never by which source was read first)."""
+    return list(dict.fromkeys(q for ref in sorted(raised) for q in raised[ref]))[:MAX_FOLLOW_UPS]
+
+
+def _read_order(handoff: Handoff) -> tuple[str, int, tuple[str, ...]]:
+    asked = handoff.input_as(ExtractorInput)
+    return (asked.source_ref, handoff.iteration, tuple(asked.questions)) if asked else ("", 0, ())
+
+
+def raised_by_source(rc: RunContext, leaf_key: str, iteration: int) -> dict[str, list[str]]:
     """What each source the leaf read left open, by its reference: its extractors' follow-up
     questions and the gaps the source itself names (its limitations, its open questions)."""
     raised: dict[str, list[str]] = {}
-    for handoff in rc.deps.store.handoffs_for_run(rc.run_id, role="extractor", node_id=leaf_key):
+    # By source and question, not by when each parallel extraction happened to start: what an
+    # iteration asks must not depend on which source was read first.
+    handoffs = sorted(
+        rc.deps.store.handoffs_for_run(rc.run_id, role="extractor", node_id=leaf_key), key=_read_order
+    )
+    for handoff in handoffs:
         asked, output = handoff.input_as(ExtractorInput), handoff.output_as(StoredExtraction)
         # Only what earlier iterations raised: a resumed iteration asks what it asked the first time.
         if handoff.status != "done" or asked is None or output is None or handoff.iteration >= iteration:
@@ -458,8 +474,8 @@ async def _widen(
     # What the leaf's extractors said their sources left open (follow-up questions, gaps the
     # sources name) is asked in this iteration: of the source that raised it, again, and of
     # new sources, found by searching for it.
-    raised = _raised_by_source(rc, leaf_key, iteration)
-    follow_ups = list(dict.fromkeys(q for asked in raised.values() for q in asked))[:MAX_FOLLOW_UPS]
+    raised = raised_by_source(rc, leaf_key, iteration)
+    follow_ups = follow_ups_of(raised)
     # The leaf's acceptance criteria still unmet are asked too, as a missing theme is.
     criteria = criteria_questions(rc, leaf, judged.get(leaf_key))
     angles = [*asking.themes, *asking.settling, *asking.gaps, *criteria, *follow_ups]

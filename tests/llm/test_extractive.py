@@ -21,6 +21,7 @@ from research_mcp.feasibility import check_feasible
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.extractive import ExtractiveModel
 from research_mcp.llm.extractive.extractor import NO_ANSWER
+from research_mcp.llm.extractive.planner import compared_aspect
 from research_mcp.llm.extractive.sentences import split_sentences
 from research_mcp.role_inputs import (
     ChildReport,
@@ -201,11 +202,17 @@ async def test_a_licences_limitation_of_liability_and_without_limitation_are_no_
     licence = (
         "# Licence\n\nYou may copy the work, including, without limitation, the rights to modify it.\n\n"
         "## 8. Limitation of Liability\n\nIn no event shall any contributor be liable to you for damages.\n\n"
-        "## Limitations\n\nThe licence was not yet tested in court.\n"
+        "## Limitations\n\nThe licence was not yet tested in court.\n\n"
+        "## 8. Distribution\n\nIf the distribution of the Library is restricted in certain countries, the "
+        "copyright holder may add an explicit geographical distribution limitation excluding those countries.\n"
+        "One limitation of this licence is that it names no court.\n"
     )
     output = await ask(model, ExtractorOutput, extraction(["May I modify the work?"], licence))
 
-    assert output.source_identified_gaps == ["The licence was not yet tested in court."]
+    assert output.source_identified_gaps == [
+        "The licence was not yet tested in court.",
+        "One limitation of this licence is that it names no court.",
+    ]
 
 
 async def test_linked_sources_are_listed_only_for_a_discovery_intense_task(model: ExtractiveModel) -> None:
@@ -421,8 +428,9 @@ async def test_a_comparison_becomes_one_leaf_per_compared_item(
     assert [leaf.title for leaf in leaves] == items
     for leaf, item in zip(leaves, items, strict=True):
         assert leaf.kind == "leaf"
-        assert leaf.questions == [query]
-        assert [spec.questions for spec in leaf.task_specs] == [[query]]
+        asked = f"What about {compared_aspect(query)} for {item}?" if compared_aspect(query) else query
+        assert leaf.questions == [asked]
+        assert [spec.questions for spec in leaf.task_specs] == [[asked]]
         assert "list" in leaf.task_specs[0].expected_format
         assert 1 <= len(leaf.search_queries) <= 3
         assert leaf.search_queries[0].startswith(item)
@@ -430,8 +438,29 @@ async def test_a_comparison_becomes_one_leaf_per_compared_item(
 
 
 @pytest.mark.parametrize(
+    ("query", "aspect"),
+    [
+        ("Compare the Apache License 2.0 and the MPL 2.0 on patent grants", "patent grants"),
+        ("Compare solar and wind power in terms of land use", "land use"),
+        ("PostgreSQL vs MySQL for write-heavy workloads", "write-heavy workloads"),
+        ("Compare tidal power and wave power", ""),
+        ("What is the difference between TCP and UDP?", ""),
+    ],
+)
+def test_a_comparison_on_an_aspect_names_it(query: str, aspect: str) -> None:
+    assert compared_aspect(query) == aspect
+
+
+@pytest.mark.parametrize(
     ("query", "asked"),
     [
+        (
+            "Compare the Apache License 2.0 and the MPL 2.0 on patent grants",
+            [
+                "What about patent grants for the Apache License 2.0?",
+                "What about patent grants for the MPL 2.0?",
+            ],
+        ),
         (
             "What do the Apache License 2.0 and the MPL 2.0 each grant regarding patents?",
             [

@@ -71,7 +71,11 @@ _LIMITATION_HEADING = re.compile(
     re.IGNORECASE,
 )
 _LIMITATION_SENTENCE = re.compile(
-    r"\b(?:(?<!without )limitations?(?! of liability)|future (?:work|research|studies)|further (?:research|work|study|studies|investigation)"
+    # A limitation the source owns ("One limitation of this study is ..."), not a licence's "may add
+    # an explicit geographical distribution limitation".
+    r"\b(?:(?:a|one|the|main|key|major|important|our|its|this|these)\s+(?:(?:main|key|major|important)\s+)?"
+    r"limitations?\s+(?:is|are|was|were|of (?!liability))"
+    r"|future (?:work|research|studies)|further (?:research|work|study|studies|investigation)"
     r"|remains? (?:unclear|unknown|open|to be (?:seen|determined))|not yet (?:known|understood|clear|established)"
     r"|open question)\b",
     re.IGNORECASE,

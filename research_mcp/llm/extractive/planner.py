@@ -310,6 +310,8 @@ def asked_of(item: str, comparison: str, items: list[str]) -> str:
     each grant regarding patents?" asks "What do the MPL 2.0 grant regarding patents?" of the MPL,
     so each item's leaf answers the same question for its item. A comparison not worded as a question
     with its items side by side ("Compare X and Y", "X vs Y") is asked whole."""
+    if aspect := compared_aspect(comparison):
+        return f"What about {aspect} for {item}?"
     if not re.match(rf"{_QUESTION_LEAD}\b", comparison, re.IGNORECASE) or not re.search(
         r"\b(?:each|both)\b", comparison, re.IGNORECASE
     ):
@@ -331,6 +333,23 @@ def asked_of(item: str, comparison: str, items: list[str]) -> str:
         flags=re.IGNORECASE,
     )
     return _SPACE.sub(" ", asked[0].upper() + asked[1:])
+
+
+_COMPARED_ON = re.compile(
+    r"^(?:compare|comparing|contrast)\s+.+?\s+(?:in terms of|with respect to|regarding|on|for|by)\s+(?P<aspect>.+)$"
+    r"|\s(?:vs\.?|versus)\s.+?\s+(?:in terms of|with respect to|regarding|on|for)\s+(?P<tail>.+)$",
+    re.IGNORECASE,
+)
+
+
+def compared_aspect(comparison: str) -> str:
+    """What a comparison not worded as a question compares its items on ("Compare X and Y on patent
+    grants": "patent grants"; "X vs Y for write-heavy workloads"); "" when it names none."""
+    match = _COMPARED_ON.search(comparison.strip().rstrip("?.! "))
+    if not match:
+        return ""
+    aspect = (match.group("aspect") or match.group("tail") or "").strip(" ,;:")
+    return aspect if _content_words(aspect) else ""
 
 
 def _question_node(question: str, *, context: str) -> PlanNode:
