@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    .venv/bin/python -m bench.answers [--hotpot PATH] [--sets hotpot,dev,heldout] [--explain]
+    .venv/bin/python -m bench.answers [--hotpot PATH] [--sets hotpot,dev,heldout] [--explain] [--dump F]
 
 Sets (one column each):
 - HotpotQA part A (``../shared/eval/hotpotqa_dev_distractor_part_a.json``), also as its first and
@@ -186,7 +186,9 @@ def score(tally: Tally, question: Question, run: Run, corpus_root: Path) -> bool
     return answered
 
 
-async def evaluate(sets: dict[str, list[Question]], corpus_root: Path, *, explain: bool) -> dict[str, Tally]:
+async def evaluate(
+    sets: dict[str, list[Question]], corpus_root: Path, *, explain: bool, dump: Path | None = None
+) -> dict[str, Tally]:
     from research_mcp.server.app import create_server
 
     tallies = {name: Tally() for name in sets}
@@ -207,7 +209,26 @@ async def evaluate(sets: dict[str, list[Question]], corpus_root: Path, *, explai
                 )
                 if explain:
                     _explain(question, run, corpus_root)
+                if dump is not None:
+                    _dump(dump, name, question, run, answered)
     return tallies
+
+
+def _dump(path: Path, name: str, question: Question, run: Run, answered: bool | None) -> None:
+    """One JSON line a question: its run's status, confidence and facts, and whether it answered."""
+    record = {
+        "set": name,
+        "question": question.text,
+        "parts": question.parts,
+        "unanswerable": question.unanswerable,
+        "answered": answered,
+        "status": run.status,
+        "level": run.level,
+        "reasoning": run.reasoning,
+        "facts": [{**fact, "cited": fact["id"] in run.cited} for fact in run.facts],
+    }
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(record) + "\n")
 
 
 def _explain(question: Question, run: Run, corpus_root: Path) -> None:
@@ -293,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", default="hotpot,dev,heldout")
     parser.add_argument("--limit", type=int, default=0, help="only the first N questions of each set")
     parser.add_argument("--explain", action="store_true", help="each question's verified facts (stderr)")
+    parser.add_argument("--dump", type=Path, help="append each question's run as a JSON line to this file")
     args = parser.parse_args(argv)
     wanted = args.sets.split(",")
     tallies: dict[str, Tally] = {}
@@ -308,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
                     {"hotpot A 1st half": questions[:half], "hotpot A 2nd half": questions[half:]},
                     Path("/"),
                     explain=args.explain,
+                    dump=args.dump,
                 )
             )
         whole = Tally()
@@ -323,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.limit:
             real = {name: qs[: args.limit] for name, qs in real.items()}
         with realdocs_corpus() as root:
-            tallies.update(anyio.run(partial(evaluate, real, root, explain=args.explain)))
+            tallies.update(anyio.run(partial(evaluate, real, root, explain=args.explain, dump=args.dump)))
     print(f"answers, extractive backend — {COMMAND}")
     print_table(tallies)
     print(json.dumps({name: tally.row() for name, tally in tallies.items()}))

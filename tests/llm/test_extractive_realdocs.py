@@ -151,3 +151,37 @@ async def test_a_report_cut_short_leaves_no_heading_over_nothing(
     assert lines[-1] == "_(report truncated)_"
     assert not lines[-2].startswith("#")
     assert "Other findings" not in cut
+
+
+async def test_a_fact_found_for_another_question_lends_it_no_evidence(model: ExtractiveModel) -> None:
+    # An earlier run's fact on zlib, scored 0.95 against "Who wrote the zlib library?", is cited under
+    # the question on its licence, but its score says nothing of what that licence requires.
+    from research_mcp.contracts import SynthesisOutput
+    from research_mcp.role_inputs import SynthesisFact, SynthesisPayload
+
+    question = "What does zlib's licence require?"
+    zlib = document("zlib1g.copyright")
+    own = "an acknowledgment in the product documentation would be appreciated but is not required."
+    other = "If you use the zlib library in a product, we would appreciate *not* receiving lengthy legal documents to sign."
+    assert own in " ".join(zlib.split()) and other in " ".join(zlib.split())
+    facts = [
+        SynthesisFact(
+            id=1, statement=own, quote=own, source_id=1, verified=True, confidence=0.5, question=question
+        ),
+        SynthesisFact(
+            id=2,
+            statement=other,
+            quote=other,
+            source_id=1,
+            verified=True,
+            confidence=0.95,
+            question="Who wrote the zlib library?",
+        ),
+    ]
+    payload = SynthesisPayload(title="zlib", questions=[question], input_handoffs=[], facts=facts)
+    request = ModelRequest(role="test", system="", prompt="", output_type=SynthesisOutput, payload=payload)
+    output = (await model.generate(request)).output
+
+    assert "[F1]" in output.report and "[F2]" in output.report
+    assert output.confidence.level == "low"
+    assert "best evidence per question 0.50" in output.confidence.reasoning

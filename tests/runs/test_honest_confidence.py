@@ -67,13 +67,18 @@ async def run(
     return model, output
 
 
-async def test_evidence_that_shares_no_term_with_its_question_never_makes_confidence_high() -> None:
+async def test_evidence_that_shares_no_term_with_its_question_makes_confidence_low() -> None:
     # Two sources, verified quotes, confidence 0.9, the synthesizer says "high": but no fact says
     # anything the question asks (the reported case: GPL-3 and "See the GNU Lesser ... for more details.").
     _, output = await run(GPL, [LICENSE_A, LICENSE_B], scripted([SEE, COPY, FSF]))
-    assert output.confidence.level == "medium", output.confidence
-    assert output.confidence.reasoning.startswith("Capped at medium by code (no fact found for 1 question(s)")
-    assert repr(GPL) in output.confidence.reasoning
+    assert output.confidence.level == "low", output.confidence
+    reasoning = output.confidence.reasoning
+    assert reasoning.startswith(
+        "Capped at low by code (most terms of 1 question(s) said by no fact extracted"
+    )
+    assert "no fact found for 1 question(s) shares two terms with it" in reasoning
+    assert repr(GPL) in reasoning
+    assert f"Not established by the verified facts: {GPL}" in output.gaps
 
 
 async def test_corroborated_evidence_that_bears_on_the_question_keeps_the_synthesizers_high() -> None:

@@ -19,8 +19,11 @@ similarity to the question, and nothing here can tell whether one answers it ("F
 removal-on-upgrade handling" is close to "How does dpkg handle conffiles on upgrade?" and answers
 nothing). `medium` when every question is covered, half of them by two or more sources, and the
 mean of each question's best evidence score is at least `STRONG_EVIDENCE`, or when half the
-questions are covered and that mean reaches `MEDIUM_EVIDENCE`; `low` otherwise. Every unanswered question is a gap, and so is every list cut
-short (lines beyond `LINES_PER_QUESTION`, findings beyond `MAX_FINDINGS`, gaps beyond `MAX_GAPS`).
+questions are covered and that mean reaches `MEDIUM_EVIDENCE`; `low` otherwise. A question's
+evidence is its own facts': one extracted for another question (a lead's, an earlier run's) is
+cited under it, but its score was measured against that other question and does not count. Every
+unanswered question is a gap, and so is every list cut short (lines beyond `LINES_PER_QUESTION`,
+findings beyond `MAX_FINDINGS`, gaps beyond `MAX_GAPS`).
 """
 
 from __future__ import annotations
@@ -131,7 +134,7 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
             )
         covered = any(line.confidence >= COVERED_CONFIDENCE for line in cited)
         if question != OTHER:
-            best.append(max((line.confidence for line in cited), default=0.0))
+            best.append(_evidence(question, cited))
         if question != OTHER and not covered:
             gaps.append(clip(f"Not established by the verified facts: {question}", 500))
         if covered and cited[0].corroborations >= 2:
@@ -185,6 +188,21 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
         gaps=_bounded([*question_gaps, *cuts, *(gap for gap in gaps if gap not in question_gaps)]),
         contradictions=[],
         suggested_followups=[q for q in map(_as_question, question_gaps[:5]) if reads_as_question(q)],
+    )
+
+
+def _evidence(question: str, cited: list[Line]) -> float:
+    """The strongest verified fact extracted for `question`: a fact found for another question (a
+    lead's, an earlier run's) was scored against that one, and its score says nothing of this one."""
+    asked = normalize(question)
+    return max(
+        (
+            f.confidence
+            for line in cited
+            for f in line.facts
+            if f.verified and normalize(f.question or "") == asked
+        ),
+        default=0.0,
     )
 
 

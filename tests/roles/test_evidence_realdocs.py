@@ -1,0 +1,153 @@
+"""Whether the facts extracted for a question say what it asks about: real lines of the Debian
+copyright files in tests/fixtures/realdocs, as a run would verify them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from research_mcp.contracts import Fact
+from research_mcp.roles.evidence import NOT_ESTABLISHED, judge_evidence
+
+DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "realdocs"
+#: The whole documents of bench.answers, for a line the excerpts above leave out.
+CORPUS = Path(__file__).resolve().parents[2] / "bench" / "data" / "realdocs" / "corpus"
+ZSTD = "Under which licence is zstd distributed according to its copyright file?"
+ZLIB = "What does zlib's licence require?"
+
+
+def line(name: str, text: str, folder: Path = DOCS) -> str:
+    """`text`, checked to be what the document says (its whitespace aside)."""
+    assert " ".join(text.split()) in " ".join((folder / name).read_text(encoding="utf-8").split())
+    return text
+
+
+def fact(ident: int, quote: str, question: str) -> Fact:
+    return Fact(
+        id=ident,
+        statement=quote,
+        quote=quote,
+        source_id=ident,
+        location=(0, len(quote)),
+        confidence=0.95,
+        verified=True,
+        question=question,
+        corroborations=2,
+    )
+
+
+def unsaid_caps(evidence_caps: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(level, why) for level, why in evidence_caps if why.startswith("most terms of")]
+
+
+def test_facts_that_say_little_of_what_a_question_asks_leave_it_low() -> None:
+    # zlib's copyright file shares "distribution" and its title "copyright" with the question, and
+    # says nothing of zstd, a licence or a file.
+    said = [
+        fact(
+            1,
+            line(
+                "zlib1g.copyright",
+                "Please read the FAQ for more information on the distribution of modified source versions.",
+            ),
+            ZSTD,
+        ),
+    ]
+    evidence = judge_evidence([ZSTD], said, in_scope=1, read=1, titles={1: "copyright"})
+
+    assert f"{NOT_ESTABLISHED}{ZSTD}" in evidence.gaps
+    [(level, why)] = unsaid_caps(evidence.caps)
+    assert level == "low"
+    assert "(license, zstd, file)" in why
+
+
+def test_the_lines_that_answer_say_most_of_it() -> None:
+    said = [
+        fact(1, line("libzstd1.copyright", "License: BSD-3-clause or GPL-2"), ZSTD),
+        fact(
+            2, line("libzstd1.copyright", "Comment: Starting from 1.3.1 zstd's patent claim is removed"), ZSTD
+        ),
+    ]
+    evidence = judge_evidence([ZSTD], said, in_scope=2, read=2, titles={1: "copyright", 2: "copyright"})
+
+    assert not unsaid_caps(evidence.caps)
+    assert f"{NOT_ESTABLISHED}{ZSTD}" not in evidence.gaps
+
+
+def test_one_question_of_two_unsaid_is_a_gap_and_medium() -> None:
+    said = [
+        fact(
+            1,
+            line(
+                "zlib1g.copyright",
+                "Please read the FAQ for more information on the distribution of modified source versions.",
+            ),
+            ZSTD,
+        ),
+        fact(
+            2,
+            line(
+                "zlib1g.copyright",
+                "If you use this software in a product, an acknowledgment in the product documentation "
+                "would be appreciated but is not required.",
+            ),
+            ZLIB,
+        ),
+        fact(3, line("zlib1g.copyright", "License: Zlib"), ZLIB),
+    ]
+    evidence = judge_evidence(
+        [ZSTD, ZLIB], said, in_scope=3, read=3, titles=dict.fromkeys((1, 2, 3), "copyright")
+    )
+
+    assert [level for level, _ in unsaid_caps(evidence.caps)] == ["medium"]
+    assert f"{NOT_ESTABLISHED}{ZSTD}" in evidence.gaps
+    assert f"{NOT_ESTABLISHED}{ZLIB}" not in evidence.gaps
+
+
+def test_framing_words_are_not_what_a_question_asks_about() -> None:
+    # The line and its title say "licence" and "copyright", not "zstd" or "file": half of what the
+    # question asks about, not most of it, once its "say" is left out.
+    question = "What does the copyright file of zstd say about its licence?"
+    said = [fact(1, line("libzstd1.copyright", "License: BSD-3-clause or GPL-2"), question)]
+    evidence = judge_evidence([question], said, in_scope=1, read=1, titles={1: "copyright"})
+
+    assert not unsaid_caps(evidence.caps)
+
+
+def test_facts_saying_every_name_a_question_gives_are_on_its_subject() -> None:
+    # Most of its words go unsaid (government, position, woman, wrote, hold), but the line is on the
+    # one thing it names: how that relates is the answer's to say, not a sign of another subject.
+    question = "Which government position did the woman who wrote Jean-loup's library hold?"
+    written = "The library has been entirely written by Jean-loup Gailly and Mark Adler; it does not include third-party code."
+    said = [fact(1, line("zlib1g.copyright", written), question)]
+    evidence = judge_evidence([question], said, in_scope=1, read=1, titles={1: "copyright"})
+
+    assert not unsaid_caps(evidence.caps)
+    # Without the name, nothing says the line is on its subject.
+    unnamed = question.replace("Jean-loup's", "their")
+    evidence = judge_evidence(
+        [unnamed], [fact(1, written, unnamed)], in_scope=1, read=1, titles={1: "copyright"}
+    )
+    assert [level for level, _ in unsaid_caps(evidence.caps)] == ["low"]
+
+
+def test_a_name_after_a_version_number_is_said() -> None:
+    question = "In which BSD release did the ancestor of the fstab file format appear?"
+    ancestor = line("man/fstab.5.txt", "The ancestor of this fstab file format appeared in 4.0BSD.", CORPUS)
+    evidence = judge_evidence(
+        [question], [fact(1, ancestor, question)], in_scope=1, read=1, titles={1: "fstab.5"}
+    )
+
+    assert not any(level == "low" for level, _ in evidence.caps), evidence.caps
+    assert f"{NOT_ESTABLISHED}{question}" not in evidence.gaps
+
+
+def test_one_common_name_said_does_not_put_facts_on_the_subject() -> None:
+    # The corpus has no netplan: hosts(5) says "IP address", and nothing of configuring netplan.
+    question = "How do I configure a static IP address with netplan?"
+    address = line("man/hosts.5.txt", "The IP address can conform to either IPv4 or IPv6.", CORPUS)
+    evidence = judge_evidence(
+        [question], [fact(1, address, question)], in_scope=1, read=1, titles={1: "hosts.5"}
+    )
+
+    assert [level for level, _ in unsaid_caps(evidence.caps)] == ["low"]
+    assert f"{NOT_ESTABLISHED}{question}" in evidence.gaps
