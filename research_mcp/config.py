@@ -88,6 +88,9 @@ class Settings(BaseSettings):
     wait_seconds: float = Field(
         default=45.0, gt=0, le=55, validation_alias=AliasChoices("RESEARCH_MCP_WAIT_SECONDS")
     )
+    # Insights matched to a leaf's questions by meaning (the knowledge index) as well as by terms
+    # (runs/prior.py). Off by default: on, the realdocs held-out answer recall fell (BENCHMARKS.md).
+    insight_vectors: bool = Field(default=False, validation_alias="RESEARCH_MCP_INSIGHT_VECTORS")
 
     @field_validator("role_models", mode="before")
     @classmethod

@@ -88,8 +88,8 @@ async def known_insights(
     rc: RunContext, node: PlanNode, key: str, questions: list[str], refs: list[str]
 ) -> list[KnownInsight]:
     """What sources read by earlier runs said they leave open, kept in the knowledge base, bearing
-    on the leaf's questions (`related` to one of them by terms, or close in meaning by the knowledge
-    index: `KnowledgeBase.insight_scores`): the gaps they name first, then their
+    on the leaf's questions (`related` to one of them by terms, or, with `RESEARCH_MCP_INSIGHT_VECTORS`,
+    close in meaning by the knowledge index: `KnowledgeBase.insight_scores`): the gaps they name first, then their
     extractors' follow-up questions, then the sources they cite; at most KNOWN_INSIGHTS. Not those of a source the leaf reads itself (its extraction gives them again),
     nor those raised for another leaf's questions of this run and none of its own (left to that
     leaf): running the same plan again gives each leaf the same inputs as before."""
@@ -108,10 +108,12 @@ async def known_insights(
         and source_label(item.source_id) not in reading
         and not (set(item.questions) & others and not set(item.questions) & own)
     ]
-    close = await anyio.to_thread.run_sync(
-        lambda: knowledge.insight_scores(questions, [(item.id, _said(item)) for item in candidates]),
-        abandon_on_cancel=True,
-    )
+    close: dict[int, float] = {}
+    if rc.deps.settings.insight_vectors:
+        close = await anyio.to_thread.run_sync(
+            lambda: knowledge.insight_scores(questions, [(item.id, _said(item)) for item in candidates]),
+            abandon_on_cancel=True,
+        )
     found = [
         item
         for item in candidates

@@ -61,7 +61,10 @@ def insight_vectors() -> int:
         return index.count("insights")
 
 
-async def test_a_question_an_earlier_source_left_open_in_other_words_is_found_by_meaning() -> None:
+async def test_a_question_an_earlier_source_left_open_in_other_words_is_found_by_meaning(
+    monkeypatch: Any,
+) -> None:
+    monkeypatch.setenv("RESEARCH_MCP_INSIGHT_VECTORS", "1")
     intense = {"task_specs": [{"questions": ["What are tidal barrages?"], "discovery_intense": True}]}
     await research("tidal barrages", one_leaf("barrages", "What are tidal barrages?", BARRAGES, **intense))
     # A data folder as it was before insights had vectors: the insight is in SQLite alone.
@@ -78,7 +81,17 @@ async def test_a_question_an_earlier_source_left_open_in_other_words_is_found_by
     assert insight_vectors() == 1
 
 
+async def test_by_default_insights_are_matched_by_their_terms_alone() -> None:
+    intense = {"task_specs": [{"questions": ["What are tidal barrages?"], "discovery_intense": True}]}
+    await research("tidal barrages", one_leaf("barrages", "What are tidal barrages?", BARRAGES, **intense))
+    paraphrase = await research(PRICE, one_leaf("price", PRICE, DAMS))
+
+    assert Store(Settings().database_path).events_for_run(paraphrase, InsightsGiven) == []
+    assert insight_vectors() == 0
+
+
 async def test_without_the_index_insights_are_still_matched_by_their_terms(monkeypatch: Any) -> None:
+    monkeypatch.setenv("RESEARCH_MCP_INSIGHT_VECTORS", "1")
     intense = {"task_specs": [{"questions": ["What are tidal barrages?"], "discovery_intense": True}]}
     await research("tidal barrages", one_leaf("barrages", "What are tidal barrages?", BARRAGES, **intense))
     monkeypatch.setenv("QDRANT_URL", "http://127.0.0.1:9")  # a Qdrant server that is down
