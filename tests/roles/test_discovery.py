@@ -13,7 +13,7 @@ from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server
 from research_mcp.storage.outputs import StoredCuration
 from research_mcp.storage.store import Store
-from tests.sources.fake_tavily import FakeTavily
+from tests.sources.fake_tavily import FakeTavily, web_through
 from tests.sources.loopback import LoopbackServer
 
 PAGES = {
@@ -31,9 +31,7 @@ def web(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeTavily, LoopbackS
     with FakeTavily() as tavily, LoopbackServer() as pages:
         for path, html in PAGES.items():
             pages.serve(path, html.encode())
-        monkeypatch.setenv("TAVILY_API_KEY", "tvly-test")
-        monkeypatch.setenv("TAVILY_API_BASE_URL", tavily.url)
-        monkeypatch.setenv("RESEARCH_MCP_FETCH_ALLOW", f"127.0.0.1:{pages.port}")
+        web_through(monkeypatch, tavily, pages)
         yield tavily, pages
 
 

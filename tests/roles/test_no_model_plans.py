@@ -16,7 +16,7 @@ from research_mcp.config import Settings
 from research_mcp.server.app import create_server
 from research_mcp.storage.events import IterationDone, PhaseMet, PhaseUnmet, SourcesChosen
 from research_mcp.storage.store import Store
-from tests.sources.fake_tavily import FakeTavily
+from tests.sources.fake_tavily import FakeTavily, web_through
 from tests.sources.loopback import LoopbackServer
 
 PAGES = {
@@ -45,9 +45,7 @@ def web(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeTavily, LoopbackS
             return {"results": results}
 
         tavily.route("/search", search)
-        monkeypatch.setenv("TAVILY_API_KEY", "tvly-test")
-        monkeypatch.setenv("TAVILY_API_BASE_URL", tavily.url)
-        monkeypatch.setenv("RESEARCH_MCP_FETCH_ALLOW", f"127.0.0.1:{pages.port}")
+        web_through(monkeypatch, tavily, pages)
         yield tavily, pages
 
 

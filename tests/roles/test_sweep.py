@@ -28,7 +28,7 @@ from research_mcp.sources.openings import opening, page_title
 from research_mcp.storage.outputs import StoredCuration, StoredSynthesis
 from research_mcp.storage.store import Store
 from tests.server.indexing import wait_until_indexed
-from tests.sources.fake_tavily import FakeTavily
+from tests.sources.fake_tavily import FakeTavily, web_through
 from tests.sources.loopback import LoopbackServer
 
 TOPIC = "tidal and wave power at sea"
@@ -50,9 +50,7 @@ def web(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeTavily, LoopbackS
         for path, (title, text) in PAGES.items():
             html = f"<html><head><title>{title}</title></head><body><article><p>{text}</p></article></body></html>"
             pages.serve(path, html.encode())
-        monkeypatch.setenv("TAVILY_API_KEY", "tvly-test")
-        monkeypatch.setenv("TAVILY_API_BASE_URL", tavily.url)
-        monkeypatch.setenv("RESEARCH_MCP_FETCH_ALLOW", f"127.0.0.1:{pages.port}")
+        web_through(monkeypatch, tavily, pages)
         yield tavily, pages
 
 

@@ -21,7 +21,7 @@ from research_mcp.storage.events import SourcesChosen
 from research_mcp.storage.outputs import StoredExtraction
 from research_mcp.storage.store import Store
 from tests.runs.walk import PLAN_ID, leaf, tree, walk
-from tests.sources.fake_tavily import FakeTavily
+from tests.sources.fake_tavily import FakeTavily, web_through
 from tests.sources.loopback import LoopbackServer
 
 RAISED = {
@@ -82,9 +82,7 @@ def web(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeTavily, LoopbackS
             return {"results": results}
 
         tavily.route("/search", search)
-        monkeypatch.setenv("TAVILY_API_KEY", "tvly-test")
-        monkeypatch.setenv("TAVILY_API_BASE_URL", tavily.url)
-        monkeypatch.setenv("RESEARCH_MCP_FETCH_ALLOW", f"127.0.0.1:{pages.port}")
+        web_through(monkeypatch, tavily, pages)
         yield tavily, pages
 
 

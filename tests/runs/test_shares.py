@@ -15,7 +15,7 @@ from research_mcp.role_inputs import ExtractorInput
 from research_mcp.runs.shares import priority_shares
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
-from tests.sources.fake_tavily import FakeTavily
+from tests.sources.fake_tavily import FakeTavily, web_through
 from tests.sources.loopback import LoopbackServer
 
 
@@ -66,9 +66,7 @@ def web(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
             pages.serve(path, html.encode())
         results = [{"url": pages.url(path), "title": path, "content": "kelp", "score": 0.5} for path in PAGES]
         tavily.route("/search", lambda body: {"results": results})
-        monkeypatch.setenv("TAVILY_API_KEY", "tvly-test")
-        monkeypatch.setenv("TAVILY_API_BASE_URL", tavily.url)
-        monkeypatch.setenv("RESEARCH_MCP_FETCH_ALLOW", f"127.0.0.1:{pages.port}")
+        web_through(monkeypatch, tavily, pages)
         yield pages
 
 

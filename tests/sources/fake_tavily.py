@@ -15,11 +15,16 @@ connection, so closing the fake never waits on an idle keep-alive connection.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tests.fake_http import RecordedRequest, ScriptedJSONServer, ScriptedResponse
 
-__all__ = ["FakeTavily", "RecordedRequest", "ScriptedResponse"]
+if TYPE_CHECKING:
+    import pytest
+
+    from tests.sources.loopback import LoopbackServer
+
+__all__ = ["FakeTavily", "RecordedRequest", "ScriptedResponse", "web_through"]
 
 
 class FakeTavily(ScriptedJSONServer):
@@ -47,3 +52,10 @@ class FakeTavily(ScriptedJSONServer):
     def bodies(self, path: str) -> list[Any]:
         """The JSON bodies received on `path`, in order."""
         return [request.json for request in self.requests if request.path == path]
+
+
+def web_through(monkeypatch: pytest.MonkeyPatch, tavily: FakeTavily, pages: LoopbackServer) -> None:
+    """The server searches the web through `tavily` with a test key and may fetch `pages`' pages."""
+    monkeypatch.setenv("TAVILY_API_KEY", "tvly-test")
+    monkeypatch.setenv("TAVILY_API_BASE_URL", tavily.url)
+    monkeypatch.setenv("RESEARCH_MCP_FETCH_ALLOW", f"127.0.0.1:{pages.port}")
