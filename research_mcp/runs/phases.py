@@ -141,15 +141,16 @@ def _bearing(rc: RunContext, leaf_key: str, iteration: int) -> set[str]:
     weakly on what they were asked; asking them more is a full read each, for little (a question the
     corpus cannot answer would read every unrelated file again)."""
     store = rc.deps.store
-    strong: set[str] = set()
+    ref_of: dict[int, str] = {}  # each earlier extraction's fact, by id: the source it was read from
     for handoff in store.handoffs_for_run(rc.run_id, role="extractor", node_id=leaf_key):
         asked, output = handoff.input_as(ExtractorInput), handoff.output_as(StoredExtraction)
-        if handoff.iteration >= iteration or asked is None or output is None:
-            continue
-        facts = store.get_facts(output.fact_ids)
-        if any(fact.verified and fact.confidence >= STRONG_EVIDENCE for fact in facts):
-            strong.add(asked.source_ref)
-    return strong
+        if handoff.iteration < iteration and asked is not None and output is not None:
+            ref_of.update(dict.fromkeys(output.fact_ids, asked.source_ref))
+    return {
+        ref_of[fact.id]
+        for fact in store.get_facts(list(ref_of))
+        if fact.verified and fact.confidence >= STRONG_EVIDENCE
+    }
 
 
 async def _ask(

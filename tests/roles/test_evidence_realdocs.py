@@ -35,6 +35,12 @@ def fact(ident: int, quote: str, question: str) -> Fact:
     )
 
 
+def faq_on_zstd() -> Fact:
+    """zlib's copyright file's FAQ line, found for the zstd question: it shares "distribution"."""
+    faq = "Please read the FAQ for more information on the distribution of modified source versions."
+    return fact(1, line("zlib1g.copyright", faq), ZSTD)
+
+
 def unsaid_caps(evidence_caps: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return [(level, why) for level, why in evidence_caps if why.startswith("most terms of")]
 
@@ -43,14 +49,7 @@ def test_facts_that_say_little_of_what_a_question_asks_leave_it_low() -> None:
     # zlib's copyright file shares "distribution" and its title "copyright" with the question, and
     # says nothing of zstd, a licence or a file.
     said = [
-        fact(
-            1,
-            line(
-                "zlib1g.copyright",
-                "Please read the FAQ for more information on the distribution of modified source versions.",
-            ),
-            ZSTD,
-        ),
+        faq_on_zstd(),
     ]
     evidence = judge_evidence([ZSTD], said, in_scope=1, read=1, titles={1: "copyright"})
 
@@ -75,14 +74,7 @@ def test_the_lines_that_answer_say_most_of_it() -> None:
 
 def test_one_question_of_two_unsaid_is_a_gap_and_medium() -> None:
     said = [
-        fact(
-            1,
-            line(
-                "zlib1g.copyright",
-                "Please read the FAQ for more information on the distribution of modified source versions.",
-            ),
-            ZSTD,
-        ),
+        faq_on_zstd(),
         fact(
             2,
             line(
