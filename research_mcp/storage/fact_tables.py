@@ -114,15 +114,36 @@ class FactTables(StoreDatabase):
         return [_fact(row) for row in rows]
 
     def canonical_facts(self, fact_ids: Sequence[int]) -> list[Fact]:
-        """The facts these ids stand for: a fact merged into a near-duplicate is read as the canonical one."""
+        """The facts these ids stand for: a fact merged into a near-duplicate is read as the canonical one.
+
+        A canonical fact held here only through copies (found again by an extraction asking another
+        question: a later run, another leaf) is read as this extraction found it, its question and
+        confidence the first copy's: the evidence for "Which version of e2fsprogs does its README
+        describe?" is the sentence scored against that question, not against the earlier run's.
+        """
         if not fact_ids:
             return []
-        rows = self._all(
-            "SELECT * FROM facts WHERE id IN"
-            f" (SELECT COALESCE(canonical_id, id) FROM facts WHERE id IN ({marks(fact_ids)})) ORDER BY id",
+        given = self._all(
+            f"SELECT id, canonical_id, question, confidence FROM facts WHERE id IN ({marks(fact_ids)}) ORDER BY id",
             list(fact_ids),
         )
-        return [_fact(row) for row in rows]
+        held = {row["id"] for row in given if row["canonical_id"] is None}
+        as_found: dict[int, dict[str, Any]] = {}
+        for row in given:
+            if row["canonical_id"] is not None and row["canonical_id"] not in held:
+                as_found.setdefault(row["canonical_id"], row)
+        rows = self._all(
+            f"SELECT * FROM facts WHERE id IN ({marks([*held, *as_found])}) ORDER BY id", [*held, *as_found]
+        )
+        facts = [_fact(row) for row in rows]
+        return [
+            fact.model_copy(
+                update={"question": copy["question"] or fact.question, "confidence": copy["confidence"]}
+            )
+            if (copy := as_found.get(fact.id)) is not None
+            else fact
+            for fact in facts
+        ]
 
     def citations(self, fact_ids: Sequence[int]) -> dict[int, list[Citation]]:
         """Each fact's distinct citations (source_id, quote, start, end), first found first."""

@@ -12,9 +12,9 @@ from research_mcp.citations import same_claim
 from research_mcp.llm.embeddings import default_embedder
 from research_mcp.storage.knowledge_base import DEDUP_THRESHOLD, KnowledgeBase
 from research_mcp.storage.models import Citation
-from research_mcp.storage.store import Store
+from research_mcp.storage.store import NewFact, Store
 from research_mcp.storage.vectors import KnowledgeIndex
-from tests.knowledge.kb import record, source
+from tests.knowledge.kb import extraction, record, source
 
 COMPLETED = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris."
 FINISHED = "The Eiffel Tower was finished in 1889 for the Paris World's Fair."
@@ -171,3 +171,40 @@ def test_a_source_read_again_joins_the_fact_holding_its_quote_whichever_source_c
 
     assert [fact.id for fact in store.canonical_facts(again)] == [canonical]
     assert store.get_facts([canonical])[0].corroborations == 2
+
+
+def test_a_fact_found_again_for_another_question_reads_as_found_for_it(knowledge: KnowledgeBase) -> None:
+    """A later run re-finds a sentence an earlier run extracted for another question: its synthesis
+    is given the known fact, asked and scored as this run found it (the evidence rules count a
+    question's own facts), while a scope holding the original keeps the original's question."""
+    store = knowledge.store
+    readme = source(store, "e2fsprogs/README", "This is the new version (1.47.0) of e2fsprogs. More text.")
+    sentence = "This is the new version (1.47.0) of e2fsprogs."
+    earlier = record(knowledge, readme, sentence, questions=["In which BSD release did fstab appear?"])
+    asked = "Which version of e2fsprogs does its README describe?"
+    handoff_id = extraction(store, [asked])
+    [again] = knowledge.record_facts(
+        None,
+        handoff_id,
+        [
+            NewFact(
+                source_id=readme.id,
+                statement=sentence,
+                quote=sentence,
+                start=0,
+                end=len(sentence),
+                question=asked,
+                confidence=0.55,
+                verified=True,
+            )
+        ],
+    )
+
+    [found] = store.canonical_facts([again])
+    assert (found.id, found.question, found.confidence) == (earlier, asked, 0.55)
+    [original] = store.canonical_facts([earlier, again])
+    assert (original.id, original.question, original.confidence) == (
+        earlier,
+        "In which BSD release did fstab appear?",
+        0.8,
+    )
