@@ -3,11 +3,12 @@ what the document says, never its furniture, and a heading's answer is the text 
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import pytest
 
-from research_mcp.contracts import ExtractorOutput
+from research_mcp.contracts import Embedder, ExtractorOutput
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.extractive import ExtractiveModel
 from research_mcp.llm.extractive.sentences import split_sentences
@@ -185,3 +186,12 @@ async def test_a_fact_found_for_another_question_lends_it_no_evidence(model: Ext
     assert "[F1]" in output.report and "[F2]" in output.report
     assert output.confidence.level == "low"
     assert "best evidence per question 0.50" in output.confidence.reasoning
+
+
+async def test_a_question_asking_how_long_is_given_the_sentence_stating_a_number(minilm: Embedder) -> None:
+    """The answer type: "How long ...?" is answered by a sentence stating a number, even where the
+    man page's synopsis line "/etc/machine-id" and sentences naming the file score higher. (Without
+    an embedder, lexical relevance alone scores that sentence below what any further fact needs.)"""
+    model = ExtractiveModel(minilm, today=lambda: date(2025, 6, 1))
+    said = await quotes(model, "machine-id.5.txt", "How long is the machine ID in /etc/machine-id?")
+    assert any("32-character" in quote for quote in said), said

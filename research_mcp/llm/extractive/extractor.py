@@ -36,6 +36,7 @@ from research_mcp.llm.extractive.focus import focus, names_subject, subject
 from research_mcp.llm.extractive.references import resolved_texts
 from research_mcp.llm.extractive.scoring import Relevance, select_diverse
 from research_mcp.llm.extractive.sentences import Sentence, split_sentences
+from research_mcp.matching.answer_type import asks_for_number, states_number
 from research_mcp.matching.boilerplate import is_boilerplate
 from research_mcp.matching.terms import clip, terms
 from research_mcp.role_inputs import ExtractorPayload
@@ -63,6 +64,8 @@ FURTHER_RELEVANCE = 0.35
 #: killed" in "World War II casualties", asked "World War II: fallen 60 million").
 LEAD_FURTHER_RELEVANCE = 0.28
 RELATIVE_RELEVANCE = 0.6
+#: A sentence stating a number joins a number question's facts from this share of its best score.
+NUMBER_SHARE = 0.5
 
 # A study's limitations, not a licence's "Limitation of Liability" or its "including, without limitation".
 _LIMITATION_HEADING = re.compile(
@@ -117,6 +120,7 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
     ]
 
     _add_definition(chosen, scores, claims, payload)
+    _add_number(chosen, scores, claims, questions)
 
     # One fact per sentence, assigned to the question it scores highest on.
     home: dict[int, int] = {}
@@ -239,6 +243,30 @@ def _add_definition(
         return
     answered = [index for index, indexes in enumerate(chosen) if indexes] or list(range(len(chosen)))
     chosen[max(answered, key=lambda index: (float(scores[index][0]), -index))].append(0)
+
+
+def _add_number(
+    chosen: list[list[int]], scores: list[np.ndarray], claims: list[Sentence], questions: list[str]
+) -> None:
+    """A question asking how many, how long, when or which version is answered by a sentence stating
+    a number (the classic answer-type check): where none of the sentences chosen for it states one,
+    the best sentence that does is added, if it scores at least `NUMBER_SHARE` of the best and
+    `FURTHER_RELEVANCE` (a source that barely bears on the question adds nothing) ("The
+    machine ID is a single newline-terminated, hexadecimal, 32-character, lowercase ID." under the
+    heading "/etc/machine-id" that outscores it for "How long is the machine ID?")."""
+    for position, question in enumerate(questions):
+        if not chosen[position] or not asks_for_number(question):
+            continue
+        if any(states_number(claims[index].text) for index in chosen[position]):
+            continue
+        question_scores = scores[position]
+        floor = max(FURTHER_RELEVANCE, NUMBER_SHARE * float(np.max(question_scores)))
+        for index in np.argsort(-question_scores, kind="stable"):
+            if question_scores[index] < floor:
+                break
+            if states_number(claims[index].text):
+                chosen[position].append(int(index))
+                break
 
 
 def _spec_questions(payload: ExtractorPayload) -> list[str]:
