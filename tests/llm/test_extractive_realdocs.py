@@ -195,3 +195,14 @@ async def test_a_question_asking_how_long_is_given_the_sentence_stating_a_number
     model = ExtractiveModel(minilm, today=lambda: date(2025, 6, 1))
     said = await quotes(model, "machine-id.5.txt", "How long is the machine ID in /etc/machine-id?")
     assert any("32-character" in quote for quote in said), said
+
+
+async def test_a_package_licence_is_its_every_file_paragraph(model: ExtractiveModel) -> None:
+    """A Debian machine-readable copyright file: the licence of "Files: *" is the package's, not
+    the zlib licence of its zlibWrapper files (whose name and text share more with "zstd")."""
+    said = await quotes(
+        model,
+        "libzstd1.copyright",
+        "Under which licence is zstd distributed according to its copyright file?",
+    )
+    assert said[0] == "License: BSD-3-clause or GPL-2", said

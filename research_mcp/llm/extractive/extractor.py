@@ -87,6 +87,8 @@ _URL = re.compile(
     r"\bhttps?://[^\s<>\"'\]\[)(]+|\bdoi:\s?10\.\d{4,9}/\S+|\b10\.\d{4,9}/[^\s\"'<>]+", re.IGNORECASE
 )
 _SPACE = re.compile(r"\s+")
+_DEP5 = re.compile(r"Format:\s*https?://(?:www\.)?debian\.org/doc/packaging-manuals/copyright-format/")
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 
 
 def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOutput:
@@ -175,7 +177,7 @@ def _prepared(text: str, embedder: Embedder | None) -> tuple[list[Sentence], lis
             return hit[0], hit[1], hit[2]
     sentences = split_sentences(text)
     # Scored as what it says: "she was named ambassador" with the name "she" refers back to.
-    scored_as = _under_headings(sentences, resolved_texts(text, sentences))
+    scored_as = _in_stanzas(text, sentences, _under_headings(sentences, resolved_texts(text, sentences)))
     kept = [
         index
         for index, sentence in enumerate(sentences)
@@ -211,6 +213,32 @@ def _under_headings(sentences: list[Sentence], texts: list[str]) -> list[str]:
             scored.append(text)
         else:
             scored.append(f"{heading}: {text}" if heading else text)
+    return scored
+
+
+def _in_stanzas(text: str, sentences: list[Sentence], scored: list[str]) -> list[str]:
+    """A machine-readable Debian copyright file (DEP-5) says which files each licence covers: its
+    "License:" line is scored with its paragraph's "Files:", the paragraph for every file ("Files: *")
+    as the package's own (its "Upstream-Name"), so that "Under which licence is zstd distributed?"
+    finds "License: BSD-3-clause or GPL-2" of "Files: *" rather than "License: zlib" of
+    "Files: zlibWrapper/gz*.c". A "License:" paragraph without "Files:" holds a licence's text."""
+    if not _DEP5.match(text):
+        return scored
+    package, files = "", ""
+    for position, sentence in enumerate(sentences):
+        if not sentence.field:
+            continue
+        previous_end = sentences[position - 1].end if position else 0
+        if _PARAGRAPH_BREAK.search(text, previous_end, sentence.start):
+            files = ""
+        key, _, value = sentence.text.partition(":")
+        if key == "Upstream-Name":
+            package = value.strip()
+        elif key == "Files":
+            files = value.strip()
+        elif key == "License" and files:
+            whose = f"{package} (every file)" if files == "*" and package else f"Files {files}"
+            scored[position] = f"{whose}: {scored[position]}"
     return scored
 
 
