@@ -51,6 +51,7 @@ from research_mcp.storage.outputs import AcceptanceCheck
 
 __all__ = [
     "COVERED_EVIDENCE",
+    "NEVER_MENTIONED",
     "NOT_ESTABLISHED",
     "STRONG_EVIDENCE",
     "UNANSWERED",
@@ -65,6 +66,8 @@ __all__ = [
 
 UNANSWERED = "No verified fact was found for: "
 NOT_ESTABLISHED = "Not established by the verified facts: "
+#: How a leaf's note begins when words its question asks about are in no document of the corpus.
+NEVER_MENTIONED = "No document of the corpus mentions "
 STRONG_EVIDENCE = 0.6
 COVERED_EVIDENCE = 0.4
 

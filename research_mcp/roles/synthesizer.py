@@ -18,6 +18,7 @@ from research_mcp.roles.acceptance import Criterion, cited_facts, judge, numbere
 from research_mcp.roles.base import HandoffContext, Place, Role, RoleDeps, RoleResult, cache_key, perform
 from research_mcp.roles.contradictions import found_contradictions
 from research_mcp.roles.evidence import (
+    NEVER_MENTIONED,
     NOT_ESTABLISHED,
     UNANSWERED,
     Evidence,
@@ -308,6 +309,8 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
         # A follow-up is a question not asked yet: one this node was asked, unanswered, is a gap.
         asked = {normalize(question) for question in questions}
         output.suggested_followups = [f for f in output.suggested_followups if normalize(f) not in asked]
+        # Words the question asks about that no document of the corpus holds (runs/leaf.py).
+        evidence.caps += [("low", note) for note in self.notes if note.startswith(NEVER_MENTIONED)]
         output.confidence = _capped(
             evidence.cap(output.confidence), output, cites_verified=bool(check.verified)
         )

@@ -9,14 +9,18 @@ of the sources, as an uninterrupted run would have given them.
 
 from __future__ import annotations
 
+import anyio
+
 from research_mcp.contracts import PlanNode
 from research_mcp.ids import source_label
 from research_mcp.roles.acceptance import numbered_criteria
+from research_mcp.roles.evidence import NEVER_MENTIONED
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.hops import follow_leads
 from research_mcp.runs.prior import known_insights, known_questions, prior_findings
 from research_mcp.runs.reading import choose_sources, extract_sources, ref_key, stored_ref, taking_turn
+from research_mcp.sources.library import classify_ref
 from research_mcp.storage.events import NoSources, SourcesChosen, SpecBudgetSpent
 
 __all__ = ["rubric", "run_leaf"]
@@ -90,11 +94,37 @@ async def run_leaf(rc: RunContext, node: PlanNode, key: str, discovered: list[st
         failures=rc.failures.get(key, []),
         task_specs=node.task_specs,
         notes=[
-            e.message for e in rc.deps.store.events_for_run(rc.run_id, SpecBudgetSpent) if e.node_id == key
+            *(
+                e.message
+                for e in rc.deps.store.events_for_run(rc.run_id, SpecBudgetSpent)
+                if e.node_id == key
+            ),
+            *await _never_mentioned(rc, questions, refs),
         ],
         known=insights,
     )
     return result.handoff_id
+
+
+async def _never_mentioned(rc: RunContext, questions: list[str], refs: list[str]) -> list[str]:
+    """A note for each question asking about words no document of the corpus holds, where the corpus
+    is all the leaf reads ("umask" of "What is the default umask for new users?" over man pages
+    that never say it): the answer is not in the documents, whatever shares the question's other
+    words. With web search configured, or sources given that are no corpus documents, the answer
+    may be elsewhere, and nothing is said."""
+    corpus = rc.deps.sources.corpus
+    if corpus is None or rc.deps.sources.web_configured:
+        return []
+    if not all(classify_ref(ref) in ("corpus", "path") for ref in refs):
+        return []
+    notes = []
+    for question in questions:
+        words = await anyio.to_thread.run_sync(corpus.unmentioned, question)
+        if words:
+            said = ", ".join(repr(word) for word in words)
+            asked = f" (asked: {question[:200]!r})" if len(questions) > 1 else ""
+            notes.append(f"{NEVER_MENTIONED}{said}{asked}")
+    return notes
 
 
 def rubric(

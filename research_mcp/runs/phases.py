@@ -26,7 +26,7 @@ from research_mcp.ids import source_label
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.base import RoleResult
 from research_mcp.roles.contradictions import settling_question
-from research_mcp.roles.evidence import NOT_ESTABLISHED, STRONG_EVIDENCE
+from research_mcp.roles.evidence import NEVER_MENTIONED, NOT_ESTABLISHED, STRONG_EVIDENCE
 from research_mcp.roles.node_budgets import node_budget_spent
 from research_mcp.roles.scout import scout
 from research_mcp.roles.synthesizer import UNANSWERED, gate_synthesis, synthesize
@@ -51,7 +51,13 @@ __all__ = ["follow_ups_of", "raised_by_source", "run_phases"]
 #: Follow-up questions and source-named gaps one leaf asks in one iteration.
 MAX_FOLLOW_UPS = 3
 #: Gaps code writes that are not questions to ask again.
-_NOT_QUESTIONS = ("Cut short:", "Acceptance criterion", "Expected format not met", " names a gap: ")
+_NOT_QUESTIONS = (
+    "Cut short:",
+    "Acceptance criterion",
+    "Expected format not met",
+    " names a gap: ",
+    NEVER_MENTIONED,
+)
 
 
 class _PhaseBudgetSpent(Exception):

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from research_mcp.errors import InvalidInput, NotConfigured, NotFound, shown
 from research_mcp.ids import corpus_ref
+from research_mcp.matching.terms import terms
 from research_mcp.sources.documents import chunk_spans, embedding_text, size_cap
 from research_mcp.sources.folders import (
     SUFFIXES,
@@ -368,6 +369,21 @@ class Corpus:
             for doc_id in order
             if doc_id in docs
         ]
+
+    def unmentioned(self, question: str) -> list[str]:
+        """The question's content words that no document of the folders holds, in any spelling the
+        matching knows ("licence" is held by a "license"): what the documents cannot answer about.
+        Numbers and stopwords aside."""
+        if not self.roots:
+            return []
+        missing = []
+        for word in query_words(question):
+            spellings = [word, *(term for term in terms(word) if '"' not in term)]
+            if word.isdigit() or len(spellings) == 1:
+                continue
+            if not any(self._store.corpus_mentions(s, self._root_names) for s in dict.fromkeys(spellings)):
+                missing.append(word)
+        return missing
 
     def _chunk_texts(self, doc_ids: Sequence[int], chunk: dict[int, int | None]) -> dict[int, str]:
         """Each document's matched chunk text (its first chunk when only a link found it)."""

@@ -155,6 +155,17 @@ class CorpusTables(StoreDatabase):
         allowed = set(roots)
         return {row["id"]: CorpusDocumentInfo.model_validate(row) for row in rows if row["root"] in allowed}
 
+    def corpus_mentions(self, word: str, roots: Sequence[str]) -> bool:
+        """Whether any chunk (text or title) of the folders' documents holds `word`, as the full-text
+        index's tokenizer reads it (stemmed: "users" holds "user")."""
+        row = self._one(
+            "SELECT 1 FROM corpus_chunks_fts f JOIN corpus_chunks c ON c.id = f.rowid"
+            " JOIN corpus_documents d ON d.id = c.doc_id"
+            f" WHERE corpus_chunks_fts MATCH ? AND d.root IN ({marks(roots)}) LIMIT 1",
+            [f'"{word}"', *roots],
+        )
+        return row is not None
+
     def corpus_chunk_texts(self, chunk_ids: Sequence[int], first_of: Sequence[int]) -> dict[int, str]:
         """Chunk texts by document: the chunks `chunk_ids`, and the first chunk of the documents `first_of`."""
         rows = self._all(

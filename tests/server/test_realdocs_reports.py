@@ -138,3 +138,14 @@ async def test_a_no_model_plan_is_estimated_at_this_machines_measured_pace(corpu
     assert typical["est_calls"] == paced["est_calls"]
     # One leaf reading three sources, then two more on its second hop, then its synthesis and the root's.
     assert paced["est_wall_s"] >= 12 * 2 + 2 * 2 > typical["est_wall_s"]
+
+
+async def test_a_question_on_what_no_document_mentions_ends_low_and_says_so(corpus: Path) -> None:
+    """The folders share "default", "filesystems" and "fstab" with the question, and the fstab
+    page's fields answer something; none of them says "umask": the report says that, and is low."""
+    got = await research("What is the default umask of the filesystems listed in fstab?")
+    document = got["document"]
+
+    assert document.confidence.level == "low", document.confidence.reasoning
+    assert any("No document of the corpus mentions 'umask'" in gap for gap in document.gaps)
+    assert "No document of the corpus mentions 'umask'" in got["markdown"]

@@ -635,3 +635,16 @@ def test_a_failed_file_is_tried_again_after_an_hour_and_forgotten_when_gone(
     assert retried.read == 1  # a parse that timed out on a loaded machine may pass later
     assert not [e for e in gone.errors if "broken.pdf" in e]
     assert store.corpus_failures(str(folder)) == {}
+
+
+def test_the_words_a_question_asks_about_that_no_document_holds_are_named(
+    corpus: Corpus, folder: Path
+) -> None:
+    (folder / "terms.txt").write_text("The reef survey data is shared under a Creative Commons license.\n")
+    corpus.index()
+
+    # "pools" is held as "pool" is; stopwords and numbers are no words here.
+    assert corpus.unmentioned("Which crabs do the tide pools shelter in 1998?") == []
+    assert corpus.unmentioned("How deep do the tide pools of Mauna Loa freeze?") == ["deep", "freeze"]
+    # A spelling the matching knows: "licence" is held by a document saying "license".
+    assert corpus.unmentioned("Under which licence is the reef survey data?") == []
