@@ -309,8 +309,9 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
         # A follow-up is a question not asked yet: one this node was asked, unanswered, is a gap.
         asked = {normalize(question) for question in questions}
         output.suggested_followups = [f for f in output.suggested_followups if normalize(f) not in asked]
-        # Words the question asks about that no document of the corpus holds (runs/leaf.py).
-        evidence.caps += [("low", note) for note in self.notes if note.startswith(NEVER_MENTIONED)]
+        # Words the question asks about that no document of the corpus holds (runs/leaf.py): never
+        # high; not low, for a small folder lacks common words ("people") whose answer it holds.
+        evidence.caps += [("medium", note) for note in self.notes if note.startswith(NEVER_MENTIONED)]
         output.confidence = _capped(
             evidence.cap(output.confidence), output, cites_verified=bool(check.verified)
         )

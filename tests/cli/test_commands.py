@@ -90,7 +90,8 @@ def test_show_sources_lists_the_corpus_notes(harbour: FinishedRun) -> None:
         ("report", "metadata:"),
         ("facts", "[verified]"),
         ("confidence", "medium"),
-        ("gaps", "no gaps recorded"),
+        # The harbour notes never say "people": the gap says so (and caps nothing but "high").
+        ("gaps", "No document of the corpus mentions 'people'"),
         ("followups", ""),
         ("tree", "n.1 leaf"),
     ],

@@ -140,9 +140,10 @@ async def test_a_no_model_plan_is_estimated_at_this_machines_measured_pace(corpu
     assert paced["est_wall_s"] >= 12 * 2 + 2 * 2 > typical["est_wall_s"]
 
 
-async def test_a_question_on_what_no_document_mentions_ends_low_and_says_so(corpus: Path) -> None:
+async def test_a_question_on_what_no_document_mentions_says_so(corpus: Path) -> None:
     """The folders share "default", "filesystems" and "fstab" with the question, and the fstab
-    page's fields answer something; none of them says "umask": the report says that, and is low."""
+    page's fields answer something; none of them says "umask": the report says that, and is low
+    (the evidence rules judge it so; the never-mentioned note alone caps at medium)."""
     got = await research("What is the default umask of the filesystems listed in fstab?")
     document = got["document"]
 
