@@ -28,6 +28,7 @@ def record(
     *,
     questions: list[str] | None = None,
     verified: bool = True,
+    confidence: float = 0.8,
 ) -> int:
     """One fact whose quote is the statement itself, found by a new extraction of `found_in`."""
     start = found_in.text.find(statement)
@@ -43,7 +44,7 @@ def record(
                 start=start if verified else None,
                 end=start + len(statement) if verified else None,
                 question=(questions or [None])[0],
-                confidence=0.8,
+                confidence=confidence,
                 verified=verified,
             )
         ],

@@ -12,9 +12,9 @@ from research_mcp.citations import same_claim
 from research_mcp.llm.embeddings import default_embedder
 from research_mcp.storage.knowledge_base import DEDUP_THRESHOLD, KnowledgeBase
 from research_mcp.storage.models import Citation
-from research_mcp.storage.store import NewFact, Store
+from research_mcp.storage.store import Store
 from research_mcp.storage.vectors import KnowledgeIndex
-from tests.knowledge.kb import extraction, record, source
+from tests.knowledge.kb import record, source
 
 COMPLETED = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris."
 FINISHED = "The Eiffel Tower was finished in 1889 for the Paris World's Fair."
@@ -182,23 +182,7 @@ def test_a_fact_found_again_for_another_question_reads_as_found_for_it(knowledge
     sentence = "This is the new version (1.47.0) of e2fsprogs."
     earlier = record(knowledge, readme, sentence, questions=["In which BSD release did fstab appear?"])
     asked = "Which version of e2fsprogs does its README describe?"
-    handoff_id = extraction(store, [asked])
-    [again] = knowledge.record_facts(
-        None,
-        handoff_id,
-        [
-            NewFact(
-                source_id=readme.id,
-                statement=sentence,
-                quote=sentence,
-                start=0,
-                end=len(sentence),
-                question=asked,
-                confidence=0.55,
-                verified=True,
-            )
-        ],
-    )
+    again = record(knowledge, readme, sentence, questions=[asked], confidence=0.55)
 
     [found] = store.canonical_facts([again])
     assert (found.id, found.question, found.confidence) == (earlier, asked, 0.55)
