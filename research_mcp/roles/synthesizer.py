@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Sequence
 
 from research_mcp.citations import CitationChecker, normalize
@@ -130,6 +131,47 @@ def _with_failures(report: str, failures: list[str]) -> str:
     if not failures:
         return report
     return f"{report.rstrip()}\n\n{NOT_COVERED}\n\n" + "\n".join(f"- {failure}" for failure in failures)
+
+
+#: Said under a question's heading when code found that no verified fact answers it.
+NOT_ANSWERED_HERE = (
+    "_Not established: no document read answers this; the lines below are the closest the sources say._"
+)
+_HEADING = re.compile(r"^#{1,3} (.+)$")
+#: The question a leaf's note on words no document holds names.
+_ASKED = re.compile(r" \(asked: (.+)\)$")
+
+
+def _unanswered(questions: Sequence[str], gaps: Sequence[str], notes: Sequence[str]) -> set[str]:
+    """The questions (normalised) code found unanswered: a "No verified fact was found" gap's, and
+    those asking about words no document holds (the note names its question). Not the lexical "Not established" judgements: a right answer in other words
+    ("login(1) will allow access only to root" for "What does /etc/nologin restrict?") gets one."""
+    found = {gap.split(UNANSWERED, 1)[1] for gap in gaps if UNANSWERED in gap}
+    found |= {
+        asked.group(1)
+        for note in [*notes, *gaps]
+        if NEVER_MENTIONED in note and (asked := _ASKED.search(note))
+    }
+    return {normalize(question).rstrip("?. ") for question in found}
+
+
+def _marked_unanswered(report: str, unanswered: set[str]) -> str:
+    """The report with each unanswered question marked under its heading ("## <question>", or the
+    report's "# <title>" when the title is the question), so that the closest lines the sources
+    gave, listed under it, are not read as its answer."""
+    if not unanswered:
+        return report
+    lines = report.split("\n")
+    marked: list[str] = []
+    for position, line in enumerate(lines):
+        marked.append(line)
+        heading = _HEADING.match(line)
+        if heading is None or normalize(heading.group(1)).rstrip("?. ") not in unanswered:
+            continue
+        following = next((later for later in lines[position + 1 :] if later.strip()), "")
+        if following.startswith("- "):  # lines follow, not another heading or "_No verified fact ..._"
+            marked += ["", NOT_ANSWERED_HERE]
+    return "\n".join(marked)
 
 
 def _with_contradictions(report: str, found: list[str]) -> str:
@@ -299,7 +341,10 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
         # Contradictions between verified facts that code can see, whatever the backend saw.
         disagreeing = [c for c in found_contradictions(scope.facts) if c not in output.contradictions]
         output.contradictions += disagreeing
-        output.report = _with_contradictions(_with_failures(check.report, scope.failed), disagreeing)
+        unanswered = _unanswered(questions, found_gaps, self.notes)
+        output.report = _with_contradictions(
+            _with_failures(_marked_unanswered(check.report, unanswered), scope.failed), disagreeing
+        )
         _add_gaps(output, scope.failed, found_gaps)
         output.suggested_followups += insight_followups(
             _scrubbed(scope.insights, checker),

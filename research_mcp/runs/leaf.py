@@ -122,8 +122,7 @@ async def _never_mentioned(rc: RunContext, questions: list[str], refs: list[str]
         words = await anyio.to_thread.run_sync(corpus.unmentioned, question)
         if words:
             said = ", ".join(repr(word) for word in words)
-            asked = f" (asked: {question[:200]!r})" if len(questions) > 1 else ""
-            notes.append(f"{NEVER_MENTIONED}{said}{asked}")
+            notes.append(f"{NEVER_MENTIONED}{said} (asked: {question[:200]})")
     return notes
 
 

@@ -19,6 +19,7 @@ from research_mcp.config import Settings
 from research_mcp.llm.extractive import ExtractiveModel
 from research_mcp.matching.questions import reads_as_question
 from research_mcp.reports import report_markdown, safe_markdown
+from research_mcp.roles.synthesizer import NOT_ANSWERED_HERE
 from research_mcp.run_document import run_document
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
@@ -150,3 +151,17 @@ async def test_a_question_on_what_no_document_mentions_says_so(corpus: Path) -> 
     assert document.confidence.level == "low", document.confidence.reasoning
     assert any("No document of the corpus mentions 'umask'" in gap for gap in document.gaps)
     assert "No document of the corpus mentions 'umask'" in got["markdown"]
+
+
+async def test_a_part_no_document_can_answer_is_marked_in_the_report_and_the_answered_part_is_not(
+    corpus: Path,
+) -> None:
+    """The report lists the closest lines under every part; under the part whose word no document
+    holds, it says first that they are not its answer."""
+    got = await research("What does the sixth field of fstab determine, and what is the default umask?")
+    markdown = got["markdown"]
+
+    umask = markdown.split("## What is the default umask", 1)[1].split("\n## ", 1)[0]
+    sixth = markdown.split("## What does the sixth field of fstab determine", 1)[1].split("\n## ", 1)[0]
+    assert NOT_ANSWERED_HERE in umask
+    assert NOT_ANSWERED_HERE not in sixth and "fsck" in sixth
