@@ -40,6 +40,7 @@ _PREAMBLE = re.compile(
     re.IGNORECASE,
 )
 _MAN_PAGE = re.compile(r"[\w.:+-]+\(\d\w*\)")
+_RELEASE = re.compile(r"(?<![\w(])\d+(?:\.\d+)*(?![\w)])")
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{2}/\d{2}/\d{4}\b|\b(?:19|20)\d{2}\b")
 _WORD = re.compile(r"[^\W_][\w'’-]*")
 _VERBS = frozenset(
@@ -112,7 +113,8 @@ def is_run_in_heading(text: str) -> bool:
 
 
 def _man_page_furniture(text: str, words: list[str]) -> bool:
-    """ "FSTAB(5) File formats FSTAB(5)", "util-linux 2.38.1 2022-05-11 FSTAB(5)", a SEE ALSO list."""
+    """ "FSTAB(5) File formats FSTAB(5)", "util-linux 2.38.1 2022-05-11 FSTAB(5)", "systemd 252
+    MACHINE-ID(5)", a SEE ALSO list."""
     pages = _MAN_PAGE.findall(text)
     if len(pages) >= 2 and len(_WORD.findall(_MAN_PAGE.sub(" ", text))) < 3:
         return True  # a SEE ALSO list: "systemd(1), sethostname(2), hostname(1),"
@@ -120,7 +122,12 @@ def _man_page_furniture(text: str, words: list[str]) -> bool:
         return False
     if len(pages) >= 2 and pages[0].casefold() == pages[-1].casefold():
         return True
-    return text.rstrip(" .").endswith(pages[-1]) and bool(_DATE.search(text))
+    if not text.rstrip(" .").endswith(pages[-1]):
+        return False
+    # A footer: the package, its version, perhaps a date, the page ("systemd 252 MACHINE-ID(5)").
+    return bool(_DATE.search(text)) or (
+        len(words) <= 6 and pages[-1].isupper() and bool(_RELEASE.search(text))
+    )
 
 
 def _lone_heading(text: str, words: list[str]) -> bool:

@@ -55,6 +55,7 @@ async def quotes(model: ExtractiveModel, name: str, question: str) -> list[str]:
         "See the GNU Lesser General Public License for more details.",
         "deb-conffiles(5) dpkg suite deb-conffiles(5)",
         "util-linux 2.38.1 2022-05-11 FSTAB(5)",
+        "systemd 252 MACHINE-ID(5)",
         "systemd(1), sethostname(2), hostname(1), hostname(7), machine-id(5), machine-info(5), hostnamectl(1), "
         "systemd-hostnamed.service(8), systemd-",
         "Grant of Patent License.",
