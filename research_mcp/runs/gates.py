@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from research_mcp.contracts import Budget, Phase
+from research_mcp.matching.answer_type import number_words, states_number
 from research_mcp.matching.terms import said_terms, terms
 from research_mcp.runs.context import RunContext
 from research_mcp.storage.outputs import StoredSynthesis
@@ -25,11 +26,23 @@ def corroboration(fact_ids: list[int], sources: dict[int, tuple[int, int]]) -> i
 
 
 def theme_covered(theme: str, said: Sequence[str]) -> bool:
-    """A verified fact says every content term of the theme (a theme of stopwords only: its words)."""
+    """A verified fact says every content term of the theme (a theme of stopwords only: its words);
+    a theme asking for a number ("How long is the machine ID?") is said by a fact stating one and
+    every other term ("The machine ID is a ... 32-character ... ID.")."""
     asked = list(dict.fromkeys(terms(theme)))
     if not asked:
         return any(theme.casefold() in text.casefold() for text in said)
-    return any(len(said_terms(asked, set(terms(text)))) == len(asked) for text in said)
+    quantity = set(terms(number_words(theme)))
+    rest = [term for term in asked if term not in quantity]
+    return any(
+        len(said_terms(asked, set(terms(text)))) == len(asked)
+        or (
+            quantity
+            and len(said_terms(rest, set(terms(text)))) == len(rest)
+            and states_number(text, in_digits=True)
+        )
+        for text in said
+    )
 
 
 def criteria_status(

@@ -86,3 +86,14 @@ def test_a_phase_budget_counts_only_what_was_spent_since_the_phase_began(temp_st
     spending.sources = 2
     assert spending.sources_left() == 0 and spending.stop_reason(rc) == "its 2 sources read"
     assert PhaseSpending(None, 0, 0.0).exceeded(rc) is None
+
+
+def test_a_theme_asking_for_a_number_is_covered_by_a_fact_stating_one() -> None:
+    # "How long" is answered by the length, not by the word: the fact need not say "long".
+    length = "The machine ID is a single newline-terminated, hexadecimal, 32-character, lowercase ID."
+    assert theme_covered("How long is the machine ID?", [length])
+    # A fact on the thing asked that states no number in digits ("the first one") does not cover it.
+    assert not theme_covered(
+        "How long is the machine ID?", ["The machine ID decides whether a boot is the first one."]
+    )
+    assert not theme_covered("What is the machine ID?", ["A 32-character ID."])
