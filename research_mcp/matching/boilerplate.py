@@ -95,6 +95,8 @@ def is_boilerplate(text: str) -> bool:
     words = _WORD.findall(rest)
     if len(words) < 3 and (len(rest) < len(text) or not words):
         return True  # a bare URL or address, or a line left with almost nothing once they are gone
+    if all("/" in token for token in text.split()):
+        return True  # file names alone: a man page's SYNOPSIS or FILES line ("/etc/machine-id")
     if _COPYRIGHT.match(text) or _FIELD.match(text) or _PREAMBLE.search(text):
         return True
     if _VERSION_BANNER.match(text) and len(words) <= 12:

@@ -56,6 +56,8 @@ async def quotes(model: ExtractiveModel, name: str, question: str) -> list[str]:
         "deb-conffiles(5) dpkg suite deb-conffiles(5)",
         "util-linux 2.38.1 2022-05-11 FSTAB(5)",
         "systemd 252 MACHINE-ID(5)",
+        "/etc/machine-id",
+        "/etc/motd /etc/pam.d/login",
         "systemd(1), sethostname(2), hostname(1), hostname(7), machine-id(5), machine-info(5), hostnamectl(1), "
         "systemd-hostnamed.service(8), systemd-",
         "Grant of Patent License.",
