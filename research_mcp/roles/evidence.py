@@ -61,6 +61,7 @@ __all__ = [
     "identifiers",
     "judge_evidence",
     "named_terms",
+    "never_mentioned_cap",
     "same_term",
 ]
 
@@ -68,6 +69,8 @@ UNANSWERED = "No verified fact was found for: "
 NOT_ESTABLISHED = "Not established by the verified facts: "
 #: How a leaf's note begins when words its question asks about are in no document of the corpus.
 NEVER_MENTIONED = "No document of the corpus mentions "
+_NOTE = re.compile(r"^.*?" + NEVER_MENTIONED + r"(?P<words>.*) \(asked: (?P<question>.*)\)$")
+_QUOTED_WORD = re.compile(r"'([^']+)'")
 STRONG_EVIDENCE = 0.6
 COVERED_EVIDENCE = 0.4
 
@@ -95,6 +98,29 @@ class Evidence:
         level = min((level for level, _ in self.caps), key=_LEVELS.__getitem__)
         why = "; ".join(reason for cap, reason in self.caps if _LEVELS[cap] < _LEVELS[confidence.level])
         return cap_confidence(confidence, level, why)
+
+
+def never_mentioned_cap(note: str) -> ConfidenceLevel:
+    """How far a note that the corpus never mentions some of a question's words caps its confidence:
+    `low` when one is a name the question gives (capitalised after its first word, in capitals, or
+    an identifier joined by "_", "." or "-": "PASS_WARN_AGE", "Australia"), the documents being
+    about other things; `medium` for a common word ("people", "umask"), which a small folder may
+    answer a question without."""
+    found = _NOTE.match(note)
+    if found is None:
+        return "medium"
+    question = found.group("question")
+    later = " ".join(question.split()[1:])
+    for word in _QUOTED_WORD.findall(found.group("words")):
+        joined = any(mark in word for mark in "_.-")
+        capitals = word.isupper() and len(word) >= 2
+        if (
+            joined
+            or capitals
+            or re.search(rf"(?<![\w-]){re.escape(word[:1].upper() + word[1:])}(?![\w-])", later)
+        ):
+            return "low"
+    return "medium"
 
 
 def identifiers(text: str) -> set[str]:

@@ -25,6 +25,7 @@ from research_mcp.roles.evidence import (
     Evidence,
     cap_confidence,
     judge_evidence,
+    never_mentioned_cap,
 )
 from research_mcp.roles.framing import frame
 from research_mcp.roles.outline import outline_gaps, outline_prompt
@@ -153,6 +154,24 @@ def _unanswered(questions: Sequence[str], gaps: Sequence[str], notes: Sequence[s
         if NEVER_MENTIONED in note and (asked := _ASKED.search(note))
     }
     return {normalize(question).rstrip("?. ") for question in found}
+
+
+def _never_mentioned_caps(
+    questions: Sequence[str], notes: Sequence[str]
+) -> list[tuple[ConfidenceLevel, str]]:
+    """The caps of words no document of the corpus holds (runs/leaf.py), this node's leaf's or its
+    parts' carried up: never `high`; `low` when every question of the node asks about a name no
+    document holds (roles/evidence.py: `never_mentioned_cap`), else `medium`."""
+    said = list(dict.fromkeys(note for note in notes if NEVER_MENTIONED in note))
+    if not said:
+        return []
+    named = {
+        normalize(asked.group(1)).rstrip("?. ")
+        for note in said
+        if never_mentioned_cap(note) == "low" and (asked := _ASKED.search(note))
+    }
+    every = bool(questions) and all(normalize(q).rstrip("?. ") in named for q in questions)
+    return [("low" if every else "medium", said[0])]
 
 
 def _marked_unanswered(report: str, unanswered: set[str]) -> str:
@@ -354,9 +373,7 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
         # A follow-up is a question not asked yet: one this node was asked, unanswered, is a gap.
         asked = {normalize(question) for question in questions}
         output.suggested_followups = [f for f in output.suggested_followups if normalize(f) not in asked]
-        # Words the question asks about that no document of the corpus holds (runs/leaf.py): never
-        # high; not low, for a small folder lacks common words ("people") whose answer it holds.
-        evidence.caps += [("medium", note) for note in self.notes if note.startswith(NEVER_MENTIONED)]
+        evidence.caps += _never_mentioned_caps(questions, [*self.notes, *found_gaps])
         output.confidence = _capped(
             evidence.cap(output.confidence), output, cites_verified=bool(check.verified)
         )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -74,6 +75,8 @@ MIN_POOL = 50
 LEXICAL_CHUNKS_PER_DOC = 10
 #: The first-pass documents whose matched passages are searched for other documents' titles.
 LINK_SEEDS = 3
+#: Words joined by "_", "." or "-" ("PASS_WARN_AGE", "nsswitch.conf", "date-of-last-password-change").
+_IDENTIFIER = re.compile(r"[^\W_]+(?:[_.-][^\W_]+)+")
 
 
 @dataclass(frozen=True)
@@ -372,8 +375,8 @@ class Corpus:
 
     def unmentioned(self, question: str) -> list[str]:
         """The question's content words that no document of the folders holds, in any spelling the
-        matching knows ("licence" is held by a "license"): what the documents cannot answer about.
-        Numbers and stopwords aside."""
+        matching knows ("licence" is held by a "license"), and its identifiers no document holds as
+        written: what the documents cannot answer about. Numbers and stopwords aside."""
         if not self.roots:
             return []
         missing = []
@@ -383,6 +386,10 @@ class Corpus:
                 continue
             if not any(self._store.corpus_mentions(s, self._root_names) for s in dict.fromkeys(spellings)):
                 missing.append(word)
+        # An identifier ("PASS_WARN_AGE", "nsswitch.conf") is held only as written, its parts together.
+        for identifier in dict.fromkeys(_IDENTIFIER.findall(question)):
+            if not self._store.corpus_mentions(identifier, self._root_names):
+                missing.append(identifier)
         return missing
 
     def _chunk_texts(self, doc_ids: Sequence[int], chunk: dict[int, int | None]) -> dict[int, str]:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from research_mcp.contracts import Fact
-from research_mcp.roles.evidence import NOT_ESTABLISHED, judge_evidence
+from research_mcp.roles.evidence import NEVER_MENTIONED, NOT_ESTABLISHED, judge_evidence, never_mentioned_cap
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "realdocs"
 #: The whole documents of bench.answers, for a line the excerpts above leave out.
@@ -143,3 +145,20 @@ def test_one_common_name_said_does_not_put_facts_on_the_subject() -> None:
 
     assert [level for level, _ in unsaid_caps(evidence.caps)] == ["low"]
     assert f"{NOT_ESTABLISHED}{question}" in evidence.gaps
+
+
+@pytest.mark.parametrize(
+    ("words", "question", "level"),
+    [
+        # A name the question gives that no document holds: the documents are about other things.
+        ("'PASS_WARN_AGE'", "How many days are new accounts warned (the PASS_WARN_AGE setting)?", "low"),
+        ("'capital', 'australia'", "What is the capital of Australia?", "low"),
+        # A common word: a small folder may answer without it ("people" of the harbour notes).
+        ("'people'", "How do people cross the harbour?", "medium"),
+        ("'umask'", "What is the default umask for new users?", "medium"),
+    ],
+)
+def test_a_word_no_document_holds_caps_low_when_it_is_a_name(words: str, question: str, level: str) -> None:
+    note = f"{NEVER_MENTIONED}{words} (asked: {question})"
+    assert never_mentioned_cap(note) == level
+    assert never_mentioned_cap(f"Part one: {note}") == level  # carried up under a part's title

@@ -648,3 +648,6 @@ def test_the_words_a_question_asks_about_that_no_document_holds_are_named(
     assert corpus.unmentioned("How deep do the tide pools of Mauna Loa freeze?") == ["deep", "freeze"]
     # A spelling the matching knows: "licence" is held by a document saying "license".
     assert corpus.unmentioned("Under which licence is the reef survey data?") == []
+    # An identifier is held only as written: its words ("Mauna", "Loa") alone do not hold "Mauna_Loa_lava".
+    assert corpus.unmentioned("What is Mauna_Loa_lava for shield volcanoes?") == ["Mauna_Loa_lava"]
+    assert corpus.unmentioned("Do lava-pools spread from shield volcanoes?") == ["lava-pools"]
