@@ -41,12 +41,23 @@ if TYPE_CHECKING:
     import onnxruntime
     from tokenizers.implementations import BaseTokenizer
 
-__all__ = ["MiniLMEmbedder", "StaticEmbedder", "corpus_embedder", "default_embedder"]
+__all__ = ["MiniLMEmbedder", "StaticEmbedder", "corpus_embedder", "default_embedder", "english_words"]
 
 VOCAB_PATH = Path(__file__).parent / "minilm" / "vocab.txt"
 #: Seconds without a call after which the transformer's session is let go (it loads again on a call).
 IDLE_SECONDS = 60.0
 STATIC_PATH = Path(__file__).parent / "minilm" / "static.npz"
+
+
+@functools.cache
+def english_words() -> frozenset[str]:
+    """The whole words of MiniLM's WordPiece vocabulary (its "##" pieces and [special] tokens aside):
+    common English, lower-cased. A word outside it ("nofail", "fstab", "passwd") is a technical term
+    or a rare name."""
+    with VOCAB_PATH.open(encoding="utf-8") as vocab:
+        return frozenset(
+            token for token in (line.rstrip("\n") for line in vocab) if token.isalpha() and token.islower()
+        )
 
 
 class MiniLMEmbedder:

@@ -209,3 +209,12 @@ async def test_a_package_licence_is_its_every_file_paragraph(model: ExtractiveMo
         "Under which licence is zstd distributed according to its copyright file?",
     )
     assert said[0] == "License: BSD-3-clause or GPL-2", said
+
+
+async def test_a_word_the_source_says_once_anchors_the_answer(model: ExtractiveModel) -> None:
+    """ "nofail" is one entry of the fstab page's list of options: its entry is quoted, though
+    sentences naming "fstab" and "entry" share more words with the question."""
+    said = await quotes(
+        model, "fstab.5.txt", "What is the effect of adding the nofail option to an fstab entry?"
+    )
+    assert any(quote.startswith("nofail do not report errors") for quote in said), said

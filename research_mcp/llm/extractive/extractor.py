@@ -32,6 +32,7 @@ from research_mcp.contracts import (
     FollowUpQuestion,
     LinkedSource,
 )
+from research_mcp.llm.embeddings import english_words
 from research_mcp.llm.extractive.focus import focus, names_subject, subject
 from research_mcp.llm.extractive.references import resolved_texts
 from research_mcp.llm.extractive.scoring import Relevance, select_diverse
@@ -66,6 +67,9 @@ LEAD_FURTHER_RELEVANCE = 0.28
 RELATIVE_RELEVANCE = 0.6
 #: A sentence stating a number joins a number question's facts from this share of its best score.
 NUMBER_SHARE = 0.5
+#: A technical word of the question that at most this many sentences of a source say anchors the answer there.
+ANCHOR_SENTENCES = 2
+_WORD = re.compile(r"[\w.-]*\w")
 
 # A study's limitations, not a licence's "Limitation of Liability" or its "including, without limitation".
 _LIMITATION_HEADING = re.compile(
@@ -123,6 +127,7 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
 
     _add_definition(chosen, scores, claims, payload)
     _add_number(chosen, scores, claims, questions)
+    _add_anchor(chosen, scores, relevance, questions, payload.source_title)
 
     # One fact per sentence, assigned to the question it scores highest on.
     home: dict[int, int] = {}
@@ -295,6 +300,33 @@ def _add_number(
             if states_number(claims[index].text):
                 chosen[position].append(int(index))
                 break
+
+
+def _add_anchor(
+    chosen: list[list[int]], scores: list[np.ndarray], relevance: Relevance, questions: list[str], title: str
+) -> None:
+    """A technical word of the question ("nofail", "PASS_WARN_AGE", "readline": no whole word of
+    the English vocabulary MiniLM was trained with) that the source says in one or two sentences
+    only anchors the answer there: where no chosen sentence says it, the best sentence that does
+    joins them, one a question (the list entry "nofail do not report errors for this device if it
+    does not exist." loses, on shared words, to "The following is a typical example of an fstab
+    entry:"). Not a word of the source's title, which every sentence is about."""
+    lexicon = relevance.lexicon
+    named = set(terms(title))
+    for position, question in enumerate(questions):
+        if not chosen[position]:
+            continue
+        for word in dict.fromkeys(_WORD.findall(question.casefold())):
+            said = [term for term in terms(word) if term not in named]
+            if not said or word in english_words():
+                continue
+            holding = [
+                index for index in range(lexicon.size) if all(t in lexicon.documents[index] for t in said)
+            ]
+            if not 0 < len(holding) <= ANCHOR_SENTENCES or any(i in chosen[position] for i in holding):
+                continue
+            chosen[position].append(max(holding, key=lambda index: (float(scores[position][index]), -index)))
+            break
 
 
 def _spec_questions(payload: ExtractorPayload) -> list[str]:
