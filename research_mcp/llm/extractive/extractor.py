@@ -318,8 +318,8 @@ def _add_anchor(
             continue
         for word in dict.fromkeys(_WORD.findall(question.casefold())):
             said = [term for term in terms(word) if term not in named]
-            if not said or word in english_words():
-                continue
+            if not said or word in english_words() or not any(char.isalpha() for char in word):
+                continue  # a common word, or a number (the answer's kind is the number rule's)
             holding = [
                 index for index in range(lexicon.size) if all(t in lexicon.documents[index] for t in said)
             ]
