@@ -21,7 +21,7 @@ from research_mcp.server.app import create_server
 from research_mcp.storage.events import InsightsGiven
 from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import Store
-from tests.server.indexing import wait_until_indexed
+from tests.server.indexing import notes_folder, wait_until_indexed
 from tests.sources.loopback import LoopbackServer
 
 STUDY = (
@@ -46,11 +46,7 @@ def one_leaf(title: str, question: str, source: str) -> dict[str, Any]:
 
 @pytest.fixture
 def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    (folder / "north sea wind.md").write_text(STUDY, encoding="utf-8")
-    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
-    return folder
+    return notes_folder(tmp_path, monkeypatch, {"north sea wind.md": STUDY})
 
 
 async def research(client: Client, query: str, plan: dict[str, Any]) -> str:

@@ -18,18 +18,14 @@ from research_mcp.storage.knowledge_base import KnowledgeBase
 from research_mcp.storage.store import Store
 from research_mcp.storage.vectors import KnowledgeIndex
 from tests.knowledge.test_insights import FLOATING, HYWIND, STUDY, one_leaf, research
-from tests.server.indexing import wait_until_indexed
+from tests.server.indexing import notes_folder, wait_until_indexed
 
 CAPACITY = "What capacity factor do offshore wind farms in the North Sea reach?"
 
 
 @pytest.fixture
 def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    (folder / "north sea wind.md").write_text(STUDY, encoding="utf-8")
-    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
-    return folder
+    return notes_folder(tmp_path, monkeypatch, {"north sea wind.md": STUDY})
 
 
 def counts(store: Store, run_id: str) -> dict[str, int]:

@@ -17,7 +17,7 @@ from research_mcp.roles.quick_scan import SCANNED, ScanFinding, Scans, rescored
 from research_mcp.server.app import create_server
 from research_mcp.storage.outputs import StoredCuration
 from research_mcp.storage.store import Store
-from tests.server.indexing import wait_until_indexed
+from tests.server.indexing import notes_folder, wait_until_indexed
 
 NOTES = {
     # Names the topic in its title, never says the output.
@@ -36,12 +36,7 @@ OUTPUT = "How many megawatts does the Sihwa Lake station produce?"
 
 @pytest.fixture(autouse=True)
 def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    for name, text in NOTES.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
-    return folder
+    return notes_folder(tmp_path, monkeypatch, NOTES)
 
 
 async def scouted(model: Any = None, question: str = OUTPUT) -> tuple[dict[str, Any], str, StoredCuration]:

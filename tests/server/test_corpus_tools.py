@@ -13,7 +13,7 @@ from mcp import Client
 
 from research_mcp.server.app import create_server
 from research_mcp.sources.library import SourceLibrary
-from tests.server.indexing import corpus_status, wait_until_indexed
+from tests.server.indexing import corpus_status, notes_folder, wait_until_indexed
 
 NOTES = {
     "kelp forests.md": "# Kelp forests\n\nKelp forests grow in cold, nutrient-rich coastal waters. "
@@ -27,12 +27,7 @@ NOTES = {
 
 @pytest.fixture
 def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    for name, text in NOTES.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
-    return folder
+    return notes_folder(tmp_path, monkeypatch, NOTES)
 
 
 async def test_a_no_key_user_researches_their_own_notes_and_gets_a_cited_report(corpus: Path) -> None:
