@@ -61,6 +61,7 @@ __all__ = [
     "identifiers",
     "judge_evidence",
     "named_terms",
+    "never_mentioned",
     "never_mentioned_cap",
     "same_term",
 ]
@@ -100,18 +101,28 @@ class Evidence:
         return cap_confidence(confidence, level, why)
 
 
+def never_mentioned(note: str) -> tuple[list[str], str] | None:
+    """The words and the question of a note that no document of the corpus mentions them (runs/
+    leaf.py writes it: "No document of the corpus mentions 'umask' (asked: <question>)", perhaps
+    carried up under a part's title), None for any other text."""
+    found = _NOTE.match(note)
+    if found is None:
+        return None
+    return _QUOTED_WORD.findall(found.group("words")), found.group("question")
+
+
 def never_mentioned_cap(note: str) -> ConfidenceLevel:
     """How far a note that the corpus never mentions some of a question's words caps its confidence:
     `low` when one is a name the question gives (capitalised after its first word, in capitals, or
     an identifier joined by "_", "." or "-": "PASS_WARN_AGE", "Australia"), the documents being
     about other things; `medium` for a common word ("people", "umask"), which a small folder may
     answer a question without."""
-    found = _NOTE.match(note)
-    if found is None:
+    parsed = never_mentioned(note)
+    if parsed is None:
         return "medium"
-    question = found.group("question")
+    words, question = parsed
     later = " ".join(question.split()[1:])
-    for word in _QUOTED_WORD.findall(found.group("words")):
+    for word in words:
         joined = any(mark in word for mark in "_.-")
         capitals = word.isupper() and len(word) >= 2
         if (

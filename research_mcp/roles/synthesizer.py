@@ -19,12 +19,12 @@ from research_mcp.roles.acceptance import Criterion, cited_facts, judge, numbere
 from research_mcp.roles.base import HandoffContext, Place, Role, RoleDeps, RoleResult, cache_key, perform
 from research_mcp.roles.contradictions import found_contradictions
 from research_mcp.roles.evidence import (
-    NEVER_MENTIONED,
     NOT_ESTABLISHED,
     UNANSWERED,
     Evidence,
     cap_confidence,
     judge_evidence,
+    never_mentioned,
     never_mentioned_cap,
 )
 from research_mcp.roles.framing import frame
@@ -139,8 +139,6 @@ NOT_ANSWERED_HERE = (
     "_Not established: no document read answers this; the lines below are the closest the sources say._"
 )
 _HEADING = re.compile(r"^#{1,3} (.+)$")
-#: The question a leaf's note on words no document holds names.
-_ASKED = re.compile(r" \(asked: (.+)\)$")
 
 
 def _unanswered(questions: Sequence[str], gaps: Sequence[str], notes: Sequence[str]) -> set[str]:
@@ -148,11 +146,7 @@ def _unanswered(questions: Sequence[str], gaps: Sequence[str], notes: Sequence[s
     those asking about words no document holds (the note names its question). Not the lexical "Not established" judgements: a right answer in other words
     ("login(1) will allow access only to root" for "What does /etc/nologin restrict?") gets one."""
     found = {gap.split(UNANSWERED, 1)[1] for gap in gaps if UNANSWERED in gap}
-    found |= {
-        asked.group(1)
-        for note in [*notes, *gaps]
-        if NEVER_MENTIONED in note and (asked := _ASKED.search(note))
-    }
+    found |= {parsed[1] for note in [*notes, *gaps] if (parsed := never_mentioned(note))}
     return {normalize(question).rstrip("?. ") for question in found}
 
 
@@ -162,13 +156,13 @@ def _never_mentioned_caps(
     """The caps of words no document of the corpus holds (runs/leaf.py), this node's leaf's or its
     parts' carried up: never `high`; `low` when every question of the node asks about a name no
     document holds (roles/evidence.py: `never_mentioned_cap`), else `medium`."""
-    said = list(dict.fromkeys(note for note in notes if NEVER_MENTIONED in note))
+    said = list(dict.fromkeys(note for note in notes if never_mentioned(note)))
     if not said:
         return []
     named = {
-        normalize(asked.group(1)).rstrip("?. ")
+        normalize(parsed[1]).rstrip("?. ")
         for note in said
-        if never_mentioned_cap(note) == "low" and (asked := _ASKED.search(note))
+        if never_mentioned_cap(note) == "low" and (parsed := never_mentioned(note))
     }
     every = bool(questions) and all(normalize(q).rstrip("?. ") in named for q in questions)
     return [("low" if every else "medium", said[0])]
