@@ -376,7 +376,8 @@ class Corpus:
     def unmentioned(self, question: str) -> list[str]:
         """The question's content words that no document of the folders holds, in any spelling the
         matching knows ("licence" is held by a "license"), and its identifiers no document holds as
-        written: what the documents cannot answer about. Numbers and stopwords aside."""
+        written: what the documents cannot answer about. A word naming a document's path or folder
+        ("common-licenses") is held. Numbers and stopwords aside."""
         if not self.roots:
             return []
         missing = []
@@ -384,13 +385,22 @@ class Corpus:
             spellings = [word, *(term for term in terms(word) if '"' not in term)]
             if word.isdigit() or len(spellings) == 1:
                 continue
-            if not any(self._store.corpus_mentions(s, self._root_names) for s in dict.fromkeys(spellings)):
+            if not any(self._mentions(spelling) for spelling in dict.fromkeys(spellings)):
                 missing.append(word)
         # An identifier ("PASS_WARN_AGE", "nsswitch.conf") is held only as written, its parts together.
         for identifier in dict.fromkeys(_IDENTIFIER.findall(question)):
-            if not self._store.corpus_mentions(identifier, self._root_names):
+            if not self._mentions(identifier):
                 missing.append(identifier)
         return missing
+
+    def _mentions(self, word: str) -> bool:
+        """A document's text or title holds the word, or the path of a document or folder does."""
+        roots = self._root_names
+        return (
+            self._store.corpus_mentions(word, roots)
+            or self._store.corpus_paths_hold(word, roots)
+            or any(word.casefold() in Path(root).name.casefold() for root in roots)
+        )
 
     def _chunk_texts(self, doc_ids: Sequence[int], chunk: dict[int, int | None]) -> dict[int, str]:
         """Each document's matched chunk text (its first chunk when only a link found it)."""

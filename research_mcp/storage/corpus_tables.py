@@ -166,6 +166,15 @@ class CorpusTables(StoreDatabase):
         )
         return row is not None
 
+    def corpus_paths_hold(self, fragment: str, roots: Sequence[str]) -> bool:
+        """Whether a document's path under the folders holds `fragment` (case-insensitively): a
+        question naming a folder of the corpus ("common-licenses") names where to look."""
+        row = self._one(
+            f"SELECT 1 FROM corpus_documents WHERE root IN ({marks(roots)}) AND instr(lower(path), ?) > 0 LIMIT 1",
+            [*roots, fragment.casefold()],
+        )
+        return row is not None
+
     def corpus_chunk_texts(self, chunk_ids: Sequence[int], first_of: Sequence[int]) -> dict[int, str]:
         """Chunk texts by document: the chunks `chunk_ids`, and the first chunk of the documents `first_of`."""
         rows = self._all(

@@ -651,3 +651,7 @@ def test_the_words_a_question_asks_about_that_no_document_holds_are_named(
     # An identifier is held only as written: its words ("Mauna", "Loa") alone do not hold "Mauna_Loa_lava".
     assert corpus.unmentioned("What is Mauna_Loa_lava for shield volcanoes?") == ["Mauna_Loa_lava"]
     assert corpus.unmentioned("Do lava-pools spread from shield volcanoes?") == ["lava-pools"]
+    # A folder's or file's name is where to look, not a word the documents must say.
+    assert corpus.unmentioned("Which tides do the notes describe?") == []
+    assert corpus.unmentioned("Which glaciers does glaciers.html name?") == []
+    assert corpus.unmentioned("Which tides does the corpus describe?") == []
