@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    .venv/bin/python -m bench.answers [--hotpot PATH] [--sets hotpot,dev,heldout,dev2] [--explain] [--dump F]
+    .venv/bin/python -m bench.answers [--hotpot PATH] [--sets hotpot,dev,heldout,dev2,dev3] [--explain] [--dump F]
 
 Sets (one column each):
 - HotpotQA part A (``../shared/eval/hotpotqa_dev_distractor_part_a.json``), also as its first and
@@ -15,8 +15,11 @@ Sets (one column each):
   one file; some questions compare two things or ask two things; ten have no answer in the corpus.
   The split is fixed in the file: tune on dev, only report held-out. A second dev set, ``dev2``
   (16 questions, 3 unanswerable, written from the documents in round 3's fourth session, answers
-  first), runs last, after held-out, so that it changes nothing the earlier sets' runs see (the
-  sets share one home and its knowledge base).
+  first), runs after held-out, so that it changes nothing the earlier sets' runs see (the
+  sets share one home and its knowledge base). A third, ``dev3`` (20 questions, round 3's fifth
+  session), runs last: 12 questions whose words the corpus holds but whose answer it does not
+  ("In which city is the Mozilla Foundation based?"), the near misses a confidence rule must not
+  call medium, and 8 answerable ones asked the same way.
 
 Each question is researched through the MCP tools as a host would (plan_research, execute_plan
 until finished, report_results), by the extractive backend over the set's corpus; the run's
@@ -30,7 +33,8 @@ Figures per set:
 - supporting precision (realdocs): the share of verified facts quoted from one of the gold files;
 - medium/high contain the answer: among answerable questions whose run said medium or high, the
   share whose answer recall counted; overconfident misses: answerable questions that missed the
-  answer but said medium or high, as a share of answerable questions;
+  answer but said medium or high, as a share of answerable questions; answered but low: questions
+  whose answer was found whose run said low, as a share of those answered (the price of caution);
 - boilerplate: the share of verified facts that research_mcp.matching.boilerplate calls boilerplate
   (copyright and contact lines, licence preambles, bare URLs, man-page headers and footers, lone
   headings, "(link removed)");
@@ -78,6 +82,7 @@ class Tally:
     confident: int = 0
     confident_right: int = 0
     overconfident: int = 0
+    underconfident: int = 0
     boilerplate: int = 0
     unanswerable: int = 0
     unanswerable_honest: int = 0
@@ -96,6 +101,7 @@ class Tally:
             "supporting precision": share(self.verified_gold, self.verified),
             "medium/high contain answer": share(self.confident_right, self.confident),
             "overconfident misses": share(self.overconfident, self.answerable),
+            "answered but low": share(self.underconfident, self.answered),
             "boilerplate of verified": share(self.boilerplate, self.verified),
             "unanswerable honest": (
                 f"{self.unanswerable_honest}/{self.unanswerable}" if self.unanswerable else None
@@ -186,6 +192,7 @@ def score(tally: Tally, question: Question, run: Run, corpus_root: Path) -> bool
     tally.confident += confident
     tally.confident_right += confident and answered
     tally.overconfident += confident and not answered
+    tally.underconfident += answered and not confident
     return answered
 
 
@@ -314,7 +321,7 @@ def print_table(tallies: dict[str, Tally]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hotpot", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--sets", default="hotpot,dev,heldout,dev2")
+    parser.add_argument("--sets", default="hotpot,dev,heldout,dev2,dev3")
     parser.add_argument("--limit", type=int, default=0, help="only the first N questions of each set")
     parser.add_argument("--explain", action="store_true", help="each question's verified facts (stderr)")
     parser.add_argument("--dump", type=Path, help="append each question's run as a JSON line to this file")
@@ -344,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
             for status, count in tally.statuses.items():
                 whole.statuses[status] = whole.statuses.get(status, 0) + count
         tallies = {"hotpot A": whole, **got}
-    real = {f"realdocs {s}": realdocs_questions(s) for s in ("dev", "heldout", "dev2") if s in wanted}
+    real = {f"realdocs {s}": realdocs_questions(s) for s in ("dev", "heldout", "dev2", "dev3") if s in wanted}
     if real:
         if args.limit:
             real = {name: qs[: args.limit] for name, qs in real.items()}
