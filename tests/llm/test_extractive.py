@@ -517,6 +517,14 @@ async def test_a_comparison_of_what_each_item_is_asks_each_item_the_same_questio
             ],
         ),
         (
+            "What does each field of an fstab line describe, and which licences in common-licenses allow "
+            "linking from proprietary programs?",
+            [
+                "What does each field of an fstab line describe?",
+                "Which licences in common-licenses allow linking from proprietary programs?",
+            ],
+        ),
+        (
             "What is the first field of an fstab line? Which program reads the second field?",
             [
                 "What is the first field of an fstab line?",

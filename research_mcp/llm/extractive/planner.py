@@ -83,10 +83,12 @@ _COMPARISON_WORDS = frozenset(
 )
 _PRONOUN = re.compile(r"\b(?:it|its|they|them|their|this|these|those|he|she|his|her)\b", re.IGNORECASE)
 _AUXILIARY = r"(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|may|must)"
-# "…, and what does it require?", "…, and which field does fsck read?": a question starts ("… and
-# who died in 2007?" goes on describing the first question's subject).
+# "…, and what does it require?", "…, and which field does fsck read?", "…, and which licences in
+# common-licenses allow linking?" (after a comma, "and which" starts a question whatever its verb): a
+# question starts ("… and who died in 2007?" goes on describing the first question's subject).
 _AND_QUESTION = re.compile(
-    rf",?\s+and\s+(?=(?:what|how|why|when|where|whether)\b|which\s+[\w'’-]+\s+{_AUXILIARY}\b)", re.I
+    rf",\s+and\s+(?=which\b)|,?\s+and\s+(?=(?:what|how|why|when|where|whether)\b|which\s+[\w'’-]+\s+{_AUXILIARY}\b)",
+    re.I,
 )
 # "…, what does the fourth field hold?": a question starts after a comma, when what is before the
 # comma is a question too ("When the disk is full, what does dpkg do?" is one question).
