@@ -20,7 +20,7 @@ from research_mcp.errors import ModelError
 from research_mcp.feasibility import check_feasible
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.extractive import ExtractiveModel
-from research_mcp.llm.extractive.extractor import NO_ANSWER
+from research_mcp.llm.extractive.extractor import NO_ANSWER, extract
 from research_mcp.llm.extractive.planner import compared_aspect
 from research_mcp.llm.extractive.sentences import split_sentences
 from research_mcp.role_inputs import (
@@ -769,3 +769,27 @@ async def test_evidence_matching_a_question_on_its_common_words_alone_is_low(mod
 
     assert (await ask(model, SynthesisOutput, middling)).confidence.level == "low"
     assert (await ask(model, SynthesisOutput, answering)).confidence.level == "medium"
+
+
+def test_an_item_one_question_chooses_is_the_fact_of_the_list_another_question_chose() -> None:
+    """One question is answered by "The options listed below are supported:", quoted with its
+    items; the other by one of those items: both cite that one fact, verbatim, and no item is
+    quoted twice."""
+    text = (
+        "Mount options\n\nThe mount command reads options from the fourth field of each line. The options "
+        "listed below are supported:\n\n  * nofail ignore a missing device at boot\n  * noauto do not "
+        "mount with mount -a\n\nOther options are passed to the filesystem driver as they are.\n"
+    )
+    payload = ExtractorPayload(
+        source_id=1,
+        source_ref="corpus:1",
+        source_title="mount",
+        questions=["Which options are listed below as supported?", "What does the nofail option do?"],
+        source_text=text,
+    )
+    output = extract(payload, None)
+
+    [fact] = output.facts
+    assert fact.quote.endswith("* noauto do not mount with mount -a")
+    assert locate_quote(fact.quote, text) is not None
+    assert [answer.fact_indexes for answer in output.answers] == [[0], [0]]

@@ -218,3 +218,53 @@ async def test_a_word_the_source_says_once_anchors_the_answer(model: ExtractiveM
         model, "fstab.5.txt", "What is the effect of adding the nofail option to an fstab entry?"
     )
     assert any(quote.startswith("nofail do not report errors") for quote in said), said
+
+
+async def test_a_sentence_announcing_a_list_is_quoted_with_its_items(model: ExtractiveModel) -> None:
+    """ "... include the items listed below." is no answer without the items: it is quoted with them,
+    verbatim, and the items are not quoted again on their own."""
+    said = await quotes(
+        model,
+        "fakeroot.README",
+        "For which kinds of programs has fakeroot-tcp been seen to work where the SYSV IPC version fails?",
+    )
+    assert said[0].startswith("Cases for which the SYSV IPC version fails"), said
+    assert said[0].endswith(
+        "* Multithreaded applications (using pthread) * Running under realtime-preempt kernel"
+    ), said
+    assert "Multithreaded applications (using pthread)" not in said
+
+
+async def test_a_sentence_a_blank_line_cuts_off_runs_on_to_the_line_indented_under_it(
+    model: ExtractiveModel,
+) -> None:
+    """README.Debian ends its sentence "... in the directory" and gives the directory indented on the
+    next paragraph: the quote holds the directory."""
+    said = await quotes(
+        model,
+        "python3.README.Debian",
+        "Where is the upstream Python documentation found once the python-doc package is installed?",
+    )
+    assert said[0] == (
+        "The upstream documentation can be found after installation of the python-doc package in "
+        "the directory /usr/share/doc/python3/html"
+    ), said
+
+
+async def test_a_sentence_referring_back_brings_the_name_a_which_question_asks_for(
+    model: ExtractiveModel,
+) -> None:
+    """ "It augments or replaces the /etc/hosts file ..." answers "Which name server ...?" only with
+    the sentence before it, which names the server; a question that is not asking for a name takes
+    the sentence alone."""
+    which = await quotes(
+        model, "hosts.5.txt", "Which name server can augment or replace /etc/hosts for hostname lookup?"
+    )
+    augments = next(i for i, quote in enumerate(which) if quote.startswith("It augments or replaces"))
+    assert which[augments - 1].startswith("The Berkeley Internet Name Domain (BIND) Server implements"), which
+
+    how = await quotes(
+        model, "hosts.5.txt", "How can a name server augment or replace /etc/hosts for hostname lookup?"
+    )
+    assert any(quote.startswith("It augments or replaces") for quote in how), how
+    assert not any(quote.startswith("The Berkeley Internet Name Domain") for quote in how), how

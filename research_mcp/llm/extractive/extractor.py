@@ -19,6 +19,7 @@ import hashlib
 import re
 import threading
 from collections import OrderedDict
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,9 +35,9 @@ from research_mcp.contracts import (
 )
 from research_mcp.llm.embeddings import english_words
 from research_mcp.llm.extractive.focus import focus, names_subject, subject
-from research_mcp.llm.extractive.references import resolved_texts
+from research_mcp.llm.extractive.references import referents, resolved_texts
 from research_mcp.llm.extractive.scoring import Relevance, select_diverse
-from research_mcp.llm.extractive.sentences import Sentence, split_sentences
+from research_mcp.llm.extractive.sentences import Sentence, introduced_ends, split_sentences
 from research_mcp.matching.answer_type import asks_for_number, states_number
 from research_mcp.matching.boilerplate import is_boilerplate
 from research_mcp.matching.terms import clip, terms
@@ -93,11 +94,15 @@ _URL = re.compile(
 _SPACE = re.compile(r"\s+")
 _DEP5 = re.compile(r"Format:\s*https?://(?:www\.)?debian\.org/doc/packaging-manuals/copyright-format/")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+#: A question whose answer is a thing or a person: "Which name server ...", "Who wrote ...".
+_ENTITY_QUESTION = re.compile(
+    r"^\W*(?:(?:in|on|at|by|for|from|of|to|with)\s+)?(?:who|whom|whose|which|what)\b", re.IGNORECASE
+)
 
 
 def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOutput:
     questions = (payload.questions or _spec_questions(payload))[:10]  # positions kept: question_index
-    sentences, claims, relevance = _prepared(payload.source_text, embedder)
+    sentences, claims, relevance, antecedent, reach = _prepared(payload.source_text, embedder)
     if not questions or not claims:
         reason = "No questions were given." if not questions else "The source has no readable sentences."
         return ExtractorOutput(
@@ -128,6 +133,8 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
     _add_definition(chosen, scores, claims, payload)
     _add_number(chosen, scores, claims, questions)
     _add_anchor(chosen, scores, relevance, questions, payload.source_title)
+    _add_antecedents(chosen, antecedent, questions)
+    _within_announcements(chosen, claims, reach)
 
     # One fact per sentence, assigned to the question it scores highest on.
     home: dict[int, int] = {}
@@ -138,17 +145,18 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
                 home[index] = question_index
     order = sorted(home, key=lambda index: (home[index], chosen[home[index]].index(index)))
     fact_of = {index: position for position, index in enumerate(order)}
+    quotes = {index: payload.source_text[claims[index].start : reach[index]] for index in order}
     facts = [
         ExtractedFact(
-            statement=_SPACE.sub(" ", claims[index].text),
-            quote=claims[index].text,
+            statement=_SPACE.sub(" ", quotes[index]),
+            quote=quotes[index],
             question_index=home[index],
             confidence=_fact_confidence(float(scores[home[index]][index])),
         )
         for index in order
     ]
     answers = [
-        _answer(question, chosen[i], scores[i], fact_of, claims) for i, question in enumerate(questions)
+        _answer(question, chosen[i], scores[i], fact_of, quotes) for i, question in enumerate(questions)
     ]
     best = [float(np.max(question_scores)) for question_scores in scores]
     return ExtractorOutput(
@@ -165,21 +173,35 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
 #: second hop, another leaf reading it): up to this many characters of source text in all (about
 #: 15 bytes held a character), each source at most half of it. A 400 KB file takes 3-6 s to prepare.
 PREPARED_CHARS = 2_000_000
-_prepared_cache: OrderedDict[tuple[str, int], tuple[list[Sentence], list[Sentence], Relevance, int]] = (
-    OrderedDict()
-)
+
+
+class _Prepared(NamedTuple):
+    """A source as the extractor reads it (see `_prepared`)."""
+
+    sentences: list[Sentence]
+    claims: list[Sentence]
+    relevance: Relevance
+    antecedent: list[
+        tuple[int, str] | None
+    ]  # per claim: the claim naming what it refers back to, and the name
+    reach: list[int]  # per claim: where its quote ends, with what it announces
+
+
+_prepared_cache: OrderedDict[tuple[str, int], tuple[_Prepared, int]] = OrderedDict()
 _prepared_lock = threading.Lock()
 
 
-def _prepared(text: str, embedder: Embedder | None) -> tuple[list[Sentence], list[Sentence], Relevance]:
+def _prepared(text: str, embedder: Embedder | None) -> _Prepared:
     """The source's sentences, the claims among them (sentences that may be quoted, no boilerplate),
-    and their relevance (each claim scored as what it says, under its heading); its embeddings are
-    kept with it, so a source asked again embeds only the sentences it had not embedded."""
+    their relevance (each claim scored as what it says, under its heading), for each claim that
+    refers back the claim naming what it refers to, and where each claim's quote ends (a sentence
+    announcing a list, with the list: `introduced_ends`); its embeddings are kept with it, so a
+    source asked again embeds only the sentences it had not embedded."""
     key = (hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest(), id(embedder))
     with _prepared_lock:
-        if (hit := _prepared_cache.get(key)) is not None and hit[2].embedder is embedder:
+        if (hit := _prepared_cache.get(key)) is not None and hit[0][2].embedder is embedder:
             _prepared_cache.move_to_end(key)
-            return hit[0], hit[1], hit[2]
+            return hit[0]
     sentences = split_sentences(text)
     # Scored as what it says: "she was named ambassador" with the name "she" refers back to.
     scored_as = _in_stanzas(text, sentences, _under_headings(sentences, resolved_texts(text, sentences)))
@@ -190,12 +212,20 @@ def _prepared(text: str, embedder: Embedder | None) -> tuple[list[Sentence], lis
     ]
     claims = [sentences[index] for index in kept]
     relevance = Relevance([scored_as[index] for index in kept], embedder)
+    claim_of = {sentence: claim for claim, sentence in enumerate(kept)}
+    referent = referents(text, sentences)
+    antecedent = [
+        (claim_of[at], name) if at is not None and at in claim_of else None
+        for name, at in (referent[sentence] for sentence in kept)
+    ]
+    ends = introduced_ends(text, sentences)
+    prepared = _Prepared(sentences, claims, relevance, antecedent, [ends[sentence] for sentence in kept])
     if len(text) <= PREPARED_CHARS // 2:
         with _prepared_lock:
-            _prepared_cache[key] = (sentences, claims, relevance, len(text))
-            while sum(entry[3] for entry in _prepared_cache.values()) > PREPARED_CHARS:
+            _prepared_cache[key] = (prepared, len(text))
+            while sum(entry[1] for entry in _prepared_cache.values()) > PREPARED_CHARS:
                 _prepared_cache.popitem(last=False)
-    return sentences, claims, relevance
+    return prepared
 
 
 def _claim(sentence: Sentence) -> bool:
@@ -329,6 +359,46 @@ def _add_anchor(
             break
 
 
+def _add_antecedents(
+    chosen: list[list[int]], antecedent: list[tuple[int, str] | None], questions: list[str]
+) -> None:
+    """A question asking which thing or who ("Which name server can augment or replace /etc/hosts?")
+    may be answered by a sentence that refers back ("It augments or replaces the /etc/hosts file
+    ..."), scored with the name it refers to but not saying it: that name, which the question does
+    not give, is the answer, and the sentence naming it ("The Berkeley Internet Name Domain (BIND)
+    Server implements ...") is quoted before it. Other questions take the sentence alone."""
+    for position, question in enumerate(questions):
+        if _ENTITY_QUESTION.match(question) is None:
+            continue
+        asked = set(terms(question))
+        indexes = chosen[position]
+        for index in list(indexes):
+            found = antecedent[index]
+            if found is not None and found[0] not in indexes and not set(terms(found[1])) <= asked:
+                indexes.insert(indexes.index(index), found[0])
+
+
+def _within_announcements(chosen: list[list[int]], claims: list[Sentence], reach: list[int]) -> None:
+    """A sentence quoted with what it announces ("... the items listed below." and its items) holds
+    the items: an item chosen as well is the announcement's fact, not a second quote of its words."""
+    every = list(dict.fromkeys(index for indexes in chosen for index in indexes))
+    holder = {
+        index: next(
+            (
+                other
+                for other in every
+                if other != index
+                and claims[other].start <= claims[index].start
+                and claims[index].end <= reach[other]
+            ),
+            index,
+        )
+        for index in every
+    }
+    for position, indexes in enumerate(chosen):
+        chosen[position] = list(dict.fromkeys(holder[index] for index in indexes))
+
+
 def _spec_questions(payload: ExtractorPayload) -> list[str]:
     return list(payload.task_spec.questions) if payload.task_spec else []
 
@@ -342,14 +412,14 @@ def _fact_confidence(score: float) -> float:
 
 
 def _answer(
-    question: str, indexes: list[int], scores: np.ndarray, fact_of: dict[int, int], claims: list[Sentence]
+    question: str, indexes: list[int], scores: np.ndarray, fact_of: dict[int, int], quotes: dict[int, str]
 ) -> Answer:
     """The best sentence, and the second best when it scores within 80% of it; citing every chosen fact."""
     if not indexes:
         return Answer(question=clip(question, 500), answer=NO_ANSWER)
     top = float(scores[indexes[0]])
     lead = [index for index in indexes[:2] if float(scores[index]) >= ANSWER_SHARE * top]
-    best = " ".join(_SPACE.sub(" ", claims[index].text) for index in lead)
+    best = " ".join(_SPACE.sub(" ", quotes[index]) for index in lead)
     return Answer(
         question=clip(question, 500),
         answer=clip(best, 2000),

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from research_mcp.llm.extractive.sentences import Sentence
 from research_mcp.matching.names import name_spans
 
-__all__ = ["refers_back", "resolved_texts"]
+__all__ = ["referents", "refers_back", "resolved_texts"]
 
 _PRONOUN = r"(?:he|she|it|they|his|her|its|their|him|them)"
 _DESCRIPTION = r"(?:the|this|these|that|those)\s+[a-z][\w\-]*"
@@ -43,22 +43,33 @@ def refers_back(sentence: str) -> bool:
 def resolved_texts(text: str, sentences: Sequence[Sentence]) -> list[str]:
     """Each sentence's text, prefixed ("Shirley Temple Black: As an adult, she ...") with the name
     it refers back to where it does."""
-    resolved: list[str] = []
-    subject = ""
+    return [
+        f"{name}: {sentence.text}" if name else sentence.text
+        for sentence, (name, _) in zip(sentences, referents(text, sentences), strict=True)
+    ]
+
+
+def referents(text: str, sentences: Sequence[Sentence]) -> list[tuple[str, int | None]]:
+    """Each sentence's referent: the name it refers back to and the position of the sentence that
+    names it ("It augments or replaces the /etc/hosts file": "Berkeley Internet Name Domain" of "The
+    Berkeley Internet Name Domain (BIND) Server implements ..."), or ("", None)."""
+    referents: list[tuple[str, int | None]] = []
+    subject, named_at = "", None
     previous_end: int | None = None
-    for sentence in sentences:
+    for position, sentence in enumerate(sentences):
         if sentence.heading or (
             previous_end is not None and _PARAGRAPH_BREAK.search(text[previous_end : sentence.start])
         ):
-            subject = ""
+            subject, named_at = "", None
         previous_end = sentence.end
         if sentence.heading:
-            resolved.append(sentence.text)
+            referents.append(("", None))
             continue
         if refers_back(sentence.text):
-            resolved.append(f"{subject}: {sentence.text}" if subject else sentence.text)
+            referents.append((subject, named_at) if subject else ("", None))
             continue
         names = name_spans(sentence.text)
-        subject = names[0][0] if names else subject
-        resolved.append(sentence.text)
-    return resolved
+        if names:
+            subject, named_at = names[0][0], position
+        referents.append(("", None))
+    return referents

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from research_mcp.matching.boilerplate import is_run_in_heading
 
-__all__ = ["MAX_SENTENCE_CHARS", "Sentence", "split_sentences"]
+__all__ = ["MAX_SENTENCE_CHARS", "Sentence", "introduced_ends", "split_sentences"]
 
 MAX_SENTENCE_CHARS = 900
 
@@ -43,6 +43,14 @@ _HEADING_MARKER = re.compile(r"#{1,6}\s+")
 _TOKEN = re.compile(r"\w+")
 _FIELD_LINE = re.compile(r"^[A-Z][\w-]{1,30}:[ \t]+\S[^\n]*$")
 _TERMINAL = tuple(".!?…:;,\"'”’)]")
+#: A sentence that announces what follows it: "... include the items listed below.", "... is a
+#: typical example of an fstab entry:".
+_ANNOUNCES = re.compile(r"(?::|\b(?:below|following|as follows)[.:]?)$", re.IGNORECASE)
+#: Or one a blank line cuts off mid-clause ("... can be found in the directory"), running on below.
+_CUT_OFF = re.compile(r"[\w)]$")
+#: What such a sentence may bring along: at most this many items, each at most ITEM_WORDS words.
+MAX_ITEMS = 8
+ITEM_WORDS = 12
 
 
 @dataclass(frozen=True)
@@ -80,6 +88,57 @@ def split_sentences(text: str) -> list[Sentence]:
                 if len(sentence.text) >= 3:
                     sentences.append(sentence)
     return [sentence for sentence in sentences if sentence.text]
+
+
+def introduced_ends(text: str, sentences: list[Sentence]) -> list[int]:
+    """Where each sentence's quote ends, with what it announces. A sentence ending in ":", "below"
+    or "following" is quoted with the short lines after it (at most `ITEM_WORDS` words), list items
+    or lines without a full stop ("* Multithreaded applications (using pthread)"); one a blank line
+    cuts off mid-clause ("can be found ... in the directory") with the line indented under it
+    ("/usr/share/doc/python3/html"). Up to the next running text, heading or long item (a licence's
+    numbered conditions are sentences of their own), at most `MAX_ITEMS` and `MAX_SENTENCE_CHARS` in
+    all: the answer is what it announces. Any other sentence, and a list item, ends where it ends."""
+    ends = [sentence.end for sentence in sentences]
+    for position, sentence in enumerate(sentences):
+        announces = bool(_ANNOUNCES.search(sentence.text))
+        cut_off = not announces and sentence.words >= 5 and bool(_CUT_OFF.search(sentence.text))
+        if sentence.heading or _listed(text, sentence) or not (announces or cut_off):
+            continue
+        for item in sentences[position + 1 : position + 1 + MAX_ITEMS]:
+            listed = _listed(text, item)
+            if cut_off:
+                fits = _indent(text, item.start) > _indent(text, sentence.start) and "\n\n" in text[
+                    sentence.end : item.start
+                ].replace(" ", "").replace("\t", "")
+            else:
+                fits = listed or (
+                    not item.heading and item.words <= ITEM_WORDS and not item.text.endswith(".")
+                )
+            if (
+                not fits
+                or item.words
+                > ITEM_WORDS  # a clause of its own ("1. Redistributions of source code must ...")
+                or _ANNOUNCES.search(item.text)  # another announcement: "Extra configuration options:"
+                or item.end - sentence.start > MAX_SENTENCE_CHARS
+            ):
+                break
+            ends[position] = item.end
+            if cut_off:
+                break  # what a cut-off clause runs on to: one indented line
+    return ends
+
+
+def _listed(text: str, sentence: Sentence) -> bool:
+    """Whether the sentence opens a list item ("* ...", "2) ...")."""
+    line_start = text.rfind("\n", 0, sentence.start) + 1
+    return bool(_LIST_MARKER.fullmatch(text[line_start : sentence.start].strip() + " "))
+
+
+def _indent(text: str, offset: int) -> int:
+    """The indentation of the line holding `offset`, a tab counted as eight columns."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    line = text[line_start : text.find("\n", offset) if "\n" in text[offset:] else len(text)]
+    return len(line.expandtabs(8)) - len(line.expandtabs(8).lstrip())
 
 
 def _span(text: str, start: int, end: int, *, heading: bool = False) -> Sentence:
