@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 
 from research_mcp.citations import normalize
 from research_mcp.contracts import Confidence, ConfidenceLevel, Fact
+from research_mcp.llm.embeddings import english_words
 from research_mcp.matching.answer_type import asks_for_number, states_number
 from research_mcp.matching.terms import bears_on, said_terms, same_term, terms
 from research_mcp.storage.outputs import AcceptanceCheck
@@ -114,9 +115,11 @@ def never_mentioned(note: str) -> tuple[list[str], str] | None:
 def never_mentioned_cap(note: str) -> ConfidenceLevel:
     """How far a note that the corpus never mentions some of a question's words caps its confidence:
     `low` when one is a name the question gives (capitalised after its first word, in capitals, or
-    an identifier joined by "_", "." or "-": "PASS_WARN_AGE", "Australia"), the documents being
-    about other things; `medium` for a common word ("people", "umask"), which a small folder may
-    answer a question without."""
+    an identifier joined by "_", "." or "-": "PASS_WARN_AGE", "Australia") or a technical term (a
+    word outside common English in every spelling: "noatime", "umask"), the documents being about
+    other things; `medium` for a common word ("people", "harbour") or two run together
+    ("timeframe", which documents may write "time frame"), which a small folder may answer a
+    question without."""
     parsed = never_mentioned(note)
     if parsed is None:
         return "medium"
@@ -128,10 +131,27 @@ def never_mentioned_cap(note: str) -> ConfidenceLevel:
         if (
             joined
             or capitals
+            or (technical(word) and not _compound(word))
             or re.search(rf"(?<![\w-]){re.escape(word[:1].upper() + word[1:])}(?![\w-])", later)
         ):
             return "low"
     return "medium"
+
+
+def _compound(word: str) -> bool:
+    """Two English words of three letters or more run together: "timeframe", "fakeroot"."""
+    english = english_words()
+    folded = word.casefold()
+    return any(folded[:cut] in english and folded[cut:] in english for cut in range(3, len(folded) - 2))
+
+
+def technical(word: str) -> bool:
+    """A word outside common English (MiniLM's vocabulary) in every spelling the matching knows:
+    "noatime", "fakeroot", "ext4"; not "hashing" (its stem "hash" is English) nor a number."""
+    if not word.isalnum() or word.isdigit():
+        return False
+    english = english_words()
+    return not any(spelling in english for spelling in {word.casefold(), *terms(word)})
 
 
 def identifiers(text: str) -> set[str]:
@@ -188,7 +208,7 @@ def judge_evidence(
     _judge_identifiers(evidence, judged, groups, titles)
     # Strength and corroboration are judged on the facts that bear on the question: a licence's
     # boilerplate repeated in ten files corroborates nothing it asks.
-    off_topic = _keep_bearing(judged, groups)
+    off_topic = _keep_bearing(judged, groups, titles)
     _judge_subjects(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
     _judge_unsaid(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
     _judge_numbers(evidence, judged, groups)
@@ -240,11 +260,21 @@ def _judge_identifiers(
         )
 
 
-def _keep_bearing(judged: list[str], groups: list[list[Fact]]) -> list[str]:
-    """`groups` narrowed to the facts sharing two terms with their question; the questions none does."""
+def _keep_bearing(judged: list[str], groups: list[list[Fact]], titles: Mapping[int, str]) -> list[str]:
+    """`groups` narrowed to the facts sharing two terms with their question, one of them perhaps
+    said by the fact's source title ("This is the new version (1.47.0) ..." of doc/e2fsprogs/README
+    bears on "Which version of e2fsprogs does its README describe?"); the questions none does."""
     off_topic = []
     for position, question in enumerate(judged):
-        bearing = [f for f in groups[position] if bears_on(f"{f.statement} {f.quote}", question)]
+        bearing = [
+            f
+            for f in groups[position]
+            if bears_on(f"{f.statement} {f.quote}", question)
+            or (
+                said_terms(terms(question), set(terms(f"{f.statement} {f.quote}")))
+                and bears_on(_said(f, titles), question)
+            )
+        ]
         if bearing:
             groups[position] = bearing
         else:
@@ -255,16 +285,22 @@ def _keep_bearing(judged: list[str], groups: list[list[Fact]]) -> list[str]:
 def _judge_subjects(
     evidence: Evidence, judged: list[str], extracted: list[list[Fact]], titles: Mapping[int, str]
 ) -> None:
-    """The subject a question names, missing from all the facts extracted for it: they answer
-    something else."""
+    """The subject a question names (its names, and its technical terms: "Which licence is fakeroot
+    distributed under?"), missing from all the facts extracted for it and their sources' titles:
+    they answer something else."""
     elsewhere = []
     for question, facts in zip(judged, extracted, strict=True):
-        named = named_terms(question)
         said = _said_terms(facts, titles)
-        mentioned = said_terms(named, said)
-        missing = [term for term in named if term not in mentioned]
-        if len(missing) * 2 > len(named):  # most of what it names: "README" may go unsaid, "LibYAML" not
-            elsewhere.append((question, missing))
+        technical_terms = terms(" ".join(word for word in _WORD.findall(question) if technical(word)))
+        # Each kind judged apart: "dpkg" said does not make up for "Protected" unsaid.
+        for named in (named_terms(question), list(dict.fromkeys(technical_terms))):
+            mentioned = said_terms(named, said)
+            # A technical term said within a longer name counts: "zstd" by "doc/libzstd1/copyright".
+            mentioned += [t for t in technical_terms if len(t) >= 4 and any(t in term for term in said)]
+            missing = [term for term in named if term not in mentioned]
+            if len(missing) * 2 > len(named):  # most of what it names: "README" may go unsaid, "LibYAML" not
+                elsewhere.append((question, missing))
+                break
     if not elsewhere:
         return
     evidence.gaps += [f"{NOT_ESTABLISHED}{question}"[:500] for question, _ in elsewhere]

@@ -474,13 +474,20 @@ def _open_question(gap: str) -> str:
 
 
 def _source_titles(deps: RoleDeps) -> Callable[[int], tuple[str, str]]:
-    """A source's address and title by its id, each read once."""
+    """A source's address and title by its id, each read once; a corpus document's title with its
+    path, which says what a "copyright" or a "README" is about ("doc/libzstd1/copyright")."""
     known: dict[int, tuple[str, str]] = {}
 
     def source_of(source_id: int) -> tuple[str, str]:
         if source_id not in known:
             source = deps.store.get_source(source_id)
-            known[source_id] = (source.ref, source.title)
+            path = source.metadata.path
+            title = (
+                f"{path} ({source.title})"
+                if path and source.title not in ("", path)
+                else path or source.title
+            )
+            known[source_id] = (source.ref, title)
         return known[source_id]
 
     return source_of

@@ -153,12 +153,75 @@ def test_one_common_name_said_does_not_put_facts_on_the_subject() -> None:
         # A name the question gives that no document holds: the documents are about other things.
         ("'PASS_WARN_AGE'", "How many days are new accounts warned (the PASS_WARN_AGE setting)?", "low"),
         ("'capital', 'australia'", "What is the capital of Australia?", "low"),
+        # A technical term, outside common English in every spelling: what the question is about.
+        ("'umask'", "What is the default umask for new users?", "low"),
+        ("'noatime'", "What does the noatime mount option do in fstab?", "low"),
+        ("'ext4'", "What is the maximum file size on an ext4 filesystem?", "low"),
         # A common word: a small folder may answer without it ("people" of the harbour notes).
         ("'people'", "How do people cross the harbour?", "medium"),
-        ("'umask'", "What is the default umask for new users?", "medium"),
+        ("'hashing'", "Which hashing scheme do the notes use?", "medium"),
+        # Two English words run together: the documents may write them apart.
+        ("'timeframe'", "The manager managed the club during what timeframe?", "medium"),
     ],
 )
-def test_a_word_no_document_holds_caps_low_when_it_is_a_name(words: str, question: str, level: str) -> None:
+def test_a_word_no_document_holds_caps_low_when_it_is_a_name_or_a_technical_term(
+    words: str, question: str, level: str
+) -> None:
     note = f"{NEVER_MENTIONED}{words} (asked: {question})"
     assert never_mentioned_cap(note) == level
     assert never_mentioned_cap(f"Part one: {note}") == level  # carried up under a part's title
+
+
+def test_facts_not_saying_the_technical_term_a_question_is_about_leave_it_low() -> None:
+    """ "fakeroot" is what the question is about (no English word, though not capitalised): licence
+    lines of other documents, however well they match "licence" and "distributed", answer nothing
+    of it. The same lines from the package's own copyright file do."""
+    question = "Which licence is fakeroot distributed under?"
+    apache = line(
+        "Apache-2.0",
+        "Unless required by applicable law or agreed to in writing, software distributed under the "
+        'License is distributed on an "AS IS" BASIS,',
+        CORPUS / "licenses",
+    )
+    elsewhere = judge_evidence(
+        [question], [fact(1, apache, question)], in_scope=1, read=1, titles={1: "licenses/Apache-2.0"}
+    )
+    assert f"{NOT_ESTABLISHED}{question}" in elsewhere.gaps
+    assert (
+        "low",
+        f"no verified fact for 1 question(s) mentions what it names (fakeroot): {question!r}",
+    ) in elsewhere.caps
+
+    own = judge_evidence(
+        [question], [fact(1, apache, question)], in_scope=1, read=1, titles={1: "doc/fakeroot/copyright"}
+    )
+    assert f"{NOT_ESTABLISHED}{question}" not in own.gaps
+    # Said within a longer name: the copyright file of the library package libzstd1 is zstd's.
+    zstd = "Which licence is zstd distributed under?"
+    library = judge_evidence(
+        [zstd], [fact(1, apache, zstd)], in_scope=1, read=1, titles={1: "doc/libzstd1/copyright"}
+    )
+    assert f"{NOT_ESTABLISHED}{zstd}" not in library.gaps
+
+
+def test_a_fact_bears_on_the_question_its_source_title_names() -> None:
+    """ "This is the new version (1.47.0) ..." shares only "version" with the question, which names
+    e2fsprogs and its README: the source's title says the rest, and the version stated answers it,
+    though "I release new versions of e2fsprogs" says more of the question's words."""
+    question = "Which version of e2fsprogs does its README describe?"
+    folder = CORPUS / "doc" / "e2fsprogs"
+    version = line(
+        "README",
+        "This is the new version (1.47.0) of the second extended file system management programs.",
+        folder,
+    )
+    releases = line("README", "From time to time, I release new versions of e2fsprogs, to fix bugs", folder)
+    evidence = judge_evidence(
+        [question],
+        [fact(1, version, question), fact(2, releases, question)],
+        in_scope=2,
+        read=2,
+        titles={1: "doc/e2fsprogs/README", 2: "doc/e2fsprogs/README"},
+    )
+
+    assert not any("states a number" in why for _, why in evidence.caps), evidence.caps
