@@ -65,6 +65,8 @@ __all__ = [
     "never_mentioned",
     "never_mentioned_cap",
     "same_term",
+    "technical",
+    "technical_terms",
 ]
 
 UNANSWERED = "No verified fact was found for: "
@@ -152,6 +154,11 @@ def technical(word: str) -> bool:
         return False
     english = english_words()
     return not any(spelling in english for spelling in {word.casefold(), *terms(word)})
+
+
+def technical_terms(text: str) -> list[str]:
+    """The terms of the technical words of a text ("fakeroot", "dpkg"), in order, once each."""
+    return list(dict.fromkeys(terms(" ".join(word for word in _WORD.findall(text) if technical(word)))))
 
 
 def identifiers(text: str) -> set[str]:
@@ -266,12 +273,13 @@ def _keep_bearing(judged: list[str], groups: list[list[Fact]], titles: Mapping[i
     bears on "Which version of e2fsprogs does its README describe?"); the questions none does."""
     off_topic = []
     for position, question in enumerate(judged):
+        asked = terms(question)
         bearing = [
             f
             for f in groups[position]
             if bears_on(f"{f.statement} {f.quote}", question)
             or (
-                said_terms(terms(question), set(terms(f"{f.statement} {f.quote}")))
+                said_terms(asked, set(terms(f"{f.statement} {f.quote}")))
                 and bears_on(_said(f, titles), question)
             )
         ]
@@ -291,12 +299,12 @@ def _judge_subjects(
     elsewhere = []
     for question, facts in zip(judged, extracted, strict=True):
         said = _said_terms(facts, titles)
-        technical_terms = terms(" ".join(word for word in _WORD.findall(question) if technical(word)))
+        technical_words = technical_terms(question)
+        # A technical term said within a longer name counts: "zstd" by "doc/libzstd1/copyright".
+        within = [t for t in technical_words if len(t) >= 4 and any(t in term for term in said)]
         # Each kind judged apart: "dpkg" said does not make up for "Protected" unsaid.
-        for named in (named_terms(question), list(dict.fromkeys(technical_terms))):
-            mentioned = said_terms(named, said)
-            # A technical term said within a longer name counts: "zstd" by "doc/libzstd1/copyright".
-            mentioned += [t for t in technical_terms if len(t) >= 4 and any(t in term for term in said)]
+        for named in (named_terms(question), technical_words):
+            mentioned = [*said_terms(named, said), *within]
             missing = [term for term in named if term not in mentioned]
             if len(missing) * 2 > len(named):  # most of what it names: "README" may go unsaid, "LibYAML" not
                 elsewhere.append((question, missing))

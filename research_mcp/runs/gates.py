@@ -4,7 +4,6 @@ iterates while criteria are unmet and the budget allows)."""
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -12,14 +11,13 @@ from dataclasses import dataclass, field
 from research_mcp.contracts import Budget, Phase
 from research_mcp.matching.answer_type import number_words, states_number
 from research_mcp.matching.terms import said_terms, terms
-from research_mcp.roles.evidence import named_terms, technical
+from research_mcp.roles.evidence import named_terms, technical_terms
 from research_mcp.runs.context import RunContext
 from research_mcp.storage.outputs import StoredSynthesis
 
 __all__ = ["PhaseSpending", "corroboration", "criteria_status", "theme_covered", "unmet_gap"]
 
 _LEVELS = {"low": 0, "medium": 1, "high": 2}
-_WORD = re.compile(r"[\w'’-]+")
 
 
 def corroboration(fact_ids: list[int], sources: dict[int, tuple[int, int]]) -> int:
@@ -45,7 +43,7 @@ def theme_covered(theme: str, said: Sequence[str]) -> bool:
         return any(theme.casefold() in text.casefold() for text in said)
     quantity = set(terms(number_words(theme)))
     rest = [term for term in asked if term not in quantity]
-    named = [*named_terms(theme), *terms(" ".join(w for w in _WORD.findall(theme) if technical(w)))]
+    named = {*named_terms(theme), *technical_terms(theme)}
     for text in said:
         says = said_terms(asked, set(terms(text)))
         if len(says) == len(asked):
@@ -59,7 +57,7 @@ def theme_covered(theme: str, said: Sequence[str]) -> bool:
         if (
             len(asked) >= LONG_THEME
             and len(says) * 2 >= len(asked)
-            and len(said_terms(named, set(terms(text)))) == len(set(named))
+            and len(said_terms(named, set(terms(text)))) == len(named)
         ):
             return True
     return False

@@ -181,10 +181,10 @@ class _Prepared(NamedTuple):
     sentences: list[Sentence]
     claims: list[Sentence]
     relevance: Relevance
-    antecedent: list[
-        tuple[int, str] | None
-    ]  # per claim: the claim naming what it refers back to, and the name
-    reach: list[int]  # per claim: where its quote ends, with what it announces
+    #: Per claim: the claim naming what it refers back to, and that name.
+    antecedent: list[tuple[int, str] | None]
+    #: Per claim: where its quote ends, with what it announces.
+    reach: list[int]
 
 
 _prepared_cache: OrderedDict[tuple[str, int], tuple[_Prepared, int]] = OrderedDict()
@@ -199,7 +199,7 @@ def _prepared(text: str, embedder: Embedder | None) -> _Prepared:
     source asked again embeds only the sentences it had not embedded."""
     key = (hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest(), id(embedder))
     with _prepared_lock:
-        if (hit := _prepared_cache.get(key)) is not None and hit[0][2].embedder is embedder:
+        if (hit := _prepared_cache.get(key)) is not None and hit[0].relevance.embedder is embedder:
             _prepared_cache.move_to_end(key)
             return hit[0]
     sentences = split_sentences(text)

@@ -53,7 +53,7 @@ def referents(text: str, sentences: Sequence[Sentence]) -> list[tuple[str, int |
     """Each sentence's referent: the name it refers back to and the position of the sentence that
     names it ("It augments or replaces the /etc/hosts file": "Berkeley Internet Name Domain" of "The
     Berkeley Internet Name Domain (BIND) Server implements ..."), or ("", None)."""
-    referents: list[tuple[str, int | None]] = []
+    found: list[tuple[str, int | None]] = []
     subject, named_at = "", None
     previous_end: int | None = None
     for position, sentence in enumerate(sentences):
@@ -63,13 +63,13 @@ def referents(text: str, sentences: Sequence[Sentence]) -> list[tuple[str, int |
             subject, named_at = "", None
         previous_end = sentence.end
         if sentence.heading:
-            referents.append(("", None))
+            found.append(("", None))
             continue
         if refers_back(sentence.text):
-            referents.append((subject, named_at) if subject else ("", None))
+            found.append((subject, named_at) if subject else ("", None))
             continue
         names = name_spans(sentence.text)
         if names:
             subject, named_at = names[0][0], position
-        referents.append(("", None))
-    return referents
+        found.append(("", None))
+    return found

@@ -48,6 +48,7 @@ _TERMINAL = tuple(".!?…:;,\"'”’)]")
 _ANNOUNCES = re.compile(r"(?::|\b(?:below|following|as follows)[.:]?)$", re.IGNORECASE)
 #: Or one a blank line cuts off mid-clause ("... can be found in the directory"), running on below.
 _CUT_OFF = re.compile(r"[\w)]$")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
 #: What such a sentence may bring along: at most this many items, each at most ITEM_WORDS words.
 MAX_ITEMS = 8
 ITEM_WORDS = 12
@@ -107,20 +108,16 @@ def introduced_ends(text: str, sentences: list[Sentence]) -> list[int]:
         for item in sentences[position + 1 : position + 1 + MAX_ITEMS]:
             listed = _listed(text, item)
             if cut_off:
-                fits = _indent(text, item.start) > _indent(text, sentence.start) and "\n\n" in text[
-                    sentence.end : item.start
-                ].replace(" ", "").replace("\t", "")
+                below = _BLANK_LINE.search(text, sentence.end, item.start) is not None
+                fits = below and _indent(text, item.start) > _indent(text, sentence.start)
             else:
                 fits = listed or (
                     not item.heading and item.words <= ITEM_WORDS and not item.text.endswith(".")
                 )
-            if (
-                not fits
-                or item.words
-                > ITEM_WORDS  # a clause of its own ("1. Redistributions of source code must ...")
-                or _ANNOUNCES.search(item.text)  # another announcement: "Extra configuration options:"
-                or item.end - sentence.start > MAX_SENTENCE_CHARS
-            ):
+            # Not a long item (a clause of its own: "1. Redistributions of source code must ..."),
+            # nor another announcement ("Extra configuration options:").
+            too_long = item.words > ITEM_WORDS or item.end - sentence.start > MAX_SENTENCE_CHARS
+            if not fits or too_long or _ANNOUNCES.search(item.text):
                 break
             ends[position] = item.end
             if cut_off:
