@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    .venv/bin/python -m bench.answers [--hotpot PATH] [--sets hotpot,dev,heldout,dev2,dev3] [--explain] [--dump F]
+    .venv/bin/python -m bench.answers [--hotpot PATH] [--sets hotpot,dev,heldout,dev2,dev3,dev4] [--explain] [--dump F]
 
 Sets (one column each):
 - HotpotQA part A (``../shared/eval/hotpotqa_dev_distractor_part_a.json``), also as its first and
@@ -19,7 +19,11 @@ Sets (one column each):
   sets share one home and its knowledge base). A third, ``dev3`` (20 questions, round 3's fifth
   session), runs last: 12 questions whose words the corpus holds but whose answer it does not
   ("In which city is the Mozilla Foundation based?"), the near misses a confidence rule must not
-  call medium, and 8 answerable ones asked the same way.
+  call medium, and 8 answerable ones asked the same way. A fourth, ``dev4`` (20 questions, round 3's
+  sixth session, after all of the above), runs after it: 12 more near misses of other kinds (a
+  default the document does not give, an item a table lacks, who wrote or funded something, how or
+  why a thing the document only mentions works) and 8 answerable ones, a comparison and a two-part
+  question among them.
 
 Each question is researched through the MCP tools as a host would (plan_research, execute_plan
 until finished, report_results), by the extractive backend over the set's corpus; the run's
@@ -321,7 +325,7 @@ def print_table(tallies: dict[str, Tally]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hotpot", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--sets", default="hotpot,dev,heldout,dev2,dev3")
+    parser.add_argument("--sets", default="hotpot,dev,heldout,dev2,dev3,dev4")
     parser.add_argument("--limit", type=int, default=0, help="only the first N questions of each set")
     parser.add_argument("--explain", action="store_true", help="each question's verified facts (stderr)")
     parser.add_argument("--dump", type=Path, help="append each question's run as a JSON line to this file")
@@ -351,7 +355,11 @@ def main(argv: list[str] | None = None) -> int:
             for status, count in tally.statuses.items():
                 whole.statuses[status] = whole.statuses.get(status, 0) + count
         tallies = {"hotpot A": whole, **got}
-    real = {f"realdocs {s}": realdocs_questions(s) for s in ("dev", "heldout", "dev2", "dev3") if s in wanted}
+    real = {
+        f"realdocs {s}": realdocs_questions(s)
+        for s in ("dev", "heldout", "dev2", "dev3", "dev4")
+        if s in wanted
+    }
     if real:
         if args.limit:
             real = {name: qs[: args.limit] for name, qs in real.items()}
