@@ -1,5 +1,9 @@
 """What kind of answer a question asks for, read off its form: a quantity or a date ("How long ...?",
-"How many ...?", "When ...?", "Which version ...?") is answered only by a text that states a number.
+"How many ...?", "When ...?", "Which version ...?") is answered only by a text that states a number;
+a reason ("Why ...?") only by one that gives a reason or a purpose ("because", "as", "so that", "to
+find out"); a person or a body ("Who wrote ...?") only by one naming someone the question does not;
+a default or a recommendation ("Which algorithm does it use by default?") only by one
+that says what is the default or recommended.
 
 Classic extractive question answering's answer-type check, kept to the forms whose type is plain.
 """
@@ -8,7 +12,16 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["asks_for_number", "number_words", "states_number"]
+__all__ = [
+    "asks_for_number",
+    "asks_for_person",
+    "asks_for_reason",
+    "names_someone",
+    "number_words",
+    "qualifiers",
+    "states_number",
+    "states_reason",
+]
 
 _QUANTITY = re.compile(
     r"^\s*(?:how\s+(?:many|much|long|old|often|big|large|far|soon|fast)\b"
@@ -44,3 +57,58 @@ def states_number(text: str, *, in_digits: bool = False) -> bool:
     number: "the first one"); a man page's "hostname(1)" states none."""
     stated = _MAN_REFERENCE.sub(" ", text)
     return bool((_DIGIT if in_digits else _NUMBER).search(stated))
+
+
+_WHY = re.compile(
+    r"^\s*(?:why\b|for\s+what\s+reasons?\b|what\s+is\s+the\s+reason\b|how\s+come\b)", re.IGNORECASE
+)
+# Words that give a reason or a purpose, and "to" before a verb rather than an article or a number
+# ("to find out if a user is a normal user"; not "corresponds to a 16-byte value").
+_REASON = re.compile(
+    r"\b(?:because|since|as|so|thus|hence|therefore|reasons?|causes?|caused|due|order|purpose|intended|why)\b"
+    r"|\bto\s+(?!(?:a|an|the|be|this|that|these|those|it|its|their|his|her|your|my|our|any|each|every|"
+    r"all|some|no|one|other|users?)\b)[a-z]{2,}",
+    re.IGNORECASE,
+)
+# The words on which an answer hinges: what is a default, or recommended, is a thing a text says.
+_QUALIFIERS = {"default": "default", "recommend": "recommend"}
+
+
+def asks_for_reason(question: str) -> bool:
+    """Whether the question asks why."""
+    return bool(_WHY.match(question))
+
+
+def states_reason(text: str) -> bool:
+    """Whether a text gives a reason or a purpose ("as that's a file which is often customized by the
+    user", "because it does Less", "to find out if a user is a normal user")."""
+    return bool(_REASON.search(text))
+
+
+def qualifiers(question_terms: list[str]) -> list[str]:
+    """The qualifiers among a question's terms an answer must say: "default" ("Which hashing
+    algorithm does /etc/shadow use by default?"), "recommend" ("What value is recommended ...?")."""
+    return [_QUALIFIERS[term] for term in dict.fromkeys(question_terms) if term in _QUALIFIERS]
+
+
+_WHO = re.compile(r"^\s*(?:who|whom|whose)\b", re.IGNORECASE)
+_CAPITALISED = re.compile(r"[A-Z][\w'’-]*[^\W\d_]")
+_QUESTION_WORD = re.compile(r"[\w'’-]+")
+
+
+def asks_for_person(question: str) -> bool:
+    """Whether the question asks who (a person, a body)."""
+    return bool(_WHO.match(question))
+
+
+def names_someone(text: str, question: str) -> bool:
+    """Whether a text names someone or something the question does not: a capitalised word of two
+    letters or more, not the first of the text ("Author: Philip A. Nelson", "Mozilla Foundation is
+    the license steward."; not "GNU bc version 1.07:" for "Who is the author of GNU bc?")."""
+    asked = {word.casefold() for word in _QUESTION_WORD.findall(question)}
+    words = text.split()[1:]
+    return any(
+        (found := _CAPITALISED.match(word.strip("\"'“”‘’([{<"))) is not None
+        and found.group().casefold() not in asked
+        for word in words
+    )

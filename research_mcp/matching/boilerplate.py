@@ -15,13 +15,16 @@ _SPACE = re.compile(r"\s+")
 _EMAIL = re.compile(r"<?[\w.+-]+@[\w-]+(?:\.[\w-]+)+>?")
 _URL = re.compile(r"<?(?:https?|ftp)://\S+|<?www\.\S+")
 _COPYRIGHT = re.compile(r"^(?:copyright\b|\(c\)|©|all rights reserved)", re.IGNORECASE)
+# A field naming a person ("Author: Philip A. Nelson") says who wrote a thing; with an address it is
+# a contact line, which the e-mail rule takes.
 _FIELD = re.compile(
-    r"^(?:upstream-(?:name|contact)|source|format|files(?:-excluded)?|maintainer|e-?mail|author|"
+    r"^(?:upstream-(?:name|contact)|source|format|files(?:-excluded)?|maintainer|e-?mail|"
     r"homepage|bugs?|comment)\s*:",
     re.IGNORECASE,
 )
-# A Debian copyright file's "License: BSD-3-clause or GPL-2" field answers what a package is under.
-_LICENSE_FIELD = re.compile(r"^licen[cs]e\s*:\s*\S", re.IGNORECASE)
+# A Debian copyright file's "License: BSD-3-clause or GPL-2" field answers what a package is under,
+# a README's "Author: Philip A. Nelson" who wrote it: fields, not headings.
+_NAMING_FIELD = re.compile(r"^(?:licen[cs]e|author)\s*:\s*\S", re.IGNORECASE)
 _MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:tember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 _VERSION_BANNER = re.compile(
     rf"^(?:[A-Z][\w.-]*\s+){{0,6}}version\s+[\d.]+,?\s+(?:\d{{1,2}}\s+)?{_MONTH}\s+(?:\d{{1,2}},?\s+)?\d{{4}}",
@@ -105,7 +108,7 @@ def is_boilerplate(text: str) -> bool:
         return True
     if _EMAIL.search(text) and len(words) <= MAX_CONTACT_WORDS:
         return True  # "Jean-loup Gailly <jloup@gzip.org>", "packaged by X <x@debian.org>"
-    return not _LICENSE_FIELD.match(text) and _lone_heading(text, words)
+    return not _NAMING_FIELD.match(text) and _lone_heading(text, words)
 
 
 def is_run_in_heading(text: str) -> bool:

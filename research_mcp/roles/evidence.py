@@ -28,8 +28,13 @@ A synthesizer's confidence is capped by what its facts support; each rule that l
   bench.answers, where every unanswerable question had more than half its terms unsaid and no
   answered realdocs question did;
 - the kind of answer asked for: a question asking how many, how long, when or which version
-  ("How long is the machine ID?") whose facts state no number is a gap, and `low` when every
-  question judged is so, else `medium`;
+  ("How long is the machine ID?") whose facts state no number, asking why whose facts give no
+  reason or purpose ("Why is the machine ID written in lowercase?" answered by "The machine ID is
+  a ... lowercase ID."), asking who whose facts name no one the question does not ("GNU bc version
+  1.07:" for "Who is the author of GNU bc?"), or asking for a default or a recommendation whose facts never say one ("What
+  is the default value of the password warning period?" answered by "An empty field and value 0
+  mean that there are no password warning period.") is a gap, and `low` when every question
+  judged is so, else `medium`;
 - corroboration: `high` needs at least half the answered questions backed by two sources (a fact
   the knowledge base found in another source, or verified facts from two sources);
 - acceptance criteria of the leaf's task specs: some unmet, `medium`; all unmet, `low`.
@@ -46,7 +51,15 @@ from dataclasses import dataclass, field
 from research_mcp.citations import normalize
 from research_mcp.contracts import Confidence, ConfidenceLevel, Fact
 from research_mcp.llm.embeddings import english_words
-from research_mcp.matching.answer_type import asks_for_number, states_number
+from research_mcp.matching.answer_type import (
+    asks_for_number,
+    asks_for_person,
+    asks_for_reason,
+    names_someone,
+    qualifiers,
+    states_number,
+    states_reason,
+)
 from research_mcp.matching.terms import bears_on, said_terms, same_term, terms
 from research_mcp.storage.outputs import AcceptanceCheck
 
@@ -85,6 +98,7 @@ _QUOTED = re.compile(r"[\"“‘]([^\"”’]{2,80})[\"”’]")
 _LEVELS: dict[ConfidenceLevel, int] = {"low": 0, "medium": 1, "high": 2}
 #: Stems that frame a question ("What does its README say about ...", "according to") rather than
 #: name what it asks about.
+_ASKED_FOR = {"default": "a default", "recommend": "a recommendation"}
 _FRAMING = frozenset({"say", "said", "accord", "mention"})
 
 
@@ -218,7 +232,7 @@ def judge_evidence(
     off_topic = _keep_bearing(judged, groups, titles)
     _judge_subjects(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
     _judge_unsaid(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
-    _judge_numbers(evidence, judged, groups)
+    _judge_kind(evidence, judged, groups, [by_question[normalize(q)] for q in judged], titles)
     if off_topic:
         evidence.caps.append(
             (
@@ -353,25 +367,59 @@ def _judge_unsaid(
     )
 
 
-def _judge_numbers(evidence: Evidence, judged: list[str], groups: list[list[Fact]]) -> None:
-    """A question asking for a quantity, a date or a version that no fact on it states a number for
-    has not been answered, however well its facts match its words."""
-    numberless = [
-        question
-        for position, question in enumerate(judged)
-        if asks_for_number(question)
-        and not any(states_number(f"{f.statement} {f.quote}") for f in groups[position])
-    ]
-    if not numberless:
+def _judge_kind(
+    evidence: Evidence,
+    judged: list[str],
+    groups: list[list[Fact]],
+    extracted: list[list[Fact]],
+    titles: Mapping[int, str],
+) -> None:
+    """A question asking for a quantity, a date or a version that no fact on it states a number for,
+    asking why that none gives a reason for, asking who that none names anyone for, or asking for a default (or a recommendation) that none
+    says is one, has not been answered, however well its facts match its words."""
+    unmet = []
+    for position, question in enumerate(judged):
+        said = [f"{f.statement} {f.quote}" for f in groups[position]]
+        if asks_for_number(question) and not any(states_number(text) for text in said):
+            unmet.append((question, "asking how many, how long, when or which version states a number"))
+        elif asks_for_reason(question) and not any(states_reason(text) for text in said):
+            unmet.append((question, "asking why gives a reason"))
+        elif asks_for_person(question) and not any(
+            names_someone(f.quote, question) for f in extracted[position]
+        ):
+            unmet.append((question, "asking who names anyone"))
+        elif missing := _unqualified(question, extracted[position], titles):
+            unmet.append((question, f"asking for {_ASKED_FOR[missing[0]]} says what it is"))
+    if not unmet:
         return
-    evidence.gaps += [f"{NOT_ESTABLISHED}{question}"[:500] for question in numberless]
+    evidence.gaps += [
+        f"{NOT_ESTABLISHED}{question}"[:500]
+        for question, _ in unmet
+        if f"{NOT_ESTABLISHED}{question}"[:500] not in evidence.gaps
+    ]
+    first, kind = unmet[0]
     evidence.caps.append(
         (
-            "low" if len(numberless) == len(judged) else "medium",
-            f"no verified fact for {len(numberless)} question(s) asking how many, how long, when "
-            f"or which version states a number: {numberless[0][:120]!r}",
+            "low" if len(unmet) == len(judged) else "medium",
+            f"no verified fact for {len(unmet)} question(s) {kind}: {first[:120]!r}",
         )
     )
+
+
+def _unqualified(question: str, facts: list[Fact], titles: Mapping[int, str]) -> list[str]:
+    """The qualifiers of a question ("default") no fact says with two more of its terms: "Changes in
+    the default files are not important enough to warn the user" does not say what is the default
+    of a password warning period."""
+    asked = terms(question)
+    missing = []
+    for word in qualifiers(asked):
+        others = [term for term in asked if term != word]
+        if not any(
+            word in (said := _said_terms([fact], titles)) and len(said_terms(others, said)) >= 2
+            for fact in facts
+        ):
+            missing.append(word)
+    return missing
 
 
 def _judge_strength(evidence: Evidence, groups: list[list[Fact]]) -> None:

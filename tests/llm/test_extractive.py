@@ -21,7 +21,7 @@ from research_mcp.feasibility import check_feasible
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.extractive import ExtractiveModel
 from research_mcp.llm.extractive.extractor import NO_ANSWER, extract
-from research_mcp.llm.extractive.planner import compared_aspect
+from research_mcp.llm.extractive.planner import compared_aspect, question_parts
 from research_mcp.llm.extractive.sentences import split_sentences
 from research_mcp.role_inputs import (
     ChildReport,
@@ -525,6 +525,15 @@ async def test_a_comparison_of_what_each_item_is_asks_each_item_the_same_questio
             ],
         ),
         (
+            # One question asked of each: the first part borrows what is asked after "each".
+            "What does an account expiration and what does a password expiration each prevent, according "
+            "to shadow(5)?",
+            [
+                "What does an account expiration prevent, according to shadow(5)?",
+                "What does a password expiration prevent, according to shadow(5)?",
+            ],
+        ),
+        (
             "What is the first field of an fstab line? Which program reads the second field?",
             [
                 "What is the first field of an fstab line?",
@@ -540,6 +549,18 @@ async def test_a_split_question_keeps_its_subject_in_every_part(
 
     assert [leaf.questions for leaf in output.root.children] == [[part] for part in parts]
     assert all("zlib" in " ".join(leaf.search_queries) for leaf in output.root.children if "zlib" in query)
+
+
+def test_what_is_asked_of_each_is_borrowed_only_by_parts_asking_alike() -> None:
+    # "Who wrote zlib" has its own verb: "require" is asked of what they wrote, not of who.
+    assert question_parts("Who wrote zlib, and what do they each require?") == [
+        "Who wrote zlib?",
+        "What do they each require?",
+    ]
+    assert question_parts("What is A and what is B each used for?") == [
+        "What is A used for?",
+        "What is B used for?",
+    ]
 
 
 @pytest.mark.parametrize(

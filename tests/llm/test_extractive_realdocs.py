@@ -44,6 +44,7 @@ async def quotes(model: ExtractiveModel, name: str, question: str) -> list[str]:
         "Copyright © 1994 Ian Murdock <imurdock@debian.org>",
         "This package was originally put together by Michael Alan Dorman <mdorman@debian.org>",
         "Jean-loup Gailly Mark Adler jloup@gzip.org madler@alumni.caltech.edu",
+        "Author: Jean-loup Gailly <jloup@gzip.org>",
         "Everyone is permitted to copy and distribute verbatim copies of this license document, "
         "but changing it is not allowed.",
         "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION",
@@ -80,6 +81,8 @@ def test_document_furniture_is_boilerplate(furniture: str) -> None:
         "Blank lines are ignored.",
         "allow a user to mount",
         "Gardens line the river banks.",
+        # A README's field naming who wrote the program (bc's), with no address to contact.
+        "Author: Philip A. Nelson",
     ],
 )
 def test_statements_are_not_boilerplate(statement: str) -> None:

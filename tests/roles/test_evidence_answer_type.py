@@ -71,3 +71,79 @@ def test_a_man_page_reference_is_not_a_number() -> None:
 
     assert any(level == "low" and "states a number" in why for level, why in evidence.caps)
     assert f"{NOT_ESTABLISHED}{MACHINE_ID}" in evidence.gaps
+
+
+WHY_LOWERCASE = "Why is the machine ID written in lowercase rather than uppercase hexadecimal?"
+WHY_ISSUE = "Why does base-files not change /etc/issue at a point release?"
+
+
+def test_a_why_question_whose_facts_give_no_reason_is_a_low_gap() -> None:
+    # machine-id(5) says what the ID is written as, never why.
+    said = [
+        fact(
+            1,
+            "The machine ID is a single newline-terminated, hexadecimal, 32-character, lowercase ID.",
+            WHY_LOWERCASE,
+        ),
+        fact(2, "When decoded from hexadecimal, this corresponds to a 16-byte/128-bit value.", WHY_LOWERCASE),
+    ]
+    evidence = judge_evidence([WHY_LOWERCASE], said, in_scope=2, read=2)
+
+    assert any(level == "low" and "asking why gives a reason" in why for level, why in evidence.caps)
+    assert f"{NOT_ESTABLISHED}{WHY_LOWERCASE}" in evidence.gaps
+
+
+def test_a_reason_or_a_purpose_answers_why() -> None:
+    # base-files' README and shells(5): a reason after "as", a purpose after "to".
+    because = fact(
+        1,
+        "The release managers asked me not to touch /etc/issue, as that's a file which is often "
+        "customized by the user.",
+        WHY_ISSUE,
+    )
+    evidence = judge_evidence([WHY_ISSUE], [because], in_scope=1, read=1)
+    assert not any("gives a reason" in why for _, why in evidence.caps)
+
+    shells = "Why do some programs check whether a user's shell is listed in /etc/shells?"
+    purpose = fact(
+        1,
+        "Be aware that there are programs which consult this file to find out if a user is a normal user;",
+        shells,
+    )
+    evidence = judge_evidence([shells], [purpose], in_scope=1, read=1)
+    assert not any("gives a reason" in why for _, why in evidence.caps)
+
+
+def test_a_default_is_answered_only_by_a_fact_saying_what_is_the_default() -> None:
+    # shadow(5) says what an empty warning period means, not what its default is; a README sentence
+    # on "the default files" says "default" about something else.
+    question = "What is the default value of the password warning period in /etc/shadow?"
+    said = [
+        fact(1, "An empty field and value 0 mean that there are no password warning period.", question),
+        fact(
+            2,
+            "Changes in the default files are not important enough to warn the user, as it is also "
+            "policy that prompting should be reduced to a minimum.",
+            question,
+            source=2,
+        ),
+    ]
+    evidence = judge_evidence([question], said, in_scope=2, read=2)
+    assert any(level == "low" and "asking for a default" in why for level, why in evidence.caps)
+
+    shell = "What is the default command interpreter when the shell field of /etc/passwd is empty?"
+    defaults = fact(1, "If this field is empty, it defaults to the value /bin/sh.", shell)
+    evidence = judge_evidence([shell], [defaults], in_scope=1, read=1)
+    assert not any("asking for a default" in why for _, why in evidence.caps)
+
+
+def test_a_who_question_whose_facts_name_no_one_is_a_low_gap() -> None:
+    # bc's README: its first line names the program the question names, its field names the author.
+    question = "Who is the author of GNU bc according to its README?"
+    banner = fact(1, "GNU bc version 1.07:", question)
+    evidence = judge_evidence([question], [banner], in_scope=1, read=1)
+    assert any(level == "low" and "asking who names anyone" in why for level, why in evidence.caps)
+
+    author = fact(2, "Author: Philip A. Nelson", question)
+    evidence = judge_evidence([question], [banner, author], in_scope=2, read=2)
+    assert not any("asking who" in why for _, why in evidence.caps)

@@ -179,10 +179,27 @@ def question_parts(query: str) -> list[str]:
             parts.extend(_split_questions(piece))
         else:
             parts.append(piece)
-    parts = [_as_question(part) for part in parts]
+    parts = [_as_question(part) for part in _shared_tail(parts)]
     if not 1 < len(parts) <= 10 or any(len(part.split()) < 2 or not _content_words(part) for part in parts):
         return [query]
     return parts
+
+
+_EACH = re.compile(r"\s+(?:each|both|respectively)\s+(?P<tail>[^?]+?)\s*\??$", re.IGNORECASE)
+
+
+def _shared_tail(parts: list[str]) -> list[str]:
+    """Parts asking one thing of each item: "What does an account expiration and what does a password
+    expiration each prevent?" asks "... an account expiration prevent?" too (the first part has no
+    verb of its own); the tail after "each" is the question asked of every part opening as it does
+    ("Who wrote zlib, and what do they each require?" is left as it is)."""
+    match = _EACH.search(parts[-1]) if len(parts) > 1 else None
+    lead = parts[-1].casefold().split()[:2]
+    if match is None or any(part.casefold().split()[:2] != lead for part in parts[:-1]):
+        return parts
+    tail = match.group("tail")
+    last = f"{parts[-1][: match.start()]} {tail}?"
+    return [f"{part.strip().rstrip('?,;')} {tail}?" for part in parts[:-1]] + [last]
 
 
 def _split_questions(piece: str) -> list[str]:
