@@ -83,6 +83,8 @@ _VERBS = frozenset(
     ]
 )
 _LINK_REMOVED = "(link removed)"
+# A title between rulers: "-------- Original comp.sources.reviewed README --------".
+_RULED = re.compile(r"^[-=*#~_]{3,}.{0,80}?[-=*#~_]{3,}$")
 #: Words beside an e-mail address up to which a line is a contact line, not a statement.
 MAX_CONTACT_WORDS = 16
 
@@ -100,7 +102,7 @@ def is_boilerplate(text: str) -> bool:
         return True  # a bare URL or address, or a line left with almost nothing once they are gone
     if all("/" in token for token in text.split()):
         return True  # file names alone: a man page's SYNOPSIS or FILES line ("/etc/machine-id")
-    if _COPYRIGHT.match(text) or _FIELD.match(text) or _PREAMBLE.search(text):
+    if _COPYRIGHT.match(text) or _FIELD.match(text) or _PREAMBLE.search(text) or _RULED.match(text):
         return True
     if _VERSION_BANNER.match(text) and len(words) <= 12:
         return True

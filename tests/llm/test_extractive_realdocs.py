@@ -45,6 +45,7 @@ async def quotes(model: ExtractiveModel, name: str, question: str) -> list[str]:
         "This package was originally put together by Michael Alan Dorman <mdorman@debian.org>",
         "Jean-loup Gailly Mark Adler jloup@gzip.org madler@alumni.caltech.edu",
         "Author: Jean-loup Gailly <jloup@gzip.org>",
+        "-------- Original comp.sources.reviewed README --------",
         "Everyone is permitted to copy and distribute verbatim copies of this license document, "
         "but changing it is not allowed.",
         "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION",
@@ -271,3 +272,13 @@ async def test_a_sentence_referring_back_brings_the_name_a_which_question_asks_f
     )
     assert any(quote.startswith("It augments or replaces") for quote in how), how
     assert not any(quote.startswith("The Berkeley Internet Name Domain") for quote in how), how
+
+
+async def test_a_field_whose_key_the_question_asks_for_answers_it(model: ExtractiveModel) -> None:
+    # bc's README: "Author: Philip A. Nelson" shares one word with the question, its banner two.
+    said = await quotes(model, "bc.README", "Who is the author of GNU bc according to its README?")
+    assert "Author: Philip A. Nelson" in said
+    assert not any(quote.startswith("-----") for quote in said)
+    # Its "Version:" field is bc's: no answer to a question about another program's version.
+    other = await quotes(model, "bc.README", "Which version of e2fsprogs does its README describe?")
+    assert "Version: bc version 1.01" not in other

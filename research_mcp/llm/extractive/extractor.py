@@ -40,7 +40,7 @@ from research_mcp.llm.extractive.scoring import Relevance, select_diverse
 from research_mcp.llm.extractive.sentences import Sentence, introduced_ends, split_sentences
 from research_mcp.matching.answer_type import asks_for_number, states_number
 from research_mcp.matching.boilerplate import is_boilerplate
-from research_mcp.matching.terms import clip, terms
+from research_mcp.matching.terms import clip, said_terms, terms
 from research_mcp.role_inputs import ExtractorPayload
 
 __all__ = ["MIN_RELEVANCE", "NO_ANSWER", "STRONG_RELEVANCE", "extract"]
@@ -92,6 +92,7 @@ _URL = re.compile(
     r"\bhttps?://[^\s<>\"'\]\[)(]+|\bdoi:\s?10\.\d{4,9}/\S+|\b10\.\d{4,9}/[^\s\"'<>]+", re.IGNORECASE
 )
 _SPACE = re.compile(r"\s+")
+_LICENCE_KEY = re.compile(r"licen[cs]e\s*:", re.IGNORECASE)
 _DEP5 = re.compile(r"Format:\s*https?://(?:www\.)?debian\.org/doc/packaging-manuals/copyright-format/")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 #: A question whose answer is a thing or a person: "Which name server ...", "Who wrote ...".
@@ -133,6 +134,7 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
     _add_definition(chosen, scores, claims, payload)
     _add_number(chosen, scores, claims, questions)
     _add_anchor(chosen, scores, relevance, questions, payload.source_title)
+    _add_field(chosen, scores, claims, questions, payload.source_text)
     _add_antecedents(chosen, antecedent, questions)
     _within_announcements(chosen, claims, reach)
 
@@ -357,6 +359,38 @@ def _add_anchor(
                 continue
             chosen[position].append(max(holding, key=lambda index: (float(scores[position][index]), -index)))
             break
+
+
+def _add_field(
+    chosen: list[list[int]], scores: list[np.ndarray], claims: list[Sentence], questions: list[str], text: str
+) -> None:
+    """A field line whose key the question asks for ("Author: Philip A. Nelson" for "Who is the author
+    of GNU bc?", "Version: bc version 1.01" for "Which version ...?") answers it in the document's
+    own structure, however little its words resemble the question's: where a sentence of the source
+    was chosen for the question and none is such a field, the best of them joins it, in a source
+    saying every technical word the question does (bc's "Version:" does not answer "Which version of
+    e2fsprogs ...?"). A "License:" field is scored with its stanza instead (`_in_stanzas`): a
+    copyright file lists several."""
+    folded = text.casefold()
+    for position, question in enumerate(questions):
+        technical = [
+            word
+            for word in _WORD.findall(question.casefold())
+            if word not in english_words() and any(char.isalpha() for char in word)
+        ]
+        if not chosen[position] or not all(word in folded for word in technical):
+            continue
+        asked = set(terms(question))
+        fields = [
+            index
+            for index, claim in enumerate(claims)
+            if claim.field
+            and (key := terms(claim.text.partition(":")[0]))
+            and not _LICENCE_KEY.match(claim.text)
+            and len(said_terms(key, asked)) == len(key)
+        ]
+        if fields and not any(index in chosen[position] for index in fields):
+            chosen[position].append(max(fields, key=lambda index: (float(scores[position][index]), -index)))
 
 
 def _add_antecedents(
