@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "asks_for_manner",
     "asks_for_number",
     "asks_for_person",
     "asks_for_reason",
@@ -72,6 +73,17 @@ _REASON = re.compile(
 )
 # The words on which an answer hinges: what is a default, or recommended, is a thing a text says.
 _QUALIFIERS = {"default": "default", "recommend": "recommend"}
+
+
+_HOW = re.compile(
+    r"^\s*how\s+(?:do|does|did|can|could|should|would|will|is|are|was|were|must|may)\b", re.IGNORECASE
+)
+
+
+def asks_for_manner(question: str) -> bool:
+    """Whether the question asks how a thing is done ("How does NetworkManager choose ...?"), not how
+    many or how long."""
+    return bool(_HOW.match(question))
 
 
 def asks_for_reason(question: str) -> bool:

@@ -31,7 +31,9 @@ A synthesizer's confidence is capped by what its facts support; each rule that l
   ("How long is the machine ID?") whose facts state no number, asking why whose facts give no
   reason or purpose ("Why is the machine ID written in lowercase?" answered by "The machine ID is
   a ... lowercase ID."), asking who whose facts name no one the question does not ("GNU bc version
-  1.07:" for "Who is the author of GNU bc?"), or asking for a default or a recommendation whose facts never say one ("What
+  1.07:" for "Who is the author of GNU bc?"), asking how a thing is done whose facts leave a word of
+  it unsaid ("How does NetworkManager choose the transient hostname from a DHCP lease?" answered by
+  "Both NetworkManager and systemd-networkd allow this."), or asking for a default or a recommendation whose facts never say one ("What
   is the default value of the password warning period?" answered by "An empty field and value 0
   mean that there are no password warning period.") is a gap, and `low` when every question
   judged is so, else `medium`;
@@ -52,6 +54,7 @@ from research_mcp.citations import normalize
 from research_mcp.contracts import Confidence, ConfidenceLevel, Fact
 from research_mcp.llm.embeddings import english_words
 from research_mcp.matching.answer_type import (
+    asks_for_manner,
     asks_for_number,
     asks_for_person,
     asks_for_reason,
@@ -98,6 +101,8 @@ _QUOTED = re.compile(r"[\"“‘]([^\"”’]{2,80})[\"”’]")
 _LEVELS: dict[ConfidenceLevel, int] = {"low": 0, "medium": 1, "high": 2}
 #: Stems that frame a question ("What does its README say about ...", "according to") rather than
 #: name what it asks about.
+# A file's path ("/etc/hosts") names what a question is about, which the subject rules judge.
+_PATH = re.compile(r"\S*/\S+")
 _ASKED_FOR = {"default": "a default", "recommend": "a recommendation"}
 _FRAMING = frozenset({"say", "said", "accord", "mention"})
 
@@ -342,13 +347,11 @@ def _judge_unsaid(
     """A question most of whose terms none of its facts says: they answer something else."""
     unsaid = []
     for question, facts in zip(judged, extracted, strict=True):
-        asked = [t for t in dict.fromkeys(terms(question)) if not t.isdigit() and t not in _FRAMING]
-        said = _said_terms(facts, titles)
         named = named_terms(question)
-        if len(named) >= 2 and len(said_terms(named, said)) == len(named):
+        if len(named) >= 2 and len(said_terms(named, _said_terms(facts, titles))) == len(named):
             continue  # on the very things it names: what is unsaid is how they relate
-        missing = [term for term in asked if term not in said_terms([term], said)]
-        if len(missing) * 2 > len(asked):
+        missing = _unsaid_terms(question, facts, titles)
+        if len(missing) * 2 > len(_asked_terms(question)):
             unsaid.append((question, missing))
     if not unsaid:
         return
@@ -388,6 +391,10 @@ def _judge_kind(
             names_someone(f.quote, question) for f in extracted[position]
         ):
             unmet.append((question, "asking who names anyone"))
+        elif asks_for_manner(question) and (
+            unsaid := _unsaid_terms(_PATH.sub(" ", question), extracted[position], titles)
+        ):
+            unmet.append((question, f"asking how says what it asks about ({', '.join(unsaid)})"))
         elif missing := _unqualified(question, extracted[position], titles):
             unmet.append((question, f"asking for {_ASKED_FOR[missing[0]]} says what it is"))
     if not unmet:
@@ -404,6 +411,17 @@ def _judge_kind(
             f"no verified fact for {len(unmet)} question(s) {kind}: {first[:120]!r}",
         )
     )
+
+
+def _unsaid_terms(question: str, facts: list[Fact], titles: Mapping[int, str]) -> list[str]:
+    """The terms of a question (numbers and framing words aside) none of `facts` says."""
+    said = _said_terms(facts, titles)
+    return [term for term in _asked_terms(question) if term not in said_terms([term], said)]
+
+
+def _asked_terms(question: str) -> list[str]:
+    """A question's terms, once each, numbers and framing words ("say", "according") aside."""
+    return [t for t in dict.fromkeys(terms(question)) if not t.isdigit() and t not in _FRAMING]
 
 
 def _unqualified(question: str, facts: list[Fact], titles: Mapping[int, str]) -> list[str]:

@@ -147,3 +147,26 @@ def test_a_who_question_whose_facts_name_no_one_is_a_low_gap() -> None:
     author = fact(2, "Author: Philip A. Nelson", question)
     evidence = judge_evidence([question], [banner, author], in_scope=2, read=2)
     assert not any("asking who" in why for _, why in evidence.caps)
+
+
+def test_a_how_question_whose_facts_leave_its_action_unsaid_is_a_low_gap() -> None:
+    # hostname(5) says NetworkManager may set a transient hostname from a DHCP lease, not how it chooses.
+    question = "How does NetworkManager choose the transient hostname from a DHCP lease?"
+    said = [
+        fact(
+            1,
+            "Otherwise, a transient hostname may be set during runtime, for example based on information "
+            "in a DHCP lease, see systemd-hostnamed.service(8).",
+            question,
+        ),
+        fact(2, "Both NetworkManager[1] and systemd-networkd.service(8) allow this.", question),
+    ]
+    evidence = judge_evidence([question], said, in_scope=2, read=2)
+    assert any(level == "low" and "asking how" in why and "choose" in why for level, why in evidence.caps)
+
+    hosts = "How are the fields of an entry in /etc/hosts separated?"
+    separated = fact(
+        1, "Fields of the entry are separated by any number of blanks and/or tab characters.", hosts
+    )
+    evidence = judge_evidence([hosts], [separated], in_scope=1, read=1)
+    assert not any("asking how" in why for _, why in evidence.caps)
