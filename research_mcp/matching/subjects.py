@@ -35,6 +35,13 @@ _OF_IS = re.compile(
     r"(?P<kind>[\w'’-]+)\s+of\s+(?P<subject>.+?)\s*\??$",
     re.IGNORECASE,
 )
+# "What causes the race condition between the netbase and procps startup scripts?": the race condition.
+_CAUSES = re.compile(
+    rf"^(?:what|who)\s+(?!(?:{_AUXILIARY}|{_BE}|has)\b)[a-z]+s\s+(?P<subject>(?:the|an?)\s+[^?]+?)\s*\??$",
+    re.IGNORECASE,
+)
+# A noun phrase's head before what follows it ("the race condition" of "the race condition between ...").
+_POST_MODIFIER = re.compile(r"\s+(?:between|of|in|on|for|with|from|to|at|by|under|about|that|which)\s", re.I)
 _WORD = re.compile(r"[\w'’-]+")
 _VERB = re.compile(rf"{_AUXILIARY}|{_BE}|has|have|had", re.IGNORECASE)
 #: A longer subject is a clause, not a name to carry.
@@ -43,12 +50,22 @@ MAX_SUBJECT_WORDS = 6
 
 def asked_subject(question: str) -> str | None:
     """What a "Which <kind> <aux> <subject> <verb>?" question asks about ("Which characters may host
-    names in /etc/hosts contain?": "host names in /etc/hosts"), for a later part's pronoun; None when
-    the question has another form or the subject is a clause."""
+    names in /etc/hosts contain?": "host names in /etc/hosts"), or a "What <verb>s <subject>?" one
+    ("What causes the race condition between the netbase and procps startup scripts?": "the race
+    condition"), for a later part's pronoun; None when the question has another form or the subject
+    is a clause."""
     match = _DOES.match(question.strip())
-    if not match or len(match.group("subject").split()) > MAX_SUBJECT_WORDS:
+    if match:
+        subject = match.group("subject").strip()
+        return subject if len(subject.split()) <= MAX_SUBJECT_WORDS else None
+    # "What causes <subject>?": a long subject is carried by its head ("the race condition").
+    match = _CAUSES.match(question.strip())
+    if not match:
         return None
-    return match.group("subject").strip()
+    subject = match.group("subject").strip()
+    if len(subject.split()) > MAX_SUBJECT_WORDS:
+        subject = _POST_MODIFIER.split(subject, maxsplit=1)[0]
+    return subject if len(subject.split()) <= MAX_SUBJECT_WORDS else None
 
 
 def of_subject(part: str, first: str) -> str:

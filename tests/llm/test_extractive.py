@@ -525,6 +525,19 @@ async def test_a_comparison_of_what_each_item_is_asks_each_item_the_same_questio
             ],
         ),
         (
+            # procps' README.Debian: "it" is the race condition, carried by its head.
+            "What causes the race condition between the netbase and procps startup scripts, and how can it "
+            "be avoided?",
+            [
+                "What causes the race condition between the netbase and procps startup scripts?",
+                "How can the race condition be avoided?",
+            ],
+        ),
+        (
+            "What determines the order of fsck checks, and which field sets it?",
+            ["What determines the order of fsck checks?", "Which field sets the order of fsck checks?"],
+        ),
+        (
             # One question asked of each: the first part borrows what is asked after "each".
             "What does an account expiration and what does a password expiration each prevent, according "
             "to shadow(5)?",
