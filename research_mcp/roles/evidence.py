@@ -103,6 +103,11 @@ _LEVELS: dict[ConfidenceLevel, int] = {"low": 0, "medium": 1, "high": 2}
 #: name what it asks about.
 # A file's path ("/etc/hosts") names what a question is about, which the subject rules judge.
 _PATH = re.compile(r"\S*/\S+")
+# Verbs that name no particular action: "How do panels make electricity?" is answered by "Solar
+# panels convert sunlight into electricity", a particular one.
+_GENERIC_VERBS = frozenset(
+    terms("make made do done work get got use used happen go goe take took become come")
+)
 _ASKED_FOR = {"default": "a default", "recommend": "a recommendation"}
 _FRAMING = frozenset({"say", "said", "accord", "mention"})
 
@@ -392,7 +397,11 @@ def _judge_kind(
         ):
             unmet.append((question, "asking who names anyone"))
         elif asks_for_manner(question) and (
-            unsaid := _unsaid_terms(_PATH.sub(" ", question), extracted[position], titles)
+            unsaid := [
+                term
+                for term in _unsaid_terms(_PATH.sub(" ", question), extracted[position], titles)
+                if term not in _GENERIC_VERBS
+            ]
         ):
             unmet.append((question, f"asking how says what it asks about ({', '.join(unsaid)})"))
         elif missing := _unqualified(question, extracted[position], titles):

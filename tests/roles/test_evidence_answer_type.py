@@ -170,3 +170,9 @@ def test_a_how_question_whose_facts_leave_its_action_unsaid_is_a_low_gap() -> No
     )
     evidence = judge_evidence([hosts], [separated], in_scope=1, read=1)
     assert not any("asking how" in why for _, why in evidence.caps)
+
+    # A verb naming no particular action ("make") is answered by a particular one ("convert").
+    panels = "How do panels make electricity?"
+    convert = fact(1, "Solar panels convert sunlight into electricity using photovoltaic cells.", panels)
+    evidence = judge_evidence([panels], [convert], in_scope=1, read=1)
+    assert not any("asking how" in why for _, why in evidence.caps)
