@@ -143,11 +143,16 @@ _HEADING = re.compile(r"^#{1,3} (.+)$")
 
 def _unanswered(questions: Sequence[str], gaps: Sequence[str], notes: Sequence[str]) -> set[str]:
     """The questions (normalised) code found unanswered: a "No verified fact was found" gap's, and
-    those asking about words no document holds (the note names its question). Not the lexical "Not
-    established" judgements: a right answer in other words ("login(1) will allow access only to
-    root" for "What does /etc/nologin restrict?") gets one."""
+    those asking about a name or a technical term no document holds (the note names its question).
+    Not a common word no document holds ("safer" where the documents say "safe") nor the lexical
+    "Not established" judgements: a right answer in other words ("login(1) will allow access only
+    to root" for "What does /etc/nologin restrict?") gets one."""
     found = {gap.split(UNANSWERED, 1)[1] for gap in gaps if UNANSWERED in gap}
-    found |= {parsed[1] for note in [*notes, *gaps] if (parsed := never_mentioned(note))}
+    found |= {
+        parsed[1]
+        for note in [*notes, *gaps]
+        if (parsed := never_mentioned(note)) and never_mentioned_cap(note) == "low"
+    }
     return {normalize(question).rstrip("?. ") for question in found}
 
 

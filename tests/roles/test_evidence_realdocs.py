@@ -9,6 +9,7 @@ import pytest
 
 from research_mcp.contracts import Fact
 from research_mcp.roles.evidence import NEVER_MENTIONED, NOT_ESTABLISHED, judge_evidence, never_mentioned_cap
+from research_mcp.roles.synthesizer import NOT_ANSWERED_HERE, _marked_unanswered, _unanswered
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "realdocs"
 #: The whole documents of bench.answers, for a line the excerpts above leave out.
@@ -225,3 +226,17 @@ def test_a_fact_bears_on_the_question_its_source_title_names() -> None:
     )
 
     assert not any("states a number" in why for _, why in evidence.caps), evidence.caps
+
+
+def test_only_a_name_or_technical_term_no_document_holds_marks_a_part_not_answered() -> None:
+    # man-db's FAQ says "safe" (and answers why), never "safer"; no document says "umask".
+    safer = "Why is man-db's command execution safer than man's?"
+    umask = "What is the default umask?"
+    notes = [f"{NEVER_MENTIONED}'safer' (asked: {safer})", f"{NEVER_MENTIONED}'umask' (asked: {umask})"]
+    report = (
+        f"# Two\n\n## {safer}\n- man-db has been redesigned ... [F1]\n\n## {umask}\n- The defaults ... [F2]"
+    )
+
+    marked = _marked_unanswered(report, _unanswered([safer, umask], [], notes))
+    assert marked.split(f"## {umask}", 1)[1].strip().startswith(NOT_ANSWERED_HERE)
+    assert NOT_ANSWERED_HERE not in marked.split(f"## {umask}", 1)[0]
