@@ -32,11 +32,12 @@ A synthesizer's confidence is capped by what its facts support; each rule that l
   reason or purpose ("Why is the machine ID written in lowercase?" answered by "The machine ID is
   a ... lowercase ID."), asking who whose facts name no one the question does not ("GNU bc version
   1.07:" for "Who is the author of GNU bc?"), asking how a thing is done whose facts leave a word of
-  it unsaid ("How does NetworkManager choose the transient hostname from a DHCP lease?" answered by
-  "Both NetworkManager and systemd-networkd allow this."), or asking for a default or a recommendation whose facts never say one ("What
-  is the default value of the password warning period?" answered by "An empty field and value 0
-  mean that there are no password warning period.") is a gap, and `low` when every question
-  judged is so, else `medium`;
+  it unsaid, a generic verb ("make", "use") aside ("How does NetworkManager choose the transient
+  hostname from a DHCP lease?" answered by "Both NetworkManager and systemd-networkd allow this."),
+  or asking for a default or a recommendation whose facts never say one with two more of its words
+  ("What is the default value of the password warning period?" answered by "An empty field and
+  value 0 mean that there are no password warning period.") is a gap, and `low` when every
+  question judged is so, else `medium`;
 - corroboration: `high` needs at least half the answered questions backed by two sources (a fact
   the knowledge base found in another source, or verified facts from two sources);
 - acceptance criteria of the leaf's task specs: some unmet, `medium`; all unmet, `low`.
@@ -99,8 +100,6 @@ _WORD = re.compile(r"[\w'’-]+")
 _VERSIONED = re.compile(r"\d+([a-z]{2,})")
 _QUOTED = re.compile(r"[\"“‘]([^\"”’]{2,80})[\"”’]")
 _LEVELS: dict[ConfidenceLevel, int] = {"low": 0, "medium": 1, "high": 2}
-#: Stems that frame a question ("What does its README say about ...", "according to") rather than
-#: name what it asks about.
 # A file's path ("/etc/hosts") names what a question is about, which the subject rules judge.
 _PATH = re.compile(r"\S*/\S+")
 # Verbs that name no particular action: "How do panels make electricity?" is answered by "Solar
@@ -109,6 +108,8 @@ _GENERIC_VERBS = frozenset(
     terms("make made do done work get got use used happen go goe take took become come")
 )
 _ASKED_FOR = {"default": "a default", "recommend": "a recommendation"}
+#: Stems that frame a question ("What does its README say about ...", "according to") rather than
+#: name what it asks about.
 _FRAMING = frozenset({"say", "said", "accord", "mention"})
 
 
@@ -383,8 +384,12 @@ def _judge_kind(
     titles: Mapping[int, str],
 ) -> None:
     """A question asking for a quantity, a date or a version that no fact on it states a number for,
-    asking why that none gives a reason for, asking who that none names anyone for, or asking for a default (or a recommendation) that none
-    says is one, has not been answered, however well its facts match its words."""
+    asking why that none gives a reason for, asking who that none names anyone for, asking how a
+    thing is done that leaves a word of it unsaid, or asking for a default (or a recommendation) that
+    none says is one, has not been answered, however well its facts match its words. A number or a
+    reason is looked for in the facts bearing on the question (`groups`); a name, the words of a
+    how-question and a default in every fact extracted for it (`extracted`): "Author: Philip A.
+    Nelson" shares one word with "Who is the author of GNU bc?" and answers it."""
     unmet = []
     for position, question in enumerate(judged):
         said = [f"{f.statement} {f.quote}" for f in groups[position]]

@@ -348,10 +348,10 @@ def _add_anchor(
     for position, question in enumerate(questions):
         if not chosen[position]:
             continue
-        for word in dict.fromkeys(_WORD.findall(question.casefold())):
+        for word in _outside_vocabulary(question):
             said = [term for term in terms(word) if term not in named]
-            if not said or word in english_words() or not any(char.isalpha() for char in word):
-                continue  # a common word, or a number (the answer's kind is the number rule's)
+            if not said:
+                continue
             holding = [
                 index for index in range(lexicon.size) if all(t in lexicon.documents[index] for t in said)
             ]
@@ -359,6 +359,16 @@ def _add_anchor(
                 continue
             chosen[position].append(max(holding, key=lambda index: (float(scores[position][index]), -index)))
             break
+
+
+def _outside_vocabulary(question: str) -> list[str]:
+    """The question's words (folded, once each) outside the English vocabulary MiniLM was trained
+    with, numbers aside (the answer's kind is the number rule's): "nofail", "e2fsprogs"."""
+    return [
+        word
+        for word in dict.fromkeys(_WORD.findall(question.casefold()))
+        if word not in english_words() and any(char.isalpha() for char in word)
+    ]
 
 
 def _add_field(
@@ -371,24 +381,19 @@ def _add_field(
     saying every technical word the question does (bc's "Version:" does not answer "Which version of
     e2fsprogs ...?"). A "License:" field is scored with its stanza instead (`_in_stanzas`): a
     copyright file lists several."""
+    keyed = [
+        (index, key)
+        for index, claim in enumerate(claims)
+        if claim.field and not _LICENCE_KEY.match(claim.text) and (key := terms(claim.text.partition(":")[0]))
+    ]
+    if not keyed:
+        return
     folded = text.casefold()
     for position, question in enumerate(questions):
-        technical = [
-            word
-            for word in _WORD.findall(question.casefold())
-            if word not in english_words() and any(char.isalpha() for char in word)
-        ]
-        if not chosen[position] or not all(word in folded for word in technical):
+        if not chosen[position] or not all(word in folded for word in _outside_vocabulary(question)):
             continue
         asked = set(terms(question))
-        fields = [
-            index
-            for index, claim in enumerate(claims)
-            if claim.field
-            and (key := terms(claim.text.partition(":")[0]))
-            and not _LICENCE_KEY.match(claim.text)
-            and len(said_terms(key, asked)) == len(key)
-        ]
+        fields = [index for index, key in keyed if len(said_terms(key, asked)) == len(key)]
         if fields and not any(index in chosen[position] for index in fields):
             chosen[position].append(max(fields, key=lambda index: (float(scores[position][index]), -index)))
 
