@@ -240,6 +240,7 @@ def _dump(path: Path, name: str, question: Question, run: Run, answered: bool | 
         "level": run.level,
         "reasoning": run.reasoning,
         "facts": [{**fact, "cited": fact["id"] in run.cited} for fact in run.facts],
+        "sources": run.sources,
     }
     with path.open("a", encoding="utf-8") as out:
         out.write(json.dumps(record) + "\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Sequence
+from collections.abc import Set as AbstractSet
 
 from research_mcp.citations import CitationChecker, normalize
 from research_mcp.contracts import Confidence, ConfidenceLevel, ExtractorTaskSpec, Fact, SynthesisOutput
@@ -138,6 +139,13 @@ def _with_failures(report: str, failures: list[str]) -> str:
 NOT_ANSWERED_HERE = (
     "_Not established: no document read answers this; the lines below are the closest the sources say._"
 )
+#: Said instead where code's checks found no line answering the question in its own terms: the
+#: lines may still answer it in other words ("login(1) will allow access only to root" for "What does
+#: /etc/nologin restrict?"), and the part's confidence says how far to trust them.
+NOT_ESTABLISHED_HERE = (
+    "_Not established by code's checks: none of the lines below was found to answer this; "
+    "read them as leads._"
+)
 _HEADING = re.compile(r"^#{1,3} (.+)$")
 
 
@@ -154,6 +162,13 @@ def _unanswered(questions: Sequence[str], gaps: Sequence[str], notes: Sequence[s
         if (parsed := never_mentioned(note)) and never_mentioned_cap(note) == "low"
     }
     return {normalize(question).rstrip("?. ") for question in found}
+
+
+def _unestablished(gaps: Sequence[str]) -> set[str]:
+    """The questions (normalised) a "Not established by the verified facts" gap names."""
+    return {
+        normalize(gap.split(NOT_ESTABLISHED, 1)[1]).rstrip("?. ") for gap in gaps if NOT_ESTABLISHED in gap
+    }
 
 
 def _never_mentioned_caps(
@@ -174,22 +189,26 @@ def _never_mentioned_caps(
     return [("low" if every else "medium", said[0])]
 
 
-def _marked_unanswered(report: str, unanswered: set[str]) -> str:
+def _marked_unanswered(
+    report: str, unanswered: AbstractSet[str], unestablished: AbstractSet[str] = frozenset()
+) -> str:
     """The report with each unanswered question marked under its heading ("## <question>", or the
     report's "# <title>" when the title is the question), so that the closest lines the sources
-    gave, listed under it, are not read as its answer."""
-    if not unanswered:
+    gave, listed under it, are not read as its answer; each question code's checks found not
+    established (`unestablished`), more softly."""
+    if not unanswered and not unestablished:
         return report
     lines = report.split("\n")
     marked: list[str] = []
     for position, line in enumerate(lines):
         marked.append(line)
         heading = _HEADING.match(line)
-        if heading is None or normalize(heading.group(1)).rstrip("?. ") not in unanswered:
+        asked = normalize(heading.group(1)).rstrip("?. ") if heading else ""
+        if asked not in unanswered and asked not in unestablished:
             continue
         following = next((later for later in lines[position + 1 :] if later.strip()), "")
         if following.startswith("- "):  # lines follow, not another heading or "_No verified fact ..._"
-            marked += ["", NOT_ANSWERED_HERE]
+            marked += ["", NOT_ANSWERED_HERE if asked in unanswered else NOT_ESTABLISHED_HERE]
     return "\n".join(marked)
 
 
@@ -362,7 +381,10 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
         output.contradictions += disagreeing
         unanswered = _unanswered(questions, found_gaps, self.notes)
         output.report = _with_contradictions(
-            _with_failures(_marked_unanswered(check.report, unanswered), scope.failed), disagreeing
+            _with_failures(
+                _marked_unanswered(check.report, unanswered, _unestablished(found_gaps)), scope.failed
+            ),
+            disagreeing,
         )
         _add_gaps(output, scope.failed, found_gaps)
         output.suggested_followups += insight_followups(

@@ -9,7 +9,13 @@ import pytest
 
 from research_mcp.contracts import Fact
 from research_mcp.roles.evidence import NEVER_MENTIONED, NOT_ESTABLISHED, judge_evidence, never_mentioned_cap
-from research_mcp.roles.synthesizer import NOT_ANSWERED_HERE, _marked_unanswered, _unanswered
+from research_mcp.roles.synthesizer import (
+    NOT_ANSWERED_HERE,
+    NOT_ESTABLISHED_HERE,
+    _marked_unanswered,
+    _unanswered,
+    _unestablished,
+)
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "realdocs"
 #: The whole documents of bench.answers, for a line the excerpts above leave out.
@@ -240,3 +246,21 @@ def test_only_a_name_or_technical_term_no_document_holds_marks_a_part_not_answer
     marked = _marked_unanswered(report, _unanswered([safer, umask], [], notes))
     assert marked.split(f"## {umask}", 1)[1].strip().startswith(NOT_ANSWERED_HERE)
     assert NOT_ANSWERED_HERE not in marked.split(f"## {umask}", 1)[0]
+
+
+def test_a_part_the_checks_found_not_established_is_marked_softly_and_an_answered_part_not_at_all() -> None:
+    # The run's gaps name the part whose lines share its words but answer something else (procps's
+    # maintainer: only perl's README and the GPL notice were found); the answered part has no gap.
+    who = "Who maintains the procps Debian package?"
+    what = "What is pgrep?"
+    gaps = [f"{who}: {NOT_ESTABLISHED}{who}"]
+    report = (
+        f"# Two\n\n## {what}\n- pgrep is a new program ... [F1]\n\n"
+        f"## {who}\n- Perl is maintained by ... [F2]\n- This program is free software ... [F3]"
+    )
+
+    marked = _marked_unanswered(report, _unanswered([what, who], gaps, []), _unestablished(gaps))
+    under_who = marked.split(f"## {who}", 1)[1]
+    assert under_who.strip().startswith(NOT_ESTABLISHED_HERE)
+    assert NOT_ANSWERED_HERE not in marked
+    assert NOT_ESTABLISHED_HERE not in marked.split(f"## {who}", 1)[0]
