@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    .venv/bin/python -m bench.answers [--hotpot PATH] [--sets hotpot,dev,heldout,dev2,dev3,dev4] [--explain] [--dump F]
+    .venv/bin/python -m bench.answers [--hotpot PATH] [--sets hotpot,dev,heldout,dev2,dev3,dev4,dev5] [--explain] [--dump F]
 
 Sets (one column each):
 - HotpotQA part A (``../shared/eval/hotpotqa_dev_distractor_part_a.json``), also as its first and
@@ -23,7 +23,11 @@ Sets (one column each):
   sixth session, after all of the above), runs after it: 12 more near misses of other kinds (a
   default the document does not give, an item a table lacks, who wrote or funded something, how or
   why a thing the document only mentions works) and 8 answerable ones, a comparison and a two-part
-  question among them.
+  question among them. A fifth, ``dev5`` (24 questions, round 3's seventh session), runs last: 14
+  near misses of kinds the others lack (which uid, port, option or address a document gives only
+  for something else; where a file is kept; when; what an acronym stands for; yes/no questions a
+  page never addresses; a comparison with one side absent; a count never given) and 10 answerable
+  ones asked the same ways, two comparisons and two two-part questions among them.
 
 Each question is researched through the MCP tools as a host would (plan_research, execute_plan
 until finished, report_results), by the extractive backend over the set's corpus; the run's
@@ -326,7 +330,7 @@ def print_table(tallies: dict[str, Tally]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hotpot", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--sets", default="hotpot,dev,heldout,dev2,dev3,dev4")
+    parser.add_argument("--sets", default="hotpot,dev,heldout,dev2,dev3,dev4,dev5")
     parser.add_argument("--limit", type=int, default=0, help="only the first N questions of each set")
     parser.add_argument("--explain", action="store_true", help="each question's verified facts (stderr)")
     parser.add_argument("--dump", type=Path, help="append each question's run as a JSON line to this file")
@@ -358,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         tallies = {"hotpot A": whole, **got}
     real = {
         f"realdocs {s}": realdocs_questions(s)
-        for s in ("dev", "heldout", "dev2", "dev3", "dev4")
+        for s in ("dev", "heldout", "dev2", "dev3", "dev4", "dev5")
         if s in wanted
     }
     if real:
