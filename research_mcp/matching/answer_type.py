@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "asks_for_date",
     "asks_for_manner",
     "asks_for_number",
     "asks_for_person",
@@ -21,6 +22,7 @@ __all__ = [
     "names_someone",
     "number_words",
     "qualifiers",
+    "states_date",
     "states_number",
     "states_reason",
 ]
@@ -39,6 +41,34 @@ _NUMBER = re.compile(
 _DIGIT = re.compile(r"(?<![A-Za-z])\d")
 # A man page's reference to another ("hostname(1)", "systemd-firstboot(1)") names a section, not a number.
 _MAN_REFERENCE = re.compile(r"[\w.:-]+\(\d[a-z]*\)")
+
+
+# A date asked for: an event's ("When was bc 1.07 released?", "What year did ...?"), not "When is it
+# used?", which a condition answers.
+_DATE_ASKED = re.compile(
+    r"^\s*(?:when\s+(?:was|were|did)\b|(?:in\s+|since\s+)?(?:what|which)\s+(?:year|years|date|month)\b"
+    r"|on\s+(?:what|which)\s+date\b)",
+    re.IGNORECASE,
+)
+# A year standing alone ("2004", "in 1999"; not "1.07" nor "64070"), a month's name, an ISO date.
+_DATE = re.compile(
+    r"(?<![\d.,-])(?:1[0-9]|20)\d\d(?![\d.,]\d)"
+    r"|\b(?:january|february|march|april|june|july|august|september|october|november|december)\b"
+    r"|\bmay\s+\d|\b\d{1,2}\s+may\b"
+    r"|\b\d{4}-\d\d-\d\d\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_date(question: str) -> bool:
+    """Whether the question asks when an event was ("When was ... released?", "In which year ...?")."""
+    return bool(_DATE_ASKED.match(question))
+
+
+def states_date(text: str) -> bool:
+    """Whether a text states a date: a year, a month or a day ("Version 2.0, January 2004"); a version
+    ("bc version 1.01") is a number but no date."""
+    return bool(_DATE.search(text))
 
 
 def asks_for_number(question: str) -> bool:

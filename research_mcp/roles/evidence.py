@@ -55,12 +55,14 @@ from research_mcp.citations import normalize
 from research_mcp.contracts import Confidence, ConfidenceLevel, Fact
 from research_mcp.llm.embeddings import english_words
 from research_mcp.matching.answer_type import (
+    asks_for_date,
     asks_for_manner,
     asks_for_number,
     asks_for_person,
     asks_for_reason,
     names_someone,
     qualifiers,
+    states_date,
     states_number,
     states_reason,
 )
@@ -395,6 +397,8 @@ def _judge_kind(
         said = [f"{f.statement} {f.quote}" for f in groups[position]]
         if asks_for_number(question) and not any(states_number(text) for text in said):
             unmet.append((question, "asking how many, how long, when or which version states a number"))
+        elif asks_for_date(question) and not any(states_date(text) for text in said):
+            unmet.append((question, "asking when states a date"))
         elif asks_for_reason(question) and not any(states_reason(text) for text in said):
             unmet.append((question, "asking why gives a reason"))
         elif asks_for_person(question) and not any(

@@ -176,3 +176,23 @@ def test_a_how_question_whose_facts_leave_its_action_unsaid_is_a_low_gap() -> No
     convert = fact(1, "Solar panels convert sunlight into electricity using photovoltaic cells.", panels)
     evidence = judge_evidence([panels], [convert], in_scope=1, read=1)
     assert not any("asking how" in why for _, why in evidence.caps)
+
+
+def test_a_when_question_answered_by_a_version_alone_is_a_low_gap_and_a_date_answers_it() -> None:
+    # GNU bc's README gives versions, never a release date; the Apache License's header gives one.
+    bc = "When was GNU bc version 1.07 released?"
+    versions = [
+        fact(1, "Version: bc version 1.01", bc),
+        fact(2, "GNU bc version 1.07: Extra configuration options are available.", bc),
+    ]
+    evidence = judge_evidence([bc], versions, in_scope=2, read=2)
+    assert f"{NOT_ESTABLISHED}{bc}" in evidence.gaps
+    assert any(level == "low" and "states a date" in why for level, why in evidence.caps), evidence.caps
+
+    apache = "When was version 2.0 of the Apache License released?"
+    dated = [fact(1, "Apache License Version 2.0, January 2004", apache)]
+    assert not any("date" in why for _, why in judge_evidence([apache], dated, in_scope=1, read=1).caps)
+    # "When is ...?" asks for a condition, which no date need state.
+    used = "When is /etc/machine-id used to decide whether a boot is the first one?"
+    first = [fact(1, "/etc/machine-id is used to decide whether a boot is the first one.", used)]
+    assert not any("date" in why for _, why in judge_evidence([used], first, in_scope=1, read=1).caps)
