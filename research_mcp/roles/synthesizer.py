@@ -165,10 +165,12 @@ def _unanswered(questions: Sequence[str], gaps: Sequence[str], notes: Sequence[s
 
 
 def _unestablished(gaps: Sequence[str]) -> set[str]:
-    """The questions (normalised) a "Not established by the verified facts" gap names."""
-    return {
-        normalize(gap.split(NOT_ESTABLISHED, 1)[1]).rstrip("?. ") for gap in gaps if NOT_ESTABLISHED in gap
-    }
+    """The questions (normalised) a "Not established by the verified facts" gap names. Not the parts
+    of an unmet "cover every part" criterion (no verified finding says all their words): it took
+    "This field is used by fsck(8) to determine the order ..." for no answer to "What does the sixth
+    field of fstab determine?", which it lacks "sixth" for."""
+    found = {gap.split(NOT_ESTABLISHED, 1)[1] for gap in gaps if NOT_ESTABLISHED in gap}
+    return {normalize(question).rstrip("?. ") for question in found}
 
 
 def _never_mentioned_caps(
@@ -257,7 +259,9 @@ async def synthesize(
         discovery=discovery,
         task_specs=list(task_specs),
     )
-    scope = _Scope.read(deps, input_handoffs, prior_facts=prior_facts, failures=failures, known=known)
+    scope = _Scope.read(
+        deps, input_handoffs, prior_facts=prior_facts, failures=failures, known=known, run_id=run_id
+    )
     role = Synthesis(synthesis_input, scope, notes=list(dict.fromkeys(notes)), outline=list(outline))
     return await perform(deps, role, Place(run_id, node_id, iteration))
 
@@ -292,12 +296,17 @@ class _Scope:
         prior_facts: Sequence[int],
         failures: Sequence[str],
         known: Sequence[KnownInsight],
+        run_id: str | None = None,
     ) -> _Scope:
         below = read_inputs(deps, input_handoffs)
-        facts = list({fact.id: fact for fact in deps.store.canonical_facts(below.fact_ids)}.values())
+        # A fact an earlier run found and this one found again reads as this run found it.
+        canonical = deps.store.canonical_facts(below.fact_ids, run_id=run_id)
+        facts = list({fact.id: fact for fact in canonical}.values())
         # Prior findings the inputs do not already hold (a leaf re-reading a source finds its own again).
         found = {fact.id for fact in facts}
-        facts += [fact for fact in deps.store.canonical_facts(prior_facts) if fact.id not in found]
+        facts += [
+            fact for fact in deps.store.canonical_facts(prior_facts, run_id=run_id) if fact.id not in found
+        ]
         scope = cls(below, known_insights(known, below.insights), facts, found)
         failed = [failure[:MAX_FAILURE_CHARS] for failure in [*below.failures, *failures]]
         scope.failed = coverage_said_once(list(dict.fromkeys(failed)))
@@ -382,7 +391,8 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
         unanswered = _unanswered(questions, found_gaps, self.notes)
         output.report = _with_contradictions(
             _with_failures(
-                _marked_unanswered(check.report, unanswered, _unestablished(found_gaps)), scope.failed
+                _marked_unanswered(check.report, unanswered, _unestablished([*found_gaps, *output.gaps])),
+                scope.failed,
             ),
             disagreeing,
         )

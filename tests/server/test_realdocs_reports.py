@@ -19,7 +19,7 @@ from research_mcp.config import Settings
 from research_mcp.llm.extractive import ExtractiveModel
 from research_mcp.matching.questions import reads_as_question
 from research_mcp.reports import report_markdown, safe_markdown
-from research_mcp.roles.synthesizer import NOT_ANSWERED_HERE
+from research_mcp.roles.synthesizer import NOT_ANSWERED_HERE, NOT_ESTABLISHED_HERE
 from research_mcp.run_document import run_document
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
@@ -31,6 +31,7 @@ LAYOUT = {
     "deb-conffiles.5.txt": "man/deb-conffiles.5.txt",
     "Apache-2.0": "licenses/Apache-2.0",
     "zlib1g.copyright": "doc/zlib1g/copyright",
+    "base-files.README": "doc/base-files/README",
 }
 
 
@@ -165,3 +166,33 @@ async def test_a_part_no_document_can_answer_is_marked_in_the_report_and_the_ans
     sixth = markdown.split("## What does the sixth field of fstab determine", 1)[1].split("\n## ", 1)[0]
     assert NOT_ANSWERED_HERE in umask
     assert NOT_ANSWERED_HERE not in sixth and "fsck" in sixth
+
+
+async def test_a_part_whose_lines_answer_something_else_is_marked_as_leads(corpus: Path) -> None:
+    """Every word of "Who maintains the zlib Debian package?" is in the folder, but no line of it
+    says who maintains zlib's package: the lines listed under that part are marked as leads (the run
+    found it not established), the fstab part's answer is not."""
+    got = await research(
+        "Who maintains the zlib Debian package, and what does the sixth field of fstab determine?"
+    )
+    markdown = got["markdown"]
+
+    who = markdown.split("## Who maintains the zlib Debian package", 1)[1].split("\n## ", 1)[0]
+    sixth = markdown.split("## What does the sixth field of fstab determine", 1)[1].split("\n## ", 1)[0]
+    assert NOT_ESTABLISHED_HERE in who
+    assert NOT_ESTABLISHED_HERE not in sixth and "fsck" in sixth
+
+
+async def test_a_question_asked_again_in_other_words_is_answered_as_well_as_the_first_time(
+    corpus: Path,
+) -> None:
+    """The second run finds the sentence the first stored in the knowledge base; its evidence is that
+    finding, scored against its own question, not the first run's (which made it low, 0.00)."""
+    first = await research("How long do packages uploaded for unstable take to reach testing?")
+    again = await research("How many days does it take for packages uploaded for unstable to reach testing?")
+
+    assert first["document"].confidence.level == "medium", first["document"].confidence.reasoning
+    assert again["document"].confidence.level == first["document"].confidence.level, again[
+        "document"
+    ].confidence.reasoning
+    assert "after ten days" in again["markdown"]
