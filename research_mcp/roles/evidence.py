@@ -30,9 +30,10 @@ A synthesizer's confidence is capped by what its facts support; each rule that l
 - the kind of answer asked for: a question asking how many, how long, when or which version
   ("How long is the machine ID?") whose facts state no number, asking why whose facts give no
   reason or purpose ("Why is the machine ID written in lowercase?" answered by "The machine ID is
-  a ... lowercase ID."), asking who whose facts name no one the question does not ("GNU bc version
-  1.07:" for "Who is the author of GNU bc?"), asking how a thing is done whose facts leave a word of
-  it unsaid, a generic verb ("make", "use") aside ("How does NetworkManager choose the transient
+  a ... lowercase ID."), asking when an event was whose facts state no date ("Version: bc version
+  1.01" for "When was GNU bc version 1.07 released?"), asking who whose facts name no one the
+  question does not ("GNU bc version 1.07:" for "Who is the author of GNU bc?"), asking how a
+  thing is done whose facts leave a word of it unsaid, a generic verb ("make", "use") aside ("How does NetworkManager choose the transient
   hostname from a DHCP lease?" answered by "Both NetworkManager and systemd-networkd allow this."),
   or asking for a default or a recommendation whose facts never say one with two more of its words
   ("What is the default value of the password warning period?" answered by "An empty field and

@@ -259,9 +259,7 @@ async def synthesize(
         discovery=discovery,
         task_specs=list(task_specs),
     )
-    scope = _Scope.read(
-        deps, input_handoffs, prior_facts=prior_facts, failures=failures, known=known, run_id=run_id
-    )
+    scope = _Scope.read(deps, input_handoffs, prior_facts=prior_facts, failures=failures, known=known)
     role = Synthesis(synthesis_input, scope, notes=list(dict.fromkeys(notes)), outline=list(outline))
     return await perform(deps, role, Place(run_id, node_id, iteration))
 
@@ -296,17 +294,12 @@ class _Scope:
         prior_facts: Sequence[int],
         failures: Sequence[str],
         known: Sequence[KnownInsight],
-        run_id: str | None = None,
     ) -> _Scope:
         below = read_inputs(deps, input_handoffs)
-        # A fact an earlier run found and this one found again reads as this run found it.
-        canonical = deps.store.canonical_facts(below.fact_ids, run_id=run_id)
-        facts = list({fact.id: fact for fact in canonical}.values())
+        facts = list({fact.id: fact for fact in deps.store.canonical_facts(below.fact_ids)}.values())
         # Prior findings the inputs do not already hold (a leaf re-reading a source finds its own again).
         found = {fact.id for fact in facts}
-        facts += [
-            fact for fact in deps.store.canonical_facts(prior_facts, run_id=run_id) if fact.id not in found
-        ]
+        facts += [fact for fact in deps.store.canonical_facts(prior_facts) if fact.id not in found]
         scope = cls(below, known_insights(known, below.insights), facts, found)
         failed = [failure[:MAX_FAILURE_CHARS] for failure in [*below.failures, *failures]]
         scope.failed = coverage_said_once(list(dict.fromkeys(failed)))

@@ -113,16 +113,13 @@ class FactTables(StoreDatabase):
         rows = self._all(f"SELECT * FROM facts WHERE id IN ({marks(fact_ids)}) ORDER BY id", list(fact_ids))
         return [_fact(row) for row in rows]
 
-    def canonical_facts(self, fact_ids: Sequence[int], *, run_id: str | None = None) -> list[Fact]:
+    def canonical_facts(self, fact_ids: Sequence[int]) -> list[Fact]:
         """The facts these ids stand for: a fact merged into a near-duplicate is read as the canonical one.
 
         A canonical fact held here only through copies (found again by an extraction asking another
         question: a later run, another leaf) is read as this extraction found it, its question and
         confidence the first copy's: the evidence for "Which version of e2fsprogs does its README
-        describe?" is the sentence scored against that question, not against the earlier run's. So is
-        a canonical fact an earlier run found that run `run_id` found again: "How many days does it
-        take for packages uploaded for unstable to reach testing?", asked after "How long do packages
-        uploaded for unstable take to reach testing?", is answered by its own finding of the sentence.
+        describe?" is the sentence scored against that question, not against the earlier run's.
         """
         if not fact_ids:
             return []
@@ -138,10 +135,6 @@ class FactTables(StoreDatabase):
         rows = self._all(
             f"SELECT * FROM facts WHERE id IN ({marks([*held, *as_found])}) ORDER BY id", [*held, *as_found]
         )
-        if run_id is not None:
-            earlier = [row["id"] for row in rows if row["id"] in held and row["run_id"] != run_id]
-            for again in self._copies_found_by(run_id, earlier):
-                as_found.setdefault(again["canonical_id"], again)
         facts = [_fact(row) for row in rows]
         return [
             fact.model_copy(
@@ -151,16 +144,6 @@ class FactTables(StoreDatabase):
             else fact
             for fact in facts
         ]
-
-    def _copies_found_by(self, run_id: str, canonical_ids: Sequence[int]) -> list[dict[str, Any]]:
-        """The copies of these canonical facts run `run_id` stored, first found first."""
-        if not canonical_ids:
-            return []
-        return self._all(
-            "SELECT id, canonical_id, question, confidence FROM facts"
-            f" WHERE run_id = ? AND canonical_id IN ({marks(canonical_ids)}) ORDER BY id",
-            [run_id, *canonical_ids],
-        )
 
     def citations(self, fact_ids: Sequence[int]) -> dict[int, list[Citation]]:
         """Each fact's distinct citations (source_id, quote, start, end), first found first."""

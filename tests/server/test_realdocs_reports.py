@@ -31,7 +31,6 @@ LAYOUT = {
     "deb-conffiles.5.txt": "man/deb-conffiles.5.txt",
     "Apache-2.0": "licenses/Apache-2.0",
     "zlib1g.copyright": "doc/zlib1g/copyright",
-    "base-files.README": "doc/base-files/README",
 }
 
 
@@ -181,18 +180,3 @@ async def test_a_part_whose_lines_answer_something_else_is_marked_as_leads(corpu
     sixth = markdown.split("## What does the sixth field of fstab determine", 1)[1].split("\n## ", 1)[0]
     assert NOT_ESTABLISHED_HERE in who
     assert NOT_ESTABLISHED_HERE not in sixth and "fsck" in sixth
-
-
-async def test_a_question_asked_again_in_other_words_is_answered_as_well_as_the_first_time(
-    corpus: Path,
-) -> None:
-    """The second run finds the sentence the first stored in the knowledge base; its evidence is that
-    finding, scored against its own question, not the first run's (which made it low, 0.00)."""
-    first = await research("How long do packages uploaded for unstable take to reach testing?")
-    again = await research("How many days does it take for packages uploaded for unstable to reach testing?")
-
-    assert first["document"].confidence.level == "medium", first["document"].confidence.reasoning
-    assert again["document"].confidence.level == first["document"].confidence.level, again[
-        "document"
-    ].confidence.reasoning
-    assert "after ten days" in again["markdown"]
