@@ -15,10 +15,12 @@ import re
 
 __all__ = [
     "asks_for_date",
+    "asks_for_expansion",
     "asks_for_manner",
     "asks_for_number",
     "asks_for_person",
     "asks_for_reason",
+    "expands",
     "names_someone",
     "number_words",
     "qualifiers",
@@ -30,7 +32,10 @@ __all__ = [
 _QUANTITY = re.compile(
     r"^\s*(?:how\s+(?:many|much|long|old|often|big|large|far|soon|fast)\b"
     r"|when\b|since\s+when\b"
-    r"|(?:what|which|since\s+which|in\s+which|from\s+which)\s+(?:year|years|date|version|release|number|port|age|size)\b)",
+    r"|(?:what|which|since\s+which|in\s+which|from\s+which)\s+(?:year|years|date|version|release|number|port|age|size)\b"
+    # one word may name what the number is of: "Which TCP port ...?" (not "Which Debian release ...?",
+    # which a name answers)
+    r"|(?:what|which)\s+[\w-]+\s+(?:port|number|size|age)\b)",
     re.IGNORECASE,
 )
 _NUMBER = re.compile(
@@ -58,6 +63,43 @@ _DATE = re.compile(
     r"|\b\d{4}-\d\d-\d\d\b",
     re.IGNORECASE,
 )
+
+
+# "What does GECOS stand for?", "What does the abbreviation motd stand for?"
+_EXPANSION = re.compile(
+    r"^\s*what\s+(?:does|do|did)\s+(?:the\s+)?(?:abbreviation\s+|acronym\s+)?"
+    r"[\"'“‘]?(?P<short>[A-Za-z][A-Za-z0-9]{1,9})[\"'”’]?\s+stand\s+for\b",
+    re.IGNORECASE,
+)
+_LETTERED = re.compile(r"[A-Za-z][\w'’-]*")
+_LINKING = frozenset({"of", "the", "a", "an", "and", "for", "to", "in", "on"})
+
+
+def asks_for_expansion(question: str) -> str:
+    """The abbreviation a question asks the expansion of ("What does GPT stand for ...?": "GPT"), ""
+    when it asks none."""
+    match = _EXPANSION.match(question)
+    return match.group("short") if match else ""
+
+
+def expands(text: str, short: str) -> bool:
+    """Whether a text spells out an abbreviation: consecutive words whose initials make it, linking
+    words ("of", "the") counted or not ("message of the day" for "motd", "GUID Partition Table" for
+    "GPT")."""
+    letters = [c for c in short.casefold() if c.isalpha()]
+    words = [word.casefold() for word in _LETTERED.findall(text)]
+    for start in range(len(words)):
+        for skip in (False, True):
+            found: list[str] = []
+            for word in words[start:]:
+                if skip and word in _LINKING and found:
+                    continue
+                found.append(word[0])
+                if len(found) >= len(letters):
+                    break
+            if found == letters:
+                return True
+    return False
 
 
 def asks_for_date(question: str) -> bool:

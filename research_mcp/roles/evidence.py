@@ -57,10 +57,12 @@ from research_mcp.contracts import Confidence, ConfidenceLevel, Fact
 from research_mcp.llm.embeddings import english_words
 from research_mcp.matching.answer_type import (
     asks_for_date,
+    asks_for_expansion,
     asks_for_manner,
     asks_for_number,
     asks_for_person,
     asks_for_reason,
+    expands,
     names_someone,
     qualifiers,
     states_date,
@@ -400,6 +402,10 @@ def _judge_kind(
             unmet.append((question, "asking how many, how long, when or which version states a number"))
         elif asks_for_date(question) and not any(states_date(text) for text in said):
             unmet.append((question, "asking when states a date"))
+        elif (short := asks_for_expansion(question)) and not any(
+            expands(f.quote, short) for f in extracted[position]
+        ):
+            unmet.append((question, f"asking what {short} stands for spells it out"))
         elif asks_for_reason(question) and not any(states_reason(text) for text in said):
             unmet.append((question, "asking why gives a reason"))
         elif asks_for_person(question) and not any(

@@ -196,3 +196,27 @@ def test_a_when_question_answered_by_a_version_alone_is_a_low_gap_and_a_date_ans
     used = "When is /etc/machine-id used to decide whether a boot is the first one?"
     first = [fact(1, "/etc/machine-id is used to decide whether a boot is the first one.", used)]
     assert not any("date" in why for _, why in judge_evidence([used], first, in_scope=1, read=1).caps)
+
+
+def test_what_an_abbreviation_stands_for_is_answered_only_by_a_fact_spelling_it_out() -> None:
+    # passwd(5) says "the comment field, also known as the gecos field", never what GECOS stands for;
+    # fstab(5) spells out GPT, motd(5) "message of the day".
+    gecos = "What does GECOS stand for in the gecos field of /etc/passwd?"
+    said = [fact(1, "comment field, also known as the gecos field. It is optional.", gecos)]
+    evidence = judge_evidence([gecos], said, in_scope=1, read=1)
+    assert f"{NOT_ESTABLISHED}{gecos}" in evidence.gaps
+    assert any(level == "low" and "stands for" in why for level, why in evidence.caps), evidence.caps
+
+    for question, quote in [
+        ("What does GPT stand for in the fstab manual page?", "on GPT (GUID Partition Table)"),
+        ("What does the abbreviation motd stand for?", "motd - the message of the day"),
+    ]:
+        spelled = judge_evidence([question], [fact(1, quote, question)], in_scope=1, read=1)
+        assert not any("stands for" in why for _, why in spelled.caps), (question, spelled.caps)
+
+
+def test_a_number_asked_for_by_a_named_kind_needs_a_number() -> None:
+    port = "Which TCP port does fakeroot-tcp use for message passing?"
+    said = [fact(1, "fakeroot can be built to either use SYSV IPC or TCP for message passing.", port)]
+    evidence = judge_evidence([port], said, in_scope=1, read=1)
+    assert any(level == "low" and "states a number" in why for level, why in evidence.caps), evidence.caps
