@@ -50,13 +50,9 @@ _DIGIT = re.compile(r"(?<![A-Za-z])\d")
 _MAN_REFERENCE = re.compile(r"[\w.:-]+\(\d[a-z]*\)")
 
 
-# A date asked for: an event's ("When was bc 1.07 released?", "What year did ...?"), not "When is it
-# used?", which a condition answers.
-_DATE_ASKED = re.compile(
-    r"^\s*(?:when\s+(?:was|were|did)\b|(?:in\s+|since\s+)?(?:what|which)\s+(?:year|years|date|month)\b"
-    r"|on\s+(?:what|which)\s+date\b)",
-    re.IGNORECASE,
-)
+# "When" asking when an event was ("When was bc 1.07 released?"), not "When is it used?", which a
+# condition answers.
+_WHEN_EVENT = re.compile(r"^\s*when\s+(?:was|were|did)\b", re.IGNORECASE)
 # A year standing alone ("2004", "in 1999"; not "1.07" nor "64070"), a month's name, an ISO date.
 _DATE = re.compile(
     r"(?<![\d.,-])(?:1[0-9]|20)\d\d(?![\d.,]\d)"
@@ -105,8 +101,12 @@ def expands(text: str, short: str) -> bool:
 
 
 def asks_for_date(question: str) -> bool:
-    """Whether the question asks when an event was ("When was ... released?", "In which year ...?")."""
-    return bool(_DATE_ASKED.match(question))
+    """Whether the question, among those asking for a number, asks when an event was ("When was ...
+    released?", "In which year ...?")."""
+    asked = number_words(question).casefold()
+    return asked.endswith(("year", "years", "date")) or (
+        asked == "when" and bool(_WHEN_EVENT.match(question))
+    )
 
 
 def states_date(text: str) -> bool:

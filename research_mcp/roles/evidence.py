@@ -32,9 +32,11 @@ A synthesizer's confidence is capped by what its facts support; each rule that l
   reason or purpose ("Why is the machine ID written in lowercase?" answered by "The machine ID is
   a ... lowercase ID."), asking when an event was whose facts state no date ("Version: bc version
   1.01" for "When was GNU bc version 1.07 released?"), asking who whose facts name no one the
-  question does not ("GNU bc version 1.07:" for "Who is the author of GNU bc?"), asking how a
-  thing is done whose facts leave a word of it unsaid, a generic verb ("make", "use") aside ("How does NetworkManager choose the transient
-  hostname from a DHCP lease?" answered by "Both NetworkManager and systemd-networkd allow this."),
+  question does not ("GNU bc version 1.07:" for "Who is the author of GNU bc?"), asking what an
+  abbreviation stands for whose facts never spell it out ("What does GECOS stand for?"), asking
+  how a thing is done whose facts leave a word of it unsaid, a generic verb ("make", "use") aside
+  ("How does NetworkManager choose the transient hostname from a DHCP lease?" answered by "Both
+  NetworkManager and systemd-networkd allow this."),
   or asking for a default or a recommendation whose facts never say one with two more of its words
   ("What is the default value of the password warning period?" answered by "An empty field and
   value 0 mean that there are no password warning period.") is a gap, and `low` when every

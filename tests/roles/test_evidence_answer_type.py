@@ -178,45 +178,43 @@ def test_a_how_question_whose_facts_leave_its_action_unsaid_is_a_low_gap() -> No
     assert not any("asking how" in why for _, why in evidence.caps)
 
 
+def caps(question: str, *quotes: str) -> list[tuple[str, str]]:
+    """The confidence caps of a question whose verified facts are these sentences."""
+    said = [fact(number, quote, question) for number, quote in enumerate(quotes, 1)]
+    return judge_evidence([question], said, in_scope=len(said), read=len(said)).caps
+
+
 def test_a_when_question_answered_by_a_version_alone_is_a_low_gap_and_a_date_answers_it() -> None:
     # GNU bc's README gives versions, never a release date; the Apache License's header gives one.
     bc = "When was GNU bc version 1.07 released?"
-    versions = [
-        fact(1, "Version: bc version 1.01", bc),
-        fact(2, "GNU bc version 1.07: Extra configuration options are available.", bc),
-    ]
-    evidence = judge_evidence([bc], versions, in_scope=2, read=2)
-    assert f"{NOT_ESTABLISHED}{bc}" in evidence.gaps
-    assert any(level == "low" and "states a date" in why for level, why in evidence.caps), evidence.caps
+    versions = ["Version: bc version 1.01", "GNU bc version 1.07: Extra configuration options are available."]
+    assert ("low", f"no verified fact for 1 question(s) asking when states a date: {bc!r}") in caps(
+        bc, *versions
+    )
 
     apache = "When was version 2.0 of the Apache License released?"
-    dated = [fact(1, "Apache License Version 2.0, January 2004", apache)]
-    assert not any("date" in why for _, why in judge_evidence([apache], dated, in_scope=1, read=1).caps)
+    assert not any("date" in why for _, why in caps(apache, "Apache License Version 2.0, January 2004"))
     # "When is ...?" asks for a condition, which no date need state.
     used = "When is /etc/machine-id used to decide whether a boot is the first one?"
-    first = [fact(1, "/etc/machine-id is used to decide whether a boot is the first one.", used)]
-    assert not any("date" in why for _, why in judge_evidence([used], first, in_scope=1, read=1).caps)
+    first = "/etc/machine-id is used to decide whether a boot is the first one."
+    assert not any("date" in why for _, why in caps(used, first))
 
 
 def test_what_an_abbreviation_stands_for_is_answered_only_by_a_fact_spelling_it_out() -> None:
     # passwd(5) says "the comment field, also known as the gecos field", never what GECOS stands for;
     # fstab(5) spells out GPT, motd(5) "message of the day".
     gecos = "What does GECOS stand for in the gecos field of /etc/passwd?"
-    said = [fact(1, "comment field, also known as the gecos field. It is optional.", gecos)]
-    evidence = judge_evidence([gecos], said, in_scope=1, read=1)
-    assert f"{NOT_ESTABLISHED}{gecos}" in evidence.gaps
-    assert any(level == "low" and "stands for" in why for level, why in evidence.caps), evidence.caps
+    unspelled = caps(gecos, "comment field, also known as the gecos field. It is optional.")
+    assert any(level == "low" and "GECOS stands for" in why for level, why in unspelled), unspelled
 
     for question, quote in [
         ("What does GPT stand for in the fstab manual page?", "on GPT (GUID Partition Table)"),
         ("What does the abbreviation motd stand for?", "motd - the message of the day"),
     ]:
-        spelled = judge_evidence([question], [fact(1, quote, question)], in_scope=1, read=1)
-        assert not any("stands for" in why for _, why in spelled.caps), (question, spelled.caps)
+        assert not any("stands for" in why for _, why in caps(question, quote)), question
 
 
 def test_a_number_asked_for_by_a_named_kind_needs_a_number() -> None:
     port = "Which TCP port does fakeroot-tcp use for message passing?"
-    said = [fact(1, "fakeroot can be built to either use SYSV IPC or TCP for message passing.", port)]
-    evidence = judge_evidence([port], said, in_scope=1, read=1)
-    assert any(level == "low" and "states a number" in why for level, why in evidence.caps), evidence.caps
+    passing = caps(port, "fakeroot can be built to either use SYSV IPC or TCP for message passing.")
+    assert any(level == "low" and "states a number" in why for level, why in passing), passing
