@@ -41,6 +41,12 @@ A synthesizer's confidence is capped by what its facts support; each rule that l
   ("What is the default value of the password warning period?" answered by "An empty field and
   value 0 mean that there are no password warning period.") is a gap, and `low` when every
   question judged is so, else `medium`;
+- the technical thing a question asks about (a file's path, a package, a command: "Where is the
+  backup file of /etc/group kept?") said by no fact together with a word of what it asks of it
+  ("/etc/passwd- Backup file for /etc/passwd." says "backup file" of another file; "The file
+  /etc/securetty contains the names of terminals" says nothing of "What happens when /etc/securetty
+  does not exist?"): a gap, `low` when every question judged is so, else `medium`. A source's path
+  names its thing ("man/fstab.5.txt"); capitalized names are the subject rule's;
 - corroboration: `high` needs at least half the answered questions backed by two sources (a fact
   the knowledge base found in another source, or verified facts from two sources);
 - acceptance criteria of the leaf's task specs: some unmet, `medium`; all unmet, `low`.
@@ -66,6 +72,7 @@ from research_mcp.matching.answer_type import (
     asks_for_reason,
     expands,
     names_someone,
+    number_words,
     qualifiers,
     states_date,
     states_number,
@@ -90,6 +97,7 @@ __all__ = [
     "never_mentioned_cap",
     "same_term",
     "technical",
+    "technical_subjects",
     "technical_terms",
 ]
 
@@ -109,6 +117,16 @@ _QUOTED = re.compile(r"[\"“‘]([^\"”’]{2,80})[\"”’]")
 _LEVELS: dict[ConfidenceLevel, int] = {"low": 0, "medium": 1, "high": 2}
 # A file's path ("/etc/hosts") names what a question is about, which the subject rules judge.
 _PATH = re.compile(r"\S*/\S+")
+#: An absolute file path: "/etc/group", "/usr/share/base-passwd".
+_HYPHENATED = re.compile(r"[\w'’.]+(?:-[\w'’.]+)+")
+_DOTTED_WORD = re.compile(r"[\w'’]+(?:[.-][\w'’]+)*")
+_ASKED_KIND = re.compile(
+    r"^\s*(?:which|what)\s+[\w.-]+(?=\s+(?:do|does|did|is|are|was|were|can|could|will|would|should|must|may|has|have)\b)",
+    re.IGNORECASE,
+)
+#: Word endings, "" first: the stems a word may be a form of ("dedicat" of "dedicates").
+_ENDINGS = ("", "e", "s", "es", "ed", "d", "ing", "er", "ers", "ion", "ions", "ation")
+_FILE_PATH = re.compile(r"(?<![\w/])/(?:[\w.+-]+/)*[\w.+-]*\w")
 # Verbs that name no particular action: "How do panels make electricity?" is answered by "Solar
 # panels convert sunlight into electricity", a particular one.
 _GENERIC_VERBS = frozenset(
@@ -251,6 +269,7 @@ def judge_evidence(
     _judge_subjects(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
     _judge_unsaid(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
     _judge_kind(evidence, judged, groups, [by_question[normalize(q)] for q in judged], titles)
+    _judge_together(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
     if off_topic:
         evidence.caps.append(
             (
@@ -436,6 +455,107 @@ def _judge_kind(
         (
             "low" if len(unmet) == len(judged) else "medium",
             f"no verified fact for {len(unmet)} question(s) {kind}: {first[:120]!r}",
+        )
+    )
+
+
+def _judge_together(
+    evidence: Evidence, judged: list[str], extracted: list[list[Fact]], titles: Mapping[int, str]
+) -> None:
+    """A question about a technical thing (a file's path, a package, a command: "Where is the backup
+    file of /etc/group kept?") none of whose facts says the thing together with what is asked of it
+    has been answered about something else: "/etc/passwd- Backup file for /etc/passwd." says
+    "backup file", of another file."""
+    apart = []
+    for question, facts in zip(judged, extracted, strict=True):
+        things = technical_subjects(question)
+        if not things:
+            continue
+        named = set(terms(" ".join(things)))
+        # What is asked of the thing: its other words, but those asking for a number ("How long") and
+        # the words of a hyphenated name ("base-files", no technical thing by its words).
+        number = number_words(question)
+        rest = _HYPHENATED.sub(" ", _PATH.sub(" ", question.replace(number, " ", 1) if number else question))
+        asked = [t for t in _asked_terms(rest) if t not in named and t not in _GENERIC_VERBS]
+        if asked and not any(
+            any(_names(thing, fact, titles) for thing in things)
+            and said_terms(asked, _said_terms([fact], titles))
+            for fact in facts
+        ):
+            apart.append((question, things))
+    if not apart:
+        return
+    evidence.gaps += [
+        f"{NOT_ESTABLISHED}{question}"[:500]
+        for question, _ in apart
+        if f"{NOT_ESTABLISHED}{question}"[:500] not in evidence.gaps
+    ]
+    first, things = apart[0]
+    evidence.caps.append(
+        (
+            "low" if len(apart) == len(judged) else "medium",
+            f"no verified fact for {len(apart)} question(s) says what it asks together with what it "
+            f"asks it of ({', '.join(things)}): {first[:120]!r}",
+        )
+    )
+
+
+def technical_subjects(question: str) -> list[str]:
+    """The technical things a question names, in order: file paths ("/etc/group"), identifiers with
+    a technical part, a digit, a dot or an underscore ("grsec-tpe", "fs_passno"; not "well-known")
+    and technical words ("securetty"), all in lower case (a capitalized name, "GPL-3", is the
+    subject and identifier rules' to judge)."""
+    things = [match.strip(".,;:?!") for match in _FILE_PATH.findall(question)]
+    # What is asked for is no subject: "uid" of "Which uid does base-passwd reserve for ...?".
+    rest = _ASKED_KIND.sub(" ", _FILE_PATH.sub(" ", question))
+    for word in _DOTTED_WORD.findall(rest):
+        parts = [part for part in re.split(r"[-.]", word) if part]
+        if not word[:1].islower() or max(len(part) for part in parts) < 3:  # "e.g"
+            continue
+        if len(parts) > 1 or "_" in word:
+            if re.search(r"[._\d]", word) or any(technical(part) for part in parts):
+                things.append(word)
+        elif technical(word) and not _compound(word) and not _inflected(word):
+            things.append(word)
+    return list(dict.fromkeys(things))
+
+
+def _inflected(word: str) -> bool:
+    """A form of an English word MiniLM's vocabulary holds in another form only: "dedicates"
+    ("dedicated"), "narrating" ("narrated"); not "securetty" nor "nofail"."""
+    english = english_words()
+    folded = word.casefold()
+    stems = {folded[: len(folded) - len(end)] for end in _ENDINGS if folded.endswith(end)}
+    return any(
+        f"{stem}{end}" in english
+        for stem in stems
+        if len(stem) >= 4
+        for end in _ENDINGS
+        if f"{stem}{end}" != folded
+    )
+
+
+def _names(thing: str, fact: Fact, titles: Mapping[int, str]) -> bool:
+    """Whether a fact names a technical thing: in its words (a file by its path, or by its name when
+    that is technical: "securetty"), or in its source's title ("man/fstab.5.txt" names fstab)."""
+    text = f"{fact.statement} {fact.quote}".casefold()
+    title = titles.get(fact.source_id, "").casefold()
+    thing = thing.casefold()
+    if thing.startswith("/"):
+        name = thing.rstrip("/").rsplit("/", 1)[-1]
+        return (
+            thing in text
+            or bool(name and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", title))
+            or (technical(name) and bool(re.search(rf"(?<![\w/-]){re.escape(name)}(?![\w-])", text)))
+        )
+    said = terms(f"{text} {title}")
+    return (
+        thing in text
+        or thing in title
+        or any(
+            same_term(term, other) or (len(term) >= 4 and term in other)
+            for term in terms(thing)
+            for other in said
         )
     )
 
