@@ -15,14 +15,20 @@ from __future__ import annotations
 
 import re
 
+from research_mcp.matching.terms import stem
+
 __all__ = [
+    "asks_for_count",
     "asks_for_date",
     "asks_for_expansion",
     "asks_for_manner",
     "asks_for_number",
     "asks_for_person",
+    "asks_for_place_or_option",
     "asks_for_reason",
+    "counts",
     "expands",
+    "names_place_or_option",
     "names_someone",
     "number_words",
     "qualifiers",
@@ -40,12 +46,36 @@ _QUANTITY = re.compile(
     r"|(?:what|which)\s+[\w-]+\s+(?:port|number|size|age)\b)",
     re.IGNORECASE,
 )
-_NUMBER = re.compile(
-    r"(?<![A-Za-z])\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
-    r"forty|fifty|sixty|hundred|thousand|million|billion|dozen|once|twice)\b",
+_NUMBER_WORDS = (
+    "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
+    "forty|fifty|sixty|hundred|thousand|million|billion|dozen|once|twice"
+)
+_NUMBER = re.compile(rf"(?<![A-Za-z])\d|\b(?:{_NUMBER_WORDS})\b", re.IGNORECASE)
+_DIGIT = re.compile(r"(?<![A-Za-z])\d")
+# "How many keys ...?": keys counted. Only at the start, where the form is plain.
+_COUNT = re.compile(r"^\s*how\s+many\s+(?P<things>[a-z]{3,})\b", re.IGNORECASE)
+# "In which directory ...?", "Which e2fsck option ...?", "What file ...?": one word may come before the kind.
+_PLACE_OR_OPTION = re.compile(
+    r"^\s*(?:(?:in|from|under|into|to)\s+)?(?:which|what)\s+(?:[\w-]+\s+)?"
+    r"(?P<kind>director(?:y|ies)|folders?|files?|paths?|options?|flags?|switch(?:es)?)\b",
     re.IGNORECASE,
 )
-_DIGIT = re.compile(r"(?<![A-Za-z])\d")
+_PLACE = re.compile(r"(?<![\w/])~?/[\w.+-]+|\b[\w+-]{2,}\.[a-z][a-z0-9]{1,4}\b", re.IGNORECASE)
+_OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
+_KIND_WORD = {
+    "directories": "directory",
+    "folders": "folder",
+    "files": "file",
+    "paths": "path",
+    "options": "option",
+    "flags": "flag",
+    "switches": "switch",
+}
+#: People are counted by a population too: "a population of 9,984".
+_PEOPLE = frozenset({"people", "persons", "inhabitants", "residents"})
+_COUNTED_WORD = re.compile(r"[\w,.-]*\w")
+# A word that is a number: "9", "3,677", "64", "seven"; "7-bit" too, which counts bits.
+_A_NUMBER = re.compile(rf"\d[\w,.-]*|{_NUMBER_WORDS}", re.IGNORECASE)
 # A man page's reference to another ("hostname(1)", "systemd-firstboot(1)") names a section, not a number.
 _MAN_REFERENCE = re.compile(r"[\w.:-]+\(\d[a-z]*\)")
 
@@ -113,6 +143,47 @@ def states_date(text: str) -> bool:
     """Whether a text states a date: a year, a month or a day ("Version 2.0, January 2004"); a version
     ("bc version 1.01") is a number but no date."""
     return bool(_DATE.search(text))
+
+
+def asks_for_count(question: str) -> str:
+    """What a "How many <things> ...?" question counts ("keys" of "How many keys does the keyring
+    contain?"), "" for any other question."""
+    match = _COUNT.match(question)
+    return match.group("things").casefold() if match else ""
+
+
+def counts(text: str, things: str) -> bool:
+    """Whether a text gives a count of `things`: a number at most four words before them ("seven
+    fields", "up to 64 7-bit ASCII lower-case characters", "9 fields") or just after ("fields: 9");
+    "versions 0.6 and later" counts no keys. People are counted by a population ("a population of
+    9,984")."""
+    words = _COUNTED_WORD.findall(_MAN_REFERENCE.sub(" ", text))
+    counted = {stem(things), *((stem("population"),) if things in _PEOPLE else ())}
+    for position, word in enumerate(words):
+        if stem(word.casefold()) not in counted:
+            continue
+        near = [*words[max(0, position - 4) : position], *words[position + 1 : position + 3]]
+        if any(_A_NUMBER.fullmatch(other) for other in near):
+            return True
+    return False
+
+
+def asks_for_place_or_option(question: str) -> str:
+    """The kind of place or option a question asks for ("directory" of "In which directory does
+    deluser put the backups?", "option" of "Which e2fsck option forces a check?"), else ""."""
+    match = _PLACE_OR_OPTION.match(question)
+    return _KIND_WORD.get(match.group("kind").casefold(), match.group("kind").casefold()) if match else ""
+
+
+def names_place_or_option(text: str, kind: str) -> bool:
+    """Whether a text names what `kind` asks for: a path or a file's name ("/var/backups",
+    "debian-archive-removed-keys.gpg") for a directory, file or path, a command-line option ("-n",
+    "--dry-run") for an option, flag or switch, or the word for the kind ("the current directory",
+    "default options: rw, suid, ..."). "all files are backed up before they are removed" names no
+    directory."""
+    named = _OPTION if kind in ("option", "flag", "switch") else _PLACE
+    words = {_KIND_WORD.get(word, word) for word in re.findall(r"[a-z]+", text.casefold())}
+    return bool(named.search(text)) or kind in words
 
 
 def asks_for_number(question: str) -> bool:

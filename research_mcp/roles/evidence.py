@@ -40,7 +40,10 @@ A synthesizer's confidence is capped by what its facts support; each rule that l
   or asking for a default or a recommendation whose facts never say one with two more of its words
   ("What is the default value of the password warning period?" answered by "An empty field and
   value 0 mean that there are no password warning period.") is a gap, and `low` when every
-  question judged is so, else `medium`;
+  question judged is so, else `medium`; so is a question asking how many of a thing whose facts
+  count no such thing ("versions 0.6 and later" for "How many keys does the keyring contain?"), or
+  asking which directory, file or option whose facts name none (no path, file name or option, nor
+  the word for one);
 - the technical thing a question asks about (a file's path, a package, a command: "Where is the
   backup file of /etc/group kept?") said by no fact together with a word of what it asks of it
   ("/etc/passwd- Backup file for /etc/passwd." says "backup file" of another file; "The file
@@ -64,13 +67,17 @@ from research_mcp.citations import normalize
 from research_mcp.contracts import Confidence, ConfidenceLevel, Fact
 from research_mcp.llm.embeddings import english_words
 from research_mcp.matching.answer_type import (
+    asks_for_count,
     asks_for_date,
     asks_for_expansion,
     asks_for_manner,
     asks_for_number,
     asks_for_person,
+    asks_for_place_or_option,
     asks_for_reason,
+    counts,
     expands,
+    names_place_or_option,
     names_someone,
     number_words,
     qualifiers,
@@ -421,6 +428,12 @@ def _judge_kind(
         said = [f"{f.statement} {f.quote}" for f in groups[position]]
         if asks_for_number(question) and not any(states_number(text) for text in said):
             unmet.append((question, "asking how many, how long, when or which version states a number"))
+        elif (things := asks_for_count(question)) and not any(counts(text, things) for text in said):
+            unmet.append((question, f"asking how many {things} counts them"))
+        elif (kind := asks_for_place_or_option(question)) and not any(
+            names_place_or_option(text, kind) for text in said
+        ):
+            unmet.append((question, f"asking which {kind} names one"))
         elif asks_for_date(question) and not any(states_date(text) for text in said):
             unmet.append((question, "asking when states a date"))
         elif (short := asks_for_expansion(question)) and not any(

@@ -218,3 +218,59 @@ def test_a_number_asked_for_by_a_named_kind_needs_a_number() -> None:
     port = "Which TCP port does fakeroot-tcp use for message passing?"
     passing = caps(port, "fakeroot can be built to either use SYSV IPC or TCP for message passing.")
     assert any(level == "low" and "states a number" in why for level, why in passing), passing
+
+
+def test_how_many_of_a_thing_is_answered_only_by_a_fact_counting_that_thing() -> None:
+    # debian-archive-keyring's README states a number ("versions 0.6 and later"), never how many keys.
+    keys = "How many keys does debian-archive-keyring.gpg contain?"
+    uncounted = caps(
+        keys,
+        'Each actively used key is placed in /etc/apt/trusted.gpg.d/ to be used by "apt" and its '
+        "apt-key command in versions 0.6 and later.",
+    )
+    assert any(level == "low" and "how many keys counts them" in why for level, why in uncounted), uncounted
+
+    for question, quote in [
+        (
+            "How many characters may the hostname in /etc/hostname have?",
+            "The hostname may be a free-form string up to 64 7-bit ASCII lower-case characters in length.",
+        ),
+        (
+            "How many fields does each line of /etc/passwd have?",
+            "/etc/passwd contains one line for each user account, with seven fields delimited by colons",
+        ),
+        (
+            "How many fields does each line of /etc/shadow contain?",
+            "Each line of this file contains 9 fields",
+        ),
+    ]:
+        assert not any("counts them" in why for _, why in caps(question, quote)), question
+
+
+def test_which_directory_or_option_is_answered_only_by_a_fact_naming_one() -> None:
+    # deluser.conf(5): the BACKUP entry's first sentence names no directory; BACKUP_TO's does.
+    where = "In which directory does deluser put the backups of a removed user's files?"
+    backed_up = caps(
+        where,
+        "BACKUP If REMOVE_HOME or REMOVE_ALL_FILES is activated, all files are backed up before they are removed.",
+    )
+    assert any(level == "low" and "which directory names one" in why for level, why in backed_up), backed_up
+    assert not any(
+        "names one" in why
+        for _, why in caps(
+            where, "If BACKUP is activated, BACKUP_TO specifies the directory the backup is written to."
+        )
+    )
+
+    option = "Which option of update-passwd only reports the changes it would make without applying them?"
+    unnamed = caps(
+        option,
+        "To ensure your system is correct you can use the update-passwd utility to check it and optionally "
+        "make the necessary changes.",
+    )
+    assert any(level == "low" and "which option names one" in why for level, why in unnamed), unnamed
+    for quote in [
+        "-n, --dry-run  Don't do anything but report what would be done.",
+        "defaults use default options",
+    ]:
+        assert not any("names one" in why for _, why in caps(option, quote)), quote
