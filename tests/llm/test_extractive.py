@@ -576,6 +576,25 @@ def test_what_is_asked_of_each_is_borrowed_only_by_parts_asking_alike() -> None:
     ]
 
 
+def test_a_list_of_three_questions_is_three_parts() -> None:
+    # Found as a user: the first two were asked as one ("What does GPL stand for, who maintains ...?").
+    assert question_parts(
+        "What does GPL stand for, who maintains the procps Debian package, and when was man-db 2.0 released?"
+    ) == [
+        "What does GPL stand for?",
+        "Who maintains the procps Debian package?",
+        "When was man-db 2.0 released?",
+    ]
+    # A relative clause is no question of its own, nor a condition before the question.
+    assert question_parts("What did the author, who wrote zlib, say?") == [
+        "What did the author, who wrote zlib, say?"
+    ]
+    assert question_parts("When the disk is full, what does dpkg do, and how can it be avoided?") == [
+        "When the disk is full, what does dpkg do?",
+        "How can it be avoided?",
+    ]
+
+
 @pytest.mark.parametrize(
     ("query", "questions"),
     [

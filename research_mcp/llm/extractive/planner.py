@@ -95,6 +95,10 @@ _AND_QUESTION = re.compile(
 _COMMA_QUESTION = re.compile(
     rf",\s+(?=(?:what|which|who|how|why|when|where)\s+(?:[\w'’-]+\s+)?{_AUXILIARY}\b)", re.I
 )
+# A list of questions ends ", and <question word>"; before it, a comma and a question word start
+# the next ("who maintains procps" has no auxiliary, which _COMMA_QUESTION needs elsewhere).
+_LISTED_AND = re.compile(r",\s+and\s+(?:what|which|who|how|why|when|where|whether)\b", re.IGNORECASE)
+_LISTED_QUESTION = re.compile(r",\s+(?=(?:what|which|who|how|why|when|where)\s)", re.IGNORECASE)
 _QUESTION_FORM = re.compile(
     rf"^(?:(?:who|what|which)\s+[\w'’-]+|(?:how|why|when|where|whether)\s+(?:[\w'’-]+\s+)?"
     rf"(?:{_AUXILIARY}|many|much|long|often|far|old)\b|{_AUXILIARY}\b)",
@@ -204,11 +208,17 @@ def _shared_tail(parts: list[str]) -> list[str]:
 
 def _split_questions(piece: str) -> list[str]:
     """One sentence's questions: split at ", and what …" always, at ", what does …" when every piece
-    has a question's form."""
-    split = [part for each in _AND_QUESTION.split(piece) for part in _COMMA_QUESTION.split(each)]
+    has a question's form, and in a list of questions ("A, B, and C") at each comma before a question
+    word: "What does GPL stand for, who maintains procps, and when was man-db 2.0 released?"."""
+    anded = _AND_QUESTION.split(piece)
+    if len(anded) > 1 and _LISTED_AND.search(piece):
+        listed = [part for each in anded[:-1] for part in _LISTED_QUESTION.split(each)] + anded[-1:]
+        if all(_QUESTION_FORM.match(part.strip()) for part in listed):
+            return listed
+    split = [part for each in anded for part in _COMMA_QUESTION.split(each)]
     if all(_QUESTION_FORM.match(part.strip()) for part in split):
         return split
-    return _AND_QUESTION.split(piece)
+    return anded
 
 
 _BE = r"(?:is|are|was|were)"
