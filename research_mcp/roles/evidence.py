@@ -119,6 +119,8 @@ COVERED_EVIDENCE = 0.4
 
 _IDENTIFIER = re.compile(r"(?<![\w-])([A-Za-z]{2,})[-\u2010\u2011]?(\d+(?:\.\d+)*)(?![\w.-]*\d)")
 _WORD = re.compile(r"[\w'’-]+")
+# A version a question names ("man-db 2.0", "bc version 1.07"): a date answers when it was only beside it.
+_VERSION = re.compile(r"(?<![\w.])\d+(?:\.\d+)+(?![\w.]*\d)")
 _VERSIONED = re.compile(r"\d+([a-z]{2,})")
 _QUOTED = re.compile(r"[\"“‘]([^\"”’]{2,80})[\"”’]")
 _LEVELS: dict[ConfidenceLevel, int] = {"low": 0, "medium": 1, "high": 2}
@@ -434,7 +436,10 @@ def _judge_kind(
             names_place_or_option(text, kind) for text in said
         ):
             unmet.append((question, f"asking which {kind} names one"))
-        elif asks_for_date(question) and not any(states_date(text) for text in said):
+        elif asks_for_date(question) and not any(
+            states_date(text) and all(version in text for version in _VERSION.findall(question))
+            for text in said
+        ):
             unmet.append((question, "asking when states a date"))
         elif (short := asks_for_expansion(question)) and not any(
             expands(f.quote, short) for f in extracted[position]

@@ -274,3 +274,14 @@ def test_which_directory_or_option_is_answered_only_by_a_fact_naming_one() -> No
         "defaults use default options",
     ]:
         assert not any("names one" in why for _, why in caps(option, quote)), quote
+
+
+def test_when_a_named_version_was_released_is_answered_only_by_a_date_beside_that_version() -> None:
+    # man-db's FAQ dates its own writing, not the 2.0 release (found as a user); a NEWS line dating
+    # the version answers.
+    released = "When was man-db 2.0 released?"
+    undated = caps(
+        released, "At the time of writing (February 2012), there have been ten full releases of man-db."
+    )
+    assert any(level == "low" and "asking when states a date" in why for level, why in undated), undated
+    assert not any("date" in why for _, why in caps(released, "man-db 2.0 (4 March 1994): first release."))
