@@ -85,7 +85,7 @@ from research_mcp.matching.answer_type import (
     states_number,
     states_reason,
 )
-from research_mcp.matching.terms import bears_on, said_terms, same_term, terms
+from research_mcp.matching.terms import STOPWORDS, bears_on, said_terms, same_term, terms
 from research_mcp.storage.outputs import AcceptanceCheck
 
 __all__ = [
@@ -126,16 +126,20 @@ _QUOTED = re.compile(r"[\"“‘]([^\"”’]{2,80})[\"”’]")
 _LEVELS: dict[ConfidenceLevel, int] = {"low": 0, "medium": 1, "high": 2}
 # A file's path ("/etc/hosts") names what a question is about, which the subject rules judge.
 _PATH = re.compile(r"\S*/\S+")
-#: An absolute file path: "/etc/group", "/usr/share/base-passwd".
-_HYPHENATED = re.compile(r"[\w'’.]+(?:-[\w'’.]+)+")
+# The technical things a question names (technical_subjects): an absolute file path ("/etc/group",
+# "/usr/share/base-passwd"), a word or a dotted or hyphenated name ("debian-archive-keyring.gpg"),
+# an identifier of a kind ("boot ID"); a hyphenated name's words are no part of what is asked of it.
+_FILE_PATH = re.compile(r"(?<![\w/])/(?:[\w.+-]+/)*[\w.+-]*\w")
 _DOTTED_WORD = re.compile(r"[\w'’]+(?:[.-][\w'’]+)*")
+_KIND_OF_ABBREVIATION = re.compile(r"(?<![\w-])([a-z]{3,})\s+(IDs?|UUIDs?|UIDs?|GIDs?|PIDs?)\b")
+_HYPHENATED = re.compile(r"[\w'’.]+(?:-[\w'’.]+)+")
+# What a question asks for, no subject of it: "uid" of "Which uid does base-passwd reserve ...?".
 _ASKED_KIND = re.compile(
     r"^\s*(?:which|what)\s+[\w.-]+(?=\s+(?:do|does|did|is|are|was|were|can|could|will|would|should|must|may|has|have)\b)",
     re.IGNORECASE,
 )
 #: Word endings, "" first: the stems a word may be a form of ("dedicat" of "dedicates").
 _ENDINGS = ("", "e", "s", "es", "ed", "d", "ing", "er", "ers", "ion", "ions", "ation")
-_FILE_PATH = re.compile(r"(?<![\w/])/(?:[\w.+-]+/)*[\w.+-]*\w")
 # Verbs that name no particular action: "How do panels make electricity?" is answered by "Solar
 # panels convert sunlight into electricity", a particular one.
 _GENERIC_VERBS = frozenset(
@@ -524,6 +528,10 @@ def technical_subjects(question: str) -> list[str]:
     and technical words ("securetty"), all in lower case (a capitalized name, "GPL-3", is the
     subject and identifier rules' to judge)."""
     things = [match.strip(".,;:?!") for match in _FILE_PATH.findall(question)]
+    # An identifier a word in lower case says which of its kind: "boot ID", not "machine ID".
+    things += [
+        f"{word} {short}" for word, short in _KIND_OF_ABBREVIATION.findall(question) if word not in STOPWORDS
+    ]
     # What is asked for is no subject: "uid" of "Which uid does base-passwd reserve for ...?".
     rest = _ASKED_KIND.sub(" ", _FILE_PATH.sub(" ", question))
     for word in _DOTTED_WORD.findall(rest):
@@ -555,7 +563,8 @@ def _inflected(word: str) -> bool:
 
 def _names(thing: str, fact: Fact, titles: Mapping[int, str]) -> bool:
     """Whether a fact names a technical thing: in its words (a file by its path, or by its name when
-    that is technical: "securetty"), or in its source's title ("man/fstab.5.txt" names fstab)."""
+    that is technical: "securetty"; "boot ID" by those words together), or in its source's title
+    ("man/fstab.5.txt" names fstab)."""
     text = f"{fact.statement} {fact.quote}".casefold()
     title = titles.get(fact.source_id, "").casefold()
     thing = thing.casefold()
@@ -566,6 +575,8 @@ def _names(thing: str, fact: Fact, titles: Mapping[int, str]) -> bool:
             or bool(name and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", title))
             or (technical(name) and bool(re.search(rf"(?<![\w/-]){re.escape(name)}(?![\w-])", text)))
         )
+    if " " in thing:  # "boot ID": the words together; "machine ID" and "boot" apart are not it
+        return bool(re.search(r"\b" + r"[\s-]+".join(map(re.escape, thing.split())) + r"\b", text))
     said = terms(f"{text} {title}")
     return (
         thing in text

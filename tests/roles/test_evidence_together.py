@@ -96,3 +96,25 @@ def test_the_things_a_question_names_are_paths_packages_and_technical_words_in_l
     # English compounds and capitalized names are not: the subject and identifier rules judge those.
     assert technical_subjects("Which British first-generation jet-powered medium bomber was used?") == []
     assert technical_subjects("Which version of the GPL-3 does the FSF publish?") == []
+
+
+def test_an_identifier_of_one_kind_is_not_answered_by_lines_on_another() -> None:
+    # machine-id(5) gives the machine ID's length and speaks of boots, never of a "boot ID".
+    question = "Is the boot ID longer or shorter than the 32-character machine ID?"
+    lines = [
+        fact(
+            1,
+            "The machine ID is a single newline-terminated, hexadecimal, 32-character, lowercase ID.",
+            question,
+            4,
+        ),
+        fact(2, "/etc/machine-id is used to decide whether a boot is the first one.", question, 4),
+    ]
+    evidence = judge_evidence([question], lines, in_scope=2, read=2, titles={4: "man/machine-id.5.txt"})
+
+    assert any(level == "low" and "boot ID" in why for level, why in evidence.caps), evidence.caps
+    assert technical_subjects("Which user ID and which group ID does base-passwd give?") == [
+        "user ID",
+        "group ID",
+        "base-passwd",
+    ]
