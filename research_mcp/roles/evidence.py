@@ -373,17 +373,12 @@ def _judge_subjects(
             if len(missing) * 2 > len(named):  # most of what it names: "README" may go unsaid, "LibYAML" not
                 elsewhere.append((question, missing))
                 break
-    if not elsewhere:
-        return
-    evidence.gaps += [f"{NOT_ESTABLISHED}{question}"[:500] for question, _ in elsewhere]
-    first, missing = elsewhere[0]
-    evidence.caps.append(
-        (
-            "low" if len(elsewhere) == len(judged) else "medium",
-            f"no verified fact for {len(elsewhere)} question(s) mentions what it names "
-            f"({', '.join(missing)}): {first[:120]!r}",
+    if elsewhere:
+        first, missing = elsewhere[0]
+        why = (
+            f"no verified fact for {len(elsewhere)} question(s) mentions what it names ({', '.join(missing)})"
         )
-    )
+        _not_established(evidence, judged, [question for question, _ in elsewhere], f"{why}: {first[:120]!r}")
 
 
 def _judge_unsaid(
@@ -398,21 +393,12 @@ def _judge_unsaid(
         missing = _unsaid_terms(question, facts, titles)
         if len(missing) * 2 > len(_asked_terms(question)):
             unsaid.append((question, missing))
-    if not unsaid:
-        return
-    evidence.gaps += [
-        f"{NOT_ESTABLISHED}{question}"[:500]
-        for question, _ in unsaid
-        if f"{NOT_ESTABLISHED}{question}"[:500] not in evidence.gaps
-    ]
-    first, missing = unsaid[0]
-    evidence.caps.append(
-        (
-            "low" if len(unsaid) == len(judged) else "medium",
-            f"most terms of {len(unsaid)} question(s) said by no fact extracted for it "
-            f"({', '.join(missing)}): {first[:120]!r}",
+    if unsaid:
+        first, missing = unsaid[0]
+        why = (
+            f"most terms of {len(unsaid)} question(s) said by no fact extracted for it ({', '.join(missing)})"
         )
-    )
+        _not_established(evidence, judged, [question for question, _ in unsaid], f"{why}: {first[:120]!r}")
 
 
 def _judge_kind(
@@ -465,20 +451,10 @@ def _judge_kind(
             unmet.append((question, f"asking how says what it asks about ({', '.join(unsaid)})"))
         elif missing := _unqualified(question, extracted[position], titles):
             unmet.append((question, f"asking for {_ASKED_FOR[missing[0]]} says what it is"))
-    if not unmet:
-        return
-    evidence.gaps += [
-        f"{NOT_ESTABLISHED}{question}"[:500]
-        for question, _ in unmet
-        if f"{NOT_ESTABLISHED}{question}"[:500] not in evidence.gaps
-    ]
-    first, kind = unmet[0]
-    evidence.caps.append(
-        (
-            "low" if len(unmet) == len(judged) else "medium",
-            f"no verified fact for {len(unmet)} question(s) {kind}: {first[:120]!r}",
-        )
-    )
+    if unmet:
+        first, kind = unmet[0]
+        why = f"no verified fact for {len(unmet)} question(s) {kind}: {first[:120]!r}"
+        _not_established(evidence, judged, [question for question, _ in unmet], why)
 
 
 def _judge_together(
@@ -505,21 +481,21 @@ def _judge_together(
             for fact in facts
         ):
             apart.append((question, things))
-    if not apart:
-        return
-    evidence.gaps += [
-        f"{NOT_ESTABLISHED}{question}"[:500]
-        for question, _ in apart
-        if f"{NOT_ESTABLISHED}{question}"[:500] not in evidence.gaps
-    ]
-    first, things = apart[0]
-    evidence.caps.append(
-        (
-            "low" if len(apart) == len(judged) else "medium",
+    if apart:
+        first, things = apart[0]
+        why = (
             f"no verified fact for {len(apart)} question(s) says what it asks together with what it "
-            f"asks it of ({', '.join(things)}): {first[:120]!r}",
+            f"asks it of ({', '.join(things)}): {first[:120]!r}"
         )
-    )
+        _not_established(evidence, judged, [question for question, _ in apart], why)
+
+
+def _not_established(evidence: Evidence, judged: list[str], questions: list[str], why: str) -> None:
+    """`questions` (of those `judged`) are gaps, not established by their facts for the reason `why`:
+    confidence `low` when every question judged is so, else `medium`."""
+    gaps = [f"{NOT_ESTABLISHED}{question}"[:500] for question in questions]
+    evidence.gaps += [gap for gap in dict.fromkeys(gaps) if gap not in evidence.gaps]
+    evidence.caps.append(("low" if len(questions) == len(judged) else "medium", why))
 
 
 def technical_subjects(question: str) -> list[str]:

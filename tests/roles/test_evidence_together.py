@@ -6,22 +6,9 @@ from __future__ import annotations
 
 from research_mcp.contracts import Fact
 from research_mcp.roles.evidence import NOT_ESTABLISHED, judge_evidence, technical_subjects
+from tests.roles.test_evidence_answer_type import fact
 
 TITLES = {1: "man/passwd.5.txt (passwd)", 2: "man/securetty.5.txt (securetty)", 3: "man/fstab.5.txt (fstab)"}
-
-
-def fact(ident: int, quote: str, question: str, source: int) -> Fact:
-    return Fact(
-        id=ident,
-        statement=quote,
-        quote=quote,
-        source_id=source,
-        location=(0, len(quote)),
-        confidence=0.9,
-        verified=True,
-        question=question,
-        corroborations=2,
-    )
 
 
 def together(question: str, *facts: Fact) -> list[tuple[str, str]]:
