@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    .venv/bin/python -m bench.answers [--hotpot PATH] [--sets hotpot,dev,heldout,dev2,dev3,dev4,dev5] [--explain] [--dump F]
+    .venv/bin/python -m bench.answers [--hotpot PATH] [--sets hotpot,dev,heldout,dev2,dev3,dev4,dev5] [--apart] [--explain] [--dump F]
 
 Sets (one column each):
 - HotpotQA part A (``../shared/eval/hotpotqa_dev_distractor_part_a.json``), also as its first and
@@ -28,6 +28,10 @@ Sets (one column each):
   for something else; where a file is kept; when; what an acronym stands for; yes/no questions a
   page never addresses; a comparison with one side absent; a count never given) and 10 answerable
   ones asked the same ways, two comparisons and two two-part questions among them.
+
+The sets share one home, as a user's questions would, so a set's runs find the facts earlier
+sets' runs stored. ``--apart`` runs each real-document set in a fresh home of its own instead (its
+columns are named "... apart"): what a new user asking only those questions meets.
 
 Each question is researched through the MCP tools as a host would (plan_research, execute_plan
 until finished, report_results), by the extractive backend over the set's corpus; the run's
@@ -334,6 +338,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=0, help="only the first N questions of each set")
     parser.add_argument("--explain", action="store_true", help="each question's verified facts (stderr)")
     parser.add_argument("--dump", type=Path, help="append each question's run as a JSON line to this file")
+    parser.add_argument(
+        "--apart",
+        action="store_true",
+        help="each real-document set in a fresh home of its own, as a new user meets it (no earlier "
+        "set's facts in the knowledge base)",
+    )
     args = parser.parse_args(argv)
     wanted = args.sets.split(",")
     tallies: dict[str, Tally] = {}
@@ -368,9 +378,11 @@ def main(argv: list[str] | None = None) -> int:
     if real:
         if args.limit:
             real = {name: qs[: args.limit] for name, qs in real.items()}
-        with realdocs_corpus() as root:
-            tallies.update(anyio.run(partial(evaluate, real, root, explain=args.explain, dump=args.dump)))
-    print(f"answers, extractive backend — {COMMAND}")
+        for group in [{name: qs} for name, qs in real.items()] if args.apart else [real]:
+            with realdocs_corpus() as root:
+                got = anyio.run(partial(evaluate, group, root, explain=args.explain, dump=args.dump))
+            tallies.update({f"{name} apart": tally for name, tally in got.items()} if args.apart else got)
+    print(f"answers, extractive backend — {COMMAND}{' --apart' if args.apart else ''}")
     print_table(tallies)
     print(json.dumps({name: tally.row() for name, tally in tallies.items()}))
     return 0
