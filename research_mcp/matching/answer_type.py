@@ -60,6 +60,7 @@ _PLACE_OR_OPTION = re.compile(
     r"(?P<kind>director(?:y|ies)|folders?|files?|paths?|options?|flags?|switch(?:es)?)\b",
     re.IGNORECASE,
 )
+_A_PATH = re.compile(r"(?<![\w/])~?/[\w.+/-]+")
 _PLACE = re.compile(r"(?<![\w/])~?/[\w.+-]+|\b[\w+-]{2,}\.[a-z][a-z0-9]{1,4}\b", re.IGNORECASE)
 _OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
 _KIND_WORD = {
@@ -179,11 +180,20 @@ def names_place_or_option(text: str, kind: str) -> bool:
     """Whether a text names what `kind` asks for: a path or a file's name ("/var/backups",
     "debian-archive-removed-keys.gpg") for a directory, file or path, a command-line option ("-n",
     "--dry-run") for an option, flag or switch, or the word for the kind ("the current directory",
-    "default options: rw, suid, ..."). "all files are backed up before they are removed" names no
-    directory."""
-    named = _OPTION if kind in ("option", "flag", "switch") else _PLACE
+    "default options: rw, suid, ..."). A directory is a path to no file with an extension
+    ("/etc/deluser.conf" is the page's own file): "all files are backed up before they are removed"
+    names no directory."""
     words = {_KIND_WORD.get(word, word) for word in re.findall(r"[a-z]+", text.casefold())}
-    return bool(named.search(text)) or kind in words
+    if kind in ("option", "flag", "switch"):
+        return bool(_OPTION.search(text)) or kind in words
+    if kind in ("directory", "folder"):
+        return any(_directory(path.rstrip(".,;:")) for path in _A_PATH.findall(text)) or kind in words
+    return bool(_PLACE.search(text)) or kind in words
+
+
+def _directory(path: str) -> bool:
+    """Whether a path may be a directory's: it ends in "/" or ".d", or its last name has no extension."""
+    return path.endswith(("/", ".d")) or "." not in path.rsplit("/", 1)[-1].lstrip(".")
 
 
 def asks_for_number(question: str) -> bool:
