@@ -48,8 +48,9 @@ A synthesizer's confidence is capped by what its facts support; each rule that l
   backup file of /etc/group kept?") said by no fact together with a word of what it asks of it
   ("/etc/passwd- Backup file for /etc/passwd." says "backup file" of another file; "The file
   /etc/securetty contains the names of terminals" says nothing of "What happens when /etc/securetty
-  does not exist?"): a gap, `low` when every question judged is so, else `medium`. A source's path
-  names its thing ("man/fstab.5.txt"); capitalized names are the subject rule's;
+  does not exist?"), or an identifier of a kind ("boot ID") said by no fact in those words: a gap,
+  `low` when every question judged is so, else `medium`. A source's path names its thing
+  ("man/fstab.5.txt"); capitalized names are the subject rule's;
 - corroboration: `high` needs at least half the answered questions backed by two sources (a fact
   the knowledge base found in another source, or verified facts from two sources);
 - acceptance criteria of the leaf's task specs: some unmet, `medium`; all unmet, `low`.
@@ -131,7 +132,7 @@ _PATH = re.compile(r"\S*/\S+")
 # an identifier of a kind ("boot ID"); a hyphenated name's words are no part of what is asked of it.
 _FILE_PATH = re.compile(r"(?<![\w/])/(?:[\w.+-]+/)*[\w.+-]*\w")
 _DOTTED_WORD = re.compile(r"[\w'’]+(?:[.-][\w'’]+)*")
-_KIND_OF_ABBREVIATION = re.compile(r"(?<![\w-])([a-z]{3,})\s+(IDs?|UUIDs?|UIDs?|GIDs?|PIDs?)\b")
+_IDENTIFIER_OF_A_KIND = re.compile(r"(?<![\w-])([a-z]{3,})\s+(IDs?|UUIDs?|UIDs?|GIDs?|PIDs?)\b")
 _HYPHENATED = re.compile(r"[\w'’.]+(?:-[\w'’.]+)+")
 # What a question asks for, no subject of it: "uid" of "Which uid does base-passwd reserve ...?".
 _ASKED_KIND = re.compile(
@@ -427,7 +428,7 @@ def _judge_kind(
         ):
             unmet.append((question, f"asking which {kind} names one"))
         elif asks_for_date(question) and not any(
-            states_date(text) and all(version in text for version in _VERSION.findall(question))
+            states_date(text) and all(_says_version(text, version) for version in _VERSION.findall(question))
             for text in said
         ):
             unmet.append((question, "asking when states a date"))
@@ -455,6 +456,11 @@ def _judge_kind(
         first, kind = unmet[0]
         why = f"no verified fact for {len(unmet)} question(s) {kind}: {first[:120]!r}"
         _not_established(evidence, judged, [question for question, _ in unmet], why)
+
+
+def _says_version(text: str, version: str) -> bool:
+    """Whether a text says this version number: "2.0" in "man-db 2.0 (4 March 1994)", not in "12.0"."""
+    return bool(re.search(rf"(?<![\d.]){re.escape(version)}(?![\d]|\.\d)", text))
 
 
 def _judge_together(
@@ -499,14 +505,15 @@ def _not_established(evidence: Evidence, judged: list[str], questions: list[str]
 
 
 def technical_subjects(question: str) -> list[str]:
-    """The technical things a question names, in order: file paths ("/etc/group"), identifiers with
-    a technical part, a digit, a dot or an underscore ("grsec-tpe", "fs_passno"; not "well-known")
-    and technical words ("securetty"), all in lower case (a capitalized name, "GPL-3", is the
-    subject and identifier rules' to judge)."""
+    """The technical things a question names, in order: file paths ("/etc/group"), an identifier of
+    a kind ("boot ID", "user ID": which one, among those documents list side by side), names with a
+    technical part, a digit, a dot or an underscore ("grsec-tpe", "fs_passno"; not "well-known") and
+    technical words ("securetty"), these in lower case (a capitalized name, "GPL-3", is the subject
+    and identifier rules' to judge)."""
     things = [match.strip(".,;:?!") for match in _FILE_PATH.findall(question)]
     # An identifier a word in lower case says which of its kind: "boot ID", not "machine ID".
     things += [
-        f"{word} {short}" for word, short in _KIND_OF_ABBREVIATION.findall(question) if word not in STOPWORDS
+        f"{word} {short}" for word, short in _IDENTIFIER_OF_A_KIND.findall(question) if word not in STOPWORDS
     ]
     # What is asked for is no subject: "uid" of "Which uid does base-passwd reserve for ...?".
     rest = _ASKED_KIND.sub(" ", _FILE_PATH.sub(" ", question))
