@@ -105,3 +105,17 @@ def test_an_identifier_of_one_kind_is_not_answered_by_lines_on_another() -> None
         "group ID",
         "base-passwd",
     ]
+
+
+def test_a_dotted_or_hyphenated_name_is_named_whole() -> None:
+    # Found as a user: access.conf(5)'s "login access control table" says "login", not login.defs.
+    question = "How many fields does each line of login.defs have?"
+    other = fact(
+        1,
+        'Each line of the login access control table has three fields separated by a ":" character (colon)',
+        question,
+        5,
+    )
+    evidence = judge_evidence([question], [other], in_scope=1, read=1, titles={5: "access.conf.5.txt"})
+
+    assert any(level == "low" and "login.defs" in why for level, why in evidence.caps), evidence.caps
