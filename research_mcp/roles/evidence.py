@@ -560,7 +560,7 @@ def _names(thing: str, fact: Fact, titles: Mapping[int, str]) -> bool:
         )
     if " " in thing:  # "boot ID": the words together; "machine ID" and "boot" apart are not it
         return bool(re.search(r"\b" + r"[\s-]+".join(map(re.escape, thing.split())) + r"\b", text))
-    if re.search(r"[-._]", thing):  # "login.defs", "base-passwd": whole; "login" alone is another thing
+    if "." in thing:  # a file's name, "login.defs": whole; "login" alone is another thing
         return thing in text or thing in title
     said = terms(f"{text} {title}")
     return (

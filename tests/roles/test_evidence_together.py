@@ -107,7 +107,7 @@ def test_an_identifier_of_one_kind_is_not_answered_by_lines_on_another() -> None
     ]
 
 
-def test_a_dotted_or_hyphenated_name_is_named_whole() -> None:
+def test_a_files_name_is_named_whole() -> None:
     # Found as a user: access.conf(5)'s "login access control table" says "login", not login.defs.
     question = "How many fields does each line of login.defs have?"
     other = fact(
