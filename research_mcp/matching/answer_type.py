@@ -61,7 +61,7 @@ _PLACE_OR_OPTION = re.compile(
     re.IGNORECASE,
 )
 _A_PATH = re.compile(r"(?<![\w/])~?/[\w.+/-]+")
-_PLACE = re.compile(r"(?<![\w/])~?/[\w.+-]+|\b[\w+-]{2,}\.[a-z][a-z0-9]{1,4}\b", re.IGNORECASE)
+_PLACE = re.compile(rf"{_A_PATH.pattern}|\b[\w+-]{{2,}}\.[a-z][a-z0-9]{{1,4}}\b", re.IGNORECASE)
 _OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
 _KIND_WORD = {
     "directories": "directory",

@@ -61,7 +61,7 @@ Every list cut short (facts beyond what a synthesis reads) is a gap too.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from research_mcp.citations import normalize
@@ -366,7 +366,7 @@ def _judge_subjects(
         said = _said_terms(facts, titles)
         technical_words = technical_terms(question)
         # A technical term said within a longer name counts: "zstd" by "doc/libzstd1/copyright".
-        within = [t for t in technical_words if len(t) >= 4 and any(t in term for term in said)]
+        within = [t for t in technical_words if _within(t, said)]
         # Each kind judged apart: "dpkg" said does not make up for "Protected" unsaid.
         for named in (named_terms(question), technical_words):
             mentioned = [*said_terms(named, said), *within]
@@ -566,12 +566,13 @@ def _names(thing: str, fact: Fact, titles: Mapping[int, str]) -> bool:
     return (
         thing in text
         or thing in title
-        or any(
-            same_term(term, other) or (len(term) >= 4 and term in other)
-            for term in terms(thing)
-            for other in said
-        )
+        or any(_within(term, said) or any(same_term(term, other) for other in said) for term in terms(thing))
     )
+
+
+def _within(term: str, said: Collection[str]) -> bool:
+    """A technical term said within a longer one, four letters or more: "zstd" by "libzstd1"."""
+    return len(term) >= 4 and any(term in other for other in said)
 
 
 def _unsaid_terms(question: str, facts: list[Fact], titles: Mapping[int, str]) -> list[str]:
