@@ -19,6 +19,7 @@ from research_mcp.matching.terms import stem
 
 __all__ = [
     "asks_for_count",
+    "asks_for_credit",
     "asks_for_date",
     "asks_for_expansion",
     "asks_for_manner",
@@ -27,6 +28,7 @@ __all__ = [
     "asks_for_place_or_option",
     "asks_for_reason",
     "counts",
+    "credited_roles",
     "expands",
     "names_place_or_option",
     "names_someone",
@@ -262,8 +264,33 @@ def qualifiers(question_terms: list[str]) -> list[str]:
 
 
 _WHO = re.compile(r"^\s*(?:who|whom|whose)\b", re.IGNORECASE)
+_CONTACT = re.compile(r"\b(?:e-?mail|contact|maintainers?|maintains?|maintained)\b", re.IGNORECASE)
+# The parts a credit line gives someone, by the words that say them.
+_ROLES = {
+    "author": re.compile(r"\b(?:authors?|authored|wr(?:ote|itten|ites?|iters?)|creat(?:ed|or|ors))\b", re.I),
+    "packager": re.compile(r"\b(?:packag(?:ed|er|ers|ing)|put together|debiani[sz]ed)\b", re.I),
+    "maintainer": re.compile(r"\bmaintain(?:s|ed|er|ers|ing)?\b", re.I),
+    "contact": re.compile(r"\b(?:contact(?:ed|ing)?|bugs?|report(?:s|ed|ing)?|e-?mail)\b", re.I),
+}
+_EMAIL = re.compile(r"<?[\w.+-]+@[\w-]+(?:\.[\w-]+)+>?")
 _CAPITALISED = re.compile(r"[A-Z][\w'’-]*[^\W\d_]")
 _QUESTION_WORD = re.compile(r"[\w'’-]+")
+
+
+def asks_for_credit(question: str) -> bool:
+    """Whether the question asks who wrote, packaged, holds or answers for a thing, or how to reach
+    them ("Who put together Debian's bash package?", "What is the e-mail address of the maintainer
+    of debian-archive-keyring?"): a credit or contact line may answer it."""
+    return asks_for_person(question) or bool(_CONTACT.search(question))
+
+
+def credited_roles(text: str) -> set[str]:
+    """The parts a text says someone has in a thing, its e-mail addresses aside: "packager" of "This
+    package was put together by Matthias Klose <doko@debian.org>." and of "Who put together Debian's
+    bash package?", "contact" of "please contact Ted Ts'o" and of "Whom should bugs be reported to?",
+    "author" of "Who wrote the zlib library?" (which a packager's line does not answer)."""
+    text = _EMAIL.sub(" ", text)
+    return {role for role, words in _ROLES.items() if words.search(text)}
 
 
 def asks_for_person(question: str) -> bool:

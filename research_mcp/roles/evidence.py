@@ -77,6 +77,7 @@ from research_mcp.matching.answer_type import (
     asks_for_place_or_option,
     asks_for_reason,
     counts,
+    credited_roles,
     expands,
     names_place_or_option,
     names_someone,
@@ -103,6 +104,7 @@ __all__ = [
     "named_terms",
     "never_mentioned",
     "never_mentioned_cap",
+    "one_of_a_kind",
     "same_term",
     "technical",
     "technical_subjects",
@@ -134,6 +136,44 @@ _FILE_PATH = re.compile(r"(?<![\w/])/(?:[\w.+-]+/)*[\w.+-]*\w")
 _DOTTED_WORD = re.compile(r"[\w'’]+(?:[.-][\w'’]+)*")
 _IDENTIFIER_OF_A_KIND = re.compile(r"(?<![\w-])([a-z]{3,})\s+(IDs?|UUIDs?|UIDs?|GIDs?|PIDs?)\b")
 _HYPHENATED = re.compile(r"[\w'’.]+(?:-[\w'’.]+)+")
+# The one of a kind a question names: "www-data" of "the www-data user", "adduser" of "Who maintains
+# the adduser package?". Kinds whose members are named, not described (a field or an option is
+# often described: "the sixth field").
+_ONE_OF_A_KIND = re.compile(
+    r"\bthe\s+([a-z][\w.+-]*[\w+])\s+(users?|groups?|accounts?|packages?|commands?|programs?|utility|"
+    r"utilities|tools?|daemons?|services?|modules?)\b"
+)
+# Words that describe the one of a kind rather than name it: "the same package", "the system user".
+_DESCRIBING = frozenset(
+    [
+        "same",
+        "other",
+        "new",
+        "old",
+        "default",
+        "system",
+        "current",
+        "binary",
+        "source",
+        "first",
+        "last",
+        "next",
+        "previous",
+        "given",
+        "whole",
+        "main",
+        "real",
+        "ordinary",
+        "normal",
+        "regular",
+        "unprivileged",
+        "privileged",
+        "installed",
+        "upstream",
+    ]
+)
+#: A source path's last part without the extensions a rendering adds: "fstab" of "fstab.5.txt".
+_RENDERED = re.compile(r"(?:\.\d\w*)?\.(?:txt|md|rst|html?|gz)$")
 # What a question asks for, no subject of it: "uid" of "Which uid does base-passwd reserve ...?".
 _ASKED_KIND = re.compile(
     r"^\s*(?:which|what)\s+[\w.-]+(?=\s+(?:do|does|did|is|are|was|were|can|could|will|would|should|must|may|has|have)\b)",
@@ -180,8 +220,9 @@ def never_mentioned(note: str) -> tuple[list[str], str] | None:
 
 def never_mentioned_cap(note: str) -> ConfidenceLevel:
     """How far a note that the corpus never mentions some of a question's words caps its confidence:
-    `low` when one is a name the question gives (capitalised after its first word, in capitals, or
-    an identifier joined by "_", "." or "-": "PASS_WARN_AGE", "Australia") or a technical term (a
+    `low` when one is a name the question gives (capitalised after its first word, in capitals, an
+    identifier joined by "_", "." or "-": "PASS_WARN_AGE", "Australia", or said after a capitalised
+    word, which one of it: "bookworm" of "Debian bookworm") or a technical term (a
     word outside common English in every spelling: "noatime", "umask"), the documents being about
     other things; `medium` for a common word ("people", "harbour") or two run together
     ("timeframe", which documents may write "time frame"), which a small folder may answer a
@@ -199,6 +240,8 @@ def never_mentioned_cap(note: str) -> ConfidenceLevel:
             or capitals
             or (technical(word) and not _compound(word))
             or re.search(rf"(?<![\w-]){re.escape(word[:1].upper() + word[1:])}(?![\w-])", later)
+            # A word naming which one of a name: "bookworm" of "Debian bookworm".
+            or re.search(rf"(?<![\w-])[A-Z][\w-]+\s+{re.escape(word)}(?![\w-])", later)
         ):
             return "low"
     return "medium"
@@ -439,9 +482,9 @@ def _judge_kind(
         elif asks_for_reason(question) and not any(states_reason(text) for text in said):
             unmet.append((question, "asking why gives a reason"))
         elif asks_for_person(question) and not any(
-            names_someone(f.quote, question) for f in extracted[position]
+            names_someone(f.quote, question) and _gives_role(f.quote, question) for f in extracted[position]
         ):
-            unmet.append((question, "asking who names anyone"))
+            unmet.append((question, "asking who names anyone in the part it asks about"))
         elif asks_for_manner(question) and (
             unsaid := [
                 term
@@ -456,6 +499,14 @@ def _judge_kind(
         first, kind = unmet[0]
         why = f"no verified fact for {len(unmet)} question(s) {kind}: {first[:120]!r}"
         _not_established(evidence, judged, [question for question, _ in unmet], why)
+
+
+def _gives_role(text: str, question: str) -> bool:
+    """Whether a text gives the part a question asks someone had, if it asks one: "Who wrote the first
+    version of GNU bash?" is not answered by a line naming the GNU General Public License, nor by a
+    packager's."""
+    asked = credited_roles(question)
+    return not asked or bool(asked & credited_roles(text))
 
 
 def _says_version(text: str, version: str) -> bool:
@@ -473,20 +524,26 @@ def _judge_together(
     apart = []
     for question, facts in zip(judged, extracted, strict=True):
         things = technical_subjects(question)
-        if not things:
+        ones = one_of_a_kind(question)
+        if not things and not ones:
             continue
-        named = set(terms(" ".join(things)))
-        # What is asked of the thing: its other words, but those asking for a number ("How long") and
-        # the words of a hyphenated name ("base-files", no technical thing by its words).
+        named = set(terms(" ".join([*things, *ones])))
+        kinds = set(terms(" ".join(kind for _, kind in _ONE_OF_A_KIND.findall(question))))
+        # What is asked of the thing: its other words, but those asking for a number ("How long"), the
+        # words of a hyphenated name ("base-files", no technical thing by its words) and the kind of
+        # one named ("package" of "the adduser package").
         number = number_words(question)
         rest = _HYPHENATED.sub(" ", _PATH.sub(" ", question.replace(number, " ", 1) if number else question))
-        asked = [t for t in _asked_terms(rest) if t not in named and t not in _GENERIC_VERBS]
-        if asked and not any(
-            any(_names(thing, fact, titles) for thing in things)
-            and said_terms(asked, _said_terms([fact], titles))
-            for fact in facts
+        asked = [t for t in _asked_terms(rest) if t not in named | kinds and t not in _GENERIC_VERBS]
+        if not asked:
+            continue
+        # Any technical thing will do ("the nofail option to an fstab entry" is answered of nofail);
+        # each one of a kind named must be ("the apache user", not base-passwd's uid ranges).
+        said = [(fact, bool(said_terms(asked, _said_terms([fact], titles)))) for fact in facts]
+        if (things and not any(_names(t, f, titles) for t in things for f, says in said if says)) or not all(
+            any(_names_one(one, f, titles) for f, says in said if says) for one in ones
         ):
-            apart.append((question, things))
+            apart.append((question, list(dict.fromkeys([*things, *ones]))))
     if apart:
         first, things = apart[0]
         why = (
@@ -527,6 +584,26 @@ def technical_subjects(question: str) -> list[str]:
         elif technical(word) and not _compound(word) and not _inflected(word):
             things.append(word)
     return list(dict.fromkeys(things))
+
+
+def one_of_a_kind(question: str) -> list[str]:
+    """The names a question gives one of a kind, in order: "www-data" of "Which group does base-passwd
+    give the www-data user?", "adduser" of "Who maintains the adduser package?"; not a word that
+    describes it ("the same package")."""
+    names = [name for name, _ in _ONE_OF_A_KIND.findall(question)]
+    return list(dict.fromkeys(name for name in names if name not in STOPWORDS | _DESCRIBING))
+
+
+def _names_one(name: str, fact: Fact, titles: Mapping[int, str]) -> bool:
+    """Whether a fact names one of a kind: the name as a word of its own ("adduser(8)", not the file
+    "adduser.conf"), or a part of its source's path ("doc/bash/copyright" names bash, and
+    "man/adduser.conf.5.txt" the file adduser.conf, not adduser)."""
+    text = f"{fact.statement} {fact.quote}".casefold()
+    name = name.casefold()
+    if re.search(rf"(?<![\w./-]){re.escape(name)}(?![\w-]|\.\w)", text):
+        return True
+    parts = titles.get(fact.source_id, "").casefold().split("/")
+    return name in {*parts[:-1], _RENDERED.sub("", parts[-1])}
 
 
 def _inflected(word: str) -> bool:

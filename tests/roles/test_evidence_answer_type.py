@@ -149,6 +149,23 @@ def test_a_who_question_whose_facts_name_no_one_is_a_low_gap() -> None:
     assert not any("asking who" in why for _, why in evidence.caps)
 
 
+def test_a_who_question_asking_a_part_is_answered_only_by_a_line_giving_that_part() -> None:
+    # bash's copyright file names the licence's authors and its packager, not bash's first author.
+    question = "Who wrote the first version of GNU bash?"
+    lines = [
+        fact(
+            1, "You should have received a copy of the GNU General Public License along with Bash.", question
+        ),
+        fact(2, "This package was put together by Matthias Klose <doko@debian.org>.", question),
+    ]
+    evidence = judge_evidence([question], lines, in_scope=2, read=2)
+    assert any(level == "low" and "asking who" in why for level, why in evidence.caps), evidence.caps
+
+    packager = "Who put together Debian's bash package?"
+    evidence = judge_evidence([packager], [fact(2, lines[1].quote, packager)], in_scope=1, read=1)
+    assert not any("asking who" in why for _, why in evidence.caps), evidence.caps
+
+
 def test_a_how_question_whose_facts_leave_its_action_unsaid_is_a_low_gap() -> None:
     # hostname(5) says NetworkManager may set a transient hostname from a DHCP lease, not how it chooses.
     question = "How does NetworkManager choose the transient hostname from a DHCP lease?"

@@ -160,6 +160,8 @@ def test_one_common_name_said_does_not_put_facts_on_the_subject() -> None:
         # A name the question gives that no document holds: the documents are about other things.
         ("'PASS_WARN_AGE'", "How many days are new accounts warned (the PASS_WARN_AGE setting)?", "low"),
         ("'capital', 'australia'", "What is the capital of Australia?", "low"),
+        # A word saying which one of a name: a release the documents never mention.
+        ("'bookworm'", "Which key signs the Release file of Debian bookworm?", "low"),
         # A technical term, outside common English in every spelling: what the question is about.
         ("'umask'", "What is the default umask for new users?", "low"),
         ("'noatime'", "What does the noatime mount option do in fstab?", "low"),

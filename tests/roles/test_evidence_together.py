@@ -5,7 +5,7 @@ fstab(5), as a run would verify them, their sources titled by their paths as run
 from __future__ import annotations
 
 from research_mcp.contracts import Fact
-from research_mcp.roles.evidence import NOT_ESTABLISHED, judge_evidence, technical_subjects
+from research_mcp.roles.evidence import NOT_ESTABLISHED, judge_evidence, one_of_a_kind, technical_subjects
 from tests.roles.test_evidence_answer_type import fact
 
 TITLES = {1: "man/passwd.5.txt (passwd)", 2: "man/securetty.5.txt (securetty)", 3: "man/fstab.5.txt (fstab)"}
@@ -119,3 +119,40 @@ def test_a_files_name_is_named_whole() -> None:
     evidence = judge_evidence([question], [other], in_scope=1, read=1, titles={5: "access.conf.5.txt"})
 
     assert any(level == "low" and "login.defs" in why for level, why in evidence.caps), evidence.caps
+
+
+def test_the_one_of_a_kind_a_question_names_must_be_named_with_what_is_asked_of_it() -> None:
+    # base-passwd's README: its ranges and its note on www-data, none saying which uid apache has.
+    titles = {6: "doc/base-passwd/README"}
+    ranges = fact(
+        1,
+        'It also supplies the utility "update-passwd", which automatically makes sure that uids and gids '
+        "in the 0-99 range on your system are consistent with the Debian master copies.",
+        "Which uid is reserved for the apache user in base-passwd?",
+        6,
+    )
+    apache = judge_evidence([ranges.question], [ranges], in_scope=1, read=1, titles=titles)
+    assert any(level == "low" and "apache" in why for level, why in apache.caps), apache.caps
+
+    note = "the home directory for the www-data user is preserved"
+    group = "Which group does base-passwd give the www-data user?"
+    named = judge_evidence([group], [fact(2, note, group, 6)], in_scope=1, read=1, titles=titles)
+    assert any(level == "low" and "www-data" in why for level, why in named.caps), named.caps
+    # The same line says what is asked when it is what it says of www-data.
+    kept = "What does base-passwd preserve for the www-data user?"
+    home = judge_evidence([kept], [fact(2, note, kept, 6)], in_scope=1, read=1, titles=titles)
+    assert not any("together with" in why for _, why in home.caps), home.caps
+
+
+def test_a_package_is_named_by_its_own_name_or_folder_not_by_a_file_named_after_it() -> None:
+    question = "Who maintains the adduser package?"
+    # adduser.conf(5) names its file "adduser.conf", and says of another package who maintains it.
+    other = fact(1, "the APT team also maintains the package apt-transport-tor", question, 7)
+    titles = {7: "man/adduser.conf.5.txt", 8: "doc/adduser/copyright"}
+    evidence = judge_evidence([question], [other], in_scope=1, read=1, titles=titles)
+    assert any(level == "low" and "adduser" in why for level, why in evidence.caps), evidence.caps
+    # Its own copyright file's folder names the package.
+    own = fact(2, "Maintainer: Debian Adduser Developers", question, 8)
+    evidence = judge_evidence([question], [own], in_scope=1, read=1, titles=titles)
+    assert not any("together with" in why for _, why in evidence.caps), evidence.caps
+    assert one_of_a_kind("Does the same package ship it, and which group has the nobody user?") == ["nobody"]
