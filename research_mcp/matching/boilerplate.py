@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["is_boilerplate", "is_run_in_heading"]
+__all__ = ["is_boilerplate", "is_credit", "is_run_in_heading"]
 
 _SPACE = re.compile(r"\s+")
 _EMAIL = re.compile(r"<?[\w.+-]+@[\w-]+(?:\.[\w-]+)+>?")
@@ -42,6 +42,8 @@ _PREAMBLE = re.compile(
     r"|^see the [\w ]{2,60} for more details\.?$",
     re.IGNORECASE,
 )
+# The fields of a copyright file or a README that say who answers for a thing.
+_CONTACT_FIELD = re.compile(r"^(?:upstream-contact|maintainer|e-?mail|bugs?)\s*:\s*\S", re.IGNORECASE)
 _MAN_PAGE = re.compile(r"[\w.:+-]+\(\d\w*\)")
 _RELEASE = re.compile(r"(?<![\w(])\d+(?:\.\d+)*(?![\w)])")
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{2}/\d{2}/\d{4}\b|\b(?:19|20)\d{2}\b")
@@ -111,6 +113,20 @@ def is_boilerplate(text: str) -> bool:
     if _EMAIL.search(text) and len(words) <= MAX_CONTACT_WORDS:
         return True  # "Jean-loup Gailly <jloup@gzip.org>", "packaged by X <x@debian.org>"
     return not _NAMING_FIELD.match(text) and _lone_heading(text, words)
+
+
+def is_credit(text: str) -> bool:
+    """Whether boilerplate says who wrote, packaged or answers for a thing: a contact line ("This
+    package was put together by Matthias Klose <doko@debian.org>.", "please contact Ted Ts'o at
+    tytso@mit.edu") or a contact field ("Upstream-Contact: chet@po.cwru.edu"). Never a finding of
+    what a thing is or does, it is the answer to a question asking who (the extractor gives it to
+    those only). Not a copyright line: which files a holder holds is said by the lines around it."""
+    if not is_boilerplate(text):
+        return False
+    text = _SPACE.sub(" ", text).strip()
+    if _COPYRIGHT.match(text) or not re.search(r"[A-Za-z]{2}", _EMAIL.sub(" ", text)):
+        return False
+    return bool(_EMAIL.search(text) or _CONTACT_FIELD.match(text))
 
 
 def is_run_in_heading(text: str) -> bool:

@@ -119,6 +119,19 @@ async def test_copyright_and_contact_lines_are_never_quoted(model: ExtractiveMod
     assert not any("deb-conffiles(5)" in quote for quote in said)
 
 
+async def test_a_contact_line_answers_only_who_has_the_part_it_gives(model: ExtractiveModel) -> None:
+    # bash's copyright file: "This package was put together by Matthias Klose <doko@debian.org>." is
+    # boilerplate to every question but one asking who put it together; e2fsprogs' README's "please
+    # contact Ted Ts'o at tytso@mit.edu" answers whom bugs are reported to.
+    said = await quotes(model, "bash.copyright", "Who put together Debian's bash package?")
+    assert "This package was put together by Matthias Klose <doko@debian.org>." in said, said
+    said = await quotes(model, "e2fsprogs.README", "Whom should bugs in e2fsprogs be reported to?")
+    assert any("please contact Ted Ts'o" in quote for quote in said), said
+    for question in ("Who wrote GNU bash?", "What is GNU bash?", "Who holds the copyright of bash?"):
+        said = await quotes(model, "bash.copyright", question)
+        assert not any(is_boilerplate(quote) for quote in said), (question, said)
+
+
 async def test_a_license_field_line_answers_what_licence_a_package_is_under(model: ExtractiveModel) -> None:
     # A Debian copyright file's "License: Zlib" is a field line standing over the licence text: it
     # is quoted, and the question's British "licence" finds the document's "License".

@@ -38,8 +38,8 @@ from research_mcp.llm.extractive.focus import focus, names_subject, subject
 from research_mcp.llm.extractive.references import referents, resolved_texts
 from research_mcp.llm.extractive.scoring import Relevance, select_diverse
 from research_mcp.llm.extractive.sentences import Sentence, introduced_ends, split_sentences
-from research_mcp.matching.answer_type import asks_for_number, states_number
-from research_mcp.matching.boilerplate import is_boilerplate
+from research_mcp.matching.answer_type import asks_for_credit, asks_for_number, credited_roles, states_number
+from research_mcp.matching.boilerplate import is_boilerplate, is_credit
 from research_mcp.matching.terms import clip, said_terms, terms
 from research_mcp.role_inputs import ExtractorPayload
 
@@ -60,6 +60,8 @@ ANSWER_SHARE = 0.8
 #: near miss) gives one sentence, not three.
 FACT_RELEVANCE = 0.2
 FURTHER_RELEVANCE = 0.35
+#: The score of a credit line for a question not asking who: below every threshold.
+MISSING = -1.0
 #: A source a lead brought the research to (told why it is read: its `context`) is about what it is
 #: asked, a bridge's name and the few words the question leaves open about it: such short questions
 #: score lower, and its further sentences need LEAD_FURTHER_RELEVANCE ("Over 60 million people were
@@ -103,7 +105,13 @@ _ENTITY_QUESTION = re.compile(
 
 def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOutput:
     questions = (payload.questions or _spec_questions(payload))[:10]  # positions kept: question_index
-    sentences, claims, relevance, antecedent, reach = _prepared(payload.source_text, embedder)
+    prepared = _prepared(payload.source_text, embedder)
+    sentences, claims, relevance, reach = (
+        prepared.sentences,
+        prepared.claims,
+        prepared.relevance,
+        prepared.reach,
+    )
     if not questions or not claims:
         reason = "No questions were given." if not questions else "The source has no readable sentences."
         return ExtractorOutput(
@@ -135,8 +143,9 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
     _add_number(chosen, scores, claims, questions)
     _add_anchor(chosen, scores, relevance, questions, payload.source_title)
     _add_field(chosen, scores, claims, questions, payload.source_text)
-    _add_antecedents(chosen, antecedent, questions)
+    _add_antecedents(chosen, prepared.antecedent, questions)
     _within_announcements(chosen, claims, reach)
+    claims, reach = _add_credit(chosen, scores, prepared, questions)
 
     # One fact per sentence, assigned to the question it scores highest on.
     home: dict[int, int] = {}
@@ -187,6 +196,9 @@ class _Prepared(NamedTuple):
     antecedent: list[tuple[int, str] | None]
     #: Per claim: where its quote ends, with what it announces.
     reach: list[int]
+    #: Credit and contact lines (boilerplate, never a claim), for questions asking who (`_add_credit`).
+    credits: list[Sentence]
+    credit_relevance: Relevance
 
 
 _prepared_cache: OrderedDict[tuple[str, int], tuple[_Prepared, int]] = OrderedDict()
@@ -221,7 +233,16 @@ def _prepared(text: str, embedder: Embedder | None) -> _Prepared:
         for name, at in (referent[sentence] for sentence in kept)
     ]
     ends = introduced_ends(text, sentences)
-    prepared = _Prepared(sentences, claims, relevance, antecedent, [ends[sentence] for sentence in kept])
+    credits = [sentence for sentence in sentences if _claim(sentence) and is_credit(sentence.text)]
+    prepared = _Prepared(
+        sentences,
+        claims,
+        relevance,
+        antecedent,
+        [ends[sentence] for sentence in kept],
+        credits,
+        Relevance([_SPACE.sub(" ", credit.text) for credit in credits], embedder),
+    )
     if len(text) <= PREPARED_CHARS // 2:
         with _prepared_lock:
             _prepared_cache[key] = (prepared, len(text))
@@ -359,6 +380,39 @@ def _add_anchor(
                 continue
             chosen[position].append(max(holding, key=lambda index: (float(scores[position][index]), -index)))
             break
+
+
+def _add_credit(
+    chosen: list[list[int]], scores: list[np.ndarray], prepared: _Prepared, questions: list[str]
+) -> tuple[list[Sentence], list[int]]:
+    """A question asking who wrote, packaged or answers for a thing ("Who put together Debian's bash
+    package?", "Whom should bugs in e2fsprogs be reported to?") is answered by a credit or contact
+    line, boilerplate to every other question ("This package was put together by Matthias Klose
+    <doko@debian.org>."): the best of the source's credit lines giving the part it asks about (the
+    packager's, not the author's, for "put together") and saying a word of it joins the sentences
+    chosen for it. Whether the line is about the thing asked (a copyright file's packager may be
+    another package's) is the evidence rules' to judge (the thing named together with what is asked). The claims
+    and their quotes' ends are returned with the credits after them, each question's scores
+    extended to them (`MISSING` where it does not ask who)."""
+    credits, asking = prepared.credits, [asks_for_credit(question) for question in questions]
+    if not credits or not any(asking):
+        return prepared.claims, prepared.reach
+    offset = len(prepared.claims)
+    for position, question in enumerate(questions):
+        if not asking[position]:
+            scores[position] = np.concatenate([scores[position], np.full(len(credits), MISSING)])
+            continue
+        credit_scores = prepared.credit_relevance.scores(question)
+        scores[position] = np.concatenate([scores[position], credit_scores])
+        roles, asked = credited_roles(question), terms(question)
+        bearing = [
+            index
+            for index, credit in enumerate(credits)
+            if roles & credited_roles(credit.text) and said_terms(asked, set(terms(credit.text)))
+        ]
+        if bearing:
+            chosen[position].append(offset + max(bearing, key=lambda i: (float(credit_scores[i]), -i)))
+    return [*prepared.claims, *credits], [*prepared.reach, *(credit.end for credit in credits)]
 
 
 def _outside_vocabulary(question: str) -> list[str]:
