@@ -391,9 +391,9 @@ def _add_credit(
     <doko@debian.org>."): the best of the source's credit lines giving the part it asks about (the
     packager's, not the author's, for "put together") and saying a word of it joins the sentences
     chosen for it. Whether the line is about the thing asked (a copyright file's packager may be
-    another package's) is the evidence rules' to judge (the thing named together with what is asked). The claims
-    and their quotes' ends are returned with the credits after them, each question's scores
-    extended to them (`MISSING` where it does not ask who)."""
+    another package's) is the evidence rules' to judge: the thing named together with what is
+    asked. The claims and their quotes' ends are returned with the credits after them, each
+    question's scores extended to them (`MISSING` where it does not ask who)."""
     credits, asking = prepared.credits, [asks_for_credit(question) for question in questions]
     if not credits or not any(asking):
         return prepared.claims, prepared.reach
