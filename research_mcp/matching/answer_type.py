@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from research_mcp.matching.boilerplate import EMAIL
 from research_mcp.matching.terms import stem
 
 __all__ = [
@@ -272,7 +273,6 @@ _ROLES = {
     "maintainer": re.compile(r"\bmaintain(?:s|ed|er|ers|ing)?\b", re.I),
     "contact": re.compile(r"\b(?:contact(?:ed|ing)?|bugs?|report(?:s|ed|ing)?|e-?mail)\b", re.I),
 }
-_EMAIL = re.compile(r"<?[\w.+-]+@[\w-]+(?:\.[\w-]+)+>?")
 _CAPITALISED = re.compile(r"[A-Z][\w'’-]*[^\W\d_]")
 _QUESTION_WORD = re.compile(r"[\w'’-]+")
 
@@ -289,7 +289,7 @@ def credited_roles(text: str) -> set[str]:
     package was put together by Matthias Klose <doko@debian.org>." and of "Who put together Debian's
     bash package?", "contact" of "please contact Ted Ts'o" and of "Whom should bugs be reported to?",
     "author" of "Who wrote the zlib library?" (which a packager's line does not answer)."""
-    text = _EMAIL.sub(" ", text)
+    text = EMAIL.sub(" ", text)
     return {role for role, words in _ROLES.items() if words.search(text)}
 
 

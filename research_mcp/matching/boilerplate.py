@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["is_boilerplate", "is_credit", "is_run_in_heading"]
+__all__ = ["EMAIL", "is_boilerplate", "is_credit", "is_run_in_heading"]
 
 _SPACE = re.compile(r"\s+")
-_EMAIL = re.compile(r"<?[\w.+-]+@[\w-]+(?:\.[\w-]+)+>?")
+#: An e-mail address, perhaps in angle brackets: "<doko@debian.org>".
+EMAIL = re.compile(r"<?[\w.+-]+@[\w-]+(?:\.[\w-]+)+>?")
 _URL = re.compile(r"<?(?:https?|ftp)://\S+|<?www\.\S+")
 _COPYRIGHT = re.compile(r"^(?:copyright\b|\(c\)|©|all rights reserved)", re.IGNORECASE)
 # A field naming a person ("Author: Philip A. Nelson") says who wrote a thing; with an address it is
@@ -96,7 +97,7 @@ def is_boilerplate(text: str) -> bool:
     text = _SPACE.sub(" ", text).strip()
     if not text:
         return True
-    rest = _SPACE.sub(" ", _URL.sub(" ", _EMAIL.sub(" ", text.replace(_LINK_REMOVED, " ")))).strip(
+    rest = _SPACE.sub(" ", _URL.sub(" ", EMAIL.sub(" ", text.replace(_LINK_REMOVED, " ")))).strip(
         " .,;:()[]<>-"
     )
     words = _WORD.findall(rest)
@@ -110,7 +111,7 @@ def is_boilerplate(text: str) -> bool:
         return True
     if _man_page_furniture(text, words):
         return True
-    if _EMAIL.search(text) and len(words) <= MAX_CONTACT_WORDS:
+    if EMAIL.search(text) and len(words) <= MAX_CONTACT_WORDS:
         return True  # "Jean-loup Gailly <jloup@gzip.org>", "packaged by X <x@debian.org>"
     return not _NAMING_FIELD.match(text) and _lone_heading(text, words)
 
@@ -124,9 +125,9 @@ def is_credit(text: str) -> bool:
     if not is_boilerplate(text):
         return False
     text = _SPACE.sub(" ", text).strip()
-    if _COPYRIGHT.match(text) or not re.search(r"[A-Za-z]{2}", _EMAIL.sub(" ", text)):
+    if _COPYRIGHT.match(text) or not re.search(r"[A-Za-z]{2}", EMAIL.sub(" ", text)):
         return False
-    return bool(_EMAIL.search(text) or _CONTACT_FIELD.match(text))
+    return bool(EMAIL.search(text) or _CONTACT_FIELD.match(text))
 
 
 def is_run_in_heading(text: str) -> bool:

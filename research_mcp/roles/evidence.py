@@ -173,6 +173,7 @@ _DESCRIBING = frozenset(
     ]
 )
 #: A source path's last part without the extensions a rendering adds: "fstab" of "fstab.5.txt".
+_TITLED = re.compile(r"\s+\([^()]*\)$")
 _RENDERED = re.compile(r"(?:\.\d\w*)?\.(?:txt|md|rst|html?|gz)$")
 # What a question asks for, no subject of it: "uid" of "Which uid does base-passwd reserve ...?".
 _ASKED_KIND = re.compile(
@@ -602,7 +603,8 @@ def _names_one(name: str, fact: Fact, titles: Mapping[int, str]) -> bool:
     name = name.casefold()
     if re.search(rf"(?<![\w./-]){re.escape(name)}(?![\w-]|\.\w)", text):
         return True
-    parts = titles.get(fact.source_id, "").casefold().split("/")
+    # A run titles a corpus source "path (title)": "doc/bash/copyright (copyright)".
+    parts = _TITLED.sub("", titles.get(fact.source_id, "")).casefold().split("/")
     return name in {*parts[:-1], _RENDERED.sub("", parts[-1])}
 
 

@@ -156,3 +156,8 @@ def test_a_package_is_named_by_its_own_name_or_folder_not_by_a_file_named_after_
     evidence = judge_evidence([question], [own], in_scope=1, read=1, titles=titles)
     assert not any("together with" in why for _, why in evidence.caps), evidence.caps
     assert one_of_a_kind("Does the same package ship it, and which group has the nobody user?") == ["nobody"]
+    # As a run titles its sources ("path (title)"), a file named after the one names it.
+    notes = {9: "notes/bash.md (bash)"}
+    own_file = fact(3, "It is maintained by Chet Ramey.", "Who maintains the bash program?", 9)
+    evidence = judge_evidence([own_file.question], [own_file], in_scope=1, read=1, titles=notes)
+    assert not any("together with" in why for _, why in evidence.caps), evidence.caps
