@@ -3,7 +3,8 @@
 a reason ("Why ...?") only by one that gives a reason or a purpose ("because", "as", "so that", "to
 find out"); a person or a body ("Who wrote ...?") only by one naming someone the question does not;
 a default or a recommendation ("Which algorithm does it use by default?") only by one that says
-what is the default or recommended; when an event was ("When was ... released?") only by one
+what is the default or recommended; a limit ("What is the maximum length ...?", "How long does it take
+at least?") only by one that says a limit of that side ("up to 64", "a minimum of 10 minutes"); when an event was ("When was ... released?") only by one
 stating a date, a version being none; what an abbreviation stands for only by words whose initials
 spell it. How a thing is done ("How does ... choose ...?") is judged by roles/evidence.py on the
 question's words.
@@ -23,6 +24,7 @@ __all__ = [
     "asks_for_credit",
     "asks_for_date",
     "asks_for_expansion",
+    "asks_for_limit",
     "asks_for_manner",
     "asks_for_number",
     "asks_for_person",
@@ -36,6 +38,7 @@ __all__ = [
     "number_words",
     "qualifiers",
     "states_date",
+    "states_limit",
     "states_number",
     "states_reason",
 ]
@@ -158,11 +161,18 @@ def asks_for_count(question: str) -> str:
 
 def counts(text: str, things: str) -> bool:
     """Whether a text gives a count of `things`: a number at most four words before them ("seven
-    fields", "up to 64 7-bit ASCII lower-case characters", "9 fields") or just after ("fields: 9");
+    fields", "up to 64 7-bit ASCII lower-case characters", "9 fields"), joined to them ("32-character")
+    or just after ("fields: 9");
     "versions 0.6 and later" counts no keys. People are counted by a population ("a population of
     9,984")."""
     words = _COUNTED_WORD.findall(_MAN_REFERENCE.sub(" ", text))
     counted = {stem(things), *((stem("population"),) if things in _PEOPLE else ())}
+    # "a hexadecimal, 32-character, lowercase ID", "a 16-byte value": the count joined to its things.
+    if any(
+        _A_NUMBER.fullmatch(number) and stem(thing.casefold()) in counted
+        for number, _, thing in (word.rpartition("-") for word in words if "-" in word)
+    ):
+        return True
     for position, word in enumerate(words):
         if stem(word.casefold()) not in counted:
             continue
@@ -234,6 +244,38 @@ _REASON = re.compile(
 )
 # The words on which an answer hinges: what is a default, or recommended, is a thing a text says.
 _QUALIFIERS = frozenset({"default", "recommend"})
+
+
+# A limit asked ("the maximum length", "at least how many", "take at most") and the words that say one
+# of that side ("up to 64", "no more than", "a minimum of 10 minutes", "valid for at least three years").
+_LIMIT_ASKED = re.compile(
+    r"\b(?:(?P<maximum>maximum|at\s+most|upper\s+limit)|(?P<minimum>minimum|at\s+least|lower\s+limit))\b",
+    re.IGNORECASE,
+)
+_LIMIT_SAID = {
+    "maximum": re.compile(
+        r"\b(?:maxim\w*|max|at\s+most|up\s+to|no\s+(?:more|longer|larger|greater)\s+than"
+        r"|not\s+(?:be\s+)?(?:more|longer|larger|greater)\s+than|exceed\w*|limit(?:ed)?\s+to|upper\s+limit)\b",
+        re.IGNORECASE,
+    ),
+    "minimum": re.compile(
+        r"\b(?:minim\w*|min|at\s+least|no\s+(?:less|fewer|shorter|smaller)\s+than"
+        r"|not\s+(?:be\s+)?(?:less|fewer|shorter|smaller)\s+than|lower\s+limit)\b",
+        re.IGNORECASE,
+    ),
+}
+
+
+def asks_for_limit(question: str) -> str:
+    """The side of a limit a question asks for ("maximum", "minimum"), "" when it asks for none."""
+    match = _LIMIT_ASKED.search(question)
+    return "" if match is None else "maximum" if match.group("maximum") else "minimum"
+
+
+def states_limit(text: str, side: str) -> bool:
+    """Whether a text says a limit of that side: "composed of up to 64 ... characters" a maximum,
+    "takes a minimum of 10 minutes" a minimum (and neither the other)."""
+    return bool(_LIMIT_SAID[side].search(text))
 
 
 _HOW = re.compile(

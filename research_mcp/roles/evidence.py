@@ -60,6 +60,7 @@ Every list cut short (facts beyond what a synthesis reads) is a gap too.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -71,6 +72,7 @@ from research_mcp.matching.answer_type import (
     asks_for_count,
     asks_for_date,
     asks_for_expansion,
+    asks_for_limit,
     asks_for_manner,
     asks_for_number,
     asks_for_person,
@@ -84,6 +86,7 @@ from research_mcp.matching.answer_type import (
     number_words,
     qualifiers,
     states_date,
+    states_limit,
     states_number,
     states_reason,
 )
@@ -143,6 +146,11 @@ _ONE_OF_A_KIND = re.compile(
     r"\bthe\s+([a-z][\w.+-]*[\w+])\s+(users?|groups?|accounts?|packages?|commands?|programs?|utility|"
     r"utilities|tools?|daemons?|services?|modules?)\b"
 )
+# The kind a technical thing is of, said after it: "the DEBIAN/conffiles file", "the bash package".
+_THING_KIND = (
+    r"(?P<kind>files?|directory|directories|folders?|packages?|commands?|programs?|utility|utilities|tools?|"
+    r"daemons?|services?|modules?|options?|fields?|keyrings?|libraries|library)\b"
+)
 # Words that describe the one of a kind rather than name it: "the same package", "the system user".
 _DESCRIBING = frozenset(
     [
@@ -188,6 +196,12 @@ _GENERIC_VERBS = frozenset(
     terms("make made do done work get got use used happen go goe take took become come")
 )
 _ASKED_FOR = {"default": "a default", "recommend": "a recommendation"}
+#: A question's terms that ask for a limit and what it measures, not what it is of ("the maximum
+#: number of terminals": "terminals"): shadow(5)'s "maximum password age is the number of days" gives
+#: no limit of /etc/securetty.
+_LIMIT_TERM = re.compile(
+    r"maxim\w*|max|minim\w*|min|least|most|limit\w*|number|length|size|count|amount|time"
+)
 #: Stems that frame a question ("What does its README say about ...", "according to") rather than
 #: name what it asks about.
 _FRAMING = frozenset({"say", "said", "accord", "mention"})
@@ -412,8 +426,16 @@ def _judge_subjects(
         # A technical term said within a longer name counts: "zstd" by "doc/libzstd1/copyright".
         within = [t for t in technical_words if _within(t, said)]
         # Each kind judged apart: "dpkg" said does not make up for "Protected" unsaid.
+        folders = _source_folders(facts, titles)
+        # "GNU bc" is said by a fact of doc/bc/README: the name it qualifies is its source's folder.
+        qualifying = [
+            term
+            for word, after in itertools.pairwise(_WORD.findall(question))
+            if word[:1].isupper() and after.casefold() in folders
+            for term in terms(word)
+        ]
         for named in (named_terms(question), technical_words):
-            mentioned = [*said_terms(named, said), *within]
+            mentioned = [*said_terms(named, said), *within, *qualifying]
             missing = [term for term in named if term not in mentioned]
             if len(missing) * 2 > len(named):  # most of what it names: "README" may go unsaid, "LibYAML" not
                 elsewhere.append((question, missing))
@@ -424,6 +446,15 @@ def _judge_subjects(
             f"no verified fact for {len(elsewhere)} question(s) mentions what it names ({', '.join(missing)})"
         )
         _not_established(evidence, judged, [question for question, _ in elsewhere], f"{why}: {first[:120]!r}")
+
+
+def _source_folders(facts: Sequence[Fact], titles: Mapping[int, str]) -> set[str]:
+    """The folders of the facts' sources' paths, lower-cased ("bc" of "doc/bc/README (README)")."""
+    return {
+        folder
+        for fact in facts
+        for folder in _TITLED.sub("", titles.get(fact.source_id, "")).casefold().split("/")[:-1]
+    }
 
 
 def _judge_unsaid(
@@ -494,6 +525,8 @@ def _judge_kind(
             ]
         ):
             unmet.append((question, f"asking how says what it asks about ({', '.join(unsaid)})"))
+        elif (side := asks_for_limit(question)) and not _limited(question, side, extracted[position], titles):
+            unmet.append((question, f"asking for a {side} says one"))
         elif missing := _unqualified(question, extracted[position], titles):
             unmet.append((question, f"asking for {_ASKED_FOR[missing[0]]} says what it is"))
     if unmet:
@@ -530,12 +563,15 @@ def _judge_together(
             continue
         named = set(terms(" ".join([*things, *ones])))
         kinds = set(terms(" ".join(kind for _, kind in _ONE_OF_A_KIND.findall(question))))
+        kinds |= set(terms(" ".join(_described(question, things))))
         # What is asked of the thing: its other words, but those asking for a number ("How long"), the
         # words of a hyphenated name ("base-files", no technical thing by its words) and the kind of
         # one named ("package" of "the adduser package").
         number = number_words(question)
         rest = _HYPHENATED.sub(" ", _PATH.sub(" ", question.replace(number, " ", 1) if number else question))
         asked = [t for t in _asked_terms(rest) if t not in named | kinds and t not in _GENERIC_VERBS]
+        if asks_for_limit(question):  # "the maximum length of": the limit rule judges those words
+            asked = [t for t in asked if not _LIMIT_TERM.fullmatch(t)]
         if not asked:
             continue
         # Any technical thing will do ("the nofail option to an fstab entry" is answered of nofail);
@@ -552,6 +588,22 @@ def _judge_together(
             f"asks it of ({', '.join(things)}): {first[:120]!r}"
         )
         _not_established(evidence, judged, [question for question, _ in apart], why)
+
+
+def _described(question: str, things: Sequence[str]) -> list[str]:
+    """The words that say which thing a technical thing is, not what is asked of it: whose it is and
+    its kind ("a package's" and "file" of "Does a package's DEBIAN/conffiles file allow comment
+    lines?")."""
+    words = []
+    for thing in things:
+        for match in re.finditer(
+            rf"(?:\b([\w-]+)['’]s\s+)?(?<![\w.-])(?:[\w.-]*/)*{re.escape(thing.lstrip('/'))}(?![\w-])"
+            rf"(?:\s+{_THING_KIND})?",
+            question,
+            re.IGNORECASE,
+        ):
+            words += [word for word in (match.group(1), match.group("kind")) if word]
+    return words
 
 
 def _not_established(evidence: Evidence, judged: list[str], questions: list[str], why: str) -> None:
@@ -663,6 +715,20 @@ def _unsaid_terms(question: str, facts: list[Fact], titles: Mapping[int, str]) -
 def _asked_terms(question: str) -> list[str]:
     """A question's terms, once each, numbers and framing words ("say", "according") aside."""
     return [t for t in dict.fromkeys(terms(question)) if not t.isdigit() and t not in _FRAMING]
+
+
+def _limited(question: str, side: str, facts: list[Fact], titles: Mapping[int, str]) -> bool:
+    """Whether a fact says a limit of the side asked together with another term of the question (a
+    path's file name, not its folders: "/etc" is said of every file there):
+    "The hostname should be composed of up to 64 ... characters" gives the most a hostname may be,
+    not the least; bc's "The timetest step takes a minimum of 10 minutes" not how long it takes at most."""
+    named = _PATH.sub(lambda path: path.group().rstrip("?.,;:").rsplit("/", 1)[-1], question)  # "securetty"
+    asked = [term for term in terms(named) if not _LIMIT_TERM.fullmatch(term)]
+    return any(
+        states_limit(f"{fact.statement} {fact.quote}", side)
+        and said_terms(asked, _said_terms([fact], titles))
+        for fact in facts
+    )
 
 
 def _unqualified(question: str, facts: list[Fact], titles: Mapping[int, str]) -> list[str]:

@@ -51,6 +51,22 @@ def test_a_fact_stating_the_number_answers_it() -> None:
     assert f"{NOT_ESTABLISHED}{MACHINE_ID}" not in evidence.gaps
 
 
+def test_a_count_joined_to_what_it_counts_counts_them() -> None:
+    question = "How many characters long is the machine ID in /etc/machine-id?"
+    joined = fact(
+        1, "The machine ID is a single newline-terminated, hexadecimal, 32-character, lowercase ID.", question
+    )
+    evidence = judge_evidence([question], [joined], in_scope=1, read=1)
+    assert not any("counts them" in why for _, why in evidence.caps)
+
+    # A number joined to other things counts those.
+    bytes_ = fact(1, "When decoded from hexadecimal, this corresponds to a 16-byte/128-bit value.", question)
+    evidence = judge_evidence([question], [bytes_], in_scope=1, read=1)
+    assert any(
+        level == "low" and "asking how many characters counts them" in why for level, why in evidence.caps
+    )
+
+
 def test_a_name_with_a_digit_is_not_a_number() -> None:
     question = "Which version of e2fsprogs does its README describe?"
     said = [fact(1, "From time to time, I release new versions of e2fsprogs, to fix bugs in ext4.", question)]
@@ -135,6 +151,26 @@ def test_a_default_is_answered_only_by_a_fact_saying_what_is_the_default() -> No
     defaults = fact(1, "If this field is empty, it defaults to the value /bin/sh.", shell)
     evidence = judge_evidence([shell], [defaults], in_scope=1, read=1)
     assert not any("asking for a default" in why for _, why in evidence.caps)
+
+
+def test_a_limit_is_answered_only_by_a_fact_saying_a_limit_of_the_side_asked() -> None:
+    # hostname(5) gives the most a hostname may be, bc's README the least its timetest takes: each
+    # answers its own side and is a near miss for the other.
+    hostname = (
+        "The hostname should be composed of up to 64 7-bit ASCII lower-case alphanumeric characters or "
+        "hyphens forming a valid DNS domain name."
+    )
+    timetest = "The timetest step takes a minimum of 10 minutes to complete."
+    for question, quote, answers in [
+        ("What is the maximum length of a hostname in /etc/hostname?", hostname, True),
+        ("What is the minimum length of a hostname in /etc/hostname?", hostname, False),
+        ("How long does the timetest step of GNU bc take at minimum?", timetest, True),
+        ("How long does the timetest step of GNU bc take at most?", timetest, False),
+    ]:
+        evidence = judge_evidence([question], [fact(1, quote, question)], in_scope=1, read=1)
+        capped = [why for level, why in evidence.caps if level == "low" and "asking for a m" in why]
+        assert bool(capped) is not answers, (question, capped)
+        assert answers or f"{NOT_ESTABLISHED}{question}" in evidence.gaps
 
 
 def test_a_who_question_whose_facts_name_no_one_is_a_low_gap() -> None:

@@ -213,6 +213,19 @@ def test_facts_not_saying_the_technical_term_a_question_is_about_leave_it_low() 
     assert f"{NOT_ESTABLISHED}{zstd}" not in library.gaps
 
 
+def test_a_name_qualifying_a_package_is_said_by_the_package_folder_of_the_facts_source() -> None:
+    """ "GNU bc": bc's README says the timetest line without "GNU", its folder names bc; the same line
+    from another package's folder does not make up for the name."""
+    question = "How long does the timetest step of GNU bc take at minimum?"
+    timetest = line("bc.README", "The timetest step takes a minimum of 10 minutes to complete.")
+    why = f"no verified fact for 1 question(s) mentions what it names (gnu): {question!r}"
+    for title, named in [("doc/bc/README (README)", True), ("doc/fakeroot/README (README)", False)]:
+        evidence = judge_evidence(
+            [question], [fact(1, timetest, question)], in_scope=1, read=1, titles={1: title}
+        )
+        assert (("low", why) not in evidence.caps) is named, title
+
+
 def test_a_fact_bears_on_the_question_its_source_title_names() -> None:
     """ "This is the new version (1.47.0) ..." shares only "version" with the question, which names
     e2fsprogs and its README: the source's title says the rest, and the version stated answers it,

@@ -161,3 +161,21 @@ def test_a_package_is_named_by_its_own_name_or_folder_not_by_a_file_named_after_
     own_file = fact(3, "It is maintained by Chet Ramey.", "Who maintains the bash program?", 9)
     evidence = judge_evidence([own_file.question], [own_file], in_scope=1, read=1, titles=notes)
     assert not any("together with" in why for _, why in evidence.caps), evidence.caps
+
+
+def test_whose_thing_it_is_and_its_kind_are_not_what_is_asked_of_it() -> None:
+    # deb-conffiles(5) says a package's conffiles file exists, not whether it allows comments: the
+    # words "package" and "file" say which thing is meant ("a package's DEBIAN/conffiles file").
+    question = "Does a package's DEBIAN/conffiles file allow comment lines starting with '#'?"
+    declares = fact(
+        1,
+        "A package declares its list of conffiles by including a conffiles file in its control archive "
+        "(i.e. DEBIAN/conffiles during package creation).",
+        question,
+        1,
+    )
+    assert together(question, declares)
+
+    # A line that said it (no page does) would answer.
+    comments = fact(1, "Comment lines starting with '#' are allowed in DEBIAN/conffiles.", question, 1)
+    assert not together(question, comments)
