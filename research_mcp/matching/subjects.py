@@ -8,7 +8,7 @@ import re
 
 from research_mcp.matching.terms import same_term, stem, terms
 
-__all__ = ["asked_subject", "of_subject"]
+__all__ = ["LEADING_PREPOSITION", "asked_subject", "led_subject", "of_subject"]
 
 _AUXILIARY = r"(?:do|does|did|can|could|will|would|should|must|may)"
 _BE = r"(?:is|are|was|were)"
@@ -40,6 +40,17 @@ _CAUSES = re.compile(
     rf"^(?:what|who)\s+(?!(?:{_AUXILIARY}|{_BE}|has)\b)[a-z]+s\s+(?P<subject>(?:the|an?)\s+[^?]+?)\s*\??$",
     re.IGNORECASE,
 )
+#: A preposition that may lead a question: "Under which licence ...?", "Since which version ...?".
+LEADING_PREPOSITION = rf"(?:{_PREPOSITION}|since|to)"
+# "Under which licence is bzip2 distributed?", "On which operating system does fakeroot only work ...?":
+# the subject after the auxiliary, a name (with the kind it is of: "the adduser package").
+_LED = re.compile(
+    rf"^{LEADING_PREPOSITION}\s+(?:which|what|whose)\s+[\w'’-]+(?:\s+[\w'’-]+)?\s+(?:{_AUXILIARY}|{_BE})\s+"
+    r"(?P<subject>(?:the\s+)?(?:(?-i:[A-Z])[\w'’-]*\s+)?[\w.+/'’-]+"
+    r"(?:\s+(?:package|library|program|command|file|tool|daemon|service|module|utility|suite))?)\s",
+    re.IGNORECASE,
+)
+_ARTICLE_OR_VERB = re.compile(rf"(?:the|an?|{_AUXILIARY}|{_BE}|has|have|had|not|only|also)", re.IGNORECASE)
 # A noun phrase's head before what follows it ("the race condition" of "the race condition between ...").
 _POST_MODIFIER = re.compile(r"\s+(?:between|of|in|on|for|with|from|to|at|by|under|about|that|which)\s", re.I)
 _WORD = re.compile(r"[\w'’-]+")
@@ -66,6 +77,17 @@ def asked_subject(question: str) -> str | None:
     if len(subject.split()) > MAX_SUBJECT_WORDS:
         subject = _POST_MODIFIER.split(subject, maxsplit=1)[0]
     return subject if len(subject.split()) <= MAX_SUBJECT_WORDS else None
+
+
+def led_subject(question: str) -> str | None:
+    """What a question led by a preposition asks about: "bzip2" of "Under which licence is bzip2
+    distributed?", "fakeroot" of "On which operating system does fakeroot only work ...?"; None when
+    it has another form."""
+    match = _LED.match(question.strip())
+    if match is None:
+        return None
+    subject = match.group("subject").strip()
+    return None if _ARTICLE_OR_VERB.fullmatch(subject.split()[-1]) else subject
 
 
 def of_subject(part: str, first: str) -> str:

@@ -553,6 +553,27 @@ async def test_a_comparison_of_what_each_item_is_asks_each_item_the_same_questio
                 "Which program reads the second field of an fstab line?",
             ],
         ),
+        (
+            # Found as a user: asked as one question, answered with another package's licence.
+            "Under which licence is bzip2 distributed, and who packaged it for Debian?",
+            ["Under which licence is bzip2 distributed?", "Who packaged bzip2 for Debian?"],
+        ),
+        (
+            # A later part naming no subject asks about the first part's.
+            "On which operating system does fakeroot only work for binaries that do not rely on Mach-based "
+            "APIs, and which file gives further information?",
+            [
+                "On which operating system does fakeroot only work for binaries that do not rely on Mach-based APIs?",
+                "Which file gives further information about fakeroot?",
+            ],
+        ),
+        (
+            "In which file does the adduser package keep its defaults, and who maintains it?",
+            [
+                "In which file does the adduser package keep its defaults?",
+                "Who maintains the adduser package?",
+            ],
+        ),
     ],
 )
 async def test_a_split_question_keeps_its_subject_in_every_part(

@@ -34,7 +34,7 @@ from research_mcp.llm.extractive.plan_shapes import (
     discovery_leaf,
     with_task_spec,
 )
-from research_mcp.matching.subjects import asked_subject, of_subject
+from research_mcp.matching.subjects import LEADING_PREPOSITION, asked_subject, led_subject, of_subject
 from research_mcp.matching.terms import STOPWORDS, clip
 from research_mcp.role_inputs import PlannerInput
 from research_mcp.scope import judge_scope
@@ -48,6 +48,11 @@ _SPACE = re.compile(r"\s+")
 _QUESTION_LEAD = (
     r"(?:what|which|who|whom|whose|how|why|when|where|whether"
     r"|is|are|was|were|do|does|did|can|could|should|would|will|has|have)"
+)
+# "Under which licence is bzip2 distributed, and who packaged it?": a question led by a preposition.
+_LED_QUESTION = re.compile(
+    rf"(?:{LEADING_PREPOSITION}\s+(?=(?:which|what|whom|whose)\b))?{_QUESTION_LEAD}\b",
+    re.IGNORECASE,
 )
 _ASPECT_TAIL = re.compile(
     r"\s*(?:[,:;]\s*|\s+(?:in terms of|with respect to|regarding|for|when it comes to)\s+)(.+)$"
@@ -87,7 +92,8 @@ _AUXILIARY = r"(?:is|are|was|were|do|does|did|can|could|should|would|will|has|ha
 # common-licenses allow linking?" (after a comma, "and which" starts a question whatever its verb): a
 # question starts ("… and who died in 2007?" goes on describing the first question's subject).
 _AND_QUESTION = re.compile(
-    rf",\s+and\s+(?=which\b)|,?\s+and\s+(?=(?:what|how|why|when|where|whether)\b|which\s+[\w'’-]+\s+{_AUXILIARY}\b)",
+    rf",\s+and\s+(?=which\b|who\b)"
+    rf"|,?\s+and\s+(?=(?:what|how|why|when|where|whether)\b|which\s+[\w'’-]+\s+{_AUXILIARY}\b)",
     re.I,
 )
 # "…, what does the fourth field hold?": a question starts after a comma, when what is before the
@@ -179,7 +185,7 @@ def question_parts(query: str) -> list[str]:
     pieces = [piece for piece in re.split(r"(?<=\?)\s+|\s*;\s*(?:and\s+|also\s+)?", query) if piece.strip()]
     parts: list[str] = []
     for piece in pieces:
-        if re.match(rf"{_QUESTION_LEAD}\b", piece, re.IGNORECASE):
+        if _LED_QUESTION.match(piece):
             parts.extend(_split_questions(piece))
         else:
             parts.append(piece)
@@ -243,14 +249,23 @@ def with_subject(part: str, first: str) -> str:
     its place: "What licence is zlib under?" then "what does it require?" asks "What does zlib's
     licence require?"; one naming only the first's kind of thing takes its subject after it ("What
     does the sixth field of an fstab line do?"). Unchanged when the subject cannot be read off its form."""
+    led = led_subject(first)
     if not _LEANS.search(part):
-        return of_subject(part, first)
+        carried = of_subject(part, first)
+        if (
+            led is None
+            or carried != part
+            or set(_content_words(led.casefold())) & set(_content_words(part.casefold()))
+        ):
+            return carried
+        # "On which operating system does fakeroot ...?" then "which file gives further information?"
+        return f"{part.rstrip(' ?')} about {led}?"
     match = _SUBJECT.match(first.strip())
     if match:
         subject = match.group("subject").strip()
         if match.group("kind"):
             subject = f"{subject}'s {match.group('kind')}"
-    elif (asked := asked_subject(first)) is not None:
+    elif (asked := asked_subject(first) or led) is not None:
         subject = asked  # "Which characters may host names contain?" then "What must they begin with?"
     else:
         return part
@@ -286,7 +301,7 @@ def _content_words(text: str) -> list[str]:
 
 def _as_question(part: str) -> str:
     part = part.strip().rstrip(",;")
-    if re.match(rf"{_QUESTION_LEAD}\b", part, re.IGNORECASE) and not part.endswith("?"):
+    if _LED_QUESTION.match(part) and not part.endswith("?"):
         part = part.rstrip(".") + "?"
     return part[0].upper() + part[1:] if part else part
 
