@@ -525,7 +525,7 @@ def _judge_kind(
             ]
         ):
             unmet.append((question, f"asking how says what it asks about ({', '.join(unsaid)})"))
-        elif (side := asks_for_limit(question)) and not _limited(question, side, extracted[position], titles):
+        elif (side := asks_for_limit(question)) and not _limited(question, side, extracted[position]):
             unmet.append((question, f"asking for a {side} says one"))
         elif missing := _unqualified(question, extracted[position], titles):
             unmet.append((question, f"asking for {_ASKED_FOR[missing[0]]} says what it is"))
@@ -717,16 +717,16 @@ def _asked_terms(question: str) -> list[str]:
     return [t for t in dict.fromkeys(terms(question)) if not t.isdigit() and t not in _FRAMING]
 
 
-def _limited(question: str, side: str, facts: list[Fact], titles: Mapping[int, str]) -> bool:
-    """Whether a fact says a limit of the side asked together with another term of the question (a
-    path's file name, not its folders: "/etc" is said of every file there):
+def _limited(question: str, side: str, facts: list[Fact]) -> bool:
+    """Whether a fact says, in its own words, a limit of the side asked together with what the limit
+    is of (a word of the question but its paths, which a page's title says of every line on it):
     "The hostname should be composed of up to 64 ... characters" gives the most a hostname may be,
-    not the least; bc's "The timetest step takes a minimum of 10 minutes" not how long it takes at most."""
-    named = _PATH.sub(lambda path: path.group().rstrip("?.,;:").rsplit("/", 1)[-1], question)  # "securetty"
-    asked = [term for term in terms(named) if not _LIMIT_TERM.fullmatch(term)]
+    not the least; bc's "The timetest step takes a minimum of 10 minutes" not how long it takes at
+    most; login.defs(5)'s "it may be a maximum of 32 bytes" (a user name) not the longest line of
+    /etc/login.defs."""
+    asked = [term for term in terms(_PATH.sub(" ", question)) if not _LIMIT_TERM.fullmatch(term)]
     return any(
-        states_limit(f"{fact.statement} {fact.quote}", side)
-        and said_terms(asked, _said_terms([fact], titles))
+        states_limit(text := f"{fact.statement} {fact.quote}", side) and said_terms(asked, set(terms(text)))
         for fact in facts
     )
 

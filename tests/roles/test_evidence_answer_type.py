@@ -172,6 +172,21 @@ def test_a_limit_is_answered_only_by_a_fact_saying_a_limit_of_the_side_asked() -
         assert bool(capped) is not answers, (question, capped)
         assert answers or f"{NOT_ESTABLISHED}{question}" in evidence.gaps
 
+    # Found as a user: login.defs(5) gives the longest user name, not the longest line of the file its
+    # title names (a title says the file of every line on the page).
+    question = "What is the maximum length of a line in /etc/login.defs?"
+    username = fact(
+        1,
+        "Please note that regardless of the regular expressions used to evaluate the username, it may be "
+        "a maximum of 32 bytes; this may be less than 32 visual characters when using Unicode glyphs in "
+        "the username.",
+        question,
+    )
+    evidence = judge_evidence(
+        [question], [username], in_scope=1, read=1, titles={1: "man/login.defs.5.txt (login.defs.5)"}
+    )
+    assert any(level == "low" and "asking for a maximum says one" in why for level, why in evidence.caps)
+
 
 def test_a_who_question_whose_facts_name_no_one_is_a_low_gap() -> None:
     # bc's README: its first line names the program the question names, its field names the author.
