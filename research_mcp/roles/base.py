@@ -200,14 +200,40 @@ class Role(ABC, Generic[OutputT, StoredT]):
         return kept
 
 
+@cache
+def code_version() -> str:
+    """A digest of this package's code. A stored output was made (the no-model backend is code) and
+    checked (citations, evidence caps) by code: after an upgrade the same inputs are answered and
+    judged again, not served as the earlier code left them. About 140 files, hashed once a process."""
+    package = resources.files("research_mcp")
+    digest = hashlib.sha256()
+    for path in sorted(_python_files(package), key=lambda found: found[0]):
+        digest.update(path[0].encode())
+        digest.update(path[1].read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _python_files(folder: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    found: list[tuple[str, Any]] = []
+    for entry in folder.iterdir():
+        name = f"{prefix}{entry.name}"
+        if entry.is_dir() and entry.name != "__pycache__":
+            found += _python_files(entry, f"{name}/")
+        elif entry.name.endswith(".py"):
+            found.append((name, entry))
+    return found
+
+
 def cache_key(deps: RoleDeps, role: str, inputs: dict[str, Any]) -> str:
-    """What a role's output depends on: its inputs, its prompt (version and text), backend and model."""
+    """What a role's output depends on: its inputs, its prompt (version and text), backend and model,
+    and the code that made and checked it (`code_version`)."""
     material = {
         "role": role,
         "prompt_version": PROMPT_VERSION,
         "prompt": hashlib.sha256(load_prompt(role).encode()).hexdigest(),
         "backend": deps.model.name,
         "model": deps.model.model_for(role),
+        "code": code_version(),
         "inputs": inputs,
     }
     encoded = json.dumps(material, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from mcp import Client
 
 from research_mcp.config import Settings
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.reports import assemble_result
+from research_mcp.roles import base
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
 
@@ -109,3 +111,23 @@ async def test_another_model_does_not_reuse_an_extraction() -> None:
         await client.call_tool("extract_source", {"source": text, "questions": ["When did it erupt?"]})
 
     assert len(first.calls) == len(second.calls) == 1
+
+
+async def test_an_upgrade_of_the_code_does_not_reuse_what_the_earlier_code_made_and_judged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Found as a user: a question asked again after an upgrade kept the earlier code's confidence
+    # (medium), though the new code's evidence checks capped it low in a fresh home.
+    model = ScriptedModel(team_script)
+    text = TOPICS["bridges"][0]
+    asked = {"source": text, "questions": ["When did the bridge open?"]}
+    async with Client(create_server(model=model)) as client:
+        await client.call_tool("extract_source", asked)
+        await client.call_tool("extract_source", asked)
+        assert len(model.calls) == 1  # the same code reuses
+        monkeypatch.setattr(base, "code_version", lambda: "0123456789abcdef")
+        again = await client.call_tool("extract_source", asked)
+
+    assert len(model.calls) == 2
+    fresh = Store(Settings().database_path).get_handoff(again.structured_content["id"]).output
+    assert fresh is not None and fresh.cached is False
