@@ -207,13 +207,14 @@ def code_version() -> str:
     judged again, not served as the earlier code left them. About 140 files, hashed once a process."""
     package = resources.files("research_mcp")
     digest = hashlib.sha256()
-    for path in sorted(_python_files(package), key=lambda found: found[0]):
-        digest.update(path[0].encode())
-        digest.update(path[1].read_bytes())
+    for name, file in sorted(_python_files(package), key=lambda found: found[0]):
+        digest.update(name.encode())
+        digest.update(file.read_bytes())
     return digest.hexdigest()[:16]
 
 
 def _python_files(folder: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """The package's Python files below `folder`, each with its path inside the package."""
     found: list[tuple[str, Any]] = []
     for entry in folder.iterdir():
         name = f"{prefix}{entry.name}"
