@@ -8,7 +8,7 @@ import re
 
 from research_mcp.matching.terms import same_term, stem, terms
 
-__all__ = ["LEADING_PREPOSITION", "asked_subject", "led_subject", "of_subject"]
+__all__ = ["LEADING_PREPOSITION", "PROGRAM_KINDS", "asked_subject", "led_subject", "of_subject"]
 
 _AUXILIARY = r"(?:do|does|did|can|could|will|would|should|must|may)"
 _BE = r"(?:is|are|was|were)"
@@ -40,6 +40,9 @@ _CAUSES = re.compile(
     rf"^(?:what|who)\s+(?!(?:{_AUXILIARY}|{_BE}|has)\b)[a-z]+s\s+(?P<subject>(?:the|an?)\s+[^?]+?)\s*\??$",
     re.IGNORECASE,
 )
+#: The kinds of software a name is of, said after it ("the adduser package", "the bash command"):
+#: one vocabulary for the question forms that read a name with its kind.
+PROGRAM_KINDS = r"(?:packages?|commands?|programs?|utility|utilities|tools?|daemons?|services?|modules?)"
 #: A preposition that may lead a question: "Under which licence ...?", "Since which version ...?".
 LEADING_PREPOSITION = rf"(?:{_PREPOSITION}|since|to)"
 # "Under which licence is bzip2 distributed?", "On which operating system does fakeroot only work ...?":
@@ -47,7 +50,7 @@ LEADING_PREPOSITION = rf"(?:{_PREPOSITION}|since|to)"
 _LED = re.compile(
     rf"^{LEADING_PREPOSITION}\s+(?:which|what|whose)\s+[\w'’-]+(?:\s+[\w'’-]+)?\s+(?:{_AUXILIARY}|{_BE})\s+"
     r"(?P<subject>(?:the\s+)?(?:(?-i:[A-Z])[\w'’-]*\s+)?[\w.+/'’-]+"
-    r"(?:\s+(?:package|library|program|command|file|tool|daemon|service|module|utility|suite))?)\s",
+    rf"(?:\s+(?:{PROGRAM_KINDS}|library|file|suite))?)\s",
     re.IGNORECASE,
 )
 _ARTICLE_OR_VERB = re.compile(rf"(?:the|an?|{_AUXILIARY}|{_BE}|has|have|had|not|only|also)", re.IGNORECASE)

@@ -90,6 +90,7 @@ from research_mcp.matching.answer_type import (
     states_number,
     states_reason,
 )
+from research_mcp.matching.subjects import PROGRAM_KINDS
 from research_mcp.matching.terms import STOPWORDS, bears_on, said_terms, same_term, terms
 from research_mcp.storage.outputs import AcceptanceCheck
 
@@ -142,15 +143,9 @@ _HYPHENATED = re.compile(r"[\w'’.]+(?:-[\w'’.]+)+")
 # The one of a kind a question names: "www-data" of "the www-data user", "adduser" of "Who maintains
 # the adduser package?". Kinds whose members are named, not described (a field or an option is
 # often described: "the sixth field").
-_ONE_OF_A_KIND = re.compile(
-    r"\bthe\s+([a-z][\w.+-]*[\w+])\s+(users?|groups?|accounts?|packages?|commands?|programs?|utility|"
-    r"utilities|tools?|daemons?|services?|modules?)\b"
-)
+_ONE_OF_A_KIND = re.compile(rf"\bthe\s+([a-z][\w.+-]*[\w+])\s+(users?|groups?|accounts?|{PROGRAM_KINDS})\b")
 # The kind a technical thing is of, said after it: "the DEBIAN/conffiles file", "the bash package".
-_THING_KIND = (
-    r"(?P<kind>files?|directory|directories|folders?|packages?|commands?|programs?|utility|utilities|tools?|"
-    r"daemons?|services?|modules?|options?|fields?|keyrings?|libraries|library)\b"
-)
+_THING_KIND = rf"(?P<kind>{PROGRAM_KINDS}|files?|directory|directories|folders?|options?|fields?|keyrings?|librar(?:y|ies))\b"
 # Words that describe the one of a kind rather than name it: "the same package", "the system user".
 _DESCRIBING = frozenset(
     [
@@ -449,12 +444,14 @@ def _judge_subjects(
 
 
 def _source_folders(facts: Sequence[Fact], titles: Mapping[int, str]) -> set[str]:
-    """The folders of the facts' sources' paths, lower-cased ("bc" of "doc/bc/README (README)")."""
-    return {
-        folder
-        for fact in facts
-        for folder in _TITLED.sub("", titles.get(fact.source_id, "")).casefold().split("/")[:-1]
-    }
+    """The folders of the facts' sources' paths ("bc" of "doc/bc/README (README)")."""
+    return {folder for fact in facts for folder in _path_parts(fact, titles)[:-1]}
+
+
+def _path_parts(fact: Fact, titles: Mapping[int, str]) -> list[str]:
+    """The parts of a fact's source path, lower-cased: a run titles a corpus source "path (title)"
+    ("doc/bash/copyright (copyright)")."""
+    return _TITLED.sub("", titles.get(fact.source_id, "")).casefold().split("/")
 
 
 def _judge_unsaid(
@@ -655,8 +652,7 @@ def _names_one(name: str, fact: Fact, titles: Mapping[int, str]) -> bool:
     name = name.casefold()
     if re.search(rf"(?<![\w./-]){re.escape(name)}(?![\w-]|\.\w)", text):
         return True
-    # A run titles a corpus source "path (title)": "doc/bash/copyright (copyright)".
-    parts = _TITLED.sub("", titles.get(fact.source_id, "")).casefold().split("/")
+    parts = _path_parts(fact, titles)
     return name in {*parts[:-1], _RENDERED.sub("", parts[-1])}
 
 
