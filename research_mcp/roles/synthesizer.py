@@ -259,7 +259,14 @@ async def synthesize(
         discovery=discovery,
         task_specs=list(task_specs),
     )
-    scope = _Scope.read(deps, input_handoffs, prior_facts=prior_facts, failures=failures, known=known)
+    scope = _Scope.read(
+        deps,
+        input_handoffs,
+        questions=questions,
+        prior_facts=prior_facts,
+        failures=failures,
+        known=known,
+    )
     role = Synthesis(synthesis_input, scope, notes=list(dict.fromkeys(notes)), outline=list(outline))
     return await perform(deps, role, Place(run_id, node_id, iteration))
 
@@ -291,15 +298,18 @@ class _Scope:
         deps: RoleDeps,
         input_handoffs: list[str],
         *,
+        questions: Sequence[str],
         prior_facts: Sequence[int],
         failures: Sequence[str],
         known: Sequence[KnownInsight],
     ) -> _Scope:
         below = read_inputs(deps, input_handoffs)
-        facts = list({fact.id: fact for fact in deps.store.canonical_facts(below.fact_ids)}.values())
+        facts = list(
+            {fact.id: fact for fact in deps.store.canonical_facts(below.fact_ids, questions)}.values()
+        )
         # Prior findings the inputs do not already hold (a leaf re-reading a source finds its own again).
         found = {fact.id for fact in facts}
-        facts += [fact for fact in deps.store.canonical_facts(prior_facts) if fact.id not in found]
+        facts += [fact for fact in deps.store.canonical_facts(prior_facts, questions) if fact.id not in found]
         scope = cls(below, known_insights(known, below.insights), facts, found)
         failed = [failure[:MAX_FAILURE_CHARS] for failure in [*below.failures, *failures]]
         scope.failed = coverage_said_once(list(dict.fromkeys(failed)))

@@ -11,6 +11,7 @@ import json
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from research_mcp.citations import normalize
 from research_mcp.contracts import Fact, Source
 from research_mcp.errors import NotFound
 from research_mcp.ids import source_label
@@ -113,13 +114,16 @@ class FactTables(StoreDatabase):
         rows = self._all(f"SELECT * FROM facts WHERE id IN ({marks(fact_ids)}) ORDER BY id", list(fact_ids))
         return [_fact(row) for row in rows]
 
-    def canonical_facts(self, fact_ids: Sequence[int]) -> list[Fact]:
+    def canonical_facts(self, fact_ids: Sequence[int], questions: Collection[str] = ()) -> list[Fact]:
         """The facts these ids stand for: a fact merged into a near-duplicate is read as the canonical one.
 
         A canonical fact held here only through copies (found again by an extraction asking another
         question: a later run, another leaf) is read as this extraction found it, its question and
         confidence the first copy's: the evidence for "Which version of e2fsprogs does its README
         describe?" is the sentence scored against that question, not against the earlier run's.
+        So is a canonical fact found for none of `questions` (a synthesis's) whose copy was found for
+        one of them: the line an earlier run stored, given again to a report by its canonical id, is
+        read as the extraction asking this report's question scored it, not as a line of no bearing.
         """
         if not fact_ids:
             return []
@@ -135,6 +139,21 @@ class FactTables(StoreDatabase):
         rows = self._all(
             f"SELECT * FROM facts WHERE id IN ({marks([*held, *as_found])}) ORDER BY id", [*held, *as_found]
         )
+        asked = {normalize(question) for question in questions if question.strip()}
+        elsewhere = [
+            row["id"]
+            for row in rows
+            if normalize(as_found.get(row["id"], row)["question"] or "") not in asked
+        ]
+        if asked and elsewhere:
+            copies = self._all(
+                f"SELECT id, canonical_id, question, confidence FROM facts WHERE canonical_id IN ({marks(elsewhere)})"
+                " ORDER BY id",
+                elsewhere,
+            )
+            for copy in reversed(copies):  # the first copy found for one of the questions
+                if normalize(copy["question"] or "") in asked:
+                    as_found[copy["canonical_id"]] = copy
         facts = [_fact(row) for row in rows]
         return [
             fact.model_copy(

@@ -192,3 +192,25 @@ def test_a_fact_found_again_for_another_question_reads_as_found_for_it(knowledge
         "In which BSD release did fstab appear?",
         0.8,
     )
+
+
+def test_a_fact_found_again_for_a_later_question_is_read_as_found_for_it_by_a_report_asking_it(
+    knowledge: KnowledgeBase,
+) -> None:
+    # An earlier run stored the line for its question; a later run's extraction found it again (a
+    # copy, merged into it) for its own. The later report reads the line as scored for its question
+    # even where it is given the canonical id (a lower report's citation, a prior finding).
+    store = knowledge.store
+    earlier, later = "When was the tower built?", "For which event was the Eiffel Tower completed?"
+    guide = source(store, "guide", f"Paris guide. {COMPLETED} More text.")
+    history = source(store, "history", f"A history. {FINISHED} Later years.")
+    first = record(knowledge, guide, COMPLETED, questions=[earlier], confidence=0.41)
+    record(knowledge, history, FINISHED, questions=[later], confidence=0.77)
+
+    [as_stored] = store.canonical_facts([first])
+    [for_later] = store.canonical_facts([first], [later])
+    [for_earlier] = store.canonical_facts([first], [earlier, later])
+
+    assert (as_stored.question, as_stored.confidence) == (earlier, 0.41)
+    assert (for_later.id, for_later.question, for_later.confidence) == (first, later, 0.77)
+    assert (for_earlier.question, for_earlier.confidence) == (earlier, 0.41)  # its own question asked

@@ -180,3 +180,18 @@ async def test_a_part_whose_lines_answer_something_else_is_marked_as_leads(corpu
     sixth = markdown.split("## What does the sixth field of fstab determine", 1)[1].split("\n## ", 1)[0]
     assert NOT_ESTABLISHED_HERE in who
     assert NOT_ESTABLISHED_HERE not in sixth and "fsck" in sixth
+
+
+async def test_a_line_an_earlier_question_stored_answers_a_later_one_as_it_would_in_a_new_home(
+    corpus: Path,
+) -> None:
+    # The zlib licence's "Altered source versions must be plainly marked as such" is stored by the
+    # first question; the second finds it again. Its report reads the line as scored for its own
+    # question (was: as the first question's, "best evidence 0.00", and low while its part said medium).
+    await research("What does the zlib licence require of altered source versions?")
+    later = await research("Must altered source versions of zlib be plainly marked as such?")
+
+    document = later["document"]
+    assert any("plainly marked" in fact.quote for fact in document.facts if fact.verified)
+    assert document.confidence.level == "medium", document.confidence.reasoning
+    assert "best evidence per question 0.00" not in document.confidence.reasoning
