@@ -91,7 +91,7 @@ from research_mcp.matching.answer_type import (
     states_reason,
 )
 from research_mcp.matching.subjects import PROGRAM_KINDS
-from research_mcp.matching.terms import STOPWORDS, bears_on, said_terms, same_term, terms
+from research_mcp.matching.terms import STOPWORDS, bears_on, joined_terms, said_terms, same_term, terms
 from research_mcp.storage.outputs import AcceptanceCheck
 
 __all__ = [
@@ -356,10 +356,13 @@ def _said(fact: Fact, titles: Mapping[int, str]) -> str:
     return f"{fact.statement} {fact.quote} {titles.get(fact.source_id, '')}"
 
 
-def _said_terms(facts: Sequence[Fact], titles: Mapping[int, str]) -> set[str]:
-    """The terms `facts` say, a name after a version number as well ("4.0BSD" says "BSD")."""
-    said = set(terms(" ".join(_said(f, titles) for f in facts)))
-    return said | {match.group(1) for term in said if (match := _VERSIONED.fullmatch(term))}
+def _said_terms(facts: Sequence[Fact], titles: Mapping[int, str], question: str = "") -> set[str]:
+    """The terms `facts` say, a name after a version number as well ("4.0BSD" says "BSD"), and those
+    of `question` they spell as one word or two the other way ("user name" by "username")."""
+    text = " ".join(_said(f, titles) for f in facts)
+    said = set(terms(text))
+    said |= {match.group(1) for term in said if (match := _VERSIONED.fullmatch(term))}
+    return said | joined_terms(question, text) if question else said
 
 
 def _judge_identifiers(
@@ -416,7 +419,7 @@ def _judge_subjects(
     they answer something else."""
     elsewhere = []
     for question, facts in zip(judged, extracted, strict=True):
-        said = _said_terms(facts, titles)
+        said = _said_terms(facts, titles, question)
         technical_words = technical_terms(question)
         # A technical term said within a longer name counts: "zstd" by "doc/libzstd1/copyright".
         within = [t for t in technical_words if _within(t, said)]
@@ -461,7 +464,7 @@ def _judge_unsaid(
     unsaid = []
     for question, facts in zip(judged, extracted, strict=True):
         named = named_terms(question)
-        if len(named) >= 2 and len(said_terms(named, _said_terms(facts, titles))) == len(named):
+        if len(named) >= 2 and len(said_terms(named, _said_terms(facts, titles, question))) == len(named):
             continue  # on the very things it names: what is unsaid is how they relate
         missing = _unsaid_terms(question, facts, titles)
         if len(missing) * 2 > len(_asked_terms(question)):
@@ -573,7 +576,7 @@ def _judge_together(
             continue
         # Any technical thing will do ("the nofail option to an fstab entry" is answered of nofail);
         # each one of a kind named must be ("the apache user", not base-passwd's uid ranges).
-        said = [(fact, bool(said_terms(asked, _said_terms([fact], titles)))) for fact in facts]
+        said = [(fact, bool(said_terms(asked, _said_terms([fact], titles, question)))) for fact in facts]
         if (things and not any(_names(t, f, titles) for t in things for f, says in said if says)) or not all(
             any(_names_one(one, f, titles) for f, says in said if says) for one in ones
         ):
@@ -704,7 +707,7 @@ def _within(term: str, said: Collection[str]) -> bool:
 
 def _unsaid_terms(question: str, facts: list[Fact], titles: Mapping[int, str]) -> list[str]:
     """The terms of a question (numbers and framing words aside) none of `facts` says."""
-    said = _said_terms(facts, titles)
+    said = _said_terms(facts, titles, question)
     return [term for term in _asked_terms(question) if term not in said_terms([term], said)]
 
 
@@ -722,7 +725,8 @@ def _limited(question: str, side: str, facts: list[Fact]) -> bool:
     /etc/login.defs."""
     asked = [term for term in terms(_PATH.sub(" ", question)) if not _LIMIT_TERM.fullmatch(term)]
     return any(
-        states_limit(text := f"{fact.statement} {fact.quote}", side) and said_terms(asked, set(terms(text)))
+        states_limit(text := f"{fact.statement} {fact.quote}", side)
+        and said_terms(asked, set(terms(text)) | joined_terms(question, text))
         for fact in facts
     )
 
@@ -736,7 +740,7 @@ def _unqualified(question: str, facts: list[Fact], titles: Mapping[int, str]) ->
     for word in qualifiers(asked):
         others = [term for term in asked if term != word]
         if not any(
-            word in (said := _said_terms([fact], titles)) and len(said_terms(others, said)) >= 2
+            word in (said := _said_terms([fact], titles, question)) and len(said_terms(others, said)) >= 2
             for fact in facts
         ):
             missing.append(word)

@@ -5,6 +5,7 @@ fstab(5), as a run would verify them, their sources titled by their paths as run
 from __future__ import annotations
 
 from research_mcp.contracts import Fact
+from research_mcp.matching.terms import joined_terms
 from research_mcp.roles.evidence import NOT_ESTABLISHED, judge_evidence, one_of_a_kind, technical_subjects
 from tests.roles.test_evidence_answer_type import fact
 
@@ -179,3 +180,33 @@ def test_whose_thing_it_is_and_its_kind_are_not_what_is_asked_of_it() -> None:
     # A line that said it (no page does) would answer.
     comments = fact(1, "Comment lines starting with '#' are allowed in DEBIAN/conffiles.", question, 1)
     assert not together(question, comments)
+
+
+def test_words_a_page_writes_as_one_are_said_by_it() -> None:
+    # adduser.conf(5) writes "username" and fstab(5) "filesystem"; a person asks of a "user name" and
+    # a "file system". The line says what is asked, together with the file it is asked of.
+    titles = {10: "man/adduser.conf.5.txt (adduser.conf)", 3: "man/fstab.5.txt (fstab)"}
+    question = "What is the maximum length of a user name according to adduser.conf?"
+    line = (
+        "Please note that regardless of the regular expressions used to evaluate the username, it may be "
+        "a maximum of 32 bytes; this may be less than 32 visual characters when using Unicode glyphs in "
+        "the username."
+    )
+    evidence = judge_evidence([question], [fact(1, line, question, 10)], in_scope=1, read=1, titles=titles)
+    assert not [why for level, why in evidence.caps if level == "low"], evidence.caps
+
+    # The same line, titled by another page, answers nothing asked of login.defs (the line is
+    # adduser.conf(5)'s): the words are credited, not the file.
+    of_other = "What is the maximum length of a user name according to login.defs?"
+    evidence = judge_evidence([of_other], [fact(1, line, of_other, 10)], in_scope=1, read=1, titles=titles)
+    assert any("together with" in why and "login.defs" in why for _, why in evidence.caps)
+
+    fstab = "Which field of fstab describes the type of the file system?"
+    typed = fact(2, "This field describes the type of the filesystem.", fstab, 3)
+    assert not together(fstab, typed)
+
+    # And the other way: hosts(5) writes "Host names may contain only alphanumeric characters".
+    assert "hostname" in joined_terms(
+        "Which characters may a hostname contain?", "Host names may contain only"
+    )
+    assert not joined_terms("Which parts are kept apart?", "a part of it is kept")  # "a part" is no compound
