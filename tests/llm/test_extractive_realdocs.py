@@ -295,3 +295,41 @@ async def test_a_field_whose_key_the_question_asks_for_answers_it(model: Extract
     # Its "Version:" field is bc's: no answer to a question about another program's version.
     other = await quotes(model, "bc.README", "Which version of e2fsprogs does its README describe?")
     assert "Version: bc version 1.01" not in other
+
+
+async def test_a_definition_is_quoted_with_the_short_sentence_completing_it(model: ExtractiveModel) -> None:
+    # adduser.conf(5): "DSHELL The login shell to be used for all new users.  Defaults to\n /bin/bash."
+    # The default is what is asked; alone, "Defaults to /bin/bash." says nothing of a shell.
+    said = await quotes(
+        model, "adduser.conf.5.txt", "What login shell does adduser give new users by default?"
+    )
+    assert any("login shell" in quote and "Defaults to /bin/bash." in quote for quote in said), said
+    said = await quotes(
+        model, "adduser.conf.5.txt", "What permissions does adduser give the home directories of new users?"
+    )
+    assert any("home directories" in quote and "Defaults to 0700." in quote for quote in said), said
+    # A long sentence after it is a claim of its own, not part of the quote.
+    assert not any(
+        "Note that there are potential configurations" in quote for quote in said if "0700" in quote
+    )
+
+
+def test_a_number_closing_a_parenthesis_at_a_line_start_opens_no_list_item() -> None:
+    # apt_preferences(5), as `man -P cat` wraps it: "100)" continues the sentence, it is no item "100)".
+    text = (
+        "       In a typical situation, the installed version of a package (priority\n"
+        "       100) is not as recent as one of the versions available from the sources\n"
+        "       listed in the sources.list(5) file (priority 500 or 990). Then the\n"
+        "       package will be upgraded when apt-get install some-package or apt-get\n"
+        "       upgrade is executed.\n"
+        "\n"
+        "       Steps:\n"
+        "       1) Read the file.\n"
+        "       2) Write it back.\n"
+    )
+    said = [" ".join(sentence.text.split()) for sentence in split_sentences(text)]
+    assert said[0] == (
+        "In a typical situation, the installed version of a package (priority 100) is not as recent as "
+        "one of the versions available from the sources listed in the sources.list(5) file (priority 500 or 990)."
+    )
+    assert "Read the file." in said and "Write it back." in said  # items of a list stay items

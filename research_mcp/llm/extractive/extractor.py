@@ -37,7 +37,7 @@ from research_mcp.llm.embeddings import english_words
 from research_mcp.llm.extractive.focus import focus, names_subject, subject
 from research_mcp.llm.extractive.references import referents, resolved_texts
 from research_mcp.llm.extractive.scoring import Relevance, select_diverse
-from research_mcp.llm.extractive.sentences import Sentence, introduced_ends, split_sentences
+from research_mcp.llm.extractive.sentences import Sentence, completions, introduced_ends, split_sentences
 from research_mcp.matching.answer_type import asks_for_credit, asks_for_number, credited_roles, states_number
 from research_mcp.matching.boilerplate import is_boilerplate, is_credit
 from research_mcp.matching.terms import clip, said_terms, terms
@@ -219,10 +219,16 @@ def _prepared(text: str, embedder: Embedder | None) -> _Prepared:
     sentences = split_sentences(text)
     # Scored as what it says: "she was named ambassador" with the name "she" refers back to.
     scored_as = _in_stanzas(text, sentences, _under_headings(sentences, resolved_texts(text, sentences)))
+    ends = introduced_ends(text, sentences)
+    # A sentence and the short one completing it ("Defaults to /bin/bash.") are one claim.
+    completed = completions(text, sentences, ends)
+    for position, closing in completed.items():
+        ends[position] = sentences[closing].end
+        scored_as[position] = f"{scored_as[position]} {_SPACE.sub(' ', sentences[closing].text)}"
     kept = [
         index
         for index, sentence in enumerate(sentences)
-        if _claim(sentence) and not is_boilerplate(sentence.text)
+        if _claim(sentence) and not is_boilerplate(sentence.text) and index not in completed.values()
     ]
     claims = [sentences[index] for index in kept]
     relevance = Relevance([scored_as[index] for index in kept], embedder)
@@ -232,7 +238,6 @@ def _prepared(text: str, embedder: Embedder | None) -> _Prepared:
         (claim_of[at], name) if at is not None and at in claim_of else None
         for name, at in (referent[sentence] for sentence in kept)
     ]
-    ends = introduced_ends(text, sentences)
     credits = [sentence for sentence in sentences if _claim(sentence) and is_credit(sentence.text)]
     prepared = _Prepared(
         sentences,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from research_mcp.matching.boilerplate import is_run_in_heading
 
-__all__ = ["MAX_SENTENCE_CHARS", "Sentence", "introduced_ends", "split_sentences"]
+__all__ = ["MAX_SENTENCE_CHARS", "Sentence", "completions", "introduced_ends", "split_sentences"]
 
 MAX_SENTENCE_CHARS = 900
 
@@ -125,6 +125,44 @@ def introduced_ends(text: str, sentences: list[Sentence]) -> list[int]:
     return ends
 
 
+#: The most words of a short sentence completing the one before it ("Defaults to /bin/bash.").
+CLOSING_WORDS = 6
+#: A sentence without a subject, saying more of the one before it: a verb or participle and what it
+#: is to, for or by ("Defaults to /bin/bash.", "Recommended for new hashes.", "Deprecated."), not a
+#: sentence of its own ("Gardens line the river banks.").
+_ELLIPTICAL = re.compile(
+    r"[A-Z][a-z]+(?:s|ed)\b(?:\s+(?:to|for|as|by|on|in|with|from|at|if|when|unless|since|instead)\b|\s*\.)"
+)
+
+
+def completions(text: str, sentences: list[Sentence], ends: list[int]) -> dict[int, int]:
+    """The sentences followed in their paragraph by a short one completing them (`_ELLIPTICAL`), by
+    position, with the position of that one: adduser.conf(5)'s "DSHELL The login shell to be used for all new
+    users." with "Defaults to /bin/bash."; crypt(5)'s "yescrypt is a scalable passphrase hashing
+    scheme ..." with "Recommended for new hashes.". A definition list's item stays whole: the two
+    are one claim, quoted together. `ends`: where each quote ends already (one extended over what
+    it announces is not completed)."""
+    completed = {}
+    for position, sentence in enumerate(sentences[:-1]):
+        closing = sentences[position + 1]
+        if (
+            ends[position] == sentence.end
+            and position not in completed.values()
+            and not sentence.heading
+            and not sentence.field
+            and not closing.heading
+            and not closing.field
+            and closing.words <= CLOSING_WORDS
+            and _ELLIPTICAL.match(closing.text) is not None
+            and closing.text.endswith(".")
+            and not _listed(text, closing)
+            and _BLANK_LINE.search(text, sentence.end, closing.start) is None
+            and closing.end - sentence.start <= MAX_SENTENCE_CHARS
+        ):
+            completed[position] = position + 1
+    return completed
+
+
 def _listed(text: str, sentence: Sentence) -> bool:
     """Whether the sentence opens a list item ("* ...", "2) ...")."""
     line_start = text.rfind("\n", 0, sentence.start) + 1
@@ -181,6 +219,12 @@ def _segments(text: str) -> list[tuple[int, int, bool]]:
             )
         )
         list_marker = _LIST_MARKER.match(stripped)
+        if list_marker and list_marker.group().rstrip().endswith(")") and block_start is not None:
+            # "(priority\n 100) is not as recent": a number closing a parenthesis the line before
+            # opened wraps the sentence on; it opens no list item.
+            block = text[block_start:block_end]
+            if block.count("(") > block.count(")"):
+                list_marker = None
         if is_heading or list_marker:
             if block_start is not None:
                 segments.append((block_start, block_end, False))
