@@ -29,6 +29,7 @@ __all__ = [
     "meaningful_quote",
     "normalize",
     "same_claim",
+    "whole_field_line",
 ]
 
 _TRANSLATE = str.maketrans(
@@ -102,6 +103,21 @@ class QuoteLocator:
         if at < 0:
             return None
         return offsets[at], offsets[at + len(needle) - 1] + 1
+
+
+_FIELD_LINE = re.compile(r"[A-Z][\w-]*:[ \t]+\S[^\n]*")
+
+
+def whole_field_line(text: str, span: tuple[int, int]) -> bool:
+    """Whether `span` of `text` is a whole "Key: value" line ("License: curl"), indentation aside."""
+    start, end = span
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    return (
+        not text[line_start:start].strip()
+        and not text[end : len(text) if line_end < 0 else line_end].strip()
+        and _FIELD_LINE.fullmatch(text[start:end].strip()) is not None
+    )
 
 
 def locate_quote(quote: str, source_text: str) -> tuple[int, int] | None:
@@ -181,11 +197,13 @@ def _stem(word: str) -> str:
     return word if word.isdigit() else word[:5]
 
 
-def meaningful_quote(quote: str, statement: str) -> bool:
-    """A quote that can verify `statement`: at least MIN_QUOTE_WORDS content words (or a number), and at
-    least one of them (compared by its first five letters, so "grows" meets "growth") in the statement."""
+def meaningful_quote(quote: str, statement: str, *, field: bool = False) -> bool:
+    """A quote that can verify `statement`: at least MIN_QUOTE_WORDS content words (or a number; two
+    for a `field`, a whole "Key: value" line of its source: a Debian copyright file's "License:
+    curl"), and at least one of them (compared by its first five letters, so "grows" meets
+    "growth") in the statement."""
     words = _content_words(quote)
-    if len(words) < MIN_QUOTE_WORDS and not any(word.isdigit() for word in words):
+    if len(words) < MIN_QUOTE_WORDS - field and not any(word.isdigit() for word in words):
         return False
     said = {_stem(word) for word in _content_words(statement)}
     return any(_stem(word) in said for word in words)

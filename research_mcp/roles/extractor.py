@@ -7,7 +7,7 @@ from collections.abc import Collection, Sequence
 
 import anyio
 
-from research_mcp.citations import CitationChecker, QuoteLocator, meaningful_quote
+from research_mcp.citations import CitationChecker, QuoteLocator, meaningful_quote, whole_field_line
 from research_mcp.contracts import ExtractorOutput, ExtractorTaskSpec, Source
 from research_mcp.ids import source_label
 from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
@@ -238,7 +238,11 @@ def located_facts(source: Source, output: ExtractorOutput, asked: Sequence[str])
     new_facts = []
     for fact in output.facts:
         # A quote verifies only as a meaningful span bearing on the statement ("the" is everywhere).
-        span = locator.find(fact.quote) if meaningful_quote(fact.quote, fact.statement) else None
+        span = locator.find(fact.quote)
+        if span and not meaningful_quote(
+            fact.quote, fact.statement, field=whole_field_line(source.text, span)
+        ):
+            span = None
         question = None
         if fact.question_index is not None and fact.question_index < len(asked):
             question = asked[fact.question_index]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -96,6 +97,32 @@ def test_a_quote_verifies_only_as_a_meaningful_span_bearing_on_the_statement(
     quote: str, statement: str, meaningful: bool
 ) -> None:
     assert meaningful_quote(quote, statement) is meaningful
+
+
+def test_a_whole_field_line_of_the_source_verifies_with_two_words() -> None:
+    # A Debian copyright file gives a package's licence as "License: curl": a whole "Key: value"
+    # line of its source verifies; two words that are not a whole field line do not.
+    from datetime import UTC, datetime
+
+    from research_mcp.contracts import Source
+    from research_mcp.roles.extractor import located_facts
+
+    text = (Path(__file__).resolve().parents[1] / "fixtures" / "realdocs" / "curl.copyright").read_text()
+    source = Source(
+        id=1, ref="corpus:1", kind="corpus", content_hash="x", text=text, fetched_at=datetime.now(UTC)
+    )
+    output = ExtractorOutput(
+        facts=[
+            ExtractedFact(statement="curl is distributed under the curl licence", quote="License: curl"),
+            ExtractedFact(statement="Daniel Stenberg holds curl's copyright", quote="Daniel Stenberg"),
+            ExtractedFact(statement="Its upstream name is curl", quote="Upstream-Name: curl"),
+            ExtractedFact(statement="The licence is curl's", quote="curl License:"),  # not in the text
+        ],
+        confidence=Confidence(level="medium", reasoning="x"),
+    )
+    verified = [fact.verified for fact in located_facts(source, output, ["Under which licence is curl?"])]
+    assert verified == [True, False, True, False]
+    assert not meaningful_quote("License: curl", "curl is under the curl licence")  # not known to be a field
 
 
 async def test_a_three_letter_quote_found_in_the_source_does_not_verify_a_claim() -> None:
