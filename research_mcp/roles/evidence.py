@@ -337,6 +337,7 @@ def judge_evidence(
     _judge_unsaid(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
     _judge_kind(evidence, judged, groups, [by_question[normalize(q)] for q in judged], titles)
     _judge_together(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
+    _judge_named_together(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
     if off_topic:
         evidence.caps.append(
             (
@@ -586,6 +587,34 @@ def _judge_together(
         why = (
             f"no verified fact for {len(apart)} question(s) says what it asks together with what it "
             f"asks it of ({', '.join(things)}): {first[:120]!r}"
+        )
+        _not_established(evidence, judged, [question for question, _ in apart], why)
+
+
+def _judge_named_together(
+    evidence: Evidence, judged: list[str], extracted: list[list[Fact]], titles: Mapping[int, str]
+) -> None:
+    """A question naming a thing by its name and a technical thing ("Which PAM module reads
+    /etc/hostname at boot?") is answered by a fact that says both, not by one saying the name of
+    another file ("The contents of /etc/motd are displayed by pam_motd(8)") beside one saying the
+    file ("The /etc/hostname file configures the name of the local system.")."""
+    apart = []
+    for question, facts in zip(judged, extracted, strict=True):
+        things = technical_subjects(question)
+        named = [term for term in named_terms(question) if not any(term in terms(thing) for thing in things)]
+        if not things or not named:
+            continue
+        if not any(
+            any(_names(thing, fact, titles) for thing in things)
+            and said_terms(named, _said_terms([fact], titles, question))
+            for fact in facts
+        ):
+            apart.append((question, [*named, *things]))
+    if apart:
+        first, both = apart[0]
+        why = (
+            f"no verified fact for {len(apart)} question(s) names what it names together "
+            f"({', '.join(both)}): {first[:120]!r}"
         )
         _not_established(evidence, judged, [question for question, _ in apart], why)
 

@@ -210,3 +210,22 @@ def test_words_a_page_writes_as_one_are_said_by_it() -> None:
         "Which characters may a hostname contain?", "Host names may contain only"
     )
     assert not joined_terms("Which parts are kept apart?", "a part of it is kept")  # "a part" is no compound
+
+
+def test_a_name_and_a_technical_thing_asked_together_are_said_together() -> None:
+    # motd(5) names a PAM module of another file; hostname(5) names the file and no module.
+    titles = {4: "man/motd.5.txt (motd)", 5: "man/hostname.5.txt (hostname)"}
+    motd = (
+        "The contents of /etc/motd are displayed by pam_motd(8) login(1) after a successful login but "
+        "just before it executes the login shell."
+    )
+    hostname = "The /etc/hostname file configures the name of the local system."
+
+    def caps(question: str) -> list[str]:
+        facts = [fact(1, motd, question, 4), fact(2, hostname, question, 5)]
+        judged = judge_evidence([question], facts, in_scope=2, read=2, titles=titles)
+        return [why for level, why in judged.caps if level == "low" and "names what it names together" in why]
+
+    assert caps("Which PAM module reads /etc/hostname at boot?")
+    # Asked of the file motd(5) names the module of, the same lines answer.
+    assert not caps("Which PAM module displays the contents of /etc/motd after a login?")
