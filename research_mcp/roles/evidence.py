@@ -439,12 +439,7 @@ def _judge_subjects(
             if len(missing) * 2 > len(named):  # most of what it names: "README" may go unsaid, "LibYAML" not
                 elsewhere.append((question, missing))
                 break
-    if elsewhere:
-        first, missing = elsewhere[0]
-        why = (
-            f"no verified fact for {len(elsewhere)} question(s) mentions what it names ({', '.join(missing)})"
-        )
-        _not_established(evidence, judged, [question for question, _ in elsewhere], f"{why}: {first[:120]!r}")
+    _not_established_apart(evidence, judged, elsewhere, "mentions what it names")
 
 
 def _source_folders(facts: Sequence[Fact], titles: Mapping[int, str]) -> set[str]:
@@ -582,13 +577,7 @@ def _judge_together(
             any(_names_one(one, f, titles) for f, says in said if says) for one in ones
         ):
             apart.append((question, list(dict.fromkeys([*things, *ones]))))
-    if apart:
-        first, things = apart[0]
-        why = (
-            f"no verified fact for {len(apart)} question(s) says what it asks together with what it "
-            f"asks it of ({', '.join(things)}): {first[:120]!r}"
-        )
-        _not_established(evidence, judged, [question for question, _ in apart], why)
+    _not_established_apart(evidence, judged, apart, "says what it asks together with what it asks it of")
 
 
 def _judge_named_together(
@@ -610,13 +599,7 @@ def _judge_named_together(
             for fact in facts
         ):
             apart.append((question, [*named, *things]))
-    if apart:
-        first, both = apart[0]
-        why = (
-            f"no verified fact for {len(apart)} question(s) names what it names together "
-            f"({', '.join(both)}): {first[:120]!r}"
-        )
-        _not_established(evidence, judged, [question for question, _ in apart], why)
+    _not_established_apart(evidence, judged, apart, "names what it names together")
 
 
 def _described(question: str, things: Sequence[str]) -> list[str]:
@@ -633,6 +616,17 @@ def _described(question: str, things: Sequence[str]) -> list[str]:
         ):
             words += [word for word in (match.group(1), match.group("kind")) if word]
     return words
+
+
+def _not_established_apart(
+    evidence: Evidence, judged: list[str], apart: list[tuple[str, list[str]]], fails: str
+) -> None:
+    """`apart`'s questions (each with what its facts leave out) not established: no verified fact
+    for them `fails` ("mentions what it names"), the first named in the reason."""
+    if apart:
+        first, what = apart[0]
+        why = f"no verified fact for {len(apart)} question(s) {fails} ({', '.join(what)}): {first[:120]!r}"
+        _not_established(evidence, judged, [question for question, _ in apart], why)
 
 
 def _not_established(evidence: Evidence, judged: list[str], questions: list[str], why: str) -> None:
