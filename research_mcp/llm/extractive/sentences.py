@@ -142,7 +142,7 @@ def completions(text: str, sentences: list[Sentence], ends: list[int]) -> dict[i
     scheme ..." with "Recommended for new hashes.". A definition list's item stays whole: the two
     are one claim, quoted together. `ends`: where each quote ends already (one extended over what
     it announces is not completed)."""
-    completed = {}
+    completed: dict[int, int] = {}
     for position, sentence in enumerate(sentences[:-1]):
         closing = sentences[position + 1]
         if (
