@@ -202,6 +202,18 @@ def _segments(text: str) -> list[tuple[int, int, bool]]:
                 block_start = None
             previous_ends_sentence = True
             continue
+        if (
+            block_start is not None
+            and not line[:1].isspace()
+            and lines[number - 1][:1].isspace()
+            and _FIELD_LINE.match(line.rstrip("\r\n"))
+        ):
+            # A "Key: value" line after the indented lines continuing the field before it (a Debian
+            # copyright file's "Copyright: ...\n           2006-2023 Antonio Diaz Diaz\nLicense:
+            # GPL-2+") is a field of its own, not a line of their sentence.
+            segments.append((block_start, block_end, False))
+            block_start = None
+            previous_ends_sentence = True
         marker = _HEADING_MARKER.match(stripped)
         words = len(stripped.split())
         following = lines[number + 1].strip() if number + 1 < len(lines) else ""
