@@ -369,3 +369,54 @@ async def test_a_field_after_the_indented_lines_continuing_another_is_a_field_of
     request = ModelRequest(role="test", system="", prompt="", output_type=ExtractorOutput, payload=payload)
     facts = (await model.generate(request)).output.facts
     assert facts and facts[0].quote == "License: GPL-2+", [fact.quote for fact in facts]
+
+
+async def test_a_report_gives_first_the_lines_found_for_its_question_strongest_first(
+    model: ExtractiveModel,
+) -> None:
+    # ed's Debian copyright file answers with "License: GPL-2+"; warranty lines of other packages'
+    # files share more of the question's words and are repeated across files (corroborated).
+    from research_mcp.contracts import SynthesisOutput
+    from research_mcp.role_inputs import SynthesisFact, SynthesisPayload
+
+    question = "Under which licence is GNU ed distributed?"
+    warranty = (
+        "GNU Libtool is distributed in the hope that it will be useful, but WITHOUT ANY WARRANTY; "
+        "without even the implied warranty of MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE."
+    )
+    facts = [
+        SynthesisFact(
+            id=1,
+            statement=warranty,
+            quote=warranty,
+            source_id=2,
+            verified=True,
+            confidence=0.7,
+            corroborations=3,
+            question=question,
+        ),
+        SynthesisFact(
+            id=2,
+            statement="License: GPL-2+",
+            quote="License: GPL-2+",
+            source_id=1,
+            verified=True,
+            confidence=0.95,
+            question=question,
+        ),
+        SynthesisFact(
+            id=3,
+            statement="GNU ed is distributed under the GNU GPL.",
+            quote="distributed under the GNU GPL",
+            source_id=3,
+            verified=True,
+            confidence=0.9,
+            corroborations=2,
+            question="Who wrote GNU ed?",
+        ),
+    ]
+    payload = SynthesisPayload(title=question, questions=[question], input_handoffs=[], facts=facts)
+    request = ModelRequest(role="test", system="", prompt="", output_type=SynthesisOutput, payload=payload)
+    report = (await model.generate(request)).output.report
+    lines = [line for line in report.splitlines() if line.startswith("- ")]
+    assert [line[-4:] for line in lines] == ["[F2]", "[F1]", "[F3]"], lines

@@ -110,10 +110,14 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
     best: list[float] = []  # each question's strongest verified evidence
     for question, question_lines in lines.items():
         cited = [line for line in question_lines if line.verified_ids]
-        if question != OTHER:  # lines that share the question's terms first (a stable sort)
+        if question != OTHER:
+            # The lines found for this question first, the strongest for it first ("License: GPL-2+"
+            # of ed's copyright file before other files' warranty lines); then those that share
+            # the question's terms (a stable sort: corroborated lines first among equals).
             cited.sort(
                 key=lambda line: (
-                    not bears_on(f"{line.representative.statement} {line.representative.quote}", question)
+                    -_evidence(question, [line]),
+                    not bears_on(f"{line.representative.statement} {line.representative.quote}", question),
                 )
             )
         if question == OTHER and not cited:
