@@ -209,12 +209,13 @@ def meaningful_quote(quote: str, statement: str, *, field: bool = False) -> bool
     return any(_stem(word) in said for word in words)
 
 
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*\+?")
 _NEGATION = re.compile(r"\b(?:not|no|never|none|neither|nor|without|cannot)\b|n't\b", re.IGNORECASE)
 
 
 def same_claim(a: str, b: str) -> bool:
-    """What similarity blurs: two statements claim the same only with the same numbers and negation."""
+    """What similarity blurs: two statements claim the same only with the same numbers and negation;
+    a number's "or later" is part of it ("License: GPL-2+" is not "License: GPL-2")."""
 
     def numbers(text: str) -> list[str]:
         return sorted(number.replace(",", "") for number in _NUMBER.findall(text))

@@ -161,6 +161,15 @@ async def test_a_page_title_goes_inside_the_untrusted_frame_with_its_forged_mark
     assert "Address: text:" not in prompt[:begin]
 
 
+def test_a_licence_or_later_is_not_the_same_claim_as_that_licence_alone() -> None:
+    # bzip2's Debian copyright file gives "License: GPL-2" for some files, ed's "License: GPL-2+".
+    from research_mcp.citations import same_claim
+
+    assert not same_claim("License: GPL-2+", "License: GPL-2")
+    assert same_claim("License: GPL-2+", "Files: * License: GPL-2+")
+    assert same_claim("built in 1,502", "built in 1502")
+
+
 def test_the_extractive_merge_keeps_statements_with_different_numbers_or_negation_apart() -> None:
     facts = [
         SynthesisFact(
