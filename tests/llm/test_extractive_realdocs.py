@@ -22,13 +22,14 @@ def document(name: str) -> str:
     return (DOCS / name).read_text(encoding="utf-8")
 
 
-async def quotes(model: ExtractiveModel, name: str, question: str) -> list[str]:
+async def quotes(model: ExtractiveModel, name: str, question: str, text: str | None = None) -> list[str]:
+    """What the extractor quotes of the fixture `name` (or of `text`, titled `name`), first first."""
     payload = ExtractorPayload(
         source_id=1,
         source_ref="corpus:1",
         source_title=name,
         questions=[question],
-        source_text=document(name),
+        source_text=document(name) if text is None else text,
     )
     request = ModelRequest(role="test", system="", prompt="", output_type=ExtractorOutput, payload=payload)
     return [" ".join(fact.quote.split()) for fact in (await model.generate(request)).output.facts]
@@ -359,16 +360,8 @@ async def test_a_field_after_the_indented_lines_continuing_another_is_a_field_of
         "License: GFDL-NIV-1.3+\n"
     )
     assert "License: GPL-2+" in [sentence.text for sentence in split_sentences(text)]
-    payload = ExtractorPayload(
-        source_id=1,
-        source_ref="corpus:1",
-        source_title="doc/ed/copyright",
-        questions=["Under which licence is GNU ed distributed?"],
-        source_text=text,
-    )
-    request = ModelRequest(role="test", system="", prompt="", output_type=ExtractorOutput, payload=payload)
-    facts = (await model.generate(request)).output.facts
-    assert facts and facts[0].quote == "License: GPL-2+", [fact.quote for fact in facts]
+    said = await quotes(model, "doc/ed/copyright", "Under which licence is GNU ed distributed?", text)
+    assert said and said[0] == "License: GPL-2+", said
 
 
 async def test_a_report_gives_first_the_lines_found_for_its_question_strongest_first(
