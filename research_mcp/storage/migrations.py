@@ -301,6 +301,12 @@ def m010_corpus_failures(db: Database) -> None:
     )
 
 
+def m011_facts_by_canonical(db: Database) -> None:
+    """Facts by the canonical fact they were merged into: a report reads the copy of a stored line
+    found for its own question (`FactTables.canonical_facts`) without scanning every fact."""
+    db.table("facts").create_index(["canonical_id"], if_not_exists=True)
+
+
 def _insight_rows(
     output: dict[str, Any], source_id: int, ref: str
 ) -> list[tuple[int, str, str, str, str, str]]:
@@ -329,6 +335,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("008_source_insights", m008_source_insights),
     ("009_plan_budget", m009_plan_budget),
     ("010_corpus_failures", m010_corpus_failures),
+    ("011_facts_by_canonical", m011_facts_by_canonical),
 ]
 
 
