@@ -20,6 +20,7 @@ from research_mcp.ids import fact_label
 
 __all__ = [
     "CITATION",
+    "FIELD_LINE",
     "WRITTEN_CITATION",
     "CitationCheck",
     "CitationChecker",
@@ -105,7 +106,8 @@ class QuoteLocator:
         return offsets[at], offsets[at + len(needle) - 1] + 1
 
 
-_FIELD_LINE = re.compile(r"[A-Z][\w-]*:[ \t]+\S[^\n]*")
+#: A "Key: value" line ("License: curl", "Upstream-Name: GNU ed"), matched whole.
+FIELD_LINE = re.compile(r"[A-Z][\w-]{1,30}:[ \t]+\S[^\n]*")
 
 
 def whole_field_line(text: str, span: tuple[int, int]) -> bool:
@@ -116,7 +118,7 @@ def whole_field_line(text: str, span: tuple[int, int]) -> bool:
     return (
         not text[line_start:start].strip()
         and not text[end : len(text) if line_end < 0 else line_end].strip()
-        and _FIELD_LINE.fullmatch(text[start:end].strip()) is not None
+        and FIELD_LINE.fullmatch(text[start:end].strip()) is not None
     )
 
 

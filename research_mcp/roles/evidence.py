@@ -748,8 +748,8 @@ def _limited(question: str, side: str, facts: list[Fact]) -> bool:
     /etc/login.defs."""
     asked = [term for term in terms(_PATH.sub(" ", question)) if not _LIMIT_TERM.fullmatch(term)]
     return any(
-        states_limit(text := f"{fact.statement} {fact.quote}", side)
-        and said_terms(asked, set(terms(text)) | joined_terms(question, text))
+        states_limit(f"{fact.statement} {fact.quote}", side)
+        and said_terms(asked, _said_terms([fact], {}, question))
         for fact in facts
     )
 

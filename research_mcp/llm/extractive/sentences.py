@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from research_mcp.citations import FIELD_LINE
 from research_mcp.matching.boilerplate import is_run_in_heading
 
 __all__ = ["MAX_SENTENCE_CHARS", "Sentence", "completions", "introduced_ends", "split_sentences"]
@@ -41,7 +42,6 @@ _OPENERS = "\"'“‘([«"
 _LIST_MARKER = re.compile(r"(?:[-*•+]|\d{1,3}[.)])\s+")
 _HEADING_MARKER = re.compile(r"#{1,6}\s+")
 _TOKEN = re.compile(r"\w+")
-_FIELD_LINE = re.compile(r"^[A-Z][\w-]{1,30}:[ \t]+\S[^\n]*$")
 _TERMINAL = tuple(".!?…:;,\"'”’)]")
 #: A sentence that announces what follows it: "... include the items listed below.", "... is a
 #: typical example of an fstab entry:".
@@ -71,7 +71,7 @@ class Sentence:
     def field(self) -> bool:
         """A "Key: value" line ("License: BSD-3-clause or GPL-2" of a Debian copyright file): a
         statement, even where it heads the text under it."""
-        return bool(_FIELD_LINE.match(self.text))
+        return FIELD_LINE.fullmatch(self.text) is not None
 
 
 def split_sentences(text: str) -> list[Sentence]:
@@ -206,7 +206,7 @@ def _segments(text: str) -> list[tuple[int, int, bool]]:
             block_start is not None
             and not line[:1].isspace()
             and lines[number - 1][:1].isspace()
-            and _FIELD_LINE.match(line.rstrip("\r\n"))
+            and FIELD_LINE.fullmatch(line.rstrip("\r\n"))
         ):
             # A "Key: value" line after the indented lines continuing the field before it (a Debian
             # copyright file's "Copyright: ...\n           2006-2023 Antonio Diaz Diaz\nLicense:
