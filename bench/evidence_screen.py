@@ -6,6 +6,10 @@ and after a rule change and diff the two: what a rule would catch, and what it w
     .venv/bin/python -m bench.answers --sets dev,dev2,dev3,dev4,dev5,dev6 --apart --dump runs.jsonl
     .venv/bin/python -m bench.evidence_screen [--rule together] runs.jsonl
 
+`--as-asked` reads every verified fact of a run as found for the run's own question (as a report
+reads a stored line its run found again: `FactTables.canonical_facts(ids, questions)`), so that a
+rule is judged on what the report judges, not only on the facts first stored for that question.
+
 Each line: set, whether the run's question is answerable and was answered ("ANSW"), missed ("miss")
 or unanswerable ("UNANS"), the run's confidence, the question the facts were extracted for and the
 reasons of the caps the rules set. A new cap on an "ANSW medium" line is a right answer a change
@@ -24,7 +28,7 @@ from research_mcp.matching.terms import terms
 from research_mcp.roles import evidence
 
 
-def screened(path: str, rule: str) -> Counter[str]:
+def screened(path: str, rule: str, *, as_asked: bool = False) -> Counter[str]:
     found: Counter[str] = Counter()
     with open(path, encoding="utf-8") as lines:
         runs = [json.loads(line) for line in lines]
@@ -37,7 +41,9 @@ def screened(path: str, rule: str) -> Counter[str]:
             if fact["verified"] and fact["question"]:
                 fields = {k: v for k, v in fact.items() if k in Fact.model_fields}
                 fields.update(id=int(fact["id"][1:]), source_id=int(fact["source_id"][1:]))
-                by_question.setdefault(fact["question"], []).append(Fact(**fields))
+                if as_asked:
+                    fields["question"] = run["question"]
+                by_question.setdefault(fields["question"], []).append(Fact(**fields))
         asked = set(terms(run["question"]))
         tag = "UNANS" if run["unanswerable"] else ("ANSW" if run["answered"] else "miss")
         for question, facts in by_question.items():
@@ -58,10 +64,13 @@ def screened(path: str, rule: str) -> Counter[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rule", choices=["all", "together"], default="all")
+    parser.add_argument(
+        "--as-asked", action="store_true", help="read every verified fact as found for the run's question"
+    )
     parser.add_argument("dumps", nargs="+")
     args = parser.parse_args()
     for path in args.dumps:
-        for line, count in sorted(screened(path, args.rule).items()):
+        for line, count in sorted(screened(path, args.rule, as_asked=args.as_asked).items()):
             print(f"{count:3} {line}")
     return 0
 
