@@ -6,7 +6,9 @@ a default or a recommendation ("Which algorithm does it use by default?") only b
 what is the default or recommended; a limit ("What is the maximum length ...?", "How long does it
 take at least?") only by one that says a limit of that side ("up to 64", "a minimum of 10
 minutes"); when an event was ("When was ... released?") only by one stating a date, a version being
-none; what an abbreviation stands for only by words whose initials spell it. How a thing is done ("How does ... choose ...?") is judged by roles/evidence.py on the
+none; what an abbreviation stands for only by words whose initials spell it; which program does a thing
+("Which dpkg command lists ...?") only by one naming a program ("chsh(1)", "pam_motd",
+"dpkg-query -L"). How a thing is done ("How does ... choose ...?") is judged by roles/evidence.py on the
 question's words.
 
 Classic extractive question answering's answer-type check, kept to the forms whose type is plain.
@@ -17,7 +19,7 @@ from __future__ import annotations
 import re
 
 from research_mcp.matching.boilerplate import EMAIL
-from research_mcp.matching.terms import stem
+from research_mcp.matching.terms import STOPWORDS, stem
 
 __all__ = [
     "asks_for_count",
@@ -29,6 +31,7 @@ __all__ = [
     "asks_for_number",
     "asks_for_person",
     "asks_for_place_or_option",
+    "asks_for_program",
     "asks_for_reason",
     "counts",
     "credited_roles",
@@ -36,6 +39,7 @@ __all__ = [
     "names_place_or_option",
     "names_someone",
     "number_words",
+    "program_names",
     "qualifiers",
     "states_date",
     "states_limit",
@@ -64,6 +68,41 @@ _COUNT = re.compile(r"^\s*how\s+many\s+(?P<things>[a-z]{3,})\b", re.IGNORECASE)
 _PLACE_OR_OPTION = re.compile(
     r"^\s*(?:(?:in|from|under|into|to)\s+)?(?:which|what)\s+(?:[\w-]+\s+)?"
     r"(?P<kind>director(?:y|ies)|folders?|files?|paths?|options?|flags?|switch(?:es)?)\b",
+    re.IGNORECASE,
+)
+# "Which dpkg command lists ...?", "Which PAM module reads ...?", "By which program ...?"; not "Which
+# kernel command line parameter ...?", a parameter.
+_PROGRAM = re.compile(
+    r"^\s*(?:(?:by|with|from|in)\s+)?(?:which|what)\s+(?:[\w-]+\s+)?"
+    r"(?P<kind>commands?|programs?|tools?|utilit(?:y|ies)|modules?|daemons?)\b(?![\s-]+line\b)"
+    r"(?:\s+(?P<action>[a-z]+))?",
+    re.IGNORECASE,
+)
+_AUXILIARIES = frozenset(
+    (
+        "do",
+        "does",
+        "did",
+        "is",
+        "are",
+        "was",
+        "were",
+        "can",
+        "could",
+        "will",
+        "would",
+        "should",
+        "must",
+        "may",
+    )
+)
+# How a text names a program: a man page's reference ("chsh(1)"), a name joined by "_" ("pam_motd"),
+# a command given an option ("dpkg-query -L"), or a word before the kind ("the login program").
+_PROGRAM_NAME = re.compile(
+    r"(?P<reference>[\w.:+-]+)\(\d[a-z]*\)"
+    r"|(?<![\w-])(?P<joined>[a-z][a-z0-9]*_[a-z0-9_]*[a-z0-9])(?![\w-])"
+    r"|(?<![\w-])(?P<given>[a-z][\w.+-]*)\s+--?[a-z][\w-]*"
+    r"|(?<![\w-])(?P<kinded>[a-z][\w.+-]*)\s+(?:command|program|tool|utility|module|daemon)s?\b",
     re.IGNORECASE,
 )
 _A_PATH = re.compile(r"(?<![\w/])~?/[\w.+/-]+")
@@ -202,6 +241,25 @@ def names_place_or_option(text: str, kind: str) -> bool:
     if kind in ("directory", "folder"):
         return any(_directory(path.rstrip(".,;:")) for path in _A_PATH.findall(text)) or kind in words
     return bool(_PLACE.search(text)) or kind in words
+
+
+def asks_for_program(question: str) -> str | None:
+    """What a question asking which command, program, tool, utility, module or daemon does a thing
+    asks it to do, stemmed ("list" of "Which dpkg command lists the conffiles of a package?"), ""
+    when its form does not say ("Which command does adduser run ...?"); None when it asks no such
+    thing."""
+    match = _PROGRAM.match(question)
+    if match is None:
+        return None
+    action = (match.group("action") or "").casefold()
+    return "" if action in _AUXILIARIES or action in STOPWORDS else stem(action)
+
+
+def program_names(text: str) -> list[str]:
+    """The programs a text names by a form only a program's name takes: a man page's reference
+    ("chsh(1)"), a name joined by "_" ("pam_motd"), a command given an option ("dpkg-query -L"), or
+    a word before the kind ("the login program"); in order, lower-cased."""
+    return [name.casefold() for match in _PROGRAM_NAME.finditer(text) for name in match.groups() if name]
 
 
 def _directory(path: str) -> bool:

@@ -41,9 +41,11 @@ A synthesizer's confidence is capped by what its facts support; each rule that l
   ("What is the default value of the password warning period?" answered by "An empty field and
   value 0 mean that there are no password warning period.") is a gap, and `low` when every
   question judged is so, else `medium`; so is a question asking how many of a thing whose facts
-  count no such thing ("versions 0.6 and later" for "How many keys does the keyring contain?"), or
+  count no such thing ("versions 0.6 and later" for "How many keys does the keyring contain?"),
   asking which directory, file or option whose facts name none (no path, file name or option, nor
-  the word for one);
+  the word for one), or asking which program does a thing whose facts name none the question does
+  not, doing it ("dpkg(1) will ignore them" for "Which dpkg command lists the conffiles of a
+  package?");
 - the technical thing a question asks about (a file's path, a package, a command: "Where is the
   backup file of /etc/group kept?") said by no fact together with a word of what it asks of it
   ("/etc/passwd- Backup file for /etc/passwd." says "backup file" of another file; "The file
@@ -51,6 +53,10 @@ A synthesizer's confidence is capped by what its facts support; each rule that l
   does not exist?"), or an identifier of a kind ("boot ID") said by no fact in those words: a gap,
   `low` when every question judged is so, else `medium`. A source's path names its thing
   ("man/fstab.5.txt"); capitalized names are the subject rule's;
+- the condition a question puts on what it asks ("... if the user has modified it?", "... when
+  /etc/nologin exists?") said by no fact (of the technical thing it names, if it names one): the
+  facts answer the question without its condition, a gap, `low` when every question judged is so,
+  else `medium`;
 - corroboration: `high` needs at least half the answered questions backed by two sources (a fact
   the knowledge base found in another source, or verified facts from two sources);
 - acceptance criteria of the leaf's task specs: some unmet, `medium`; all unmet, `low`.
@@ -77,6 +83,7 @@ from research_mcp.matching.answer_type import (
     asks_for_number,
     asks_for_person,
     asks_for_place_or_option,
+    asks_for_program,
     asks_for_reason,
     counts,
     credited_roles,
@@ -84,6 +91,7 @@ from research_mcp.matching.answer_type import (
     names_place_or_option,
     names_someone,
     number_words,
+    program_names,
     qualifiers,
     states_date,
     states_limit,
@@ -91,7 +99,7 @@ from research_mcp.matching.answer_type import (
     states_reason,
 )
 from research_mcp.matching.subjects import PROGRAM_KINDS
-from research_mcp.matching.terms import STOPWORDS, bears_on, joined_terms, said_terms, same_term, terms
+from research_mcp.matching.terms import STOPWORDS, bears_on, joined_terms, said_terms, same_term, stem, terms
 from research_mcp.storage.outputs import AcceptanceCheck
 
 __all__ = [
@@ -197,6 +205,9 @@ _ASKED_FOR = {"default": "a default", "recommend": "a recommendation"}
 _LIMIT_TERM = re.compile(
     r"maxim\w*|max|minim\w*|min|least|most|limit\w*|number|length|size|count|amount|time"
 )
+# A condition a question puts on what it asks, after its first word ("When was ...?" asks a date): "if
+# the user has modified it", "when /etc/nologin exists".
+_CONDITION = re.compile(r"(?<=\s)(?:if|when|whenever|unless|once)\s+(?P<clause>[^?,;]+)", re.IGNORECASE)
 #: Stems that frame a question ("What does its README say about ...", "according to") rather than
 #: name what it asks about.
 _FRAMING = frozenset({"say", "said", "accord", "mention"})
@@ -338,6 +349,7 @@ def judge_evidence(
     _judge_kind(evidence, judged, groups, [by_question[normalize(q)] for q in judged], titles)
     _judge_together(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
     _judge_named_together(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
+    _judge_condition(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
     if off_topic:
         evidence.caps.append(
             (
@@ -498,6 +510,10 @@ def _judge_kind(
             names_place_or_option(text, kind) for text in said
         ):
             unmet.append((question, f"asking which {kind} names one"))
+        elif (action := asks_for_program(question)) is not None and not any(
+            _names_program(text, question, action) for text in said
+        ):
+            unmet.append((question, "asking which program does a thing names one doing it"))
         elif asks_for_date(question) and not any(
             states_date(text) and all(_says_version(text, version) for version in _VERSION.findall(question))
             for text in said
@@ -529,6 +545,17 @@ def _judge_kind(
         first, kind = unmet[0]
         why = f"no verified fact for {len(unmet)} question(s) {kind}: {first[:120]!r}"
         _not_established(evidence, judged, [question for question, _ in unmet], why)
+
+
+def _names_program(text: str, question: str, action: str) -> bool:
+    """Whether a text names a program a question does not, saying the thing the question asks it to
+    do (`action`, a stem): "are displayed by pam_motd(8)" for "Which PAM module displays /etc/motd
+    after a login?"; "dpkg(1) will ignore them" names none for "Which dpkg command lists the
+    conffiles of a package?", and "dpkg-deb(1) will not accept building ..." another's doing."""
+    asked = set(terms(question))
+    if not any(not set(terms(name)) <= asked for name in program_names(text)):
+        return False
+    return not action or any(same_term(action, stem(word)) for word in _WORD.findall(text.casefold()))
 
 
 def _gives_role(text: str, question: str) -> bool:
@@ -600,6 +627,36 @@ def _judge_named_together(
         ):
             apart.append((question, [*named, *things]))
     _not_established_apart(evidence, judged, apart, "names what it names together")
+
+
+def _judge_condition(
+    evidence: Evidence, judged: list[str], extracted: list[list[Fact]], titles: Mapping[int, str]
+) -> None:
+    """A question putting a condition on what it asks ("What happens to a conffile flagged
+    remove-on-upgrade if the user has modified it?") is answered by a fact that says a word of the
+    condition, of the technical thing the question names if it names one: "to mark that a conffile
+    needs to be removed on the next upgrade" says what the flag does, not what happens to a file the
+    user changed; "If the file /etc/nologin exists ..." answers "What happens to the logins of users
+    other than root when /etc/nologin exists?"."""
+    apart = []
+    for question, facts in zip(judged, extracted, strict=True):
+        found = _CONDITION.search(question)
+        if found is None:
+            continue
+        things = technical_subjects(question)
+        named = set(terms(" ".join(things)))
+        condition = [
+            term
+            for term in _asked_terms(_PATH.sub(" ", found.group("clause")))
+            if term not in named and term not in _GENERIC_VERBS
+        ]
+        if condition and not any(
+            said_terms(condition, _said_terms([fact], titles, question))
+            and (not things or any(_names(thing, fact, titles) for thing in things))
+            for fact in facts
+        ):
+            apart.append((question, condition))
+    _not_established_apart(evidence, judged, apart, "says the condition it asks under")
 
 
 def _described(question: str, things: Sequence[str]) -> list[str]:

@@ -355,3 +355,45 @@ def test_when_a_named_version_was_released_is_answered_only_by_a_date_beside_tha
     )
     assert any(level == "low" and "asking when states a date" in why for level, why in undated), undated
     assert not any("date" in why for _, why in caps(released, "man-db 2.0 (4 March 1994): first release."))
+
+
+def test_which_program_does_a_thing_is_answered_only_by_a_fact_naming_another_doing_it() -> None:
+    # deb-conffiles(5) names dpkg, which the question names, and dpkg-deb, doing another thing.
+    question = "Which dpkg command lists the conffiles of an installed package?"
+    conffiles = [
+        fact(
+            1,
+            "Files without a flag should exist in the binary package, otherwise dpkg(1) will ignore them.",
+            question,
+        ),
+        fact(
+            2,
+            "There is currently only one flag supported, remove-on-upgrade, to mark that a conffile needs to "
+            "be removed on the next upgrade (since dpkg 1.20.6). These files must not exist in the binary "
+            "package, as both dpkg(1) and dpkg-deb(1) will not accept building nor processing such binary "
+            "packages.",
+            question,
+        ),
+    ]
+
+    def program_caps(question: str, *facts: Fact) -> list[str]:
+        judged = judge_evidence([question], list(facts), in_scope=len(facts), read=len(facts))
+        caps = [why for level, why in judged.caps if level == "low" and "which program" in why]
+        if caps:
+            assert f"{NOT_ESTABLISHED}{question}" in judged.gaps
+        return caps
+
+    assert program_caps(question, *conffiles)
+    # A program named doing what is asked answers, by its man page reference, its "_" name or as a
+    # command given an option.
+    shells = "Which program consults /etc/shells when a user changes their login shell?"
+    assert not program_caps(
+        shells, fact(3, "This file is consulted by chsh(1) and available to be queried.", shells)
+    )
+    motd = "Which PAM module displays the contents of /etc/motd after a login?"
+    assert not program_caps(motd, fact(4, "Dynamic content is also displayed by pam_exec.", motd))
+    assert not program_caps(
+        question, fact(5, "To list the conffiles, run dpkg-query --showformat.", question)
+    )
+    # Asked what it does, nothing is asked of a program.
+    assert not program_caps("Which kernel command line parameter can set the machine ID?", *conffiles)

@@ -229,3 +229,31 @@ def test_a_name_and_a_technical_thing_asked_together_are_said_together() -> None
     assert caps("Which PAM module reads /etc/hostname at boot?")
     # Asked of the file motd(5) names the module of, the same lines answer.
     assert not caps("Which PAM module displays the contents of /etc/motd after a login?")
+
+
+def test_a_condition_a_question_puts_is_said_by_a_fact_on_what_it_names() -> None:
+    # deb-conffiles(5) says what the flag does, nothing of a file the user changed; base-files' README
+    # says "modified" of /etc/profile, no conffile.
+    question = "What happens to a conffile flagged remove-on-upgrade if the user has modified it?"
+    titles = {6: "man/deb-conffiles.5.txt (deb-conffiles)", 7: "doc/base-files/README (README)"}
+    flag = (
+        "There is currently only one flag supported, remove-on-upgrade, to mark that a conffile needs to "
+        "be removed on the next upgrade (since dpkg 1.20.6)."
+    )
+    profile = (
+        "Note 1: Since base-files version 6.10, /etc/profile is automatically upgraded if it has not been "
+        "modified from a previous default."
+    )
+
+    def caps(question: str, *facts: Fact) -> list[str]:
+        judged = judge_evidence([question], list(facts), in_scope=len(facts), read=len(facts), titles=titles)
+        return [why for level, why in judged.caps if level == "low" and "condition" in why]
+
+    assert caps(question, fact(1, flag, question, 6), fact(2, profile, question, 7))
+    # Asked without the condition, the flag's line answers; a line saying the condition of the
+    # file asked about answers with it.
+    assert not caps("What does the remove-on-upgrade flag of a conffile do?", fact(1, flag, question, 6))
+    nologin = "What happens to the logins of users other than root when /etc/nologin exists?"
+    titles[8] = "man/nologin.5.txt (nologin)"
+    exists = "If the file /etc/nologin exists and is readable, login(1) will allow access only to root."
+    assert not caps(nologin, fact(3, exists, nologin, 8))
