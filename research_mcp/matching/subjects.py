@@ -47,10 +47,21 @@ PROGRAM_KINDS = r"(?:packages?|commands?|programs?|utility|utilities|tools?|daem
 LEADING_PREPOSITION = rf"(?:{_PREPOSITION}|since|to)"
 # "Under which licence is bzip2 distributed?", "On which operating system does fakeroot only work ...?":
 # the subject after the auxiliary, a name (with the kind it is of: "the adduser package").
+# A name, perhaps capitalized words before it and the kind it is of after: "adduser", "the MySQL
+# server", "the adduser package".
+_NAMED = (
+    r"(?P<subject>(?:the\s+)?(?:(?-i:[A-Z])[\w'’-]*\s+)?[\w.+/'’-]+"
+    rf"(?:\s+(?:{PROGRAM_KINDS}|library|file|suite|servers?|users?|groups?))?)\s"
+)
 _LED = re.compile(
     rf"^{LEADING_PREPOSITION}\s+(?:which|what|whose)\s+[\w'’-]+(?:\s+[\w'’-]+)?\s+(?:{_AUXILIARY}|{_BE})\s+"
-    r"(?P<subject>(?:the\s+)?(?:(?-i:[A-Z])[\w'’-]*\s+)?[\w.+/'’-]+"
-    rf"(?:\s+(?:{PROGRAM_KINDS}|library|file|suite))?)\s",
+    + _NAMED,
+    re.IGNORECASE,
+)
+# "Which directory does adduser copy skeleton files from?": its verb is not its last word, and its
+# subject ends where the name does.
+_STRANDED = re.compile(
+    rf"^(?:what|which)\s+[\w'’-]+\s+{_AUXILIARY}\s+{_NAMED}.*\s(?:{_PREPOSITION}|to|into)\s*\??$",
     re.IGNORECASE,
 )
 _ARTICLE_OR_VERB = re.compile(rf"(?:the|an?|{_AUXILIARY}|{_BE}|has|have|had|not|only|also)", re.IGNORECASE)
@@ -64,11 +75,12 @@ MAX_SUBJECT_WORDS = 6
 
 def asked_subject(question: str) -> str | None:
     """What a "Which <kind> <aux> <subject> <verb>?" question asks about ("Which characters may host
-    names in /etc/hosts contain?": "host names in /etc/hosts"), or a "What <verb>s <subject>?" one
+    names in /etc/hosts contain?": "host names in /etc/hosts"; "adduser" of "Which directory does
+    adduser copy skeleton files from?", its verb before a preposition), or a "What <verb>s <subject>?" one
     ("What causes the race condition between the netbase and procps startup scripts?": "the race
     condition"), for a later part's pronoun; None when the question has another form or the subject
     is a clause."""
-    match = _DOES.match(question.strip())
+    match = _STRANDED.match(question.strip()) or _DOES.match(question.strip())
     if match:
         subject = match.group("subject").strip()
         return subject if len(subject.split()) <= MAX_SUBJECT_WORDS else None

@@ -568,6 +568,19 @@ async def test_a_comparison_of_what_each_item_is_asks_each_item_the_same_questio
             ],
         ),
         (
+            # Found as a user: the first part's verb and object were carried as its subject.
+            "Which directory does adduser copy skeleton files from, and what permissions does it give new "
+            "home directories?",
+            [
+                "Which directory does adduser copy skeleton files from?",
+                "What permissions does adduser give new home directories?",
+            ],
+        ),
+        (
+            "Which port does the MySQL server listen on, and who maintains it?",
+            ["Which port does the MySQL server listen on?", "Who maintains the MySQL server?"],
+        ),
+        (
             "In which file does the adduser package keep its defaults, and who maintains it?",
             [
                 "In which file does the adduser package keep its defaults?",
