@@ -8,7 +8,8 @@ and after a rule change and diff the two: what a rule would catch, and what it w
 
 `--as-asked` reads every verified fact of a run as found for the run's own question (as a report
 reads a stored line its run found again: `FactTables.canonical_facts(ids, questions)`), so that a
-rule is judged on what the report judges, not only on the facts first stored for that question.
+rule is judged on what the report judges, not only on the facts first stored for that question. A
+fact is read as found in every source the dump says it is in (its `also_in`), as a report reads it.
 
 Each line: set, whether the run's question is answerable and was answered ("ANSW"), missed ("miss")
 or unanswerable ("UNANS"), the run's confidence, the question the facts were extracted for and the
@@ -37,6 +38,11 @@ def screened(path: str, rule: str, *, as_asked: bool = False) -> Counter[str]:
             continue
         titles = {int(k[1:]): re.sub(r"^/tmp/realdocs-\w+/corpus/", "", v) for k, v in run["sources"].items()}
         by_question: dict[str, list[Fact]] = {}
+        # Every source a fact was found in (a line several files share): its own, and those it is also in.
+        cited_in = {
+            int(fact["id"][1:]): [int(also["source_id"][1:]) for also in fact.get("also_in", [])]
+            for fact in run["facts"]
+        }
         for fact in run["facts"]:
             if fact["verified"] and fact["question"]:
                 fields = {k: v for k, v in fact.items() if k in Fact.model_fields}
@@ -51,10 +57,11 @@ def screened(path: str, rule: str, *, as_asked: bool = False) -> Counter[str]:
                 continue  # a fact an earlier run found for another question
             if rule == "together":
                 judged = evidence.Evidence()
-                evidence._judge_together(judged, [question], [facts], titles)
+                by_fact = evidence.fact_titles(facts, titles, cited_in)
+                evidence._judge_together(judged, [question], [facts], by_fact)
             else:
                 judged = evidence.judge_evidence(
-                    [question], facts, in_scope=len(facts), read=len(facts), titles=titles
+                    [question], facts, in_scope=len(facts), read=len(facts), titles=titles, cited_in=cited_in
                 )
             reasons = "; ".join(why[:100] for _, why in judged.caps)
             found[f"{run['set']:20} {tag:5} {run['level']:6} {question[:70]!r}: {reasons}"] += 1

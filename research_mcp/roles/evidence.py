@@ -111,6 +111,7 @@ __all__ = [
     "Evidence",
     "bears_on",
     "cap_confidence",
+    "fact_titles",
     "identifiers",
     "judge_evidence",
     "named_terms",
@@ -313,10 +314,13 @@ def judge_evidence(
     read: int,
     acceptance: Sequence[AcceptanceCheck] = (),
     titles: Mapping[int, str] | None = None,
+    cited_in: Mapping[int, Collection[int]] | None = None,
 ) -> Evidence:
     """The gaps and caps of a synthesis given `facts` (`read` of the `in_scope` facts were given);
-    `titles`, the titles of their sources by id."""
-    titles = titles or {}
+    `titles`, the titles of their sources by id; `cited_in`, every source a fact was found in by its
+    id (a line several files share, merged into one fact: zlib's licence, which zstd's copyright file
+    quotes, is zlib's whichever file's extraction stored it first)."""
+    titles = fact_titles(facts, titles or {}, cited_in or {})
     evidence = Evidence()
     asked = list(dict.fromkeys(q for q in questions if q.strip()))
     verified = [fact for fact in facts if fact.verified]
@@ -365,8 +369,23 @@ def judge_evidence(
     return evidence
 
 
+def fact_titles(
+    facts: Sequence[Fact], titles: Mapping[int, str], cited_in: Mapping[int, Collection[int]]
+) -> dict[int, str]:
+    """The titles of the sources each fact was found in, by fact id, its own source's first, one a
+    line: what the rules below read as the sources' titles."""
+    return {
+        fact.id: "\n".join(
+            dict.fromkeys(
+                titles[source] for source in [fact.source_id, *cited_in.get(fact.id, ())] if source in titles
+            )
+        )
+        for fact in facts
+    }
+
+
 def _said(fact: Fact, titles: Mapping[int, str]) -> str:
-    return f"{fact.statement} {fact.quote} {titles.get(fact.source_id, '')}"
+    return f"{fact.statement} {fact.quote} {titles.get(fact.id, '')}"
 
 
 def _said_terms(facts: Sequence[Fact], titles: Mapping[int, str], question: str = "") -> set[str]:
@@ -456,13 +475,13 @@ def _judge_subjects(
 
 def _source_folders(facts: Sequence[Fact], titles: Mapping[int, str]) -> set[str]:
     """The folders of the facts' sources' paths ("bc" of "doc/bc/README (README)")."""
-    return {folder for fact in facts for folder in _path_parts(fact, titles)[:-1]}
+    return {folder for fact in facts for parts in _paths_parts(fact, titles) for folder in parts[:-1]}
 
 
-def _path_parts(fact: Fact, titles: Mapping[int, str]) -> list[str]:
-    """The parts of a fact's source path, lower-cased: a run titles a corpus source "path (title)"
-    ("doc/bash/copyright (copyright)")."""
-    return _TITLED.sub("", titles.get(fact.source_id, "")).casefold().split("/")
+def _paths_parts(fact: Fact, titles: Mapping[int, str]) -> list[list[str]]:
+    """The parts of the paths of the sources a fact was found in, lower-cased: a run titles a corpus
+    source "path (title)" ("doc/bash/copyright (copyright)")."""
+    return [_TITLED.sub("", title).casefold().split("/") for title in titles.get(fact.id, "").split("\n")]
 
 
 def _judge_unsaid(
@@ -735,8 +754,7 @@ def _names_one(name: str, fact: Fact, titles: Mapping[int, str]) -> bool:
     name = name.casefold()
     if re.search(rf"(?<![\w./-]){re.escape(name)}(?![\w-]|\.\w)", text):
         return True
-    parts = _path_parts(fact, titles)
-    return name in {*parts[:-1], _RENDERED.sub("", parts[-1])}
+    return any(name in {*parts[:-1], _RENDERED.sub("", parts[-1])} for parts in _paths_parts(fact, titles))
 
 
 def _inflected(word: str) -> bool:
@@ -759,7 +777,7 @@ def _names(thing: str, fact: Fact, titles: Mapping[int, str]) -> bool:
     that is technical: "securetty"; "boot ID" by those words together), or in its source's title
     ("man/fstab.5.txt" names fstab)."""
     text = f"{fact.statement} {fact.quote}".casefold()
-    title = titles.get(fact.source_id, "").casefold()
+    title = titles.get(fact.id, "").casefold()
     thing = thing.casefold()
     if thing.startswith("/"):
         name = thing.rstrip("/").rsplit("/", 1)[-1]

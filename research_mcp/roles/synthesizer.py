@@ -442,7 +442,13 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
             source_of=source_of,
             verdicts=output.criteria,
         )
-        titles = {f.source_id: source_of(f.source_id)[1] for f in facts if f.verified}
+        verified = [f.id for f in facts if f.verified]
+        cited_in = {
+            fact_id: [c.source_id for c in citations]
+            for fact_id, citations in deps.store.citations(verified).items()
+        }
+        sources = {f.source_id for f in facts if f.verified} | {s for ids in cited_in.values() for s in ids}
+        titles = {source: source_of(source)[1] for source in sources}
         evidence = judge_evidence(
             self.asked.questions,
             facts,
@@ -450,6 +456,7 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
             read=len(facts),
             acceptance=acceptance,
             titles=titles,
+            cited_in=cited_in,
         )
         return acceptance, evidence
 

@@ -279,3 +279,26 @@ def test_a_part_the_checks_found_not_established_is_marked_softly_and_an_answere
     assert under_who.strip().startswith(NOT_ESTABLISHED_HERE)
     assert NOT_ANSWERED_HERE not in marked
     assert NOT_ESTABLISHED_HERE not in marked.split(f"## {who}", 1)[0]
+
+
+def test_a_line_several_files_share_is_judged_as_found_in_each_whichever_stored_it_first() -> None:
+    # zstd's copyright file quotes zlib's licence; parallel extractions store the shared line under
+    # whichever file finished first, and the other file's copy is merged into it.
+    question = "What does the zlib licence say about the origin of the software?"
+    shared = line(
+        "libzstd1.copyright",
+        "The origin of this software must not be misrepresented; you must not claim that you wrote the "
+        "original software.",
+    )
+    assert line("zlib1g.copyright", shared)
+    titles = {1: "doc/libzstd1/copyright (copyright)", 2: "doc/zlib1g/copyright (copyright)"}
+
+    def caps(first: int, cited_in: dict[int, list[int]]) -> list[tuple[str, str]]:
+        found = fact(7, shared, question).model_copy(update={"source_id": first})
+        return judge_evidence([question], [found], in_scope=1, read=1, titles=titles, cited_in=cited_in).caps
+
+    # Stored under zstd's file alone, the line says nothing of zlib.
+    assert any(level == "low" and "zlib" in why for level, why in caps(1, {}))
+    # Read as found in both files, it is judged alike whichever file's copy was stored first.
+    assert caps(1, {7: [1, 2]}) == caps(2, {7: [2, 1]})
+    assert not any(level == "low" for level, _ in caps(1, {7: [1, 2]}))

@@ -195,3 +195,25 @@ async def test_a_line_an_earlier_question_stored_answers_a_later_one_as_it_would
     assert any("plainly marked" in fact.quote for fact in document.facts if fact.verified)
     assert document.confidence.level == "medium", document.confidence.reasoning
     assert "best evidence per question 0.00" not in document.confidence.reasoning
+
+
+async def test_a_line_two_files_share_is_read_as_found_in_both_whichever_stored_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # zstd's copyright file quotes zlib's licence. Stored first from zstd's file, the line found again
+    # in zlib's is merged into that fact; a report on zlib's licence reads it as found in both files
+    # (was: as zstd's alone, and low: "no verified fact ... mentions what it names (zlib)").
+    root = tmp_path / "share"
+    (root / "doc" / "libzstd1").mkdir(parents=True)
+    shutil.copy(FIXTURES / "libzstd1.copyright", root / "doc" / "libzstd1" / "copyright")
+    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(root))
+    await research("What does the licence of libzstd1 say about the origin of the software?")
+    (root / "doc" / "zlib1g").mkdir(parents=True)
+    shutil.copy(FIXTURES / "zlib1g.copyright", root / "doc" / "zlib1g" / "copyright")
+
+    later = await research("What does the zlib licence say about the origin of the software?")
+
+    document = later["document"]
+    shared = [fact for fact in document.facts if fact.verified and "must not be misrepresented" in fact.quote]
+    assert shared and any(also.source_id for fact in shared for also in fact.also_in)
+    assert document.confidence.level == "medium", document.confidence.reasoning
