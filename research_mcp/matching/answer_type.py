@@ -1,7 +1,7 @@
 """What kind of answer a question asks for, read off its form: a quantity or a date ("How long ...?",
 "How many ...?", "When ...?", "Which version ...?") is answered only by a text that states a number;
 a reason ("Why ...?") only by one that gives a reason or a purpose ("because", "as", "so that", "to
-find out"); a person or a body ("Who wrote ...?") only by one naming someone the question does not;
+find out"); an e-mail address only by one giving one; a person or a body ("Who wrote ...?") only by one naming someone the question does not;
 a default or a recommendation ("Which algorithm does it use by default?") only by one that says
 what is the default or recommended; a limit ("What is the maximum length ...?", "How long does it
 take at least?") only by one that says a limit of that side ("up to 64", "a minimum of 10
@@ -25,6 +25,7 @@ __all__ = [
     "asks_for_count",
     "asks_for_credit",
     "asks_for_date",
+    "asks_for_email",
     "asks_for_expansion",
     "asks_for_limit",
     "asks_for_manner",
@@ -139,6 +140,7 @@ _DATE = re.compile(
 )
 
 
+_EMAIL_ASKED = re.compile(r"\be-?mail\s+address", re.IGNORECASE)
 # "What does GECOS stand for?", "What does the abbreviation motd stand for?"
 _EXPANSION = re.compile(
     r"^\s*what\s+(?:does|do|did)\s+(?:the\s+)?(?:abbreviation\s+|acronym\s+)?"
@@ -295,9 +297,11 @@ _WHY = re.compile(
 # value", nor shells(5)'s "disallow access to users"). Measured: without "users" held-out's
 # supporting precision falls 0.478 -> 0.466 (bench.answers, round 3's sixth session).
 _REASON = re.compile(
-    r"\b(?:because|since|as|so|thus|hence|therefore|reasons?|causes?|caused|due|order|purpose|intended|why)\b"
+    r"\b(?:because|since|so|thus|hence|therefore|reasons?|causes?|caused|due|order|purpose|intended|why)\b"
+    # "as" giving a reason, not a manner: "as specified below", "as defined by", "as well", "as such"
+    r"|\bas\b(?!\s+(?:well|such|follows|[a-z]+ed)\b)"
     r"|\bto\s+(?!(?:a|an|the|be|this|that|these|those|it|its|their|his|her|your|my|our|any|each|every|"
-    r"all|some|no|one|other|users?)\b)[a-z]{2,}",
+    r"all|some|no|one|other|such|users?)\b)[a-z]{2,}",
     re.IGNORECASE,
 )
 # The words on which an answer hinges: what is a default, or recommended, is a thing a text says.
@@ -345,6 +349,12 @@ def asks_for_manner(question: str) -> bool:
     """Whether the question asks how a thing is done ("How does NetworkManager choose ...?"), not how
     many or how long."""
     return bool(_HOW.match(question))
+
+
+def asks_for_email(question: str) -> bool:
+    """Whether a question asks for an e-mail address ("What is the e-mail address of the maintainer
+    of debian-archive-keyring?"), which only a text giving one answers."""
+    return bool(_EMAIL_ASKED.search(question))
 
 
 def asks_for_reason(question: str) -> bool:

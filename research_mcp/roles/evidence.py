@@ -30,7 +30,9 @@ A synthesizer's confidence is capped by what its facts support; each rule that l
 - the kind of answer asked for: a question asking how many, how long, when or which version
   ("How long is the machine ID?") whose facts state no number, asking why whose facts give no
   reason or purpose ("Why is the machine ID written in lowercase?" answered by "The machine ID is
-  a ... lowercase ID."), asking when an event was whose facts state no date ("Version: bc version
+  a ... lowercase ID."), none of what the question names (LGPL-2.1's "hence the version number 2.1"
+  for "Why was the Artistic License replaced by a version 2.0?"), asking for an e-mail address whose
+  facts give none, asking when an event was whose facts state no date ("Version: bc version
   1.01" for "When was GNU bc version 1.07 released?"), asking who whose facts name no one the
   question does not ("GNU bc version 1.07:" for "Who is the author of GNU bc?"), asking what an
   abbreviation stands for whose facts never spell it out ("What does GECOS stand for?"), asking
@@ -77,6 +79,7 @@ from research_mcp.llm.embeddings import english_words
 from research_mcp.matching.answer_type import (
     asks_for_count,
     asks_for_date,
+    asks_for_email,
     asks_for_expansion,
     asks_for_limit,
     asks_for_manner,
@@ -98,6 +101,7 @@ from research_mcp.matching.answer_type import (
     states_number,
     states_reason,
 )
+from research_mcp.matching.boilerplate import EMAIL
 from research_mcp.matching.subjects import PROGRAM_KINDS
 from research_mcp.matching.terms import STOPWORDS, bears_on, joined_terms, said_terms, same_term, stem, terms
 from research_mcp.storage.outputs import AcceptanceCheck
@@ -542,8 +546,13 @@ def _judge_kind(
             expands(f.quote, short) for f in extracted[position]
         ):
             unmet.append((question, f"asking what {short} stands for spells it out"))
-        elif asks_for_reason(question) and not any(states_reason(text) for text in said):
-            unmet.append((question, "asking why gives a reason"))
+        elif asks_for_reason(question) and not any(
+            states_reason(f"{f.statement} {f.quote}") and _says_named(question, f, titles)
+            for f in groups[position]
+        ):
+            unmet.append((question, "asking why gives a reason, of what it names"))
+        elif asks_for_email(question) and not any(EMAIL.search(text) for text in said):
+            unmet.append((question, "asking for an e-mail address gives one"))
         elif asks_for_person(question) and not any(
             names_someone(f.quote, question) and _gives_role(f.quote, question) for f in extracted[position]
         ):
@@ -575,6 +584,17 @@ def _names_program(text: str, question: str, action: str) -> bool:
     if not any(not set(terms(name)) <= asked for name in program_names(text)):
         return False
     return not action or any(same_term(action, stem(word)) for word in _WORD.findall(text.casefold()))
+
+
+def _says_named(question: str, fact: Fact, titles: Mapping[int, str]) -> bool:
+    """Whether a fact says every name a question gives (in its words or its sources' titles) and a
+    word of what it asks of them: LGPL-2.1's "hence the version number 2.1" gives a reason, not one
+    of the Artistic License's; the Artistic License's "The intent of this document is to state the
+    conditions ..., such that ..." gives one of the licence, not of its replacement."""
+    named = named_terms(question)
+    said = _said_terms([fact], titles, question)
+    rest = [term for term in _asked_terms(question) if term not in named]
+    return len(said_terms(named, said)) == len(named) and bool(not rest or said_terms(rest, said))
 
 
 def _gives_role(text: str, question: str) -> bool:

@@ -397,3 +397,66 @@ def test_which_program_does_a_thing_is_answered_only_by_a_fact_naming_another_do
     )
     # Asked what it does, nothing is asked of a program.
     assert not program_caps("Which kernel command line parameter can set the machine ID?", *conffiles)
+
+
+def test_a_reason_answers_why_only_when_given_of_what_the_question_names() -> None:
+    # LGPL-2.1's preamble gives the reason of its own version number, not the Artistic License's.
+    titles = {1: "licenses/LGPL-2.1 (LGPL-2.1)", 2: "licenses/Artistic (Artistic)"}
+    artistic = "Why was the Artistic License replaced by a version 2.0?"
+    lgpl = fact(
+        1,
+        "It also counts as the successor of the GNU Library Public License, version 2, hence the version "
+        "number 2.1.",
+        artistic,
+    )
+    evidence = judge_evidence([artistic], [lgpl], in_scope=1, read=1, titles=titles)
+    assert any(level == "low" and "gives a reason, of what it names" in why for level, why in evidence.caps)
+    # The Artistic License's own lines: a definition "as specified below" and the licence's intent
+    # give no reason it was replaced.
+    own = [
+        fact(
+            2,
+            '"Standard Version" refers to such a Package if it has not been modified, or has been modified '
+            "in accordance with the wishes of the Copyright Holder as specified below.",
+            artistic,
+            2,
+        ),
+        fact(
+            3,
+            "The intent of this document is to state the conditions under which a Package may be copied, "
+            "such that the Copyright Holder maintains some semblance of artistic control over the "
+            "development of the package.",
+            artistic,
+            2,
+        ),
+    ]
+    evidence = judge_evidence([artistic], own, in_scope=2, read=2, titles=titles)
+    assert any(level == "low" and "gives a reason, of what it names" in why for level, why in evidence.caps)
+
+    lesser = "Why does the LGPL 2.1 call itself the 'Lesser' license?"
+    because = fact(
+        1,
+        'We call this license the "Lesser" General Public License because it does Less to protect the '
+        "user's freedom than the ordinary General Public License.",
+        lesser,
+    )
+    evidence = judge_evidence([lesser], [because], in_scope=1, read=1, titles=titles)
+    assert not any("gives a reason" in why for _, why in evidence.caps)
+
+
+def test_an_e_mail_address_is_answered_only_by_a_fact_giving_one() -> None:
+    # debian-archive-keyring's README says what its keyrings hold; curl's copyright file gives an address.
+    question = "What is the e-mail address of the maintainer of debian-archive-keyring?"
+    keyring = fact(
+        1,
+        "/usr/share/keyrings/debian-archive-keyring.gpg: A keyring including all actively used keys to sign "
+        "Release files in our supported releases is shipped in /usr/share/keyrings.",
+        question,
+    )
+    evidence = judge_evidence([question], [keyring], in_scope=1, read=1)
+    assert any(level == "low" and "e-mail address gives one" in why for level, why in evidence.caps)
+
+    curl = "What is the e-mail address of curl's upstream contact?"
+    contact = fact(2, "Upstream-Contact: Daniel Stenberg <daniel@haxx.se>", curl)
+    evidence = judge_evidence([curl], [contact], in_scope=1, read=1)
+    assert not any("e-mail address gives one" in why for _, why in evidence.caps)
