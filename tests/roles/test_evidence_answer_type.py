@@ -400,48 +400,36 @@ def test_which_program_does_a_thing_is_answered_only_by_a_fact_naming_another_do
 
 
 def test_a_reason_answers_why_only_when_given_of_what_the_question_names() -> None:
-    # LGPL-2.1's preamble gives the reason of its own version number, not the Artistic License's.
     titles = {1: "licenses/LGPL-2.1 (LGPL-2.1)", 2: "licenses/Artistic (Artistic)"}
+
+    def unreasoned(question: str, *lines: tuple[str, int]) -> bool:
+        facts = [fact(ident, text, question, source) for ident, (text, source) in enumerate(lines, 1)]
+        evidence = judge_evidence([question], facts, in_scope=len(facts), read=len(facts), titles=titles)
+        return any(
+            level == "low" and "gives a reason, of what it names" in why for level, why in evidence.caps
+        )
+
     artistic = "Why was the Artistic License replaced by a version 2.0?"
-    lgpl = fact(
-        1,
-        "It also counts as the successor of the GNU Library Public License, version 2, hence the version "
-        "number 2.1.",
-        artistic,
-    )
-    evidence = judge_evidence([artistic], [lgpl], in_scope=1, read=1, titles=titles)
-    assert any(level == "low" and "gives a reason, of what it names" in why for level, why in evidence.caps)
+    # LGPL-2.1's preamble gives the reason of its own version number, not the Artistic License's.
+    hence = "It also counts as the successor of the GNU Library Public License, version 2, hence the version number 2.1."
+    assert unreasoned(artistic, (hence, 1))
     # The Artistic License's own lines: a definition "as specified below" and the licence's intent
     # give no reason it was replaced.
-    own = [
-        fact(
-            2,
-            '"Standard Version" refers to such a Package if it has not been modified, or has been modified '
-            "in accordance with the wishes of the Copyright Holder as specified below.",
-            artistic,
-            2,
-        ),
-        fact(
-            3,
-            "The intent of this document is to state the conditions under which a Package may be copied, "
-            "such that the Copyright Holder maintains some semblance of artistic control over the "
-            "development of the package.",
-            artistic,
-            2,
-        ),
-    ]
-    evidence = judge_evidence([artistic], own, in_scope=2, read=2, titles=titles)
-    assert any(level == "low" and "gives a reason, of what it names" in why for level, why in evidence.caps)
-
-    lesser = "Why does the LGPL 2.1 call itself the 'Lesser' license?"
-    because = fact(
-        1,
-        'We call this license the "Lesser" General Public License because it does Less to protect the '
-        "user's freedom than the ordinary General Public License.",
-        lesser,
+    standard = (
+        '"Standard Version" refers to such a Package if it has not been modified, or has been modified in '
+        "accordance with the wishes of the Copyright Holder as specified below."
     )
-    evidence = judge_evidence([lesser], [because], in_scope=1, read=1, titles=titles)
-    assert not any("gives a reason" in why for _, why in evidence.caps)
+    intent = (
+        "The intent of this document is to state the conditions under which a Package may be copied, such "
+        "that the Copyright Holder maintains some semblance of artistic control over the development of the "
+        "package."
+    )
+    assert unreasoned(artistic, (standard, 2), (intent, 2))
+    because = (
+        'We call this license the "Lesser" General Public License because it does Less to protect the '
+        "user's freedom than the ordinary General Public License."
+    )
+    assert not unreasoned("Why does the LGPL 2.1 call itself the 'Lesser' license?", (because, 1))
 
 
 def test_an_e_mail_address_is_answered_only_by_a_fact_giving_one() -> None:
