@@ -1,15 +1,15 @@
 """What kind of answer a question asks for, read off its form: a quantity or a date ("How long ...?",
 "How many ...?", "When ...?", "Which version ...?") is answered only by a text that states a number;
 a reason ("Why ...?") only by one that gives a reason or a purpose ("because", "as", "so that", "to
-find out"); an e-mail address only by one giving one; a person or a body ("Who wrote ...?") only by one naming someone the question does not;
-a default or a recommendation ("Which algorithm does it use by default?") only by one that says
-what is the default or recommended; a limit ("What is the maximum length ...?", "How long does it
-take at least?") only by one that says a limit of that side ("up to 64", "a minimum of 10
-minutes"); when an event was ("When was ... released?") only by one stating a date, a version being
-none; what an abbreviation stands for only by words whose initials spell it; which program does a thing
-("Which dpkg command lists ...?") only by one naming a program ("chsh(1)", "pam_motd",
-"dpkg-query -L"). How a thing is done ("How does ... choose ...?") is judged by roles/evidence.py on the
-question's words.
+find out"); an e-mail address only by one giving one; a person or a body ("Who wrote ...?") only by
+one naming someone the question does not; a default or a recommendation ("Which algorithm does it
+use by default?") only by one that says what is the default or recommended; a limit ("What is the
+maximum length ...?", "How long does it take at least?") only by one that says a limit of that side
+("up to 64", "a minimum of 10 minutes"); when an event was ("When was ... released?") only by one
+stating a date, a version being none; what an abbreviation stands for only by words whose initials
+spell it; which program does a thing ("Which dpkg command lists ...?") only by one naming a program
+("chsh(1)", "pam_motd", "dpkg-query -L"). How a thing is done ("How does ... choose ...?") is judged
+by roles/evidence.py on the question's words.
 
 Classic extractive question answering's answer-type check, kept to the forms whose type is plain.
 """
