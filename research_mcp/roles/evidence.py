@@ -347,17 +347,19 @@ def judge_evidence(
     if unanswered:
         share = f"{len(unanswered)} of {len(asked)} questions without a verified fact"
         evidence.caps.append(("low" if len(unanswered) * 2 > len(asked) else "medium", share))
-    groups = [by_question[normalize(q)] for q in judged] or [verified]
+    # Every fact found for each judged question; `groups` narrows its copies to those bearing on it.
+    extracted = [by_question[normalize(q)] for q in judged]
+    groups = [list(facts) for facts in extracted] or [verified]
     _judge_identifiers(evidence, judged, groups, titles)
     # Strength and corroboration are judged on the facts that bear on the question: a licence's
     # boilerplate repeated in ten files corroborates nothing it asks.
     off_topic = _keep_bearing(judged, groups, titles)
-    _judge_subjects(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
-    _judge_unsaid(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
-    _judge_kind(evidence, judged, groups, [by_question[normalize(q)] for q in judged], titles)
-    _judge_together(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
-    _judge_named_together(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
-    _judge_condition(evidence, judged, [by_question[normalize(q)] for q in judged], titles)
+    _judge_subjects(evidence, judged, extracted, titles)
+    _judge_unsaid(evidence, judged, extracted, titles)
+    _judge_kind(evidence, judged, groups, extracted, titles)
+    _judge_together(evidence, judged, extracted, titles)
+    _judge_named_together(evidence, judged, extracted, titles)
+    _judge_condition(evidence, judged, extracted, titles)
     if off_topic:
         evidence.caps.append(
             (

@@ -8,18 +8,50 @@ from pathlib import Path
 
 import pytest
 
-from research_mcp.contracts import Embedder, ExtractorOutput
+from research_mcp.contracts import Embedder, ExtractorOutput, SynthesisOutput
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.extractive import ExtractiveModel
 from research_mcp.llm.extractive.sentences import split_sentences
 from research_mcp.matching.boilerplate import is_boilerplate
-from research_mcp.role_inputs import ExtractorPayload
+from research_mcp.role_inputs import ExtractorPayload, SynthesisFact, SynthesisPayload
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "realdocs"
 
 
 def document(name: str) -> str:
     return (DOCS / name).read_text(encoding="utf-8")
+
+
+def verified(
+    ident: int,
+    text: str,
+    question: str | None,
+    *,
+    confidence: float,
+    source: int = 1,
+    quote: str | None = None,
+    corroborations: int = 1,
+) -> SynthesisFact:
+    """A verified fact as a synthesis is given it: `text` quoted (or `quote`), found for `question`."""
+    return SynthesisFact(
+        id=ident,
+        statement=text,
+        quote=quote or text,
+        source_id=source,
+        verified=True,
+        confidence=confidence,
+        corroborations=corroborations,
+        question=question,
+    )
+
+
+async def synthesis(
+    model: ExtractiveModel, title: str, question: str, facts: list[SynthesisFact]
+) -> SynthesisOutput:
+    """What the no-model synthesizer makes of `facts` for `question`."""
+    payload = SynthesisPayload(title=title, questions=[question], input_handoffs=[], facts=facts)
+    request = ModelRequest(role="test", system="", prompt="", output_type=SynthesisOutput, payload=payload)
+    return (await model.generate(request)).output
 
 
 async def quotes(model: ExtractiveModel, name: str, question: str, text: str | None = None) -> list[str]:
@@ -148,9 +180,7 @@ async def test_a_license_field_line_answers_what_licence_a_package_is_under(mode
 async def test_a_report_cut_short_leaves_no_heading_over_nothing(
     model: ExtractiveModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from research_mcp.contracts import SynthesisOutput
     from research_mcp.llm.extractive import synthesizer
-    from research_mcp.role_inputs import SynthesisFact, SynthesisPayload
 
     question = "What does the sixth field of fstab determine?"
     said = [
@@ -159,7 +189,7 @@ async def test_a_report_cut_short_leaves_no_heading_over_nothing(
         "The deflate format used by zlib was defined by Phil Katz.",  # answers nothing asked
     ]
     facts = [
-        SynthesisFact(id=i + 1, statement=t, quote=t, source_id=1, verified=True, confidence=0.8, question=q)
+        verified(i + 1, t, q, confidence=0.8)
         for i, (t, q) in enumerate(zip(said, [question, question, None], strict=True))
     ]
     payload = SynthesisPayload(title="fstab", questions=[question], input_handoffs=[], facts=facts)
@@ -181,31 +211,16 @@ async def test_a_report_cut_short_leaves_no_heading_over_nothing(
 async def test_a_fact_found_for_another_question_lends_it_no_evidence(model: ExtractiveModel) -> None:
     # An earlier run's fact on zlib, scored 0.95 against "Who wrote the zlib library?", is cited under
     # the question on its licence, but its score says nothing of what that licence requires.
-    from research_mcp.contracts import SynthesisOutput
-    from research_mcp.role_inputs import SynthesisFact, SynthesisPayload
-
     question = "What does zlib's licence require?"
     zlib = document("zlib1g.copyright")
     own = "an acknowledgment in the product documentation would be appreciated but is not required."
     other = "If you use the zlib library in a product, we would appreciate *not* receiving lengthy legal documents to sign."
     assert own in " ".join(zlib.split()) and other in " ".join(zlib.split())
     facts = [
-        SynthesisFact(
-            id=1, statement=own, quote=own, source_id=1, verified=True, confidence=0.5, question=question
-        ),
-        SynthesisFact(
-            id=2,
-            statement=other,
-            quote=other,
-            source_id=1,
-            verified=True,
-            confidence=0.95,
-            question="Who wrote the zlib library?",
-        ),
+        verified(1, own, question, confidence=0.5),
+        verified(2, other, "Who wrote the zlib library?", confidence=0.95),
     ]
-    payload = SynthesisPayload(title="zlib", questions=[question], input_handoffs=[], facts=facts)
-    request = ModelRequest(role="test", system="", prompt="", output_type=SynthesisOutput, payload=payload)
-    output = (await model.generate(request)).output
+    output = await synthesis(model, "zlib", question, facts)
 
     assert "[F1]" in output.report and "[F2]" in output.report
     assert output.confidence.level == "low"
@@ -369,47 +384,24 @@ async def test_a_report_gives_first_the_lines_found_for_its_question_strongest_f
 ) -> None:
     # ed's Debian copyright file answers with "License: GPL-2+"; warranty lines of other packages'
     # files share more of the question's words and are repeated across files (corroborated).
-    from research_mcp.contracts import SynthesisOutput
-    from research_mcp.role_inputs import SynthesisFact, SynthesisPayload
-
     question = "Under which licence is GNU ed distributed?"
     warranty = (
         "GNU Libtool is distributed in the hope that it will be useful, but WITHOUT ANY WARRANTY; "
         "without even the implied warranty of MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE."
     )
     facts = [
-        SynthesisFact(
-            id=1,
-            statement=warranty,
-            quote=warranty,
-            source_id=2,
-            verified=True,
-            confidence=0.7,
-            corroborations=3,
-            question=question,
-        ),
-        SynthesisFact(
-            id=2,
-            statement="License: GPL-2+",
-            quote="License: GPL-2+",
-            source_id=1,
-            verified=True,
-            confidence=0.95,
-            question=question,
-        ),
-        SynthesisFact(
-            id=3,
-            statement="GNU ed is distributed under the GNU GPL.",
-            quote="distributed under the GNU GPL",
-            source_id=3,
-            verified=True,
+        verified(1, warranty, question, confidence=0.7, source=2, corroborations=3),
+        verified(2, "License: GPL-2+", question, confidence=0.95),
+        verified(
+            3,
+            "GNU ed is distributed under the GNU GPL.",
+            "Who wrote GNU ed?",
             confidence=0.9,
+            source=3,
+            quote="distributed under the GNU GPL",
             corroborations=2,
-            question="Who wrote GNU ed?",
         ),
     ]
-    payload = SynthesisPayload(title=question, questions=[question], input_handoffs=[], facts=facts)
-    request = ModelRequest(role="test", system="", prompt="", output_type=SynthesisOutput, payload=payload)
-    report = (await model.generate(request)).output.report
+    report = (await synthesis(model, question, question, facts)).report
     lines = [line for line in report.splitlines() if line.startswith("- ")]
     assert [line[-4:] for line in lines] == ["[F2]", "[F1]", "[F3]"], lines
