@@ -52,6 +52,14 @@ def unknown_filter_pdf() -> bytes:
     return flate_pdf("Tidal power is predictable.").replace(b"/FlateDecode", b"/BogusDecode")
 
 
+def slow_pdf(pages: int = 4) -> bytes:
+    """A PDF of `pages` pages, each one deflated content stream of ~1.7 million tokens: just under
+    pypdf's per-stream parsing budget, so every page parses (seconds each) and nothing stops early."""
+    ops = b"1 0 Td (x) Tj "  # five tokens
+    raw = b"BT /F1 12 Tf " + ops * 340_000 + b"ET"
+    return pdf_of([zlib.compress(raw, 9)], filters=b"/FlateDecode", pages=pages)
+
+
 def huge_stream_pdf(megabytes: int = 10) -> bytes:
     """A ~20 KB PDF holding one content stream of `megabytes` MB of text operators (deflated)."""
     ops = b"1 0 Td (x) Tj "
