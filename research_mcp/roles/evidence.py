@@ -701,9 +701,9 @@ def _judge_condition(
 
 
 def _described(question: str, things: Sequence[str]) -> list[str]:
-    """The words that say which thing a technical thing is, not what is asked of it: whose it is and
-    its kind ("a package's" and "file" of "Does a package's DEBIAN/conffiles file allow comment
-    lines?")."""
+    """The words that say which thing a technical thing is, not what is asked of it: whose it is, its
+    kind ("a package's" and "file" of "Does a package's DEBIAN/conffiles file allow comment
+    lines?") and what of it is meant ("keys" of "the keys of debian-archive-keyring")."""
     words = []
     for thing in things:
         for match in re.finditer(
@@ -713,6 +713,11 @@ def _described(question: str, things: Sequence[str]) -> list[str]:
             re.IGNORECASE,
         ):
             words += [word for word in (match.group(1), match.group("kind")) if word]
+        words += re.findall(
+            rf"\b([\w-]+)\s+of\s+(?:the\s+|an?\s+)?(?:[\w.-]*/)*{re.escape(thing.lstrip('/'))}(?![\w-])",
+            question,
+            re.IGNORECASE,
+        )
     return words
 
 

@@ -9,7 +9,12 @@ from research_mcp.matching.terms import joined_terms
 from research_mcp.roles.evidence import NOT_ESTABLISHED, judge_evidence, one_of_a_kind, technical_subjects
 from tests.roles.test_evidence_answer_type import fact
 
-TITLES = {1: "man/passwd.5.txt (passwd)", 2: "man/securetty.5.txt (securetty)", 3: "man/fstab.5.txt (fstab)"}
+TITLES = {
+    1: "man/passwd.5.txt (passwd)",
+    2: "man/securetty.5.txt (securetty)",
+    3: "man/fstab.5.txt (fstab)",
+    4: "doc/debian-archive-keyring/README (README)",
+}
 
 
 def together(question: str, *facts: Fact) -> list[tuple[str, str]]:
@@ -180,6 +185,24 @@ def test_whose_thing_it_is_and_its_kind_are_not_what_is_asked_of_it() -> None:
     # A line that said it (no page does) would answer.
     comments = fact(1, "Comment lines starting with '#' are allowed in DEBIAN/conffiles.", question, 1)
     assert not together(question, comments)
+
+
+def test_what_a_thing_has_that_is_asked_about_is_not_what_is_asked_of_it() -> None:
+    # debian-archive-keyring's README says where its keys are shipped, not how they sign: "keys" of
+    # "the keys of debian-archive-keyring" say which things are meant, the question asks their algorithm.
+    question = "Which signature algorithm do the keys of debian-archive-keyring use?"
+    shipped = fact(
+        1,
+        "/usr/share/keyrings/debian-archive-keyring.gpg: A keyring including all actively used keys to "
+        "sign Release files in our supported releases is shipped in /usr/share/keyrings.",
+        question,
+        4,
+    )
+    assert together(question, shipped)
+
+    # A line that said it (the README does not) would answer.
+    signs = fact(1, "The keys of debian-archive-keyring use the RSA signature algorithm.", question, 4)
+    assert not together(question, signs)
 
 
 def test_words_a_page_writes_as_one_are_said_by_it() -> None:
