@@ -5,17 +5,18 @@ iterates while criteria are unmet and the budget allows)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
+from research_mcp.citations import normalize
 from research_mcp.contracts import Budget, Phase
 from research_mcp.matching.answer_type import number_words, states_number
 from research_mcp.matching.terms import said_terms, terms
-from research_mcp.roles.evidence import named_terms, technical_terms
+from research_mcp.roles.evidence import NOT_ESTABLISHED, UNANSWERED, named_terms, technical_terms
 from research_mcp.runs.context import RunContext
 from research_mcp.storage.outputs import StoredSynthesis
 
-__all__ = ["PhaseSpending", "corroboration", "criteria_status", "theme_covered", "unmet_gap"]
+__all__ = ["PhaseSpending", "answered", "corroboration", "criteria_status", "theme_covered", "unmet_gap"]
 
 _LEVELS = {"low": 0, "medium": 1, "high": 2}
 
@@ -63,14 +64,31 @@ def theme_covered(theme: str, said: Sequence[str]) -> bool:
     return False
 
 
+def answered(output: StoredSynthesis, extracted_for: Collection[str]) -> set[str]:
+    """The questions a synthesis answered by its own evidence rules (roles/evidence.py), normalized:
+    those a verified fact it cites was extracted for (`extracted_for`), less those a gap of it (or
+    of a part, carried up under the part's title) says are unanswered or not established."""
+    found = {normalize(question) for question in extracted_for if question}
+    for gap in output.gaps:
+        for marker in (UNANSWERED, NOT_ESTABLISHED):
+            if marker in gap:
+                found.discard(normalize(gap.split(marker, 1)[1]))
+    return found
+
+
 def criteria_status(
     phase: Phase,
     output: StoredSynthesis,
     source_of: dict[int, tuple[int, int]],
     said: Sequence[str] = (),
+    established: Collection[str] = (),
 ) -> dict[str, bool]:
     """Each criterion of the phase, met or not, judged from a synthesis handoff's output; a theme
-    from `said`, what the verified facts the synthesis cites say (statement and quote each)."""
+    from `said`, what the verified facts the synthesis cites say (statement and quote each), or from
+    `established`, the questions the synthesis answered by its evidence rules (`answered`): "Which
+    directory does adduser copy skeleton files from?" is answered by adduser.conf(5)'s "SKEL The
+    directory from which skeletal user configuration files should be copied", which does not say
+    "adduser" (its page's title does, which the evidence rules read)."""
     criteria = phase.criteria
     status: dict[str, bool] = {}
     if criteria.min_corroboration is not None:
@@ -79,7 +97,7 @@ def criteria_status(
             corroboration(finding.fact_ids, source_of) >= criteria.min_corroboration for finding in findings
         )
     for theme in criteria.themes:
-        status[f"theme:{theme}"] = theme_covered(theme, said)
+        status[f"theme:{theme}"] = normalize(theme) in established or theme_covered(theme, said)
     if criteria.contradictions_resolved:
         status["contradictions_resolved"] = not output.contradictions
     if criteria.min_confidence is not None:

@@ -31,7 +31,7 @@ from research_mcp.roles.node_budgets import node_budget_spent
 from research_mcp.roles.scout import scout
 from research_mcp.roles.synthesizer import UNANSWERED, gate_synthesis, synthesize
 from research_mcp.runs.context import RunContext, leaf_questions, node_key, report_outline
-from research_mcp.runs.gates import PhaseSpending, corroboration, criteria_status, unmet_gap
+from research_mcp.runs.gates import PhaseSpending, answered, corroboration, criteria_status, unmet_gap
 from research_mcp.runs.leaf import RUBRIC_FACTS, rubric
 from research_mcp.runs.reading import choose_sources, extract_sources
 from research_mcp.runs.rejudge import criteria_questions, judged_leaves, rejudge, unmet_acceptance
@@ -73,9 +73,16 @@ def _synthesis(rc: RunContext, handoff_id: str) -> tuple[StoredSynthesis, dict[i
     return output, {f.id: (f.source_id, f.corroborations) for f in store.get_facts(output.fact_ids)}
 
 
-def _said(rc: RunContext, output: StoredSynthesis) -> list[str]:
-    """What the verified facts a synthesis cites say: each one's statement and quote."""
-    return [f"{f.statement} {f.quote}" for f in rc.deps.store.get_facts(output.cited) if f.verified]
+def _status(
+    rc: RunContext, phase: Phase, output: StoredSynthesis, source_of: dict[int, tuple[int, int]]
+) -> dict[str, bool]:
+    """The phase's criteria judged on a synthesis, its themes on what the verified facts it cites say
+    (each one's statement and quote) and on the questions they were extracted for that it answered."""
+    cited = [f for f in rc.deps.store.get_facts(output.cited) if f.verified]
+    said = [f"{f.statement} {f.quote}" for f in cited]
+    return criteria_status(
+        phase, output, source_of, said, answered(output, [f.question for f in cited if f.question])
+    )
 
 
 def _settling_questions(
@@ -246,7 +253,7 @@ async def _run_phase(
     store = rc.deps.store
     spending = PhaseSpending(phase.budget, rc.deps.budget.tokens, rc.deps.budget.cost_usd)
     output, source_of = _synthesis(rc, handoff_id)
-    status = gates.get((phase.name, 0)) or criteria_status(phase, output, source_of, _said(rc, output))
+    status = gates.get((phase.name, 0)) or _status(rc, phase, output, source_of)
     best: _Kept = (handoff_id, status, 0)
     for iteration in range(1, phase.max_iterations + 1):
         unmet = [name for name, met in status.items() if not met]
@@ -283,9 +290,7 @@ async def _run_phase(
             raise
         before = status
         output, source_of = _synthesis(rc, handoff_id)
-        status = gates.get((phase.name, iteration)) or criteria_status(
-            phase, output, source_of, _said(rc, output)
-        )
+        status = gates.get((phase.name, iteration)) or _status(rc, phase, output, source_of)
         if _merit(status, output) > _merit(best[1], _synthesis(rc, best[0])[0]):
             best = (handoff_id, status, iteration)
         store.add_event(

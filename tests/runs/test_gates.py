@@ -3,9 +3,18 @@ evidence, and the phase's own budget."""
 
 from __future__ import annotations
 
+from research_mcp.citations import normalize
 from research_mcp.contracts import Budget, Confidence, Finding, Phase, PhaseCriteria
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.runs.gates import PhaseSpending, corroboration, criteria_status, theme_covered, unmet_gap
+from research_mcp.roles.evidence import NOT_ESTABLISHED, UNANSWERED
+from research_mcp.runs.gates import (
+    PhaseSpending,
+    answered,
+    corroboration,
+    criteria_status,
+    theme_covered,
+    unmet_gap,
+)
 from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import Store
 from tests.runs.walk import leaf, tree, walk
@@ -114,3 +123,24 @@ def test_a_long_theme_is_covered_by_a_fact_saying_what_it_names_and_half_its_wor
     assert not theme_covered(protected, ["The Essential field of a dpkg package: removing it is refused."])
     # A short theme still needs every term.
     assert not theme_covered("What does zlib's licence require?", ["The zlib licence is short."])
+
+
+def test_a_theme_the_synthesis_answered_by_its_evidence_rules_is_covered_though_a_fact_leaves_a_word_unsaid() -> (
+    None
+):
+    skel = "Which directory does adduser copy skeleton files from?"
+    mode = "What permissions does adduser give new home directories?"
+    said = ["SKEL The directory from which skeletal user configuration files will be copied."]
+    themes = phase(themes=[skel, mode])
+    # The fact does not say "adduser" (adduser.conf(5), its page's title, does): not by its words.
+    assert criteria_status(themes, synthesis(), {}, said) == {f"theme:{skel}": False, f"theme:{mode}": False}
+    # Its question, which the synthesis's evidence rules found it answers: covered.
+    found = answered(synthesis(), [skel])
+    assert criteria_status(themes, synthesis(), {}, said, found) == {
+        f"theme:{skel}": True,
+        f"theme:{mode}": False,
+    }
+    # A cited fact extracted for a question the synthesis says it did not establish, in its own gap or
+    # in one a part carried up under its title, answers nothing.
+    for gap in (f"{NOT_ESTABLISHED}{skel}", f"{skel}: {UNANSWERED}{skel}"):
+        assert answered(synthesis(gaps=[gap]), [skel, mode]) == {normalize(mode)}

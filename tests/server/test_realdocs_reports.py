@@ -31,6 +31,7 @@ LAYOUT = {
     "deb-conffiles.5.txt": "man/deb-conffiles.5.txt",
     "Apache-2.0": "licenses/Apache-2.0",
     "zlib1g.copyright": "doc/zlib1g/copyright",
+    "adduser.conf.5.txt": "man/adduser.conf.5.txt",
 }
 
 
@@ -217,3 +218,21 @@ async def test_a_line_two_files_share_is_read_as_found_in_both_whichever_stored_
     shared = [fact for fact in document.facts if fact.verified and "must not be misrepresented" in fact.quote]
     assert shared and any(also.source_id for fact in shared for also in fact.also_in)
     assert document.confidence.level == "medium", document.confidence.reasoning
+
+
+async def test_a_two_part_question_each_part_answered_in_its_own_words_is_not_capped_low(
+    corpus: Path,
+) -> None:
+    """adduser.conf(5) answers both parts in lines that do not say "adduser" (its title does): the
+    phase covering every part takes each part as its evidence rules judged it, not by whether one
+    line repeats every word of the part (was: both parts uncovered, and the run capped low)."""
+    got = await research(
+        "In which directory does adduser create new home directories, and which login shell does adduser "
+        "give new users?"
+    )
+    document = got["document"]
+
+    assert document.confidence.level == "medium", document.confidence.reasoning
+    assert not any("criterion unmet" in gap for gap in document.gaps), document.gaps
+    quotes = " ".join(fact.quote for fact in document.facts if fact.verified)
+    assert "/home" in quotes and "/bin/bash" in quotes
