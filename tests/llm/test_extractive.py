@@ -568,6 +568,11 @@ async def test_a_comparison_of_what_each_item_is_asks_each_item_the_same_questio
             ],
         ),
         (
+            # Found as a user: a later part naming its own subject was asked "... for Debian about curl?".
+            "Under which licence is curl distributed, and who packaged dash for Debian?",
+            ["Under which licence is curl distributed?", "Who packaged dash for Debian?"],
+        ),
+        (
             # Found as a user: the first part's verb and object were carried as its subject.
             "Which directory does adduser copy skeleton files from, and what permissions does it give new "
             "home directories?",

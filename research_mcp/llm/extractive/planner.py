@@ -241,6 +241,8 @@ _STANDS_FOR = {"it": "{s}", "its": "{s}'s", "they": "{s}", "them": "{s}", "their
     "him": "{s}",
     "his": "{s}'s",
 }
+# A capitalized word after a question's first: a name it asks about.
+_NAME = re.compile(r"(?<![\w'’-])(?!I\b)[A-Z][\w'’-]*")
 _LEANS = re.compile(r"\b(?:it|its|they|them|their|he|she|him|his)\b", re.IGNORECASE)
 
 
@@ -248,7 +250,9 @@ def with_subject(part: str, first: str) -> str:
     """A later part of a split question that leans on a pronoun, with the first question's subject in
     its place: "What licence is zlib under?" then "what does it require?" asks "What does zlib's
     licence require?"; one naming only the first's kind of thing takes its subject after it ("What
-    does the sixth field of an fstab line do?"). Unchanged when the subject cannot be read off its form."""
+    does the sixth field of an fstab line do?"); one naming no name and no pronoun, the first's subject
+    after it ("which file gives further information about fakeroot?"), but not one naming a name of
+    its own ("who packaged dash for Debian?"). Unchanged when the subject cannot be read off its form."""
     led = led_subject(first)
     if not _LEANS.search(part):
         carried = of_subject(part, first)
@@ -256,6 +260,7 @@ def with_subject(part: str, first: str) -> str:
             led is None
             or carried != part
             or set(_content_words(led.casefold())) & set(_content_words(part.casefold()))
+            or _NAME.search(part.strip().split(" ", 1)[-1])  # its own: "who packaged dash for Debian?"
         ):
             return carried
         # "On which operating system does fakeroot ...?" then "which file gives further information?"
