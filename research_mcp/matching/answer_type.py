@@ -233,16 +233,16 @@ def asks_for_place_or_option(question: str) -> str:
 def names_place_or_option(text: str, kind: str) -> bool:
     """Whether a text names what `kind` asks for: a path or a file's name ("/var/backups",
     "debian-archive-removed-keys.gpg") for a directory, file or path, a command-line option ("-n",
-    "--dry-run") for an option, flag or switch, or the word for the kind ("the current directory",
-    "default options: rw, suid, ..."). A directory is a path to no file with an extension
-    ("/etc/deluser.conf" is the page's own file): "all files are backed up before they are removed"
-    names no directory."""
+    "--dry-run") for an option, flag or switch, or, but for a file or a path, the word for the kind
+    ("the current directory", "default options: rw, suid, ..."; "This file is a simple text file"
+    names no file). A directory is a path to no file with an extension ("/etc/deluser.conf" is the
+    page's own file): "all files are backed up before they are removed" names no directory."""
     words = {_KIND_WORD.get(word, word) for word in re.findall(r"[a-z]+", text.casefold())}
     if kind in ("option", "flag", "switch"):
         return bool(_OPTION.search(text)) or kind in words
     if kind in ("directory", "folder"):
         return any(_directory(path.rstrip(".,;:")) for path in _A_PATH.findall(text)) or kind in words
-    return bool(_PLACE.search(text)) or kind in words
+    return bool(_PLACE.search(text))
 
 
 def asks_for_program(question: str) -> str | None:

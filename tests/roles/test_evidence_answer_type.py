@@ -346,6 +346,19 @@ def test_which_directory_or_option_is_answered_only_by_a_fact_naming_one() -> No
         assert not any("names one" in why for _, why in caps(option, quote)), quote
 
 
+def test_which_file_is_answered_by_a_name_or_a_path_not_by_the_word_file() -> None:
+    # hosts(5) speaks of "this file" and "a simple text file" without naming one; securetty(5) and
+    # fakeroot's README name theirs.
+    question = "Which file lists the terminals on which root may log in?"
+    unnamed = caps(question, "This file is a simple text file that associates IP addresses with hostnames.")
+    assert any(level == "low" and "which file names one" in why for level, why in unnamed), unnamed
+    for quote in [
+        "The file /etc/securetty lists the terminals on which root may log in.",
+        "See README_MACOSX.txt for further information.",
+    ]:
+        assert not any("names one" in why for _, why in caps(question, quote)), quote
+
+
 def test_when_a_named_version_was_released_is_answered_only_by_a_date_beside_that_version() -> None:
     # man-db's FAQ dates its own writing, not the 2.0 release (found as a user); a NEWS line dating
     # the version answers.
