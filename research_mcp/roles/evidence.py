@@ -618,7 +618,9 @@ def _judge_together(
     """A question about a technical thing (a file's path, a package, a command: "Where is the backup
     file of /etc/group kept?") none of whose facts says the thing together with what is asked of it
     has been answered about something else: "/etc/passwd- Backup file for /etc/passwd." says
-    "backup file", of another file."""
+    "backup file", of another file. One asking nothing but of its things ("Which shell does
+    /etc/shells list for the root user?": "shell" is a word of the file) is answered by a fact
+    naming a technical thing together with every one of a kind it names."""
     apart = []
     for question, facts in zip(judged, extracted, strict=True):
         things = technical_subjects(question)
@@ -637,6 +639,16 @@ def _judge_together(
         if asks_for_limit(question):  # "the maximum length of": the limit rule judges those words
             asked = [t for t in asked if not _LIMIT_TERM.fullmatch(t)]
         if not asked:
+            if (
+                things
+                and ones
+                and not any(
+                    any(_names(t, f, titles) for t in things)
+                    and all(_names_one(one, f, titles) for one in ones)
+                    for f in facts
+                )
+            ):
+                apart.append((question, list(dict.fromkeys([*things, *ones]))))
             continue
         # Any technical thing will do ("the nofail option to an fstab entry" is answered of nofail);
         # each one of a kind named must be ("the apache user", not base-passwd's uid ranges).

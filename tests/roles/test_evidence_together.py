@@ -205,6 +205,22 @@ def test_what_a_thing_has_that_is_asked_about_is_not_what_is_asked_of_it() -> No
     assert not together(question, signs)
 
 
+def test_a_question_asking_nothing_but_of_its_things_is_answered_by_a_fact_naming_them_together() -> None:
+    # What it asks ("shell") is a word of the file it names: shells(5) lists shells, base-passwd's
+    # README speaks of root; no line says which shell is root's.
+    question = "Which shell does /etc/shells list for the root user?"
+    titles = {5: "man/shells.5.txt (shells)", 6: "doc/base-passwd/README (README)"}
+    listed = fact(1, "/etc/shells may contain the following paths: /bin/sh /bin/bash /bin/csh", question, 5)
+    kept = fact(2, "root is never removed or changed.", question, 6)
+    evidence = judge_evidence([question], [listed, kept], in_scope=2, read=2, titles=titles)
+    assert any(level == "low" and "together with" in why for level, why in evidence.caps), evidence.caps
+
+    # A line of shells(5) saying root's would answer.
+    roots = fact(3, "The shell of the root user must be listed too: /bin/sh.", question, 5)
+    evidence = judge_evidence([question], [listed, roots], in_scope=2, read=2, titles=titles)
+    assert not any("together with" in why for _, why in evidence.caps), evidence.caps
+
+
 def test_words_a_page_writes_as_one_are_said_by_it() -> None:
     # adduser.conf(5) writes "username" and fstab(5) "filesystem"; a person asks of a "user name" and
     # a "file system". The line says what is asked, together with the file it is asked of.
