@@ -271,7 +271,8 @@ async def test_the_synthesizer_cites_only_verified_facts_and_lists_uncovered_que
     assert "Espresso" not in output.report
     assert f"{CAFFEINE_ANSWER} [F12][F15]" in output.report  # near-duplicates: one line citing both
     assert all(set(finding.fact_ids) <= {12, 15, 21} for finding in output.key_findings)
-    assert output.gaps == ["Not established by the verified facts: When was coffee first roasted?"]
+    # No line at all for it: unanswered (a line too weak to answer it would leave it not established).
+    assert output.gaps == ["No verified fact was found for: When was coffee first roasted?"]
     assert output.suggested_followups == ["When was coffee first roasted?"]
     assert output.contradictions == []
     assert "does not detect contradictions" not in output.confidence.reasoning  # code looks for them now

@@ -54,6 +54,10 @@ MAX_GAPS = 10
 CHILD_LINES = 6
 MAX_REPORT = 19000
 OTHER = "Other findings"
+# The gaps code reads (roles/evidence.py says them alike): a question no line was found for, and one
+# whose lines are too weak to answer it.
+_UNANSWERED = "No verified fact was found for: "
+_NOT_ESTABLISHED = "Not established by the verified facts: "
 
 _SPACE = re.compile(r"\s+")
 _UNVERIFIED_MARK = re.compile(r"\[F\d+, unverified\]")
@@ -139,8 +143,11 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
         covered = any(line.confidence >= COVERED_CONFIDENCE for line in cited)
         if question != OTHER:
             best.append(_evidence(question, cited))
-        if question != OTHER and not covered:
-            gaps.append(clip(f"Not established by the verified facts: {question}", 500))
+        if question != OTHER and not cited:
+            # No line at all: unanswered, which a later reading (a phase's iteration) may answer.
+            gaps.append(clip(f"{_UNANSWERED}{question}", 500))
+        elif question != OTHER and not covered:
+            gaps.append(clip(f"{_NOT_ESTABLISHED}{question}", 500))
         if covered and cited[0].corroborations >= 2:
             corroborated += 1
         for line in cited[:2]:
@@ -180,7 +187,7 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
         report = _truncated(report)
 
     asked = [question for question in lines if question != OTHER]
-    question_gaps = [gap for gap in gaps if gap.startswith("Not established")]
+    question_gaps = [gap for gap in gaps if gap.startswith((_UNANSWERED, _NOT_ESTABLISHED))]
     if len(findings) > MAX_FINDINGS:
         cuts.append(
             f"Cut short: {len(findings) - MAX_FINDINGS} key findings beyond {MAX_FINDINGS} not listed"
