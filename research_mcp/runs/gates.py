@@ -12,7 +12,7 @@ from research_mcp.citations import normalize
 from research_mcp.contracts import Budget, Phase
 from research_mcp.matching.answer_type import number_words, states_number
 from research_mcp.matching.terms import said_terms, terms
-from research_mcp.roles.evidence import NOT_ESTABLISHED, UNANSWERED, named_terms, technical_terms
+from research_mcp.roles.evidence import NOT_ESTABLISHED, named_terms, technical_terms
 from research_mcp.runs.context import RunContext
 from research_mcp.storage.outputs import StoredSynthesis
 
@@ -67,12 +67,12 @@ def theme_covered(theme: str, said: Sequence[str]) -> bool:
 def answered(output: StoredSynthesis, extracted_for: Collection[str]) -> set[str]:
     """The questions a synthesis answered by its own evidence rules (roles/evidence.py), normalized:
     those a verified fact it cites was extracted for (`extracted_for`), less those a gap of it (or
-    of a part, carried up under the part's title) says are unanswered or not established."""
+    of a part, carried up under the part's title) says are not established. A gap saying no fact was
+    found for one is a part's first reading, which a later one (the phase's iteration) answered."""
     found = {normalize(question) for question in extracted_for if question}
     for gap in output.gaps:
-        for marker in (UNANSWERED, NOT_ESTABLISHED):
-            if marker in gap:
-                found.discard(normalize(gap.split(marker, 1)[1]))
+        if NOT_ESTABLISHED in gap:
+            found.discard(normalize(gap.split(NOT_ESTABLISHED, 1)[1]))
     return found
 
 

@@ -400,6 +400,30 @@ async def test_child_reports_add_only_lines_not_already_cited_and_never_unverifi
     assert "Tea: Is tea healthy?" in output.gaps
 
 
+async def test_a_part_that_found_nothing_is_not_carried_as_unanswered_where_the_synthesis_has_lines(
+    model: ExtractiveModel,
+) -> None:
+    # The part's first reading found no line; the report above it has one (a phase's iteration).
+    child = ChildReport(
+        title=CAFFEINE_QUESTION,
+        report=f"# {CAFFEINE_QUESTION}\n\n_No verified fact answers this._",
+        confidence="low",
+        gaps=[f"No verified fact was found for: {CAFFEINE_QUESTION}", "Is tea healthy?"],
+    )
+    payload = SynthesisPayload(
+        title="Drinks",
+        questions=[CAFFEINE_QUESTION],
+        input_handoffs=[],
+        facts=CAFFEINE_FACTS[:2],
+        child_reports=[child],
+    )
+
+    output = await ask(model, SynthesisOutput, payload)
+
+    assert not any("No verified fact was found" in gap for gap in output.gaps), output.gaps
+    assert f"{CAFFEINE_QUESTION}: Is tea healthy?" in output.gaps
+
+
 # --- planner -----------------------------------------------------------------------------------
 
 

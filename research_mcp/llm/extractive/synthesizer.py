@@ -162,10 +162,21 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
         for line in question_lines
         for fact_id in line.verified_ids
     }
+    found = {
+        normalize(question)
+        for question, question_lines in lines.items()
+        if question != OTHER and any(line.verified_ids for line in question_lines)
+    }
     parts = []
     for child in payload.child_reports:
         # A child's gap this synthesis found itself (the same list cut short here) is not said twice.
-        gaps.extend(clip(f"{child.title}: {gap}", 500) for gap in child.gaps if gap not in {*gaps, *cuts})
+        # Nor one saying no line was found for a question this synthesis has verified lines for (a
+        # phase's iteration read what the part's first reading missed).
+        gaps.extend(
+            clip(f"{child.title}: {gap}", 500)
+            for gap in child.gaps
+            if gap not in {*gaps, *cuts} and normalize(gap.removeprefix(_UNANSWERED)) not in found
+        )
         new_lines = [
             line
             for line in _key_lines(child.report, verified)
