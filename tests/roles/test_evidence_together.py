@@ -4,6 +4,8 @@ fstab(5), as a run would verify them, their sources titled by their paths as run
 
 from __future__ import annotations
 
+import pytest
+
 from research_mcp.contracts import Fact
 from research_mcp.matching.terms import joined_terms
 from research_mcp.roles.evidence import NOT_ESTABLISHED, judge_evidence, one_of_a_kind, technical_subjects
@@ -169,40 +171,36 @@ def test_a_package_is_named_by_its_own_name_or_folder_not_by_a_file_named_after_
     assert not any("together with" in why for _, why in evidence.caps), evidence.caps
 
 
-def test_whose_thing_it_is_and_its_kind_are_not_what_is_asked_of_it() -> None:
-    # deb-conffiles(5) says a package's conffiles file exists, not whether it allows comments: the
-    # words "package" and "file" say which thing is meant ("a package's DEBIAN/conffiles file").
-    question = "Does a package's DEBIAN/conffiles file allow comment lines starting with '#'?"
-    declares = fact(
-        1,
-        "A package declares its list of conffiles by including a conffiles file in its control archive "
-        "(i.e. DEBIAN/conffiles during package creation).",
-        question,
-        1,
-    )
-    assert together(question, declares)
-
+@pytest.mark.parametrize(
+    ("question", "near_miss", "answer", "source"),
+    [
+        # deb-conffiles(5) says a package's conffiles file exists, not whether it allows comments: the
+        # words "package" and "file" say which thing is meant ("a package's DEBIAN/conffiles file").
+        (
+            "Does a package's DEBIAN/conffiles file allow comment lines starting with '#'?",
+            "A package declares its list of conffiles by including a conffiles file in its control archive "
+            "(i.e. DEBIAN/conffiles during package creation).",
+            "Comment lines starting with '#' are allowed in DEBIAN/conffiles.",
+            1,
+        ),
+        # debian-archive-keyring's README says where its keys are shipped, not how they sign: "keys" of
+        # "the keys of debian-archive-keyring" say which things are meant, the question asks their
+        # algorithm.
+        (
+            "Which signature algorithm do the keys of debian-archive-keyring use?",
+            "/usr/share/keyrings/debian-archive-keyring.gpg: A keyring including all actively used keys to "
+            "sign Release files in our supported releases is shipped in /usr/share/keyrings.",
+            "The keys of debian-archive-keyring use the RSA signature algorithm.",
+            4,
+        ),
+    ],
+)
+def test_whose_thing_it_is_its_kind_and_what_of_it_is_meant_are_not_what_is_asked_of_it(
+    question: str, near_miss: str, answer: str, source: int
+) -> None:
+    assert together(question, fact(1, near_miss, question, source))
     # A line that said it (no page does) would answer.
-    comments = fact(1, "Comment lines starting with '#' are allowed in DEBIAN/conffiles.", question, 1)
-    assert not together(question, comments)
-
-
-def test_what_a_thing_has_that_is_asked_about_is_not_what_is_asked_of_it() -> None:
-    # debian-archive-keyring's README says where its keys are shipped, not how they sign: "keys" of
-    # "the keys of debian-archive-keyring" say which things are meant, the question asks their algorithm.
-    question = "Which signature algorithm do the keys of debian-archive-keyring use?"
-    shipped = fact(
-        1,
-        "/usr/share/keyrings/debian-archive-keyring.gpg: A keyring including all actively used keys to "
-        "sign Release files in our supported releases is shipped in /usr/share/keyrings.",
-        question,
-        4,
-    )
-    assert together(question, shipped)
-
-    # A line that said it (the README does not) would answer.
-    signs = fact(1, "The keys of debian-archive-keyring use the RSA signature algorithm.", question, 4)
-    assert not together(question, signs)
+    assert not together(question, fact(1, answer, question, source))
 
 
 def test_a_question_asking_nothing_but_of_its_things_is_answered_by_a_fact_naming_them_together() -> None:
