@@ -175,7 +175,8 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
         gaps.extend(
             clip(f"{child.title}: {gap}", 500)
             for gap in child.gaps
-            if gap not in {*gaps, *cuts} and normalize(gap.removeprefix(_UNANSWERED)) not in found
+            if gap not in {*gaps, *cuts}
+            and not (gap.startswith(_UNANSWERED) and normalize(gap.removeprefix(_UNANSWERED)) in found)
         )
         new_lines = [
             line
