@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 __all__ = [
     "BUDGET_CAPS",
     "FINISHED",
+    "NOT_ESTABLISHED",
     "RETRYABLE",
+    "UNANSWERED",
     "Answer",
     "Budget",
     "CompactReturn",
@@ -306,6 +308,13 @@ class CriterionVerdict(_Strict):
     index: int = Field(ge=0, description="The criterion's number, C<index>.")
     met: bool
     evidence: str = Field(default="", max_length=300, description="Why, citing facts as [F12].")
+
+
+#: How a synthesis's gap begins when no verified fact was found for one of its questions, and when
+#: the facts found do not answer it: the prefixes code reads back (roles/evidence.py, runs/phases.py,
+#: the no-model synthesis), whichever backend wrote the gap.
+UNANSWERED = "No verified fact was found for: "
+NOT_ESTABLISHED = "Not established by the verified facts: "
 
 
 class SynthesisOutput(_Strict):

@@ -74,7 +74,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from research_mcp.citations import normalize
-from research_mcp.contracts import Confidence, ConfidenceLevel, Fact
+from research_mcp.contracts import NOT_ESTABLISHED, UNANSWERED, Confidence, ConfidenceLevel, Fact
 from research_mcp.llm.embeddings import english_words
 from research_mcp.matching.answer_type import (
     asks_for_count,
@@ -128,8 +128,6 @@ __all__ = [
     "technical_terms",
 ]
 
-UNANSWERED = "No verified fact was found for: "
-NOT_ESTABLISHED = "Not established by the verified facts: "
 #: How a leaf's note begins when words its question asks about are in no document of the corpus.
 NEVER_MENTIONED = "No document of the corpus mentions "
 _NOTE = re.compile(r"^.*?" + NEVER_MENTIONED + r"(?P<words>.*) \(asked: (?P<question>.*)\)$")

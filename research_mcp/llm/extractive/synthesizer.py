@@ -32,7 +32,15 @@ import re
 from dataclasses import dataclass, field
 
 from research_mcp.citations import CITATION, normalize, same_claim
-from research_mcp.contracts import Confidence, ConfidenceLevel, Embedder, Finding, SynthesisOutput
+from research_mcp.contracts import (
+    NOT_ESTABLISHED,
+    UNANSWERED,
+    Confidence,
+    ConfidenceLevel,
+    Embedder,
+    Finding,
+    SynthesisOutput,
+)
 from research_mcp.ids import fact_label
 from research_mcp.llm.extractive.scoring import Relevance
 from research_mcp.matching.questions import reads_as_question
@@ -54,10 +62,6 @@ MAX_GAPS = 10
 CHILD_LINES = 6
 MAX_REPORT = 19000
 OTHER = "Other findings"
-# The gaps code reads (roles/evidence.py says them alike): a question no line was found for, and one
-# whose lines are too weak to answer it.
-_UNANSWERED = "No verified fact was found for: "
-_NOT_ESTABLISHED = "Not established by the verified facts: "
 
 _SPACE = re.compile(r"\s+")
 _UNVERIFIED_MARK = re.compile(r"\[F\d+, unverified\]")
@@ -145,9 +149,9 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
             best.append(_evidence(question, cited))
         if question != OTHER and not cited:
             # No line at all: unanswered, which a later reading (a phase's iteration) may answer.
-            gaps.append(clip(f"{_UNANSWERED}{question}", 500))
+            gaps.append(clip(f"{UNANSWERED}{question}", 500))
         elif question != OTHER and not covered:
-            gaps.append(clip(f"{_NOT_ESTABLISHED}{question}", 500))
+            gaps.append(clip(f"{NOT_ESTABLISHED}{question}", 500))
         if covered and cited[0].corroborations >= 2:
             corroborated += 1
         for line in cited[:2]:
@@ -176,7 +180,7 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
             clip(f"{child.title}: {gap}", 500)
             for gap in child.gaps
             if gap not in {*gaps, *cuts}
-            and not (gap.startswith(_UNANSWERED) and normalize(gap.removeprefix(_UNANSWERED)) in found)
+            and not (gap.startswith(UNANSWERED) and normalize(gap.removeprefix(UNANSWERED)) in found)
         )
         new_lines = [
             line
@@ -199,7 +203,7 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
         report = _truncated(report)
 
     asked = [question for question in lines if question != OTHER]
-    question_gaps = [gap for gap in gaps if gap.startswith((_UNANSWERED, _NOT_ESTABLISHED))]
+    question_gaps = [gap for gap in gaps if gap.startswith((UNANSWERED, NOT_ESTABLISHED))]
     if len(findings) > MAX_FINDINGS:
         cuts.append(
             f"Cut short: {len(findings) - MAX_FINDINGS} key findings beyond {MAX_FINDINGS} not listed"
