@@ -607,6 +607,15 @@ async def test_a_comparison_of_what_each_item_is_asks_each_item_the_same_questio
             ],
         ),
         (
+            # Found as a user: the first part's verb and object were carried into the second's subject.
+            "What permissions does adduser give new home directories, and which login shell does it give "
+            "new users?",
+            [
+                "What permissions does adduser give new home directories?",
+                "Which login shell does adduser give new users?",
+            ],
+        ),
+        (
             "Which port does the MySQL server listen on, and who maintains it?",
             ["Which port does the MySQL server listen on?", "Who maintains the MySQL server?"],
         ),

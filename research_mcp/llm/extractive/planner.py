@@ -272,6 +272,8 @@ def with_subject(part: str, first: str) -> str:
             subject = f"{subject}'s {match.group('kind')}"
     elif (asked := asked_subject(first) or led) is not None:
         subject = asked  # "Which characters may host names contain?" then "What must they begin with?"
+        if asked is not led:
+            subject = _before_shared_verb(subject, part)
     else:
         return part
     if len(subject.split()) > 6:
@@ -281,6 +283,26 @@ def with_subject(part: str, first: str) -> str:
         return _STANDS_FOR[found.group(0).casefold()].format(s=subject)
 
     return _LEANS.sub(replace, part, count=1)
+
+
+# Words a subject shares with any later part without the part repeating its verb ("in", "of").
+_JOINING = frozenset(
+    {"a", "an", "and", "at", "by", "for", "from", "in", "of", "on", "or", "the", "to", "with"}
+)
+
+
+def _before_shared_verb(subject: str, part: str) -> str:
+    """A subject read between a question's auxiliary and its last word ends where its verb begins when
+    the later part repeats that verb after its pronoun: "What permissions does adduser give new home
+    directories, and which login shell does it give new users?" asks of "adduser", not of "adduser give
+    new home"."""
+    found = _LEANS.search(part)
+    after = {word.casefold() for word in re.findall(r"[^\W_]+", part[found.end() :])} if found else set()
+    words = subject.split()
+    for at, word in enumerate(words[1:], start=1):
+        if word.casefold() in after and word.casefold() not in _JOINING:
+            return " ".join(words[:at])
+    return subject
 
 
 def _valid_items(items: list[str]) -> list[str]:
