@@ -90,6 +90,8 @@ _LINK_REMOVED = "(link removed)"
 _RULED = re.compile(r"^[-=*#~_]{3,}.{0,80}?[-=*#~_]{3,}$")
 #: Words beside an e-mail address up to which a line is a contact line, not a statement.
 MAX_CONTACT_WORDS = 16
+#: Words after a line's last e-mail address from which it says something of its own.
+MIN_WORDS_AFTER_ADDRESS = 5
 
 
 def is_boilerplate(text: str) -> bool:
@@ -111,9 +113,17 @@ def is_boilerplate(text: str) -> bool:
         return True
     if _man_page_furniture(text, words):
         return True
-    if EMAIL.search(text) and len(words) <= MAX_CONTACT_WORDS:
+    if EMAIL.search(text) and len(words) <= MAX_CONTACT_WORDS and not _says_after_address(text):
         return True  # "Jean-loup Gailly <jloup@gzip.org>", "packaged by X <x@debian.org>"
     return not _NAMING_FIELD.match(text) and _lone_heading(text, words)
+
+
+def _says_after_address(text: str) -> bool:
+    """Whether a line goes on past its last e-mail address to say what someone did: "Changes by Ben
+    Collins <bcollins@debian.org>, added --chuid, --background and --make-pidfile options, ..." is a
+    statement; "This package was put together by Matthias Klose <doko@debian.org>." a credit."""
+    last = list(EMAIL.finditer(text))[-1]
+    return len(_WORD.findall(_URL.sub(" ", text[last.end() :]))) >= MIN_WORDS_AFTER_ADDRESS
 
 
 def is_credit(text: str) -> bool:

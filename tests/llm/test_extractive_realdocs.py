@@ -247,6 +247,21 @@ async def test_a_package_licence_is_its_every_file_paragraph(model: ExtractiveMo
     assert said[0] == "License: BSD-3-clause or GPL-2", said
 
 
+async def test_a_stanza_whose_files_are_listed_under_its_key_gives_their_licence(
+    model: ExtractiveModel,
+) -> None:
+    """dpkg's copyright file lists each paragraph's files on the indented lines under "Files:": the
+    "License:" line of start-stop-daemon.c's paragraph, and the notice under it, answer for it, not
+    the key line "Copyright:" run together with the file name above it, nor the package's GPL-2+."""
+    said = await quotes(
+        model, "dpkg.copyright", "Under which licence is dpkg's start-stop-daemon distributed?"
+    )
+    assert "License: public-domain-s-s-d" in said[:2], said
+    assert not any(quote.endswith("Copyright:") or quote == "License: GPL-2+" for quote in said), said
+    said = await quotes(model, "dpkg.copyright", "Which options did Ben Collins add to start-stop-daemon?")
+    assert said[0].startswith("Changes by Ben Collins <bcollins@debian.org>, added --chuid"), said
+
+
 async def test_a_word_the_source_says_once_anchors_the_answer(model: ExtractiveModel) -> None:
     """ "nofail" is one entry of the fstab page's list of options: its entry is quoted, though
     sentences naming "fstab" and "entry" share more words with the question."""

@@ -97,6 +97,8 @@ _SPACE = re.compile(r"\s+")
 _LICENCE_KEY = re.compile(r"licen[cs]e\s*:", re.IGNORECASE)
 _DEP5 = re.compile(r"Format:\s*https?://(?:www\.)?debian\.org/doc/packaging-manuals/copyright-format/")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+# A DEP-5 field's value: the rest of its line and the indented lines continuing it.
+_FIELD_VALUE = re.compile(r"[\w-]+:[ \t]*((?:[^\n]*)(?:\n[ \t]+\S[^\n]*)*)")
 #: A question whose answer is a thing or a person: "Which name server ...", "Who wrote ...".
 _ENTITY_QUESTION = re.compile(
     r"^\W*(?:(?:in|on|at|by|for|from|of|to|with)\s+)?(?:who|whom|whose|which|what)\b", re.IGNORECASE
@@ -284,21 +286,29 @@ def _in_stanzas(text: str, sentences: list[Sentence], scored: list[str]) -> list
     "License:" line is scored with its paragraph's "Files:", the paragraph for every file ("Files: *")
     as the package's own (its "Upstream-Name"), so that "Under which licence is zstd distributed?"
     finds "License: BSD-3-clause or GPL-2" of "Files: *" rather than "License: zlib" of
-    "Files: zlibWrapper/gz*.c". A "License:" paragraph without "Files:" holds a licence's text."""
+    "Files: zlibWrapper/gz*.c"; so is the text under it in that paragraph. A "License:" paragraph
+    without "Files:" holds a licence's text."""
     if not _DEP5.match(text):
         return scored
-    package, files = "", ""
+    package, files, whose = "", "", ""
     for position, sentence in enumerate(sentences):
-        if not sentence.field:
-            continue
         previous_end = sentences[position - 1].end if position else 0
         if _PARAGRAPH_BREAK.search(text, previous_end, sentence.start):
-            files = ""
+            files, whose = "", ""
+        if whose and not sentence.field:
+            # The text under a paragraph's "License:" is of its files too ("Changes by Ben Collins
+            # ..., added --chuid ... options" of start-stop-daemon.c's public-domain notice).
+            scored[position] = f"{whose}: {scored[position]}"
+            continue
         key, _, value = sentence.text.partition(":")
+        if key == "Files":
+            # Its value may go on, or start, on the indented lines under it ("Files:\n utils/...").
+            field = _FIELD_VALUE.match(text, sentence.start)
+            files = " ".join(field.group(1).split()) if field else ""
+        if not sentence.field:
+            continue
         if key == "Upstream-Name":
             package = value.strip()
-        elif key == "Files":
-            files = value.strip()
         elif key == "License" and files:
             whose = f"{package} (every file)" if files == "*" and package else f"Files {files}"
             scored[position] = f"{whose}: {scored[position]}"

@@ -206,11 +206,12 @@ def _segments(text: str) -> list[tuple[int, int, bool]]:
             block_start is not None
             and not line[:1].isspace()
             and lines[number - 1][:1].isspace()
-            and FIELD_LINE.fullmatch(line.rstrip("\r\n"))
+            and (FIELD_LINE.fullmatch(line.rstrip("\r\n")) or _BARE_KEY.fullmatch(line.rstrip("\r\n")))
         ):
             # A "Key: value" line after the indented lines continuing the field before it (a Debian
             # copyright file's "Copyright: ...\n           2006-2023 Antonio Diaz Diaz\nLicense:
-            # GPL-2+") is a field of its own, not a line of their sentence.
+            # GPL-2+") is a field of its own, not a line of their sentence; so is a key whose value
+            # starts on the lines under it ("Files:\n utils/start-stop-daemon.c\nCopyright:\n ...").
             segments.append((block_start, block_end, False))
             block_start = None
             previous_ends_sentence = True
@@ -281,6 +282,9 @@ def _section_title(line: str, next_line: str) -> bool:
 # A line of = or - alone: the underline of the heading above it (Markdown's setext, plain-text
 # licences and specifications), or a rule.
 _UNDERLINE = re.compile(r"^(?:={3,}|-{3,})$")
+# A key whose value starts on the indented lines under it: "Files:" or "Copyright:" of a Debian
+# copyright file.
+_BARE_KEY = re.compile(r"[A-Z][\w-]{1,30}:[ \t]*")
 
 
 def _opens_paragraph(line: str) -> bool:
