@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    .venv/bin/python -m bench.answers [--hotpot PATH] [--sets hotpot,dev,heldout,dev2,dev3,dev4,dev5,dev6,dev7,dev8] [--apart] [--explain] [--dump F]
+    .venv/bin/python -m bench.answers [--hotpot PATH] [--sets hotpot,dev,heldout,dev2,dev3,dev4,dev5,dev6,dev7,dev8,dev9,dev10,dev11,dev12] [--apart] [--explain] [--dump F]
 
 Sets (one column each):
 - HotpotQA part A (``../shared/eval/hotpotqa_dev_distractor_part_a.json``), also as its first and
@@ -39,7 +39,22 @@ Sets (one column each):
   (13 questions, round 3's thirteenth session, answers written first, from hostname(5),
   machine-id(5), shells(5), base-passwd's README and Python's README.Debian), runs last: 9 near misses
   (a file, an option, a hash function, a daemon, a uid, a date, courts the pages never name) and 4
-  answerable ones.
+  answerable ones. A ninth, ``dev9`` (14 questions, round 3's fourteenth session, answers written
+  first, from dpkg's, zlib's and e2fsprogs' files, Python's README.Debian, securetty(5) and the BSD
+  licence), runs last: 8 near misses (a licence dpkg's copyright file never names, a shipped version
+  where only the original tarball's is named, a default list, a year, an install path, a bug
+  address where only copyright holders' are given, a count "too numerous to cite") and 6 answerable
+  ones (one, the licence of dpkg's po files, first written as a near miss: its "Files: *" paragraph
+  covers them, GPL-2+). A tenth, ``dev10`` (15 questions, the same session), asks only what the
+  documents never say, in the first dev half's way ("Which TCP port does the MySQL server listen on
+  by default?"): questions a system administrator asks next to what the documents cover (sudo, a
+  umask, OpenSSH's port, logrotate, systemd, a user name's length, Debian's founder, the Linux
+  kernel's licence, the capital of Canada). An eleventh, ``dev11`` (15 questions, the same session,
+  written after ``dev10``'s runs), asks the same way of other things (a TTL, the initramfs, useradd,
+  the system-wide PATH, zstd's threads, the Debian Project Leader, CUPS, dpkg's file hashes). A
+  twelfth, ``dev12`` (15 questions, the same session), asks why, whether and how-to questions the
+  documents never answer (why Debian uses /etc/alternatives, whether the MPL-2.0 is compatible with
+  the Apache License, how to reset a root password, why the root filesystem is checked first).
 
 The sets share one home, as a user's questions would, so a set's runs find the facts earlier
 sets' runs stored. ``--apart`` runs each real-document set in a fresh home of its own instead (its
@@ -346,7 +361,7 @@ def print_table(tallies: dict[str, Tally]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hotpot", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--sets", default="hotpot,dev,heldout,dev2,dev3,dev4,dev5,dev6,dev7,dev8")
+    parser.add_argument("--sets", default="hotpot,dev,heldout,dev2,dev3,dev4,dev5,dev6,dev7,dev8,dev9,dev10,dev11,dev12")
     parser.add_argument("--limit", type=int, default=0, help="only the first N questions of each set")
     parser.add_argument("--explain", action="store_true", help="each question's verified facts (stderr)")
     parser.add_argument("--dump", type=Path, help="append each question's run as a JSON line to this file")
@@ -384,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
         tallies = {"hotpot A": whole, **got}
     real = {
         f"realdocs {s}": realdocs_questions(s)
-        for s in ("dev", "heldout", "dev2", "dev3", "dev4", "dev5", "dev6", "dev7", "dev8")
+        for s in ("dev", "heldout", "dev2", "dev3", "dev4", "dev5", "dev6", "dev7", "dev8", "dev9", "dev10", "dev11", "dev12")
         if s in wanted
     }
     if real:
