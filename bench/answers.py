@@ -361,7 +361,9 @@ def print_table(tallies: dict[str, Tally]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hotpot", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--sets", default="hotpot,dev,heldout,dev2,dev3,dev4,dev5,dev6,dev7,dev8,dev9,dev10,dev11,dev12")
+    parser.add_argument(
+        "--sets", default="hotpot,dev,heldout,dev2,dev3,dev4,dev5,dev6,dev7,dev8,dev9,dev10,dev11,dev12"
+    )
     parser.add_argument("--limit", type=int, default=0, help="only the first N questions of each set")
     parser.add_argument("--explain", action="store_true", help="each question's verified facts (stderr)")
     parser.add_argument("--dump", type=Path, help="append each question's run as a JSON line to this file")
@@ -399,7 +401,21 @@ def main(argv: list[str] | None = None) -> int:
         tallies = {"hotpot A": whole, **got}
     real = {
         f"realdocs {s}": realdocs_questions(s)
-        for s in ("dev", "heldout", "dev2", "dev3", "dev4", "dev5", "dev6", "dev7", "dev8", "dev9", "dev10", "dev11", "dev12")
+        for s in (
+            "dev",
+            "heldout",
+            "dev2",
+            "dev3",
+            "dev4",
+            "dev5",
+            "dev6",
+            "dev7",
+            "dev8",
+            "dev9",
+            "dev10",
+            "dev11",
+            "dev12",
+        )
         if s in wanted
     }
     if real:
