@@ -71,6 +71,15 @@ _PLACE_OR_OPTION = re.compile(
     r"(?P<kind>director(?:y|ies)|folders?|files?|paths?|options?|flags?|switch(?:es)?)\b",
     re.IGNORECASE,
 )
+# "Where is the master copy ... kept?", "Where does base-files install ...?": a place on a system.
+_WHERE_KEPT = re.compile(
+    r"^\s*where\s+(?:is|are|was|were|does|do|did|will|would|should|can|could|may|must)\b.*\b(?:"
+    r"kept|keeps?|stored|stores?|installed|installs?|located|placed|places?|put|puts|saved|saves?|"
+    r"written|writes?|moved|moves?|copied|copies|copy|found|finds?|lives?|resides?|created|creates?"
+    r")\b",
+    re.IGNORECASE,
+)
+_URL = re.compile(r"\b[a-z][\w+.-]*://\S+", re.IGNORECASE)
 # "Which dpkg command lists ...?", "Which PAM module reads ...?", "By which program ...?"; not "Which
 # kernel command line parameter ...?", a parameter.
 _PROGRAM = re.compile(
@@ -129,7 +138,7 @@ _MAN_REFERENCE = re.compile(r"[\w.:-]+\(\d[a-z]*\)")
 
 # "When" asking when an event was ("When was bc 1.07 released?"), not "When is it used?", which a
 # condition answers.
-_WHEN_EVENT = re.compile(r"^\s*when\s+(?:was|were|did)\b", re.IGNORECASE)
+_WHEN_EVENT = re.compile(r"^\s*when\s+(?:was|were|did|will|would)\b", re.IGNORECASE)
 # A year standing alone ("2004", "in 1999"; not "1.07" nor "64070"), a month's name, an ISO date.
 _DATE = re.compile(
     r"(?<![\d.,-])(?:1[0-9]|20)\d\d(?![\d.,]\d)"
@@ -179,8 +188,8 @@ def expands(text: str, short: str) -> bool:
 
 
 def asks_for_date(question: str) -> bool:
-    """Whether the question, among those asking for a number, asks when an event was ("When was ...
-    released?", "In which year ...?")."""
+    """Whether the question, among those asking for a number, asks when an event was or will be ("When
+    was ... released?", "In which year ...?", "When will ... be moved ...?": "Sometime" is no date)."""
     asked = number_words(question).casefold()
     return asked.endswith(("year", "years", "date")) or (
         asked == "when" and bool(_WHEN_EVENT.match(question))
@@ -225,23 +234,29 @@ def counts(text: str, things: str) -> bool:
 
 def asks_for_place_or_option(question: str) -> str:
     """The kind of place or option a question asks for ("directory" of "In which directory does
-    deluser put the backups?", "option" of "Which e2fsck option forces a check?"), else ""."""
+    deluser put the backups?", "option" of "Which e2fsck option forces a check?", "place" of "Where
+    is the master copy of /root/.bashrc kept?"), else ""."""
     match = _PLACE_OR_OPTION.match(question)
-    return _KIND_WORD.get(match.group("kind").casefold(), match.group("kind").casefold()) if match else ""
+    if match is None:
+        return "place" if _WHERE_KEPT.match(question) else ""
+    return _KIND_WORD.get(match.group("kind").casefold(), match.group("kind").casefold())
 
 
-def names_place_or_option(text: str, kind: str) -> bool:
+def names_place_or_option(text: str, kind: str, asked: str = "") -> bool:
     """Whether a text names what `kind` asks for: a path or a file's name ("/var/backups",
     "debian-archive-removed-keys.gpg") for a directory, file or path, a command-line option ("-n",
     "--dry-run") for an option, flag or switch, or, but for a file or a path, the word for the kind
     ("the current directory", "default options: rw, suid, ..."; "This file is a simple text file"
     names no file). A directory is a path to no file with an extension ("/etc/deluser.conf" is the
-    page's own file): "all files are backed up before they are removed" names no directory."""
+    page's own file): "all files are backed up before they are removed" names no directory. A place
+    is a path or a file's name the question `asked` does not give, not a web address."""
     words = {_KIND_WORD.get(word, word) for word in re.findall(r"[a-z]+", text.casefold())}
     if kind in ("option", "flag", "switch"):
         return bool(_OPTION.search(text)) or kind in words
     if kind in ("directory", "folder"):
         return any(_directory(path.rstrip(".,;:")) for path in _A_PATH.findall(text)) or kind in words
+    if kind == "place":  # on the system asked about: a web address is where to read of it
+        return any(place.group() not in asked for place in _PLACE.finditer(_URL.sub(" ", text)))
     return bool(_PLACE.search(text))
 
 
@@ -374,13 +389,22 @@ def qualifiers(question_terms: list[str]) -> list[str]:
     return [term for term in dict.fromkeys(question_terms) if term in _QUALIFIERS]
 
 
-_WHO = re.compile(r"^\s*(?:who|whom|whose)\b", re.IGNORECASE)
+# "Who ...?", and "Which company ...?", a body a name answers.
+_WHO = re.compile(
+    r"^\s*(?:(?:by|for|from|to|with)\s+)?(?:who|whom|whose|(?:which|what)\s+(?:company|companies|"
+    r"organi[sz]ations?|corporations?|firms?|vendors?|foundations?|person|people|individuals?)\b)",
+    re.IGNORECASE,
+)
 _CONTACT = re.compile(r"\b(?:e-?mail|contact|maintainers?|maintains?|maintained)\b", re.IGNORECASE)
 # The parts a credit line gives someone, by the words that say them.
 _ROLES = {
-    "author": re.compile(r"\b(?:authors?|authored|wr(?:ote|itten|ites?|iters?)|creat(?:ed|or|ors))\b", re.I),
+    "author": re.compile(
+        r"\b(?:authors?|authored|wr(?:ote|itten|ites?|iters?)|creat(?:ed|or|ors)|develop(?:ed|er|ers))\b",
+        re.I,
+    ),
     "packager": re.compile(r"\b(?:packag(?:ed|er|ers|ing)|put together|debiani[sz]ed)\b", re.I),
     "maintainer": re.compile(r"\bmaintain(?:s|ed|er|ers|ing)?\b", re.I),
+    "founder": re.compile(r"\b(?:co-?)?found(?:ed|er|ers|ing)\b", re.I),
     "contact": re.compile(r"\b(?:contact(?:ed|ing)?|bugs?|report(?:s|ed|ing)?|e-?mail)\b", re.I),
 }
 _CAPITALISED = re.compile(r"[A-Z][\w'’-]*[^\W\d_]")
@@ -404,7 +428,7 @@ def credited_roles(text: str) -> set[str]:
 
 
 def asks_for_person(question: str) -> bool:
-    """Whether the question asks who (a person, a body)."""
+    """Whether the question asks who (a person, a body): "Who ...?", "Which company ...?"."""
     return bool(_WHO.match(question))
 
 

@@ -152,9 +152,11 @@ _DOTTED_WORD = re.compile(r"[\w'’]+(?:[.-][\w'’]+)*")
 _IDENTIFIER_OF_A_KIND = re.compile(r"(?<![\w-])([a-z]{3,})\s+(IDs?|UUIDs?|UIDs?|GIDs?|PIDs?)\b")
 _HYPHENATED = re.compile(r"[\w'’.]+(?:-[\w'’.]+)+")
 # The one of a kind a question names: "www-data" of "the www-data user", "adduser" of "Who maintains
-# the adduser package?". Kinds whose members are named, not described (a field or an option is
-# often described: "the sixth field").
-_ONE_OF_A_KIND = re.compile(rf"\bthe\s+([a-z][\w.+-]*[\w+])\s+(users?|groups?|accounts?|{PROGRAM_KINDS})\b")
+# the adduser package?", "Linux" of "the Linux kernel", "Debian" of "the Debian project". Kinds whose
+# members are named, not described (a field or an option is often described: "the sixth field").
+_ONE_OF_A_KIND = re.compile(
+    rf"\bthe\s+([A-Za-z][\w.+-]*[\w+])\s+(users?|groups?|accounts?|kernels?|projects?|servers?|{PROGRAM_KINDS})\b"
+)
 # The kind a technical thing is of, said after it: "the DEBIAN/conffiles file", "the bash package".
 _THING_KIND = rf"(?P<kind>{PROGRAM_KINDS}|files?|directory|directories|folders?|options?|fields?|keyrings?|librar(?:y|ies))\b"
 # Words that describe the one of a kind rather than name it: "the same package", "the system user".
@@ -210,10 +212,18 @@ _LIMIT_TERM = re.compile(
 )
 # A condition a question puts on what it asks, after its first word ("When was ...?" asks a date): "if
 # the user has modified it", "when /etc/nologin exists".
-_CONDITION = re.compile(r"(?<=\s)(?:if|when|whenever|unless|once)\s+(?P<clause>[^?,;]+)", re.IGNORECASE)
+_CONDITION = re.compile(
+    r"(?<=\s)(?:if|when|whenever|unless|once|before|after)\s+(?P<clause>[^?,;]+)", re.IGNORECASE
+)
 #: Stems that frame a question ("What does its README say about ...", "according to") rather than
 #: name what it asks about.
 _FRAMING = frozenset({"say", "said", "accord", "mention"})
+# A question answered yes or no: "Is the MPL-2.0 compatible with ...?", "Can /etc/securetty ...?".
+_YES_NO = re.compile(
+    r"^\s*(?:is|are|was|were|does|do|did|can|could|may|must|should|will|would|has|have|had)\b", re.IGNORECASE
+)
+# Words a question comparing things, or asking of several, is put in.
+_COMPARING = re.compile(r"\b(?:and|or|both|either|neither|same|different|than)\b", re.IGNORECASE)
 
 
 @dataclass
@@ -358,6 +368,7 @@ def judge_evidence(
     _judge_together(evidence, judged, extracted, titles)
     _judge_named_together(evidence, judged, extracted, titles)
     _judge_condition(evidence, judged, extracted, titles)
+    _judge_relation(evidence, judged, extracted, titles)
     if off_topic:
         evidence.caps.append(
             (
@@ -530,7 +541,7 @@ def _judge_kind(
         elif (things := asks_for_count(question)) and not any(counts(text, things) for text in said):
             unmet.append((question, f"asking how many {things} counts them"))
         elif (kind := asks_for_place_or_option(question)) and not any(
-            names_place_or_option(text, kind) for text in said
+            names_place_or_option(text, kind, question) for text in said
         ):
             unmet.append((question, f"asking which {kind} names one"))
         elif (action := asks_for_program(question)) is not None and not any(
@@ -688,14 +699,18 @@ def _judge_condition(
     condition, of the technical thing the question names if it names one: "to mark that a conffile
     needs to be removed on the next upgrade" says what the flag does, not what happens to a file the
     user changed; "If the file /etc/nologin exists ..." answers "What happens to the logins of users
-    other than root when /etc/nologin exists?"."""
+    other than root when /etc/nologin exists?". So is one asking what held before or after an event
+    ("Which licence did dpkg use before it moved to GPL-2+?"): "License: GPL-2+" says what it moved
+    to, not what it used before."""
     apart = []
     for question, facts in zip(judged, extracted, strict=True):
         found = _CONDITION.search(question)
         if found is None:
             continue
         things = technical_subjects(question)
-        named = set(terms(" ".join(things)))
+        # The things it names, a name among them: "before it moved to GPL-2+" is said by "moved", not
+        # by the licence it moved to.
+        named = set(terms(" ".join(things))) | set(named_terms(question))
         condition = [
             term
             for term in _asked_terms(_PATH.sub(" ", found.group("clause")))
@@ -708,6 +723,38 @@ def _judge_condition(
         ):
             apart.append((question, condition))
     _not_established_apart(evidence, judged, apart, "says the condition it asks under")
+
+
+def _judge_relation(
+    evidence: Evidence, judged: list[str], extracted: list[list[Fact]], titles: Mapping[int, str]
+) -> None:
+    """A yes-or-no question of what it names ("Is the MPL-2.0 compatible with the Apache License
+    2.0?") is answered by a fact saying at least half of what it asks of them, of one of them: the
+    MPL's own notice and the Apache License's appendix, each naming its licence, say nothing of being
+    compatible. Not one comparing things ("Are dpkg and bash distributed under the same ...?"): each
+    item's fact answers for it alone."""
+    apart = []
+    for question, facts in zip(judged, extracted, strict=True):
+        if not _YES_NO.match(question) or _COMPARING.search(question):
+            continue
+        things = technical_subjects(question)
+        named = [*named_terms(question), *identifiers(question)]
+        subject = set(terms(" ".join([*things, *named])))
+        asked = [
+            t for t in _asked_terms(_PATH.sub(" ", question)) if t not in subject and t not in _GENERIC_VERBS
+        ]
+        if not asked or not (things or named):
+            continue
+        if not any(
+            2 * len(said_terms(asked, said := _said_terms([fact], titles, question))) >= len(asked)
+            and (
+                any(_names(thing, fact, titles) for thing in things)
+                or bool(said_terms(named_terms(question), said))
+            )
+            for fact in facts
+        ):
+            apart.append((question, asked))
+    _not_established_apart(evidence, judged, apart, "says what it asks of what it names")
 
 
 def _described(question: str, things: Sequence[str]) -> list[str]:

@@ -217,6 +217,62 @@ def test_a_who_question_asking_a_part_is_answered_only_by_a_line_giving_that_par
     assert not any("asking who" in why for _, why in evidence.caps), evidence.caps
 
 
+def test_a_who_question_asking_a_founder_is_answered_only_by_a_line_saying_one() -> None:
+    # debian-archive-keyring's README names the Debian project, not who founded it.
+    question = "Who founded the Debian project?"
+    signs = fact(
+        1,
+        "The Debian project signs its Release files that are stored on the Debian ftp-server and its "
+        "mirrors with the keys contained in this packages.",
+        question,
+    )
+    evidence = judge_evidence([question], [signs], in_scope=1, read=1)
+    assert any(level == "low" and "asking who" in why for level, why in evidence.caps), evidence.caps
+    founded = fact(2, "The Debian project was founded by Ian Murdock in 1993.", question)
+    evidence = judge_evidence([question], [signs, founded], in_scope=2, read=2)
+    assert not any("asking who" in why for _, why in evidence.caps), evidence.caps
+
+
+def test_a_question_asking_which_company_is_answered_only_by_a_line_naming_one_in_that_part() -> None:
+    # fstab(5) lists ext4 among the filesystem types Linux supports, not who developed it.
+    question = "Which company developed the ext4 filesystem?"
+    listed = fact(
+        1,
+        "Linux supports many filesystem types: ext4, xfs, btrfs, f2fs, vfat, ntfs, hfsplus, tmpfs, sysfs, "
+        "proc, iso9660, udf, squashfs, nfs, cifs, and many more.",
+        question,
+    )
+    evidence = judge_evidence([question], [listed], in_scope=1, read=1)
+    assert any(level == "low" and "asking who" in why for level, why in evidence.caps), evidence.caps
+    developed = fact(2, "The ext4 filesystem was developed by Cluster File Systems, Inc.", question)
+    evidence = judge_evidence([question], [listed, developed], in_scope=2, read=2)
+    assert not any("asking who" in why for _, why in evidence.caps), evidence.caps
+
+
+def test_a_question_asking_where_a_thing_is_kept_is_answered_by_a_place_it_does_not_give() -> None:
+    # e2fsprogs' README names its web page and the INSTALL file, not where the file is installed.
+    question = "Where is the e2fsprogs INSTALL file installed on a Debian system?"
+    lines = [
+        fact(1, "The INSTALL file has instructions on building and installing e2fsprogs.", question),
+        fact(
+            2,
+            "You can always find information about the latest version at the the e2fsprogs web page, "
+            "which is: http://e2fsprogs.sourceforge.net",
+            question,
+        ),
+    ]
+    evidence = judge_evidence([question], lines, in_scope=2, read=2)
+    assert any(level == "low" and "which place" in why for level, why in evidence.caps), evidence.caps
+    # base-files' README gives the master copy's path; the path the question gives is no answer.
+    question = "Where is the master copy that base-files installs as /root/.bashrc?"
+    given = fact(3, "base-files installs a default /root/.bashrc for the root user.", question)
+    evidence = judge_evidence([question], [given], in_scope=1, read=1)
+    assert any("which place" in why for _, why in evidence.caps), evidence.caps
+    master = fact(4, "install_from_default /usr/share/base-files/dot.bashrc /root/.bashrc", question)
+    evidence = judge_evidence([question], [master], in_scope=1, read=1)
+    assert not any("which place" in why for _, why in evidence.caps), evidence.caps
+
+
 def test_a_how_question_whose_facts_leave_its_action_unsaid_is_a_low_gap() -> None:
     # hostname(5) says NetworkManager may set a transient hostname from a DHCP lease, not how it chooses.
     question = "How does NetworkManager choose the transient hostname from a DHCP lease?"
@@ -262,6 +318,14 @@ def test_a_when_question_answered_by_a_version_alone_is_a_low_gap_and_a_date_ans
 
     apache = "When was version 2.0 of the Apache License released?"
     assert not any("date" in why for _, why in caps(apache, "Apache License Version 2.0, January 2004"))
+    # Python's README.Debian says the draft will be moved "Sometime"; "one" of another line is no date.
+    draft = "When will the draft of the Debian Python Policy be moved to the debian-policy package?"
+    sometime = [
+        "Sometime it will be moved to /usr/share/doc/debian-policy in the debian-policy package.",
+        "As usual, you should always take a look at already reported bugs against debian-policy before "
+        "submitting a new one.",
+    ]
+    assert any(level == "low" and "asking when states a date" in why for level, why in caps(draft, *sometime))
     # "When is ...?" asks for a condition, which no date need state.
     used = "When is /etc/machine-id used to decide whether a boot is the first one?"
     first = "/etc/machine-id is used to decide whether a boot is the first one."

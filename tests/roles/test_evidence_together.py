@@ -152,6 +152,34 @@ def test_the_one_of_a_kind_a_question_names_must_be_named_with_what_is_asked_of_
     assert not any("together with" in why for _, why in home.caps), home.caps
 
 
+def test_a_named_kernel_project_or_server_must_be_named_with_what_is_asked_of_it() -> None:
+    # GPL-3's preamble says which licence covers GNU software; fstab(5) names the Linux Kernel Archive.
+    titles = {7: "licenses/GPL-3", 3: "man/fstab.5.txt (fstab)"}
+    question = "Which licence covers the Linux kernel?"
+    gnu = fact(
+        1,
+        "Most GNU software, including some libraries, is covered by the ordinary GNU General Public License.",
+        question,
+        7,
+    )
+    archive = fact(
+        2,
+        "fstab is part of the util-linux package which can be downloaded from Linux Kernel "
+        "Archive <https://www.kernel.org/pub/linux/utils/util-linux/>.",
+        question,
+        3,
+    )
+    evidence = judge_evidence([question], [gnu, archive], in_scope=2, read=2, titles=titles)
+    assert any(level == "low" and "(Linux)" in why for level, why in evidence.caps), evidence.caps
+    # The same licence line answers for the software it names.
+    gnu_question = "Which licence covers most GNU software?"
+    evidence = judge_evidence(
+        [gnu_question], [fact(1, gnu.quote, gnu_question, 7)], in_scope=1, read=1, titles=titles
+    )
+    assert not any("together with" in why for _, why in evidence.caps), evidence.caps
+    assert one_of_a_kind("Which TCP port does the MySQL server listen on?") == ["MySQL"]
+
+
 def test_a_package_is_named_by_its_own_name_or_folder_not_by_a_file_named_after_it() -> None:
     question = "Who maintains the adduser package?"
     # adduser.conf(5) names its file "adduser.conf", and says of another package who maintains it.
@@ -294,3 +322,44 @@ def test_a_condition_a_question_puts_is_said_by_a_fact_on_what_it_names() -> Non
     titles[8] = "man/nologin.5.txt (nologin)"
     exists = "If the file /etc/nologin exists and is readable, login(1) will allow access only to root."
     assert not caps(nologin, fact(3, exists, nologin, 8))
+
+
+def test_what_held_before_an_event_is_not_answered_by_what_it_led_to() -> None:
+    # dpkg's copyright file gives the licence dpkg is under now, nothing of one it moved from.
+    question = "Which licence did dpkg use before it moved to GPL-2+?"
+    titles = {9: "doc/dpkg/copyright (copyright)"}
+    now = fact(1, "License: GPL-2+", question, 9)
+    evidence = judge_evidence([question], [now], in_scope=1, read=1, titles=titles)
+    assert any(level == "low" and "condition" in why for level, why in evidence.caps), evidence.caps
+    # GPL-3's "after your receipt of the notice" says what the cure period runs after.
+    question = "Under the GPL-3, how long do you have to cure a violation after a first notice?"
+    cure = fact(
+        2,
+        "you cure the violation prior to 30 days after your receipt of the notice.",
+        question,
+        9,
+    )
+    evidence = judge_evidence([question], [cure], in_scope=1, read=1, titles={9: "licenses/GPL-3"})
+    assert not any("condition" in why for _, why in evidence.caps), evidence.caps
+
+
+def test_a_yes_or_no_question_is_answered_by_a_fact_saying_what_it_asks_of_what_it_names() -> None:
+    # MPL-2.0's Exhibit A notice and Apache-2.0's appendix each name their licence, not compatibility.
+    titles = {10: "licenses/MPL-2.0", 11: "licenses/Apache-2.0"}
+    question = "Is the MPL-2.0 compatible with the Apache License 2.0?"
+    notice = fact(
+        1,
+        "This Source Code Form is subject to the terms of the Mozilla Public License, v. 2.0. If a copy of "
+        "the MPL was not distributed with this file, You can obtain one at http://mozilla.org/MPL/2.0/.",
+        question,
+        10,
+    )
+    appendix = fact(2, "APPENDIX: How to apply the Apache License to your work.", question, 11)
+    evidence = judge_evidence([question], [notice, appendix], in_scope=2, read=2, titles=titles)
+    assert any(level == "low" and "what it asks of what it names" in why for level, why in evidence.caps)
+    # deb-conffiles(5) answers whether empty lines are accepted, of the file its title names.
+    question = "Are empty lines accepted in a package's conffiles file?"
+    empty = fact(3, "Empty lines are not accepted.", question, 12)
+    titles[12] = "man/deb-conffiles.5.txt (deb-conffiles)"
+    evidence = judge_evidence([question], [empty], in_scope=1, read=1, titles=titles)
+    assert not any("what it asks of what it names" in why for _, why in evidence.caps), evidence.caps
