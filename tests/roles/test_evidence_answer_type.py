@@ -3,6 +3,8 @@ number: real sentences of machine-id(5) and the e2fsprogs README, as a run would
 
 from __future__ import annotations
 
+import pytest
+
 from research_mcp.contracts import Fact
 from research_mcp.roles.evidence import NOT_ESTABLISHED, judge_evidence
 
@@ -217,35 +219,32 @@ def test_a_who_question_asking_a_part_is_answered_only_by_a_line_giving_that_par
     assert not any("asking who" in why for _, why in evidence.caps), evidence.caps
 
 
-def test_a_who_question_asking_a_founder_is_answered_only_by_a_line_saying_one() -> None:
-    # debian-archive-keyring's README names the Debian project, not who founded it.
-    question = "Who founded the Debian project?"
-    signs = fact(
-        1,
-        "The Debian project signs its Release files that are stored on the Debian ftp-server and its "
-        "mirrors with the keys contained in this packages.",
-        question,
-    )
-    evidence = judge_evidence([question], [signs], in_scope=1, read=1)
+@pytest.mark.parametrize(
+    ("question", "near", "answer"),
+    [
+        # debian-archive-keyring's README names the Debian project, not who founded it.
+        (
+            "Who founded the Debian project?",
+            "The Debian project signs its Release files that are stored on the Debian ftp-server and its "
+            "mirrors with the keys contained in this packages.",
+            "The Debian project was founded by Ian Murdock in 1993.",
+        ),
+        # fstab(5) lists ext4 among the filesystem types Linux supports, not who developed it.
+        (
+            "Which company developed the ext4 filesystem?",
+            "Linux supports many filesystem types: ext4, xfs, btrfs, f2fs, vfat, ntfs, hfsplus, tmpfs, "
+            "sysfs, proc, iso9660, udf, squashfs, nfs, cifs, and many more.",
+            "The ext4 filesystem was developed by Cluster File Systems, Inc.",
+        ),
+    ],
+)
+def test_a_who_question_asking_a_part_is_answered_only_by_a_line_naming_someone_in_it(
+    question: str, near: str, answer: str
+) -> None:
+    evidence = judge_evidence([question], [fact(1, near, question)], in_scope=1, read=1)
     assert any(level == "low" and "asking who" in why for level, why in evidence.caps), evidence.caps
-    founded = fact(2, "The Debian project was founded by Ian Murdock in 1993.", question)
-    evidence = judge_evidence([question], [signs, founded], in_scope=2, read=2)
-    assert not any("asking who" in why for _, why in evidence.caps), evidence.caps
-
-
-def test_a_question_asking_which_company_is_answered_only_by_a_line_naming_one_in_that_part() -> None:
-    # fstab(5) lists ext4 among the filesystem types Linux supports, not who developed it.
-    question = "Which company developed the ext4 filesystem?"
-    listed = fact(
-        1,
-        "Linux supports many filesystem types: ext4, xfs, btrfs, f2fs, vfat, ntfs, hfsplus, tmpfs, sysfs, "
-        "proc, iso9660, udf, squashfs, nfs, cifs, and many more.",
-        question,
-    )
-    evidence = judge_evidence([question], [listed], in_scope=1, read=1)
-    assert any(level == "low" and "asking who" in why for level, why in evidence.caps), evidence.caps
-    developed = fact(2, "The ext4 filesystem was developed by Cluster File Systems, Inc.", question)
-    evidence = judge_evidence([question], [listed, developed], in_scope=2, read=2)
+    both = [fact(1, near, question), fact(2, answer, question)]
+    evidence = judge_evidence([question], both, in_scope=2, read=2)
     assert not any("asking who" in why for _, why in evidence.caps), evidence.caps
 
 
