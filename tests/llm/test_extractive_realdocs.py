@@ -262,6 +262,17 @@ async def test_a_stanza_whose_files_are_listed_under_its_key_gives_their_licence
     assert said[0].startswith("Changes by Ben Collins <bcollins@debian.org>, added --chuid"), said
 
 
+async def test_what_to_do_instead_is_quoted_with_what_not_to_do(model: ExtractiveModel) -> None:
+    """machine-id(5) says an application must not use the machine ID directly, then what to do
+    instead: the answer is that second sentence, which shares fewer words with the question."""
+    said = await quotes(
+        model,
+        "machine-id.5.txt",
+        "What should an application do with the machine ID when it needs a stable unique identifier?",
+    )
+    assert any(quote.startswith("Instead the machine ID should be") for quote in said), said
+
+
 async def test_a_word_the_source_says_once_anchors_the_answer(model: ExtractiveModel) -> None:
     """ "nofail" is one entry of the fstab page's list of options: its entry is quoted, though
     sentences naming "fstab" and "entry" share more words with the question."""

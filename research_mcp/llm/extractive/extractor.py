@@ -97,6 +97,8 @@ _SPACE = re.compile(r"\s+")
 _LICENCE_KEY = re.compile(r"licen[cs]e\s*:", re.IGNORECASE)
 _DEP5 = re.compile(r"Format:\s*https?://(?:www\.)?debian\.org/doc/packaging-manuals/copyright-format/")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+# A sentence saying what is done in place of what the one before it ruled out.
+_INSTEAD = re.compile(r"(?:Instead|Rather)\b")
 # A DEP-5 field's value: the rest of its line and the indented lines continuing it.
 _FIELD_VALUE = re.compile(r"[\w-]+:[ \t]*((?:[^\n]*)(?:\n[ \t]+\S[^\n]*)*)")
 #: A question whose answer is a thing or a person: "Which name server ...", "Who wrote ...".
@@ -146,6 +148,7 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
     _add_anchor(chosen, scores, relevance, questions, payload.source_title)
     _add_field(chosen, scores, claims, questions, payload.source_text)
     _add_antecedents(chosen, prepared.antecedent, questions)
+    _add_alternatives(chosen, claims, payload.source_text)
     _within_announcements(chosen, claims, reach)
     claims, reach = _add_credit(chosen, scores, prepared, questions)
 
@@ -484,6 +487,23 @@ def _add_antecedents(
             found = antecedent[index]
             if found is not None and found[0] not in indexes and not set(terms(found[1])) <= asked:
                 indexes.insert(indexes.index(index), found[0])
+
+
+def _add_alternatives(chosen: list[list[int]], claims: list[Sentence], text: str) -> None:
+    """A sentence chosen for saying what not to do is quoted with the next one when that one says what
+    to do instead, in the same paragraph: machine-id(5)'s "... the machine ID or any part of it must
+    not be used directly." goes with "Instead the machine ID should be hashed with a cryptographic,
+    keyed hash function ...", the answer to what an application should do with it."""
+    for indexes in chosen:
+        for index in list(indexes):
+            after = index + 1
+            if (
+                after < len(claims)
+                and after not in indexes
+                and _INSTEAD.match(claims[after].text)
+                and not _PARAGRAPH_BREAK.search(text, claims[index].end, claims[after].start)
+            ):
+                indexes.insert(indexes.index(index) + 1, after)
 
 
 def _within_announcements(chosen: list[list[int]], claims: list[Sentence], reach: list[int]) -> None:
