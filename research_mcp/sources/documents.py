@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from research_mcp.errors import SourceError
+from research_mcp.sources.roff import is_roff, render_roff
 
 if TYPE_CHECKING:
     from research_mcp.sources.folders import DocumentName
@@ -75,6 +76,8 @@ def read_document(
     if b"\x00" in data[:8192]:
         raise SourceError("holds binary data, not text; skipped")
     text = decode_text(data).replace("\r\n", "\n").replace("\r", "\n")
+    if not suffix and is_roff(text):  # a man page's source ("fstab.5.gz"): the text man shows
+        text = render_roff(text)
     if not text.strip():
         return None
     title = _markdown_title(text) if suffix in (".md", ".markdown") else ""

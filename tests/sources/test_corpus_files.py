@@ -75,6 +75,26 @@ def test_a_gzipped_document_is_searched_and_read_uncompressed(store: Store, fold
     assert corpus.document_at(folder / "dpkg" / "changelog.Debian.gz") == hit.doc_id
 
 
+def test_a_man_pages_roff_source_is_read_as_the_text_man_shows(store: Store, folder: Path) -> None:
+    # The opening of util-linux's fstab(5) as Debian installs it, /usr/share/man/man5/fstab.5.gz.
+    page = Path(__file__).parents[1] / "fixtures" / "realdocs" / "fstab.5.gz"
+    (folder / "man5").mkdir()
+    (folder / "man5" / "fstab.5.gz").write_bytes(page.read_bytes())
+    corpus = Corpus(store, [folder])
+    corpus.index()
+    [hit] = [
+        hit for hit in corpus.search("fields on each line separated", limit=3) if hit.path.endswith(".5.gz")
+    ]
+    text = corpus.read(hit.doc_id).text
+    assert (
+        "Fields on each line are separated by tabs or spaces. Lines starting with '#' are comments." in text
+    )
+    assert "The first field (fs_spec)." in text.split("\n")  # a section heading, a line of its own
+    assert "It\u2019s also possible to use PARTUUID= and PARTLABEL=." in text
+    assert not any(line.startswith((".", "'")) for line in text.split("\n")), text[:500]
+    assert "\\f" not in text and "\\(" not in text
+
+
 def test_a_gzip_bomb_and_a_broken_gzip_are_skipped_with_their_reason(store: Store, folder: Path) -> None:
     # 11 MB of zeros compress to about 11 KB: past the 10 MB text cap once uncompressed.
     (folder / "bomb.txt.gz").write_bytes(gzip.compress(b"a" * (11 * 2**20)))
