@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from research_mcp.matching.boilerplate import EMAIL
+from research_mcp.matching.boilerplate import EMAIL, URL
 from research_mcp.matching.terms import STOPWORDS, stem
 
 __all__ = [
@@ -79,7 +79,6 @@ _WHERE_KEPT = re.compile(
     r")\b",
     re.IGNORECASE,
 )
-_URL = re.compile(r"\b[a-z][\w+.-]*://\S+", re.IGNORECASE)
 # "Which dpkg command lists ...?", "Which PAM module reads ...?", "By which program ...?"; not "Which
 # kernel command line parameter ...?", a parameter.
 _PROGRAM = re.compile(
@@ -256,7 +255,7 @@ def names_place_or_option(text: str, kind: str, asked: str = "") -> bool:
     if kind in ("directory", "folder"):
         return any(_directory(path.rstrip(".,;:")) for path in _A_PATH.findall(text)) or kind in words
     if kind == "place":  # on the system asked about: a web address is where to read of it
-        return any(place.group() not in asked for place in _PLACE.finditer(_URL.sub(" ", text)))
+        return any(place.group() not in asked for place in _PLACE.finditer(URL.sub(" ", text)))
     return bool(_PLACE.search(text))
 
 

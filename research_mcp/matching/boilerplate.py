@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["EMAIL", "is_boilerplate", "is_credit", "is_run_in_heading"]
+__all__ = ["EMAIL", "URL", "is_boilerplate", "is_credit", "is_run_in_heading"]
 
 _SPACE = re.compile(r"\s+")
 #: An e-mail address, perhaps in angle brackets: "<doko@debian.org>".
 EMAIL = re.compile(r"<?[\w.+-]+@[\w-]+(?:\.[\w-]+)+>?")
-_URL = re.compile(r"<?(?:https?|ftp)://\S+|<?www\.\S+")
+#: A web address: "https://www.gnu.org/licenses/", "<www.zlib.net>".
+URL = re.compile(r"<?(?:https?|ftp)://\S+|<?www\.\S+")
 _COPYRIGHT = re.compile(r"^(?:copyright\b|\(c\)|©|all rights reserved)", re.IGNORECASE)
 # A field naming a person ("Author: Philip A. Nelson") says who wrote a thing; with an address it is
 # a contact line, which the e-mail rule takes.
@@ -99,7 +100,7 @@ def is_boilerplate(text: str) -> bool:
     text = _SPACE.sub(" ", text).strip()
     if not text:
         return True
-    rest = _SPACE.sub(" ", _URL.sub(" ", EMAIL.sub(" ", text.replace(_LINK_REMOVED, " ")))).strip(
+    rest = _SPACE.sub(" ", URL.sub(" ", EMAIL.sub(" ", text.replace(_LINK_REMOVED, " ")))).strip(
         " .,;:()[]<>-"
     )
     words = _WORD.findall(rest)
@@ -123,7 +124,7 @@ def _says_after_address(text: str) -> bool:
     Collins <bcollins@debian.org>, added --chuid, --background and --make-pidfile options, ..." is a
     statement; "This package was put together by Matthias Klose <doko@debian.org>." a credit."""
     last = list(EMAIL.finditer(text))[-1]
-    return len(_WORD.findall(_URL.sub(" ", text[last.end() :]))) >= MIN_WORDS_AFTER_ADDRESS
+    return len(_WORD.findall(URL.sub(" ", text[last.end() :]))) >= MIN_WORDS_AFTER_ADDRESS
 
 
 def is_credit(text: str) -> bool:

@@ -738,19 +738,16 @@ def _judge_relation(
         if not _YES_NO.match(question) or _COMPARING.search(question):
             continue
         things = technical_subjects(question)
-        named = [*named_terms(question), *identifiers(question)]
-        subject = set(terms(" ".join([*things, *named])))
+        names = named_terms(question)
+        subject = set(terms(" ".join([*things, *names, *identifiers(question)])))
         asked = [
             t for t in _asked_terms(_PATH.sub(" ", question)) if t not in subject and t not in _GENERIC_VERBS
         ]
-        if not asked or not (things or named):
+        if not asked or not (things or names or identifiers(question)):
             continue
         if not any(
             2 * len(said_terms(asked, said := _said_terms([fact], titles, question))) >= len(asked)
-            and (
-                any(_names(thing, fact, titles) for thing in things)
-                or bool(said_terms(named_terms(question), said))
-            )
+            and (any(_names(thing, fact, titles) for thing in things) or bool(said_terms(names, said)))
             for fact in facts
         ):
             apart.append((question, asked))

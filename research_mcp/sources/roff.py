@@ -98,7 +98,7 @@ def render_roff(text: str) -> str:
             defining = True
             continue
         if name in _HEADING:
-            out += ["", _escapes(_unquote(rest)), ""]
+            out += ["", _escapes(" ".join(_arguments(rest))), ""]
         elif name in _PARAGRAPH:
             out.append("")
             if name == "IP" and rest:
@@ -117,10 +117,6 @@ def render_roff(text: str) -> str:
 def _arguments(rest: str) -> list[str]:
     """A request's arguments: words, or double-quoted phrases."""
     return [quoted or word for quoted, word in re.findall(r'"((?:[^"]|"")*)"|(\S+)', rest)]
-
-
-def _unquote(rest: str) -> str:
-    return " ".join(_arguments(rest))
 
 
 def _escapes(line: str) -> str:
