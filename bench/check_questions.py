@@ -118,8 +118,9 @@ def answer_errors(item: dict[str, Any], root: Path) -> list[str]:
     return errors
 
 
-def check(name: str, root: Path) -> int:
-    items = json.loads((DATA / name / "questions.json").read_text(encoding="utf-8"))
+def check(questions: Path, root: Path) -> int:
+    """Print each failure and the counts per split and kind; 1 when anything failed, else 0."""
+    items = json.loads(questions.read_text(encoding="utf-8"))
     seen: set[str] = set()
     failed = 0
     counts: Counter[tuple[str, str]] = Counter()
@@ -132,7 +133,7 @@ def check(name: str, root: Path) -> int:
         failed += bool(errors)
     for (split, kind), count in sorted(counts.items()):
         print(f"{split:10} {kind:13} {count}")
-    print(f"{name}: {len(items)} questions, {failed} failed (corpus {root})")
+    print(f"{questions}: {len(items)} questions, {failed} failed (corpus {root})")
     return 1 if failed else 0
 
 
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("set", help="the question set: bench/data/<set>/questions.json")
     parser.add_argument("--root", help="the corpus folder the files are relative to")
     args = parser.parse_args(argv)
-    return check(args.set, corpus_root(args.set, args.root))
+    return check(DATA / args.set / "questions.json", corpus_root(args.set, args.root))
 
 
 if __name__ == "__main__":
