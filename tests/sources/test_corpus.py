@@ -492,6 +492,7 @@ def test_the_corpus_migration_creates_documents_chunks_and_their_full_text_index
         "mtime_ns": int,
         "text": str,
         "indexed_at": str,
+        "reader_version": int,  # migration 012: a document older readers stored is read again
     }
     assert store.db.table("corpus_chunks").columns_dict == {
         "id": int,
