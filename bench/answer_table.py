@@ -55,6 +55,7 @@ from bench import corpora
 from bench.bm25_baseline import BM25, holds, joined, read_corpus
 from bench.eval_extractive import wait_until_indexed
 from bench.retrieval import DEFAULT_DATA
+from research_mcp.sources.readers import READER_VERSION
 
 COMMAND = ".venv/bin/python -m bench.answer_table"
 HOTPOT = "hotpot"
@@ -296,6 +297,7 @@ def corpus_texts(folder: Path) -> dict[str, str]:
     """The folder's document texts, cached beside its manifest (reading HTML takes a while)."""
     cache, manifest = folder / TEXTS_CACHE, folder / corpora.MANIFEST
     stamp = json.loads(manifest.read_text())["stamp"] if manifest.is_file() else ""
+    stamp = f"{stamp}:{READER_VERSION}" if stamp else ""  # texts read by another reader are read again
     if cache.is_file():
         held = json.loads(cache.read_text(encoding="utf-8"))
         if held["stamp"] == stamp and stamp:

@@ -26,9 +26,10 @@ import numpy as np
 
 from research_mcp.citations import normalize
 from research_mcp.errors import SourceError
-from research_mcp.sources.documents import MAX_TEXT_FILE_BYTES, read_document
+from research_mcp.sources.documents import MAX_TEXT_FILE_BYTES
 from research_mcp.sources.folders import document_name, gunzip, sniff_text_file
-from research_mcp.sources.text import DocumentType, extract_text
+from research_mcp.sources.parsing import DocumentParser
+from research_mcp.sources.readers import read_document
 
 CHUNK_CHARS = 1000
 K1 = 0.9
@@ -37,17 +38,7 @@ _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 _TOKEN = re.compile(r"\w+")
 
 
-class _InProcessParser:
-    """``DocumentParser``'s one method, without its worker process (the benchmark's documents are
-    trusted and read once)."""
-
-    def extract(
-        self, data: bytes, content_type_header: str | None, name: str
-    ) -> tuple[DocumentType, str, str]:
-        return extract_text(data, content_type_header, name)
-
-
-def document_text(path: Path, rel: str) -> str:
+def document_text(path: Path, rel: str, parser: DocumentParser, folder: Path | None = None) -> str:
     """The text the server indexes for a corpus file ("" for a file it would pass over)."""
     named = document_name(path.name)
     if named is None or (named.sniffed and not sniff_text_file(path, gzipped=named.gzipped)):
@@ -58,7 +49,8 @@ def document_text(path: Path, rel: str) -> str:
             gunzip(data, MAX_TEXT_FILE_BYTES) if named.gzipped else data,
             named,
             rel,
-            _InProcessParser(),  # type: ignore[arg-type]
+            parser,
+            (folder, path) if folder is not None else None,
         )
     except SourceError:
         return ""
@@ -68,12 +60,13 @@ def document_text(path: Path, rel: str) -> str:
 def read_corpus(folder: Path) -> dict[str, str]:
     """Each document's text by its path relative to ``folder`` (hidden files left out)."""
     texts = {}
-    for path in sorted(folder.rglob("*")):
-        rel = path.relative_to(folder).as_posix()
-        if path.is_file() and not any(part.startswith(".") for part in Path(rel).parts):
-            text = document_text(path, rel)
-            if text.strip():
-                texts[rel] = text
+    with DocumentParser(timeout=60) as parser:
+        for path in sorted(folder.rglob("*")):
+            rel = path.relative_to(folder).as_posix()
+            if path.is_file() and not any(part.startswith(".") for part in Path(rel).parts):
+                text = document_text(path, rel, parser, folder)
+                if text.strip():
+                    texts[rel] = text
     return texts
 
 

@@ -41,27 +41,45 @@ class Rows:
     x: list[np.ndarray] = field(default_factory=list)
     y: list[np.ndarray] = field(default_factory=list)
     groups: list[tuple[int, int, np.ndarray]] = field(default_factory=list)  # (start, end, bm25) per gold doc
+    questions: list[tuple[int, int, bool]] = field(
+        default_factory=list
+    )  # (start, end, answerable) per question
 
 
 def set_registry() -> dict[str, tuple[Path, Path]]:
-    """name -> (questions.json, corpus root)."""
-    sets = {"realdocs": (REPO / "bench/data/realdocs/questions.json", REPO / "bench/data/realdocs/corpus")}
-    try:
-        from bench import corpora
-    except ImportError:
-        return sets
-    for name, corpus in corpora.REGISTRY.items():  # type: ignore[attr-defined]
+    """name -> (questions.json, corpus root), every set of bench/corpora.py that has questions."""
+    from bench import corpora
+
+    sets = {}
+    for name, spec in corpora.CORPORA.items():
         questions = REPO / "bench" / "data" / name / "questions.json"
-        root = corpus.materialise() if hasattr(corpus, "materialise") else None
-        if questions.exists() and root is not None:
-            sets[name] = (questions, Path(root))
+        if questions.exists():
+            sets[name] = (questions, spec)
     return sets
 
 
 def read_corpus(root: Path) -> dict[str, Document]:
-    from research_mcp.sources.documents import read_document
+    """Every document of the folder as the server reads it (kept in the bench cache for the next fit)."""
+    import pickle
+
+    from bench.corpora import cache_folder
+    from research_mcp.sources.readers import READER_VERSION
+
+    kept = cache_folder() / "fit-ranker" / f"{root.name}-{READER_VERSION}.pickle"
+    if kept.exists() and kept.stat().st_mtime >= max(
+        p.stat().st_mtime for p in root.rglob("*") if p.is_file()
+    ):
+        return pickle.loads(kept.read_bytes())
+    documents = _read_corpus(root)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_bytes(pickle.dumps(documents))
+    return documents
+
+
+def _read_corpus(root: Path) -> dict[str, Document]:
     from research_mcp.sources.folders import document_name
     from research_mcp.sources.parsing import DocumentParser
+    from research_mcp.sources.readers import read_document
 
     documents: dict[str, Document] = {}
     with DocumentParser(timeout=60) as parser:
@@ -78,7 +96,7 @@ def read_corpus(root: Path) -> dict[str, Document]:
                 data = gzip.decompress(data)
             rel = str(path.relative_to(root))
             try:
-                read = read_document(data, named, rel, parser)
+                read = read_document(data, named, rel, parser, (root, path))
             except Exception as error:  # a benchmark reads what it can
                 print(f"  skipped {rel}: {error}", file=sys.stderr)
                 continue
@@ -120,12 +138,12 @@ def collect(questions: list[dict], documents: dict[str, Document], embedder) -> 
     prepared = {}
     rows = {"dev": Rows(), "heldout": Rows()}
     for question in questions:
-        if not question["answers"] or not question["files"]:
-            continue
+        answerable = bool(question["answers"] and question["files"])
         half = rows["heldout" if question["split"] == "heldout" else "dev"]
         scores = corpus_lexicon.coverages(terms(question["question"]))
-        others = [doc_names[i] for i in np.argsort(-scores) if doc_names[i] not in question["files"]][:2]
-        for name in [*question["files"], *others]:
+        others = [doc_names[i] for i in np.argsort(-scores) if doc_names[i] not in question["files"]]
+        first = sum(len(x) for x in half.x)
+        for name in [*question["files"], *others[: 2 if answerable else 3]]:
             document = documents.get(name)
             if document is None:
                 continue
@@ -153,7 +171,41 @@ def collect(questions: list[dict], documents: dict[str, Document], embedder) -> 
             half.y.append(labels)
             if name in question["files"]:
                 half.groups.append((start, start + len(passages), matrix[:, 0]))
+        half.questions.append((first, sum(len(x) for x in half.x), answerable))
     return rows
+
+
+def calibration(per_set: dict[str, dict[str, Rows]], probability) -> None:
+    """For thresholds of the best passage's probability: answerable questions confident and answered
+    (one of the three best passages holds it), confident and missed, and unanswerable ones confident."""
+    print("\n| threshold | half | confident & answered | overconfident misses | unanswerable confident |")
+    print("|---|---|---|---|---|")
+    for threshold in (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6):
+        for half in ("dev", "heldout"):
+            right = wrong = unanswerable_confident = answerable = unanswerable = 0
+            for halves in per_set.values():
+                rows = halves[half]
+                if not rows.x:
+                    continue
+                x, y = np.vstack(rows.x), np.concatenate(rows.y)
+                p = probability(x)
+                for start, end, is_answerable in rows.questions:
+                    if end <= start:
+                        continue
+                    order = np.argsort(-p[start:end], kind="stable")[:3]
+                    confident = p[start:end][order[0]] >= threshold
+                    if is_answerable:
+                        answerable += 1
+                        holds_it = bool(y[start:end][order].any())
+                        right += confident and holds_it
+                        wrong += confident and not holds_it
+                    else:
+                        unanswerable += 1
+                        unanswerable_confident += confident
+            print(
+                f"| {threshold} | {half} | {right}/{answerable} | {wrong / max(answerable, 1):.2f} "
+                f"| {unanswerable_confident}/{unanswerable} |"
+            )
 
 
 def fit(x: np.ndarray, y: np.ndarray, l2: float = 1.0) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
@@ -262,8 +314,10 @@ def main(argv: list[str] | None = None) -> int:
         if name == "hotpot":
             questions, documents = hotpot_set(args.hotpot)
         else:
-            questions_path, root = registry[name]
-            questions, documents = json.loads(questions_path.read_text()), read_corpus(root)
+            from bench.corpora import materialise
+
+            questions_path, spec = registry[name]
+            questions, documents = json.loads(questions_path.read_text()), read_corpus(materialise(spec))
         print(f"{name}: {len(documents)} documents, {len(questions)} questions", file=sys.stderr)
         per_set[name] = collect(questions, documents, embedder)
     x = np.vstack([m for rows in per_set.values() for m in rows["dev"].x])

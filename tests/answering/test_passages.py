@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from research_mcp.sources.passages import PASSAGE_MAX_CHARS, Passage, document_kind, split_passages
+from research_mcp.answering.passages import PASSAGE_MAX_CHARS, Passage, document_kind, split_passages
 
 REALDOCS = Path(__file__).parents[1] / "fixtures" / "realdocs"
 
