@@ -122,7 +122,8 @@ def passage_lexicon(text: str, passages: Sequence[Passage]) -> Lexicon:
 
 def _names_term(term: str, question_lower: str, asked: list[str]) -> bool:
     """The question names the defined term: verbatim ("--soft"), or every word of it."""
-    first = term.split(",")[0].split("=")[0].split()[0] if term.split() else term
+    words = term.replace(",", " ").replace("=", " ").split()
+    first = words[0] if words else ""
     if len(first) >= 2 and first.lower() in question_lower:
         return True
     term_words = terms(term)
