@@ -62,6 +62,16 @@ QUESTIONS = [
     ),
     ("What is Rust? Is it memory safe?", PARTS, [["What is Rust?"], ["Is Rust memory safe?"]]),
     (
+        "What is Kubernetes, and why is this popular?",
+        PARTS,
+        [["What is Kubernetes?"], ["Why is Kubernetes popular?"]],
+    ),
+    (
+        "Who is Marie Curie, and what was her first discovery?",
+        PARTS,
+        [["Who is Marie Curie?"], ["What was Marie Curie's first discovery?"]],
+    ),
+    (
         "How does the Linux kernel schedule tasks? Why is it fast?",
         PARTS,
         [["How does the Linux kernel schedule tasks?"], ["Why is the Linux kernel fast?"]],

@@ -143,25 +143,34 @@ def _as_question(piece: str) -> str:
 
 
 def with_topic(part: str, first: str) -> str:
-    """`part` with each pronoun standing for `first`'s topic replaced by it; unchanged when `part`
-    has none or `first`'s topic cannot be read off its form."""
+    """`part` with its first pronoun standing for `first`'s topic replaced by it ("why do they raise
+    them?" carries the topic into "they", not "them"); unchanged when `part` has none or `first`'s
+    topic cannot be read off its form."""
     topic = topic_of(first)
     if topic is None:
         return part
+    for found in _PRONOUN.finditer(part):
+        word, after = found.group(0).casefold(), part[found.end() :].strip(" ?.!")
+        if word in ("this", "each") and not _stands_alone(after):
+            continue  # a determiner ("this year", "each field"), not a pronoun
+        if word == "her" and after and not re.match(PREPOSITION + r"\b", after, re.IGNORECASE):
+            replaced = f"{topic}'s"  # "her book"; "call her" and "to her in" are objects
+        else:
+            replaced = f"{topic}'s" if word in POSSESSIVE - {"her"} else topic
+        return part[: found.start()] + replaced + part[found.end() :]
+    return part
 
-    def replace(found: re.Match[str]) -> str:
-        word = found.group(0)
-        lowered = word.casefold()
-        after = part[found.end() :].lstrip()
-        if lowered in ("this", "each") and after[:1].isalnum() and not re.match(AUX, after, re.IGNORECASE):
-            return word  # a determiner ("this year", "each field"), not a pronoun
-        if lowered == "her" and (not after[:1].isalnum() or re.match(PREPOSITION + r"\b", after)):
-            return topic  # "her" as an object: "What did they call her?"
-        return f"{topic}'s" if lowered in POSSESSIVE else topic
 
-    pronouns = "|".join(sorted(STANDS_FOR | POSSESSIVE))
-    # The first pronoun only: "why do they raise them?" carries the topic into "they", not "them".
-    return re.sub(rf"(?<![\w'’-])(?:{pronouns})(?![\w'’-])", replace, part, count=1, flags=re.IGNORECASE)
+_PRONOUN = re.compile(
+    rf"(?<![\w'’-])(?:{'|'.join(sorted(STANDS_FOR | POSSESSIVE))})(?![\w'’-])", re.IGNORECASE
+)
+
+
+def _stands_alone(after: str) -> bool:
+    """Whether "this" or "each" followed by `after` is a pronoun: nothing, an auxiliary or a
+    preposition after it, or one last word ("why is this popular?"), not a noun phrase."""
+    words = after.split()
+    return len(words) <= 1 or bool(re.match(rf"(?:{AUX}|{PREPOSITION})\b", after, re.IGNORECASE))
 
 
 def topic_of(question: str) -> str | None:
