@@ -56,6 +56,14 @@ QUESTIONS = [
         [["What does NATO stand for?"], ["Who leads NATO today?"], ["When was NATO founded?"]],
     ),
     (
+        "If the server crashes, what happens to open connections, and how are they restored?",
+        PARTS,
+        [
+            ["If the server crashes, what happens to open connections?"],
+            ["How are open connections restored?"],
+        ],
+    ),
+    (
         "Who wrote Hamlet and who directed the 1948 film?",
         PARTS,
         [["Who wrote Hamlet?"], ["Who directed the 1948 film?"]],

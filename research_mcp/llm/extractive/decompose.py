@@ -96,18 +96,36 @@ def question_parts(query: str) -> list[str]:
     pieces = [
         re.sub(r"^(?:and|also|then)\s+", "", piece.strip(" ,"), flags=re.IGNORECASE) for piece in pieces
     ]
-    if len(pieces) < 2 or not all(is_question(piece) for piece in pieces) or _DISTRIBUTED.search(pieces[-1]):
+    asks = all(is_question(main_clause(piece)) for piece in pieces)
+    if len(pieces) < 2 or not asks or _DISTRIBUTED.search(pieces[-1]):
         return [query]
     return [_as_question(piece) for piece in pieces]
 
 
 def _clauses(sentence: str) -> list[str]:
     """A sentence's questions, split at "(,) and <question word>", ", and <auxiliary>", and in a list
-    ("A, B, and C") at each comma before a question word."""
+    ("A, B, and C") at each comma before a question word; a piece that is no question ("When the
+    disk is full, what does it do, and ...") stays with the question after it."""
     anded = _AND_QUESTION.split(sentence)
     if len(anded) == 1:
         return anded
-    return [piece for each in anded[:-1] for piece in _LISTED.split(each)] + anded[-1:]
+    pieces = [piece for each in anded[:-1] for piece in _LISTED.split(each)] + anded[-1:]
+    clauses: list[str] = []
+    for before, piece in zip([None, *pieces], pieces, strict=False):
+        if before is not None and not is_question(before):
+            clauses[-1] = f"{clauses[-1]}, {piece}"
+        else:
+            clauses.append(piece)
+    return clauses
+
+
+def main_clause(question: str) -> str:
+    """The question a clause before it leads into ("When the disk is full, what does dpkg do?":
+    "what does dpkg do?"), or the question itself."""
+    head, _, last = question.rpartition(", ")
+    if head and is_question(last) and not is_question(head.split(", ")[0]):
+        return last
+    return question
 
 
 def is_question(piece: str) -> bool:
@@ -124,6 +142,14 @@ def is_question(piece: str) -> bool:
     if not re.fullmatch(WH, words[0]):
         return False
     rest = words[1:]
+    if words[0] in ("when", "where", "why", "how", "whether"):
+        # An adverb's question inverts its auxiliary ("When was X built?"); "When the disk is full"
+        # does not, and is a clause of the question after it. "How many people live in X" counts.
+        if not rest or rest[0] in AUXILIARIES:
+            return bool(rest)
+        return words[0] == "how" and (
+            rest[0] in ("many", "much") or (len(rest) > 1 and rest[1] in AUXILIARIES)
+        )
     if any(word in AUXILIARIES for word in rest):
         return True
     if words[0] in ("who", "whom"):
@@ -177,7 +203,7 @@ def topic_of(question: str) -> str | None:
     """What a question is about, read off its form: what follows its verb "be" ("What licence is
     zlib under?": zlib), else the names it gives ("How does CRISPR edit genes?"), else its subject
     after an auxiliary ("How do central banks set rates?"), else its object ("Who wrote zlib?")."""
-    words = _WORD.findall(question.rstrip("?.! "))
+    words = _WORD.findall(main_clause(question).rstrip("?.! "))
     lowered = [word.casefold() for word in words]
     aux = next((at for at, word in enumerate(lowered) if word in AUXILIARIES), None)
     if aux is not None and lowered[aux] in BE and re.fullmatch(WH, lowered[0]):
@@ -198,7 +224,8 @@ def topic_of(question: str) -> str | None:
     if aux is not None and lowered[aux] not in BE:
         return _subject(words[aux + 1 :], plural=lowered[aux] in ("do", "have"))
     if lowered and lowered[0] in ("who", "what") and len(words) > 2:
-        return _phrase(words[2:])  # "Who wrote zlib?", "What causes tides?"
+        start = 3 if re.fullmatch(PREPOSITION, lowered[2]) else 2
+        return _phrase(words[start:])  # "Who wrote zlib?", "What happens to open connections?"
     return None
 
 
