@@ -312,7 +312,9 @@ def _task_spec(value: Any, info: ValidationInfo) -> Any:
         raise Refused(message, whole=True) from None
 
 
-def _plan_size(plan: PlannerOutput) -> PlannerOutput:
+def _plan_size(plan: PlannerOutput | None) -> PlannerOutput | None:
+    if plan is None:
+        return None
     nodes = len(plan.root.walk())
     if nodes > MAX_PLAN_NODES:
         raise Refused(f"has {nodes} nodes; give at most {MAX_PLAN_NODES}.")
@@ -379,9 +381,10 @@ PageTokens = Annotated[
     MaxTokens | None,
     WithJsonSchema({"maximum": MAX_MAX_TOKENS, "minimum": MIN_MAX_TOKENS, "type": "integer"}),
 ]
-# Published as the flat list of nodes (server/suggested_plan.py); the tree form is accepted as well.
+# Published as the flat list of nodes (server/nested_arguments.py); the tree form is accepted as well.
+# Left out, null or [] (what a strict client sends for none): no suggested plan.
 SuggestedPlan = Annotated[
-    PlannerOutput,
+    PlannerOutput | None,
     WithJsonSchema(
         compact_schema(TypeAdapter(list[SuggestedNode]).json_schema()) | {"maxItems": MAX_PLAN_NODES}
     ),

@@ -141,11 +141,13 @@ class SearchFailed(EventBase):
 
 
 class SourcesChosen(EventBase):
-    """The sources a leaf took (reference keys) and what it could not read."""
+    """The sources a leaf took (reference keys), what it could not read, and how many more it found
+    that its own `max_sources` left unread."""
 
     kind: Literal["sources_chosen"] = "sources_chosen"
     refs: list[str]
     failures: list[str] = []
+    beyond_budget: int = 0
 
 
 class NoSources(EventBase):
