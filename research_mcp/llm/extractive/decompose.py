@@ -351,7 +351,7 @@ def _compared(goal: str, items: tuple[str, ...], aspect: str | None, rest: str |
     """A comparison whose items are asked what follows it ("…: where is each?"), else its aspect."""
     aspect = (aspect or "").strip(" ,.;:")
     asks = question_parts(rest.strip()) if rest else []
-    own = [part for part in asks if not _WHICH_ONE.match(part)]  # "which is larger" stays the goal's
+    own = [part for part in asks if not _CHOOSING.match(part)]  # "which is larger" stays the goal's
     asked = []
     for item in items:
         if own:
@@ -366,7 +366,8 @@ def _compared(goal: str, items: tuple[str, ...], aspect: str | None, rest: str |
     return Comparison(goal, items, aspect or (rest or "").strip(" ?"), tuple(asked))
 
 
-_WHICH_ONE = re.compile(rf"^(?:which|who)(?:\s+one)?\s+{AUX}\b", re.IGNORECASE)
+# "Which is larger", "Who is older": a choice among the items, which each item's question answers.
+_CHOOSING = re.compile(rf"^(?:which|who)(?:\s+one)?\s+(?P<aux>{AUX})\s+(?P<pred>.+?)\s*\??$", re.IGNORECASE)
 
 
 def _each(goal: str, items: tuple[str, ...], aspect: str, questions: list[str]) -> Comparison:
@@ -376,16 +377,10 @@ def _each(goal: str, items: tuple[str, ...], aspect: str, questions: list[str]) 
 
 
 def _of_item(part: str, item: str) -> str:
-    """A question asked of the items together ("where is each") asked of one of them."""
-    asked = with_topic(part, f"What is {item}?") if _names_pronoun(part) else ""
-    if asked and asked != part:
-        return asked
-    return f"{item}: {part}"
-
-
-def _names_pronoun(part: str) -> bool:
-    words = {word.casefold() for word in _WORD.findall(part)}
-    return bool(words & (STANDS_FOR | POSSESSIVE))
+    """A question asked of the items together ("where is each") asked of one of them; one naming
+    none of them by a pronoun names its item before it."""
+    asked = with_topic(part, f"What is {item}?")
+    return asked if asked != part else f"{item}: {part}"
 
 
 def _choice(aux: str, item: str, predicate: str) -> str:
@@ -398,10 +393,7 @@ def _choice(aux: str, item: str, predicate: str) -> str:
 
 def _chosen(clause: str, item: str) -> str:
     """ "Which is older" asked of one item: "Is A older?"; a clause of another form names its item."""
-    match = re.match(
-        rf"^(?:which|who|what)(?:\s+one)?\s+(?P<aux>{AUX})\s+(?P<pred>.+)$", clause.strip(" ?"), re.I
-    )
-    if match:
+    if match := _CHOOSING.match(clause.strip()):
         return _choice(match["aux"], item, match["pred"])
     return f"{item}: {clause.strip(' ?')}?"
 
