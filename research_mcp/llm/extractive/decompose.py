@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 __all__ = ["Comparison", "Part", "comparison_of", "decompose", "question_parts", "with_topic"]
 
-WH = r"(?:what|which|who|whom|whose|how|why|when|where|whether)"
+WH_WORDS = ("what", "which", "who", "whom", "whose", "how", "why", "when", "where", "whether")
+WH = "(?:" + "|".join(WH_WORDS) + ")"
 BE = ("is", "are", "was", "were")
 DO = ("do", "does", "did")
 AUXILIARIES = (
@@ -50,7 +51,10 @@ SINGULAR = {"do": "does", "are": "is", "were": "was", "have": "has"}
 
 _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"[\w'’.+#/-]+")
-_SENTENCE = re.compile(r"(?<=[?!])\s+|\s*;\s*(?:and\s+|also\s+|then\s+)?")
+# Where a sentence ends: after "?" or "!", at ";", after "." when a question word or auxiliary
+# opens the next ("What is X. How does it work?"), not after an abbreviation's "e.g." before a name.
+_OPENERS = "|".join(word.capitalize() for word in (*WH_WORDS, *AUXILIARIES))
+_SENTENCE = re.compile(rf"(?<=[?!])\s+|\s*;\s*(?:and\s+|also\s+|then\s+)?|(?<=\w\w\.)\s+(?=(?:{_OPENERS})\b)")
 # Where a sentence's next question starts: after "and" (a comma before it or not) a question word,
 # after ", and" an auxiliary (a yes-or-no question); after a comma alone, a question word in a list.
 _AND_QUESTION = re.compile(rf",?\s+and\s+(?={WH}\b)|,\s+and\s+(?={AUX}\b)", re.IGNORECASE)
@@ -338,7 +342,7 @@ def _items(text: str) -> tuple[str, ...]:
     """The compared items a span names, or () when it names no 2 to 6 distinct short items."""
     items = []
     for raw in _ITEM_SEPARATOR.split(text.strip(" ,.;:")):
-        item = re.sub(r"^(?:both|between|either|the)\s+", "", raw.strip(" ,.;:\"'"), flags=re.IGNORECASE)
+        item = re.sub(r"^(?:both|between|either|the|an?)\s+", "", raw.strip(" ,.;:\"'"), flags=re.IGNORECASE)
         if not item or not 1 <= len(item.split()) <= 8 or re.match(rf"(?:{WH}|{AUX})\b", item, re.IGNORECASE):
             return ()
         items.append(item)
