@@ -64,15 +64,17 @@ async def leaf_sources(rc: RunContext, node: PlanNode, key: str, discovered: lis
 
 
 def budget_note(rc: RunContext, node: PlanNode, key: str) -> list[str]:
-    """What the leaf says when its own `max_sources` stopped it: how many sources it found were not read."""
-    unread = rc.beyond_budget.get(key, 0)
-    if not unread or node.budget is None or node.budget.max_sources is None:
+    """What the leaf says when its own `max_sources` stopped it: how many sources it found were not
+    read, and how many leads its second hop did not follow."""
+    unread, unfollowed = rc.beyond_budget.get(key, 0), rc.leads_beyond_budget.get(key, 0)
+    if not (unread or unfollowed) or node.budget is None or node.budget.max_sources is None:
         return []
     cap = node.budget.max_sources
-    return [
-        f"Stopped at its budget of {cap} source{'s' * (cap != 1)} (max_sources): {unread} more "
-        f"found {'were' if unread != 1 else 'was'} not read."
+    left = [
+        *([f"{unread} more found {'were' if unread != 1 else 'was'} not read"] if unread else []),
+        *([f"{unfollowed} lead{'s' * (unfollowed != 1)} not followed"] if unfollowed else []),
     ]
+    return [f"Stopped at its budget of {cap} source{'s' * (cap != 1)} (max_sources): {'; '.join(left)}."]
 
 
 async def run_leaf(rc: RunContext, node: PlanNode, key: str, discovered: list[str]) -> str:

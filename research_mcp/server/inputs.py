@@ -10,7 +10,9 @@ The limits (README, "Input limits"):
     source                  a URL of at most 2,048 characters, or text of at most 2,000,000
     ids, cursor             at most 64 characters, of the kind the argument takes
     plan_ids                at most 10
-    suggested_plan          at most 60 nodes, 40 levels of nesting, 500,000 characters as JSON
+    suggested_plan          at most 60 nodes, 40 levels of nesting, 500,000 characters as JSON;
+                            [] means none; a flat node's budget takes max_sources and max_seconds
+    budget                  each limit above 0, finite and at most its cap (contracts.BUDGET_CAPS)
     task_spec               at most 10 levels of nesting, 50,000 characters as JSON; without its own
                             questions, the tool's (at most 10 then, each 3 to 500 characters)
     wait_seconds            0 to 55; limit 1 to 20; max_tokens 200 to 20,000

@@ -203,11 +203,13 @@ class FollowedLead(BaseModel):
 
 
 class SecondHop(EventBase):
-    """The sources a second hop chose, and the leads it followed to them."""
+    """The sources a second hop chose, the leads it followed to them, and how many more leads the
+    leaf's own `max_sources` left unfollowed."""
 
     kind: Literal["second_hop"] = "second_hop"
     chosen: list[HopChoice]
     followed: list[FollowedLead] = []
+    beyond_budget: int = 0
 
 
 # --- phases ----------------------------------------------------------------------------------------

@@ -172,17 +172,33 @@ def test_a_question_is_split_by_its_syntax_or_stays_whole(
         assert root.phases == [] and [child.kind for child in root.children] == ["leaf"]
 
 
-def test_a_part_that_is_a_comparison_is_an_executor_over_its_items() -> None:
-    root = plan(PlannerInput(query="What is HTTP/3, and how does it differ from HTTP/2?")).root
+@pytest.mark.parametrize(
+    ("question", "first", "compared", "items"),
+    [
+        (
+            "What is HTTP/3, and how does it differ from HTTP/2?",
+            "What is HTTP/3?",
+            "How does HTTP/3 differ from HTTP/2?",
+            ["HTTP/3", "HTTP/2"],
+        ),
+        (
+            "What is Docker. How does it differ from a virtual machine?",
+            "What is Docker?",
+            "How does Docker differ from a virtual machine?",
+            ["Docker", "virtual machine"],
+        ),
+    ],
+)
+def test_a_part_that_is_a_comparison_is_an_executor_over_its_items(
+    question: str, first: str, compared: str, items: list[str]
+) -> None:
+    root = plan(PlannerInput(query=question)).root
 
-    first, compared = root.children
-    assert first.questions == ["What is HTTP/3?"]
-    assert compared.kind == "executor" and compared.title == "How does HTTP/3 differ from HTTP/2?"
-    assert [child.title for child in compared.children] == [
-        "Sources on HTTP/3 and HTTP/2",
-        "HTTP/3",
-        "HTTP/2",
-    ]
+    asked, comparison = root.children
+    assert asked.questions == [first]
+    assert comparison.kind == "executor" and comparison.title == compared
+    assert [child.kind for child in comparison.children] == ["discovery", *(["leaf"] * len(items))]
+    assert [child.title for child in comparison.children[1:]] == items
     assert check_feasible(root) == []
 
 

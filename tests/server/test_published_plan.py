@@ -5,13 +5,21 @@ extractive backend), sources given inline."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 from mcp import Client
 
 from research_mcp.config import Settings
+from research_mcp.llm.scripted import ScriptedModel
 from research_mcp.server.app import create_server
+from research_mcp.storage.events import SecondHop
 from research_mcp.storage.store import Store
+from tests.runs.test_second_hop import QUESTION, extractor_script, notes
+from tests.server.indexing import wait_until_indexed
+
+__all__ = ["notes"]  # the corpus fixture of tests/runs/test_second_hop.py
 
 KELP = [
     "Giant kelp grows up to 61 centimetres a day in cold, nutrient-rich water.",
@@ -104,3 +112,31 @@ async def test_a_flat_node_budget_refuses_what_it_does_not_publish_and_an_empty_
     assert negative.is_error and "suggested_plan[1].budget.max_sources" in negative.content[0].text  # type: ignore[union-attr]
     # [] is what a strict client sends for "no plan": the server plans the query itself.
     assert not none.is_error and none.structured_content["status"] == "feasible"
+
+
+async def test_a_second_hop_its_max_sources_leaves_no_room_for_says_so(notes: Path) -> None:
+    """A leaf whose budget its first reads use up follows no lead, and says how many it left."""
+    plan = [
+        {"kind": "executor", "title": "director"},
+        {
+            "parent": 0,
+            "kind": "leaf",
+            "title": "based",
+            "questions": [QUESTION],
+            "budget": {"max_sources": 3},
+        },
+    ]
+    async with Client(create_server(model=ScriptedModel(extractor_script))) as client:
+        assert (await wait_until_indexed(client))["phase"] == "ready"
+        planned = await client.call_tool("plan_research", {"query": QUESTION, "suggested_plan": plan})
+        run = await client.call_tool(
+            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        )
+        gaps = await client.call_tool("report_results", {"id": run.structured_content["id"], "view": "gaps"})
+    assert run.structured_content["metrics"]["sources"] == 3
+    [hop] = Store(Settings().database_path).events_for_run(run.structured_content["id"], SecondHop)
+    assert hop.chosen == [] and hop.beyond_budget >= 1
+    assert re.search(
+        r"Stopped at its budget of 3 sources \(max_sources\): .*\d+ leads? not followed\.",
+        gaps.structured_content["text"],
+    )

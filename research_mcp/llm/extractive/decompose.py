@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 __all__ = ["Comparison", "Part", "comparison_of", "decompose", "question_parts", "with_topic"]
 
-WH = r"(?:what|which|who|whom|whose|how|why|when|where|whether)"
+WH_WORDS = ("what", "which", "who", "whom", "whose", "how", "why", "when", "where", "whether")
+WH = "(?:" + "|".join(WH_WORDS) + ")"
 BE = ("is", "are", "was", "were")
 DO = ("do", "does", "did")
 AUXILIARIES = (
@@ -50,7 +51,10 @@ SINGULAR = {"do": "does", "are": "is", "were": "was", "have": "has"}
 
 _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"[\w'’.+#/-]+")
-_SENTENCE = re.compile(r"(?<=[?!])\s+|\s*;\s*(?:and\s+|also\s+|then\s+)?")
+# Where a sentence ends: after "?" or "!", at ";", after "." when a question word or auxiliary
+# opens the next ("What is X. How does it work?"), not after an abbreviation's "e.g." before a name.
+_OPENERS = "|".join(word.capitalize() for word in (*WH_WORDS, *AUXILIARIES))
+_SENTENCE = re.compile(rf"(?<=[?!])\s+|\s*;\s*(?:and\s+|also\s+|then\s+)?|(?<=\w\w\.)\s+(?=(?:{_OPENERS})\b)")
 # Where a sentence's next question starts: after "and" (a comma before it or not) a question word,
 # after ", and" an auxiliary (a yes-or-no question); after a comma alone, a question word in a list.
 _AND_QUESTION = re.compile(rf",?\s+and\s+(?={WH}\b)|,\s+and\s+(?={AUX}\b)", re.IGNORECASE)
@@ -338,7 +342,7 @@ def _items(text: str) -> tuple[str, ...]:
     """The compared items a span names, or () when it names no 2 to 6 distinct short items."""
     items = []
     for raw in _ITEM_SEPARATOR.split(text.strip(" ,.;:")):
-        item = re.sub(r"^(?:both|between|either|the)\s+", "", raw.strip(" ,.;:\"'"), flags=re.IGNORECASE)
+        item = re.sub(r"^(?:both|between|either|the|an?)\s+", "", raw.strip(" ,.;:\"'"), flags=re.IGNORECASE)
         if not item or not 1 <= len(item.split()) <= 8 or re.match(rf"(?:{WH}|{AUX})\b", item, re.IGNORECASE):
             return ()
         items.append(item)
@@ -351,7 +355,7 @@ def _compared(goal: str, items: tuple[str, ...], aspect: str | None, rest: str |
     """A comparison whose items are asked what follows it ("…: where is each?"), else its aspect."""
     aspect = (aspect or "").strip(" ,.;:")
     asks = question_parts(rest.strip()) if rest else []
-    own = [part for part in asks if not _WHICH_ONE.match(part)]  # "which is larger" stays the goal's
+    own = [part for part in asks if not _CHOOSING.match(part)]  # "which is larger" stays the goal's
     asked = []
     for item in items:
         if own:
@@ -366,7 +370,8 @@ def _compared(goal: str, items: tuple[str, ...], aspect: str | None, rest: str |
     return Comparison(goal, items, aspect or (rest or "").strip(" ?"), tuple(asked))
 
 
-_WHICH_ONE = re.compile(rf"^(?:which|who)(?:\s+one)?\s+{AUX}\b", re.IGNORECASE)
+# "Which is larger", "Who is older": a choice among the items, which each item's question answers.
+_CHOOSING = re.compile(rf"^(?:which|who)(?:\s+one)?\s+(?P<aux>{AUX})\s+(?P<pred>.+?)\s*\??$", re.IGNORECASE)
 
 
 def _each(goal: str, items: tuple[str, ...], aspect: str, questions: list[str]) -> Comparison:
@@ -376,16 +381,10 @@ def _each(goal: str, items: tuple[str, ...], aspect: str, questions: list[str]) 
 
 
 def _of_item(part: str, item: str) -> str:
-    """A question asked of the items together ("where is each") asked of one of them."""
-    asked = with_topic(part, f"What is {item}?") if _names_pronoun(part) else ""
-    if asked and asked != part:
-        return asked
-    return f"{item}: {part}"
-
-
-def _names_pronoun(part: str) -> bool:
-    words = {word.casefold() for word in _WORD.findall(part)}
-    return bool(words & (STANDS_FOR | POSSESSIVE))
+    """A question asked of the items together ("where is each") asked of one of them; one naming
+    none of them by a pronoun names its item before it."""
+    asked = with_topic(part, f"What is {item}?")
+    return asked if asked != part else f"{item}: {part}"
 
 
 def _choice(aux: str, item: str, predicate: str) -> str:
@@ -398,10 +397,7 @@ def _choice(aux: str, item: str, predicate: str) -> str:
 
 def _chosen(clause: str, item: str) -> str:
     """ "Which is older" asked of one item: "Is A older?"; a clause of another form names its item."""
-    match = re.match(
-        rf"^(?:which|who|what)(?:\s+one)?\s+(?P<aux>{AUX})\s+(?P<pred>.+)$", clause.strip(" ?"), re.I
-    )
-    if match:
+    if match := _CHOOSING.match(clause.strip()):
         return _choice(match["aux"], item, match["pred"])
     return f"{item}: {clause.strip(' ?')}?"
 
