@@ -1,5 +1,7 @@
-"""Every snippet in the README is exercised: commands exist, host configs parse and start the server,
-the HTTP snippets connect to a real `serve --http` with the token they carry."""
+"""Every snippet in the README, and in the pages it links for each host's files, remote use and every
+setting (docs/hosts.md, docs/http.md, docs/configuration.md), is exercised: commands exist, host
+configs parse and start the server, the HTTP snippets connect to a real `serve --http` with the token
+they carry; and every relative link of the README and docs/ resolves."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -28,9 +31,14 @@ from tests.server.test_http import free_port, start_server
 
 ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+HOSTS_PAGE = (ROOT / "docs" / "hosts.md").read_text(encoding="utf-8")
+HTTP_PAGE = (ROOT / "docs" / "http.md").read_text(encoding="utf-8")
+CONFIGURATION_PAGE = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
 BLOCKS = re.findall(r"```(\w+)\n(.*?)```", README, re.S)
 PLACEHOLDER = "/path/to/research-mcp"  # the checkout, in every snippet
 SCRIPT = "/.venv/bin/research-mcp"
+# The script the snippets name, in whatever virtualenv runs these tests (not necessarily .venv here).
+INSTALLED = Path(sys.executable).parent / "research-mcp"
 TOOLS = ["execute_plan", "extract_source", "plan_research", "report_results", "scout_sources"]
 
 
@@ -40,10 +48,10 @@ def no_http_settings(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def section(title: str) -> str:
-    start = README.index(f"\n## {title}\n")
-    end = README.find("\n## ", start + 1)
-    return README[start : end if end != -1 else None]
+def section(title: str, text: str = README) -> str:
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else None]
 
 
 def blocks(text: str, lang: str) -> list[str]:
@@ -60,7 +68,10 @@ def labelled_json(text: str) -> dict[str, str]:
     return found
 
 
-HOST_CONFIGS = labelled_json(section("Connect a host"))
+# The README's snippets, and the project `.mcp.json` for Claude Code that docs/hosts.md shows.
+HOST_CONFIGS = labelled_json(section("Connect a host")) | labelled_json(
+    section("Where each host keeps its configuration", HOSTS_PAGE)
+)
 
 
 def known_settings() -> set[str]:
@@ -75,11 +86,10 @@ def known_settings() -> set[str]:
 
 
 def real_command(command: str) -> Path:
-    """The snippet's command with the checkout's path put in, checked to exist."""
+    """The script the snippet names (the checkout's .venv), as installed in the running virtualenv."""
     assert command.startswith(PLACEHOLDER) and command.endswith(SCRIPT), command
-    path = Path(command.replace(PLACEHOLDER, str(ROOT)))
-    assert os.access(path, os.X_OK), f"{path} is missing: run `make test` to create .venv"
-    return path
+    assert os.access(INSTALLED, os.X_OK), f"{INSTALLED} is missing: run `make install`"
+    return INSTALLED
 
 
 def expand(value: str, replacements: dict[str, str]) -> str:
@@ -156,6 +166,7 @@ async def test_each_host_config_starts_the_server_and_lists_the_five_tools(
             **env,
             "RESEARCH_MCP_HOME": str(tmp_path / "home"),
             "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": str(ROOT),  # this checkout's code, whichever checkout the venv was made in
             "HF_HUB_OFFLINE": "1",
         },
     )
@@ -194,7 +205,7 @@ def test_the_inspector_line_starts_the_real_command_with_known_settings() -> Non
 
 def exported_settings() -> dict[str, str]:
     """The `export` lines of the HTTP section, run by a shell as written: what the server is given."""
-    exports = [line for body in blocks(section("Remote use over HTTP"), "sh") for line in body.splitlines()]
+    exports = [line for body in blocks(HTTP_PAGE, "sh") for line in body.splitlines()]
     script = "\n".join(line for line in exports if line.startswith("export "))
     names = re.findall(r"^export (\w+)=", script, re.M)
     shown = subprocess.run(
@@ -208,7 +219,7 @@ def exported_settings() -> dict[str, str]:
 
 
 def test_the_http_serve_lines_bind_loopback_alone_and_everywhere_only_with_the_exported_token() -> None:
-    lines = shell_lines(section("Remote use over HTTP"), "research-mcp serve")
+    lines = shell_lines(HTTP_PAGE, "research-mcp serve")
     binds = []
     for words in lines:
         context = main.commands["serve"].make_context("serve", words[2:])
@@ -224,7 +235,7 @@ def test_the_http_serve_lines_bind_loopback_alone_and_everywhere_only_with_the_e
 
 def http_snippets(token: str) -> dict[str, tuple[str, dict[str, str]]]:
     """The URL and headers each HTTP client snippet gives, with the token filled in."""
-    text = section("Remote use over HTTP")
+    text = HTTP_PAGE
     (claude,) = shell_lines(text, "claude mcp add")
     assert claude[claude.index("--transport") + 1] == "http"
     header = claude[claude.index("--header") + 1].replace("$RESEARCH_MCP_HTTP_TOKEN", token)
@@ -239,7 +250,7 @@ def http_snippets(token: str) -> dict[str, tuple[str, dict[str, str]]]:
 
 async def test_the_http_client_snippets_reach_the_server_the_http_section_starts(tmp_path: Path) -> None:
     exported = exported_settings()
-    (_, everywhere) = shell_lines(section("Remote use over HTTP"), "research-mcp serve")
+    (_, everywhere) = shell_lines(HTTP_PAGE, "research-mcp serve")
     port = free_port()
     address = everywhere[-1].replace(":8000", f":{port}")
     server = start_server(address, tmp_path / "home", port, **exported)
@@ -261,17 +272,64 @@ async def test_the_http_client_snippets_reach_the_server_the_http_section_starts
     assert "research.example.org" in server.stderr  # the log says which Host names are accepted
 
 
-def test_the_configuration_table_lists_every_setting_the_server_reads() -> None:
-    table = set(
-        re.findall(r"`([A-Z][A-Z0-9_]+)`", section("Configuration").split("\n\n`research-mcp doctor`")[0])
-    )
+def table_settings(text: str) -> set[str]:
+    """The settings a Markdown table names: the upper-case names in backquotes of its rows."""
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    return {name for row in rows for name in re.findall(r"`([A-Z][A-Z0-9_]+)`", row.split(" | ")[0])}
+
+
+def test_the_configuration_page_lists_every_setting_the_server_reads() -> None:
+    table = table_settings(CONFIGURATION_PAGE)
     assert table == known_settings()
     assert {"RESEARCH_MCP_HTTP_TOKEN", "RESEARCH_MCP_HTTP_ALLOWED_HOSTS"} <= table
 
 
-def test_your_data_links_the_store_format_doc() -> None:
-    links = re.findall(r"\]\(([^)]+)\)", section("Your data"))
+def test_the_readme_settings_are_real_and_link_the_whole_list() -> None:
+    text = section("Settings that matter")
+    table = table_settings(text)
+    assert {"RESEARCH_MCP_CORPUS", "ANTHROPIC_API_KEY", "TAVILY_API_KEY", "RESEARCH_MCP_MODEL"} <= table
+    assert table <= known_settings()
+    assert "(docs/configuration.md)" in text
+
+
+def test_the_readme_links_the_store_format_doc() -> None:
+    links = re.findall(r"\]\(([^)]+)\)", section("Documentation"))
     assert "docs/STORE.md" in links and (ROOT / "docs" / "STORE.md").exists()
+
+
+def test_the_readme_is_read_in_one_sitting() -> None:
+    assert len(README.encode("utf-8")) <= 12_000
+
+
+def anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    return {anchor(heading) for heading in re.findall(r"^#{1,6} (.+)$", text, re.M)}
+
+
+@pytest.mark.parametrize(
+    "page", ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
+)
+def test_every_relative_link_resolves_to_a_file_and_heading(page: str) -> None:
+    source = ROOT / page
+    text = re.sub(r"```.*?```", "", source.read_text(encoding="utf-8"), flags=re.S)
+    links = [link for link in re.findall(r"\]\(([^)\s]+)\)", text) if not re.match(r"[a-z]+:", link)]
+    broken = []
+    for link in links:
+        path, _, fragment = link.partition("#")
+        target = (source.parent / path).resolve() if path else source
+        if not target.exists() or (fragment and fragment not in anchors(target)):
+            broken.append(link)
+    assert broken == []
+    if page == "README.md":  # every page in docs/ the README leads to
+        assert {link.split("#")[0] for link in links if link.startswith("docs/")} >= {
+            f"docs/{name}"
+            for name in ("how-it-works.md", "backends.md", "sources.md", "knowledge-base.md", "http.md")
+        }
 
 
 def test_doctor_says_which_backend_is_chosen_and_why() -> None:

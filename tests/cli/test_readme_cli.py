@@ -1,5 +1,5 @@
-"""The README's "Command line" section: every command, option and value it shows is real, and the exit
-codes it documents are the ones the commands use."""
+"""The command-line page the README links (docs/cli.md): every command, option and value it shows is
+real, and the exit codes it documents are the ones the commands use."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import click
 
 from research_mcp.cli import main as cli
 
-README = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-SECTION = README.split("## Command line\n", 1)[1].split("\n## ", 1)[0]
+ROOT = Path(__file__).parents[2]
+SECTION = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
 
 
 def snippet_commands() -> list[list[str]]:

@@ -670,9 +670,9 @@ async def test_over_a_json_wire_unparseable_lines_are_dropped_and_the_server_kee
         assert result["isError"] and says in result["content"][0]["text"], result
 
 
-def test_the_readme_states_the_input_limits_the_server_enforces() -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Input limits", 1)[1].split("\n## ", 1)[0]
+def test_the_tools_page_states_the_input_limits_the_server_enforces() -> None:
+    page = (Path(__file__).parents[2] / "docs" / "tools.md").read_text(encoding="utf-8")
+    section = page.split("## Input limits", 1)[1].split("\n## ", 1)[0]
     enforced = [
         inputs.MAX_QUERY_CHARS,
         inputs.MAX_QUESTIONS,
