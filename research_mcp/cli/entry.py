@@ -3,7 +3,9 @@
 Everything else goes straight to the click command line (:mod:`research_mcp.cli.main`). A plain
 `research-mcp [-v] serve` first puts :mod:`research_mcp.server.handshake_replay`'s front on stdio
 (standard library only), so a host that connected before is answered while the server still loads.
-`RESEARCH_MCP_HANDSHAKE_REPLAY=0` turns the front off.
+`RESEARCH_MCP_HANDSHAKE_REPLAY=0` turns the front off. Started at a terminal (`make run`: stdin is
+a TTY, so a person, not a host, is there), `serve` first says on stderr what it waits for and how to
+connect a host; stdout stays the protocol channel.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+
+from research_mcp.cli.connect import terminal_notice
 
 __all__ = ["main"]
 
@@ -31,7 +35,17 @@ def _data_folder() -> Path:
 
 
 def main() -> None:
+    try:
+        _main()
+    except KeyboardInterrupt:  # Ctrl-C while loading, before a command can catch it: no traceback
+        print("interrupted", file=sys.stderr, flush=True)
+        sys.exit(130)
+
+
+def _main() -> None:
     plain_serve = sys.argv[1:] in (["serve"], ["-v", "serve"], ["--verbose", "serve"])
+    if plain_serve and sys.stdin.isatty():  # a person at a terminal, not a host
+        print(terminal_notice(), file=sys.stderr, flush=True)
     if not plain_serve or os.environ.get("RESEARCH_MCP_HANDSHAKE_REPLAY", "1") == "0":
         _command_line()
         return
