@@ -1,5 +1,6 @@
-"""How to connect a host to this very server, as `serve` tells a person at a terminal and `doctor`
-prints it. Standard library only: the console script says it before the server loads."""
+"""How to connect a host to this very server, as `serve` tells a person at a terminal. Standard
+library only: the console script says it before the server loads (`doctor` and the serve log line
+print the same command, with the shell's settings, once loaded)."""
 
 from __future__ import annotations
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from research_mcp.cli.connect import claude_add_command
 from research_mcp.config import Settings
 from research_mcp.errors import ResearchError
 
@@ -30,7 +31,9 @@ PROBLEM = "problem: "  # how a doctor line naming a problem begins; `doctor` the
 
 def connect_hint() -> str:
     """How to add this very server to Claude Code: the absolute path of the running script."""
-    return f"connect it with: {claude_add_command()}"
+    script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else Path("research-mcp")
+    command = str(script) if script.name == "research-mcp" and script.exists() else "research-mcp"
+    return f"connect it with: claude mcp add research-mcp -- {command} serve"
 
 
 def backend_line(settings: Settings) -> str:
