@@ -36,8 +36,6 @@ def _data_folder() -> Path:
 
 def main() -> None:
     plain_serve = sys.argv[1:] in (["serve"], ["-v", "serve"], ["--verbose", "serve"])
-    if plain_serve and sys.stdin.isatty():  # a person at a terminal, not a host
-        print(terminal_notice(), file=sys.stderr, flush=True)
     try:
         _run(plain_serve)
     except KeyboardInterrupt:  # Ctrl-C while loading, before a command can catch it: no traceback
@@ -46,6 +44,8 @@ def main() -> None:
 
 
 def _run(plain_serve: bool) -> None:
+    if plain_serve and sys.stdin.isatty():  # a person at a terminal, not a host
+        print(terminal_notice(), file=sys.stderr, flush=True)
     if not plain_serve or os.environ.get("RESEARCH_MCP_HANDSHAKE_REPLAY", "1") == "0":
         _command_line()
         return
