@@ -74,8 +74,19 @@ HOST_CONFIGS = labelled_json(section("Connect a host")) | labelled_json(
 )
 
 
+# A setting read from the environment outside Settings, before it loads (the console script's).
+READ_DIRECTLY = re.compile(r'environ(?:\.get\(|\[)"(RESEARCH_MCP_\w+)"|"(RESEARCH_MCP_\w+)" in os\.environ')
+
+
 def known_settings() -> set[str]:
-    names: set[str] = set()
+    """Every setting the server reads: Settings' names, and those the package reads directly."""
+    names = {
+        name
+        for source in (ROOT / "research_mcp").rglob("*.py")
+        for match in READ_DIRECTLY.finditer(source.read_text(encoding="utf-8"))
+        for name in match.groups()
+        if name
+    }
     for field in Settings.model_fields.values():
         alias = field.validation_alias
         if isinstance(alias, str):
