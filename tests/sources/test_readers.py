@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from research_mcp.answering.passages import Passage, split_passages
 from research_mcp.sources.corpus import Corpus
 from research_mcp.sources.parsing import DocumentParser
-from research_mcp.answering.passages import Passage, split_passages
 from research_mcp.sources.readers import ASCIIDOC, READER_VERSION, read_file
 from research_mcp.storage.store import Store
 
