@@ -68,7 +68,7 @@ def doctor_report(settings: Settings) -> str:
             if settings.qdrant_url is None and settings.legacy_qdrant_path.is_dir()
             else ""
         ),
-        f"index drift:  {index_drift(settings)}",
+        *index_drift(settings),
         f"consistency:  {consistency}",
         f"concurrency:  {settings.concurrency} model calls at once",
         connect_hint(),
@@ -109,35 +109,50 @@ def store_consistency(settings: Settings) -> tuple[str, list[str]]:
     ]
 
 
-def index_drift(settings: Settings) -> str:
-    """How far the facts index is from the store (read only: nothing is healed here)."""
+def index_drift(settings: Settings) -> list[str]:
+    """How far the knowledge index is from the store, a line each for facts and corpus chunk vectors
+    (compared by identity: ids, and for chunks the hash of the text embedded). Read only: nothing is
+    healed here."""
+    from research_mcp.sources.chunk_vectors import check_chunk_vectors
     from research_mcp.sources.opening import open_knowledge_index
     from research_mcp.storage.healing import heal
     from research_mcp.storage.knowledge_base import KnowledgeBase
     from research_mcp.storage.store import Store
 
     if not settings.database_path.exists():
-        return "no store yet"
+        return ["index drift:  no store yet"]
     try:
         store = Store(settings.database_path)
     except ResearchError as error:
-        return f"not checked: {' '.join(str(error).split())}"
+        return [f"index drift:  not checked: {' '.join(str(error).split())}"]
     try:
         knowledge_index = open_knowledge_index(settings)
         try:
             drift = heal(KnowledgeBase(store, knowledge_index), dry_run=True)
+            chunks = check_chunk_vectors(store, knowledge_index, repair=False)
         finally:
             knowledge_index.close()
     finally:
         store.close()
     if not drift.available:
-        return "not checked: the index is unavailable (a running server holds it and heals it itself)"
-    if drift.in_step:
-        return drift.describe()
-    return (
-        f"{drift.describe()}; a running server heals it in the background, "
-        "`research-mcp reindex` rebuilds it at once"
+        return [
+            "index drift:  not checked: the index is unavailable (a running server holds it and heals it itself)"
+        ]
+    facts = drift.describe() + (
+        ""
+        if drift.in_step
+        else "; a running server heals it in the background, `research-mcp reindex` rebuilds it at once"
     )
+    lines = [f"index drift:  {facts}"]
+    if chunks.available and (chunks.chunks or not chunks.in_step):
+        fix = (
+            ""
+            if chunks.in_step
+            else "; the next indexing pass embeds them again (a server's start, or `research-mcp index`), "
+            "`research-mcp reindex` rebuilds them at once"
+        )
+        lines.append(f"corpus vectors: {chunks.describe()}{fix}")
+    return lines
 
 
 def rebuild_knowledge_index(settings: Settings) -> str:

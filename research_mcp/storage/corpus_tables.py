@@ -124,6 +124,16 @@ class CorpusTables(StoreDatabase):
         )
         return [CorpusChunk.model_validate(row) for row in rows]
 
+    def corpus_chunks_by_id(self, chunk_ids: Sequence[int]) -> list[CorpusChunk]:
+        """These chunks, those the store still holds, in id order."""
+        if not chunk_ids:
+            return []
+        rows = self._all(
+            f"SELECT id, doc_id, title, text FROM corpus_chunks WHERE id IN ({marks(chunk_ids)}) ORDER BY id",
+            list(chunk_ids),
+        )
+        return [CorpusChunk.model_validate(row) for row in rows]
+
     def corpus_chunks_among(self, chunk_ids: Sequence[int]) -> set[int]:
         """Which of these chunk ids the store holds."""
         if not chunk_ids:

@@ -249,6 +249,11 @@ class EdgeEngine:
         records = self._edge(lambda: shard.retrieve(list(ids), with_payload=False, with_vector=False))
         return {int(record.id) for record in records}
 
+    def held_values(self, name: str, ids: Sequence[int], key: str) -> dict[int, Any]:
+        shard = self._shard(name)
+        records = self._edge(lambda: shard.retrieve(list(ids), with_payload=True, with_vector=False))
+        return {int(record.id): (record.payload or {}).get(key) for record in records}
+
     def optimize(self, name: str) -> None:
         shard = self._shard(name)
         self._edge(shard.optimize)

@@ -137,6 +137,12 @@ class ServerEngine:
         )
         return {int(point.id) for point in points}
 
+    def held_values(self, name: str, ids: Sequence[int], key: str) -> dict[int, Any]:
+        points = self._call(
+            lambda: self._client.retrieve(name, ids=list(ids), with_payload=[key], with_vectors=False)
+        )
+        return {int(point.id): (point.payload or {}).get(key) for point in points}
+
     def optimize(self, name: str) -> None:
         """A server builds its HNSW index in the background."""
 
