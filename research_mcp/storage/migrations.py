@@ -307,6 +307,13 @@ def m011_facts_by_canonical(db: Database) -> None:
     db.table("facts").create_index(["canonical_id"], if_not_exists=True)
 
 
+def m012_kept_handoffs(db: Database) -> None:
+    """The run a handoff was kept from when that run was pruned (it found facts another run cites):
+    once no run cites them any more, a later prune deletes it with them (`storage/retention.py`).
+    An extraction `extract_source` made outside any run has none, and stays."""
+    db.table("handoffs").add_column("kept_after", str)
+
+
 def _insight_rows(
     output: dict[str, Any], source_id: int, ref: str
 ) -> list[tuple[int, str, str, str, str, str]]:
@@ -336,6 +343,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("009_plan_budget", m009_plan_budget),
     ("010_corpus_failures", m010_corpus_failures),
     ("011_facts_by_canonical", m011_facts_by_canonical),
+    ("012_kept_handoffs", m012_kept_handoffs),
 ]
 
 
