@@ -20,7 +20,7 @@ from research_mcp import __version__
 from research_mcp.cli.doctor import backend_line, connect_hint
 from research_mcp.config import Settings
 from research_mcp.contracts import FINISHED, RETRYABLE
-from research_mcp.errors import ResearchError
+from research_mcp.errors import ResearchError, bounded
 from research_mcp.ids import kind_of_id
 from research_mcp.printable import printable
 from research_mcp.redaction import Redactor, redact_logs
@@ -48,13 +48,15 @@ def _settings() -> Settings:
 
 class _Commands(click.Group):
     """The command group; Ctrl-C anywhere exits 130, as a shell expects of an interrupted program.
-    An error's message (which may quote a run's error, a page or a file name) is made printable."""
+    An error's message (which may quote a run's error, a page or a file name) is made printable, and
+    quotes at most 80 characters of any argument it was given (`errors.bounded`)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except click.ClickException as error:
-            setattr(error, "message", printable(error.message))  # noqa: B010 (Final in click's stubs)
+            message = bounded(printable(error.message), sys.argv[1:])
+            setattr(error, "message", message)  # noqa: B010 (Final in click's stubs)
             raise
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
