@@ -19,6 +19,7 @@ __all__ = [
     "PROBLEM",
     "backend_line",
     "connect_hint",
+    "disk_problem",
     "doctor_problems",
     "doctor_report",
     "index_drift",
@@ -57,8 +58,10 @@ def doctor_report(settings: Settings) -> str:
     corpus = ", ".join(str(path) for path in settings.corpus) or "not configured (set RESEARCH_MCP_CORPUS)"
     qdrant = settings.qdrant_url or f"Qdrant Edge, embedded at {settings.vectors_path}"
     consistency, dangling = store_consistency(settings)
+    disk = disk_problem(settings)
     lines = [
         f"data folder:  {settings.home}",
+        *([f"{PROBLEM}{disk}"] if disk else []),
         f"model:        {backend_line(settings)}",
         f"web search:   {web}",
         f"corpus:       {corpus}",
@@ -75,7 +78,8 @@ def doctor_report(settings: Settings) -> str:
     ]
     from research_mcp.cli.corpus import doctor_lines
 
-    lines[4:4] = doctor_lines(settings)  # after the corpus folders
+    after_corpus = next(at for at, line in enumerate(lines) if line.startswith("corpus:")) + 1
+    lines[after_corpus:after_corpus] = doctor_lines(settings)  # after the corpus folders
     lines += dangling
     if not settings.corpus and not settings.tavily_api_key:
         lines.append(
@@ -83,6 +87,26 @@ def doctor_report(settings: Settings) -> str:
             "or TAVILY_API_KEY for web search (or give sources to each plan leaf)"
         )
     return "\n".join(lines)
+
+
+def disk_problem(settings: Settings) -> str | None:
+    """What the data folder's disk keeps research-mcp from doing, and the fix; None when nothing."""
+    from research_mcp.storage.disk import no_room, writable
+
+    home = settings.home
+    if (full := no_room(home)) is not None:
+        return (
+            f"{full}: earlier research can be read, nothing new can be saved, and the knowledge index "
+            "stays closed (a full disk would crash it); free some space, or set RESEARCH_MCP_HOME to a "
+            "folder on a disk with room"
+        )
+    if home.exists() and not writable(home):
+        return (
+            f"the data folder {str(home)!r} is read-only: earlier research can be read, nothing new can be "
+            "saved, and the knowledge index stays closed; make it writable (its permissions, or the disk "
+            "mounted read-only), or set RESEARCH_MCP_HOME to a writable folder"
+        )
+    return None
 
 
 def store_consistency(settings: Settings) -> tuple[str, list[str]]:
@@ -135,9 +159,12 @@ def index_drift(settings: Settings) -> list[str]:
     finally:
         store.close()
     if not drift.available:
-        return [
-            "index drift:  not checked: the index is unavailable (a running server holds it and heals it itself)"
-        ]
+        why = (
+            "the index is not opened on that disk (see the problem above)"
+            if disk_problem(settings)
+            else "the index is unavailable (a running server holds it and heals it itself)"
+        )
+        return [f"index drift:  not checked: {why}"]
     facts = drift.describe() + (
         ""
         if drift.in_step

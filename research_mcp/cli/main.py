@@ -196,9 +196,13 @@ def index(folder: Path) -> None:
 
 
 def _open_store() -> Store:
+    """The store, or one line on stderr (exit 1) saying why it cannot be opened and what to do."""
     from research_mcp.storage.store import Store
 
-    return Store(_settings().database_path)
+    try:
+        return Store(_settings().database_path)
+    except ResearchError as error:
+        raise _user_error(error) from None
 
 
 def _user_error(error: ResearchError) -> click.ClickException:

@@ -114,7 +114,9 @@ def check_chunk_vectors(
                 missing.append(chunk.id)
             elif held[chunk.id] != fingerprint(embedding_text(chunk.title, chunk.text)):
                 stale.append(chunk.id)
-    finished = not stop.is_set() and index.available
+    if not index.available:  # it went away while compared: what it lacked is not known
+        return ChunkDrift(0, 0, 0, 0, available=False)
+    finished = not stop.is_set()
     drift = ChunkDrift(chunks, len(missing), len(stale), extra, available=True, finished=finished)
     if not repair or not finished or not (missing or stale):
         return drift
