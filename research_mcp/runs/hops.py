@@ -199,19 +199,23 @@ def _ranked_leads(
         for ref, context, source_id in known_links
         if ref not in cited
     ]
-    return [lead for lead in [*leads[:own_links], *earlier, *leads[own_links:]] if _given(rc, lead)]
+    texts: dict[int, str] = {}
+    return [lead for lead in [*leads[:own_links], *earlier, *leads[own_links:]] if _given(rc, lead, texts)]
 
 
-def _given(rc: RunContext, lead: Lead) -> bool:
+def _given(rc: RunContext, lead: Lead, texts: dict[int, str]) -> bool:
     """A link is followed only when the text of the source citing it gives it, whole: the
     extractor keeps no other (roles/extractor.py), and this holds for what a store written before
-    that rule kept, whatever an extraction or an earlier run's insight says."""
+    that rule kept, whatever an extraction or an earlier run's insight says. `texts`: the citing
+    sources' texts read so far, by id."""
     if lead.kind != "link":
         return True
-    try:
-        return cited_in(rc.deps.store.get_source(lead.source_id).text, lead.text)
-    except NotFound:
-        return False
+    if lead.source_id not in texts:
+        try:
+            texts[lead.source_id] = rc.deps.store.get_source(lead.source_id).text
+        except NotFound:
+            texts[lead.source_id] = ""
+    return cited_in(texts[lead.source_id], lead.text)
 
 
 async def _follow_open(
