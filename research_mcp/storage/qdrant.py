@@ -177,6 +177,7 @@ def _filter(where: dict[str, str | int] | None) -> models.Filter | None:
 def warn_unavailable(reason: str) -> None:
     logger.warning(
         "Knowledge index unavailable: %s. Research continues and facts are kept in SQLite; "
-        "run `research-mcp reindex` once Qdrant is reachable again.",
+        "once the index can be used again (its disk has room, its server answers), the next start "
+        "heals it, or run `research-mcp reindex`.",
         reason,
     )
