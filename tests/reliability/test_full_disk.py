@@ -6,7 +6,7 @@ Before: `serve` and `doctor` died with SIGBUS (exit 135) in Qdrant Edge's shard 
 exited at once calling research.db damaged ("disk I/O error", SQLite unable to grow its shared-memory
 index); `doctor` exited 0 blaming a running server; `runs` printed a traceback.
 
-Each case runs in a private mount namespace (`unshare -m`; the tests run as root): the data folder,
+Each case runs in a private mount namespace (`unshare -m` as root, else `unshare -r -m`): the data folder,
 made by a real `research-mcp run`, is copied onto a 24 MB tmpfs filled to the last byte with `dd`,
 or bind-mounted read-only. Where namespaces cannot be made, the module is skipped and says why.
 """
@@ -23,20 +23,26 @@ from tests.cli.conftest import QUESTION, cli, cli_env, write_corpus
 from tests.reliability.killharness import SCRIPT, StdioServer, text_of
 
 
-def _namespaces_work() -> str | None:
+def _namespace() -> tuple[list[str], str]:
+    """How to enter a private mount namespace here (as root, or as a user mapped to root), or why
+    none can be made."""
     if shutil.which("unshare") is None:
-        return "unshare is not installed"
-    probe = subprocess.run(
-        ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /mnt && umount /mnt"],
-        capture_output=True,
-        text=True,
-    )
-    if probe.returncode != 0:
-        return f"cannot mount in a private mount namespace here (needs root): {probe.stderr.strip()}"
-    return None
+        return [], "unshare is not installed"
+    why = ""
+    for prefix in (["unshare", "-m"], ["unshare", "-r", "-m"]):
+        probe = subprocess.run(
+            [*prefix, "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /mnt && umount /mnt"],
+            capture_output=True,
+            text=True,
+        )
+        if probe.returncode == 0:
+            return prefix, ""
+        why = probe.stderr.strip()
+    return [], f"cannot mount in a private mount namespace here (root or user namespaces needed): {why}"
 
 
-pytestmark = pytest.mark.skipif(_namespaces_work() is not None, reason=str(_namespaces_work()))
+UNSHARE, NO_NAMESPACE = _namespace()
+pytestmark = pytest.mark.skipif(not UNSHARE, reason=NO_NAMESPACE)
 
 
 def full(home: Path) -> str:
@@ -80,7 +86,7 @@ def test_doctor_names_the_disk_and_runs_and_show_read_the_store(
         for name, args in COMMANDS.items()
     )
     subprocess.run(
-        ["unshare", "-m", "sh", "-c", f"{SETUPS[disk](home)} && {commands}"],
+        [*UNSHARE, "sh", "-c", f"{SETUPS[disk](home)} && {commands}"],
         env=env,
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -106,7 +112,7 @@ def test_serve_answers_reads_and_refuses_writes_saying_why(
     home, env, run_id = seeded
     log = tmp_path / "serve.log"
     server = StdioServer(
-        env, stderr=log, argv=["unshare", "-m", "sh", "-c", f"{SETUPS[disk](home)} && exec {SCRIPT} serve"]
+        env, stderr=log, argv=[*UNSHARE, "sh", "-c", f"{SETUPS[disk](home)} && exec {SCRIPT} serve"]
     )
     try:
         server.initialize()
