@@ -161,12 +161,17 @@ def index_corpus(
         if len(pending) >= EMBED_BATCH:
             _embed(corpus, pending, tally)
     _embed(corpus, pending, tally)
-    # The vector index is checked against SQLite by the process's first pass, and by any pass that
-    # changed the corpus; a rescan that found nothing new leaves it be.
+    # The vector index is checked against SQLite whenever the store's chunks are not those this
+    # process last found in step: at its first pass, after a pass that changed the corpus, and after
+    # another process changed it (`research-mcp index` beside a server, its vectors left to whoever
+    # holds the index). A rescan that finds nothing new, in a store nobody changed, leaves it be.
     changed = tally.added or tally.updated or tally.removed
-    if not stop.is_set() and (changed or not progress.vectors_checked):
-        tally.embedded += _embed_missing(corpus, progress, stop)
-        progress.vectors_checked = not stop.is_set()
+    version = corpus.store.corpus_chunks_version()
+    if not stop.is_set() and (changed or version != progress.vectors_checked_for):
+        embedded, complete = _embed_missing(corpus, progress, stop)
+        tally.embedded += embedded
+        if complete and not stop.is_set():
+            progress.vectors_checked_for = corpus.store.corpus_chunks_version()
     if tally.embedded and corpus.vectors is not None and not stop.is_set():
         corpus.vectors.optimize("chunks")  # the HNSW index over what this pass added
     progress.finished(corpus.document_count(), stopped=stop.is_set())
@@ -317,12 +322,14 @@ def _embed(corpus: Corpus, pending: list[Chunk], tally: _Tally) -> None:
     pending.clear()
 
 
-def _embed_missing(corpus: Corpus, progress: IndexProgress, stop: threading.Event) -> int:
+def _embed_missing(corpus: Corpus, progress: IndexProgress, stop: threading.Event) -> tuple[int, bool]:
     """Bring the chunk vectors in step with SQLite by identity (`chunk_vectors.py`): vectors of
     chunks gone deleted, chunks whose vector is missing or of other text embedded again.
 
     Both sides are read a page at a time, so memory does not grow with the corpus: this is also how
-    a data folder whose index was moved to another engine gets its vectors back."""
+    a data folder whose index was moved to another engine gets its vectors back. Returns how many
+    chunks were embedded, and whether the index is now known to be in step (False: it could not be
+    read, another process held it, or the pass stopped)."""
     try:
         drift = check_chunk_vectors(
             corpus.store,
@@ -334,10 +341,10 @@ def _embed_missing(corpus: Corpus, progress: IndexProgress, stop: threading.Even
         )
     except NotConfigured as err:
         corpus.drop_vectors(err)
-        return 0
+        return 0, False
     if drift.available and not drift.in_step:
         logger.info("corpus vectors: %s", drift.describe())
-    return drift.embedded
+    return drift.embedded, drift.available and drift.finished
 
 
 def rebuild_vectors(corpus: Corpus, progress: Callable[[int, int], None] | None = None) -> None:

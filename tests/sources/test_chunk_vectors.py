@@ -163,3 +163,29 @@ def test_doctor_names_chunks_whose_vectors_are_missing_or_stale(settings: Settin
     assert CliRunner().invoke(main, ["index", str(folder)]).exit_code == 0
     after = CliRunner().invoke(main, ["doctor"])
     assert f"corpus vectors: {len(chunks)} corpus chunks, vectors in step with the store" in after.output
+
+
+def test_chunks_another_process_changed_are_embedded_by_the_next_rescan_of_a_running_server(
+    settings: Settings, folder: Path
+) -> None:
+    store = Store(settings.database_path)
+    with open_index(settings) as index:
+        server = Corpus(store, [folder], index=index)
+        server.index()  # the server's first pass: in step
+        (folder / "0.md").write_text(
+            "# tide pools\n\n"
+            + "Tide pools were mapped again after the winter storms moved the rocks. " * 25,
+            encoding="utf-8",
+        )
+        # `research-mcp index` while the server holds the knowledge index: the changed note's chunks
+        # reach SQLite, their vectors do not (its index is busy: lexical only).
+        other = Store(settings.database_path)
+        assert Corpus(other, [folder]).index().updated == 1
+        other.close()
+
+        rescan = server.index()  # nothing new on disk for the server: the store changed all the same
+
+        assert (rescan.updated, rescan.added) == (0, 0) and rescan.embedded > 0
+        assert check_chunk_vectors(store, index, repair=False).in_step
+        assert server.index().embedded == 0  # checked once, not at every rescan
+    store.close()
