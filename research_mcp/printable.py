@@ -72,7 +72,8 @@ class PrintableFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.msg, str):
-            record.msg = _logged(record.msg)
+            # A format string is only made printable: cutting it could leave a '%' without its argument.
+            record.msg = printable(record.msg) if record.args else _logged(record.msg)
         if isinstance(record.args, tuple):
             record.args = tuple(_printable_arg(arg) for arg in record.args)
         elif isinstance(record.args, dict):
