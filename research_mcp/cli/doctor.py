@@ -19,6 +19,7 @@ __all__ = [
     "PROBLEM",
     "backend_line",
     "connect_hint",
+    "disk_problem",
     "doctor_problems",
     "doctor_report",
     "index_drift",
@@ -57,8 +58,10 @@ def doctor_report(settings: Settings) -> str:
     corpus = ", ".join(str(path) for path in settings.corpus) or "not configured (set RESEARCH_MCP_CORPUS)"
     qdrant = settings.qdrant_url or f"Qdrant Edge, embedded at {settings.vectors_path}"
     consistency, dangling = store_consistency(settings)
+    disk = disk_problem(settings)
     lines = [
         f"data folder:  {settings.home}",
+        *([f"{PROBLEM}{disk}"] if disk else []),
         f"model:        {backend_line(settings)}",
         f"web search:   {web}",
         f"corpus:       {corpus}",
@@ -68,14 +71,15 @@ def doctor_report(settings: Settings) -> str:
             if settings.qdrant_url is None and settings.legacy_qdrant_path.is_dir()
             else ""
         ),
-        f"index drift:  {index_drift(settings)}",
+        *index_drift(settings),
         f"consistency:  {consistency}",
         f"concurrency:  {settings.concurrency} model calls at once",
         connect_hint(),
     ]
     from research_mcp.cli.corpus import doctor_lines
 
-    lines[4:4] = doctor_lines(settings)  # after the corpus folders
+    after_corpus = next(at for at, line in enumerate(lines) if line.startswith("corpus:")) + 1
+    lines[after_corpus:after_corpus] = doctor_lines(settings)  # after the corpus folders
     lines += dangling
     if not settings.corpus and not settings.tavily_api_key:
         lines.append(
@@ -83,6 +87,26 @@ def doctor_report(settings: Settings) -> str:
             "or TAVILY_API_KEY for web search (or give sources to each plan leaf)"
         )
     return "\n".join(lines)
+
+
+def disk_problem(settings: Settings) -> str | None:
+    """What the data folder's disk keeps research-mcp from doing, and the fix; None when nothing."""
+    from research_mcp.storage.disk import no_room, writable
+
+    home = settings.home
+    if (full := no_room(home)) is not None:
+        return (
+            f"{full}: earlier research can be read, nothing new can be saved, and the knowledge index "
+            "stays closed (a full disk would crash it); free some space, or set RESEARCH_MCP_HOME to a "
+            "folder on a disk with room"
+        )
+    if home.exists() and not writable(home):
+        return (
+            f"the data folder {str(home)!r} is read-only: earlier research can be read, nothing new can be "
+            "saved, and the knowledge index stays closed; make it writable (its permissions, or the disk "
+            "mounted read-only), or set RESEARCH_MCP_HOME to a writable folder"
+        )
+    return None
 
 
 def store_consistency(settings: Settings) -> tuple[str, list[str]]:
@@ -109,35 +133,53 @@ def store_consistency(settings: Settings) -> tuple[str, list[str]]:
     ]
 
 
-def index_drift(settings: Settings) -> str:
-    """How far the facts index is from the store (read only: nothing is healed here)."""
+def index_drift(settings: Settings) -> list[str]:
+    """How far the knowledge index is from the store, a line each for facts and corpus chunk vectors
+    (compared by identity: ids, and for chunks the hash of the text embedded). Read only: nothing is
+    healed here."""
+    from research_mcp.sources.chunk_vectors import check_chunk_vectors
     from research_mcp.sources.opening import open_knowledge_index
     from research_mcp.storage.healing import heal
     from research_mcp.storage.knowledge_base import KnowledgeBase
     from research_mcp.storage.store import Store
 
     if not settings.database_path.exists():
-        return "no store yet"
+        return ["index drift:  no store yet"]
     try:
         store = Store(settings.database_path)
     except ResearchError as error:
-        return f"not checked: {' '.join(str(error).split())}"
+        return [f"index drift:  not checked: {' '.join(str(error).split())}"]
     try:
         knowledge_index = open_knowledge_index(settings)
         try:
             drift = heal(KnowledgeBase(store, knowledge_index), dry_run=True)
+            chunks = check_chunk_vectors(store, knowledge_index, repair=False)
         finally:
             knowledge_index.close()
     finally:
         store.close()
     if not drift.available:
-        return "not checked: the index is unavailable (a running server holds it and heals it itself)"
-    if drift.in_step:
-        return drift.describe()
-    return (
-        f"{drift.describe()}; a running server heals it in the background, "
-        "`research-mcp reindex` rebuilds it at once"
+        why = (
+            "the index is not opened on that disk (see the problem above)"
+            if disk_problem(settings)
+            else "the index is unavailable (a running server holds it and heals it itself)"
+        )
+        return [f"index drift:  not checked: {why}"]
+    facts = drift.describe() + (
+        ""
+        if drift.in_step
+        else "; a running server heals it in the background, `research-mcp reindex` rebuilds it at once"
     )
+    lines = [f"index drift:  {facts}"]
+    if chunks.available and (chunks.chunks or not chunks.in_step):
+        fix = (
+            ""
+            if chunks.in_step
+            else "; the next indexing pass embeds them again (a server's start, or `research-mcp index`), "
+            "`research-mcp reindex` rebuilds them at once"
+        )
+        lines.append(f"corpus vectors: {chunks.describe()}{fix}")
+    return lines
 
 
 def rebuild_knowledge_index(settings: Settings) -> str:

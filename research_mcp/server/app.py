@@ -23,7 +23,7 @@ from research_mcp.runs.manager import RunManager
 from research_mcp.server.context import ServerState
 from research_mcp.server.host_log import HostLog
 from research_mcp.server.prompts import UnknownPrompts, register_prompts
-from research_mcp.server.protocol import UnknownTools, UnpagedLists
+from research_mcp.server.protocol import BoundedEchoes, UnknownTools, UnpagedLists
 from research_mcp.server.pruning import keep_pruned
 from research_mcp.server.resources import register_resources
 from research_mcp.server.tasks import RunTasks, TaskRequests
@@ -161,8 +161,10 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
         # The run view, for hosts that render MCP Apps; runs as protocol tasks, for hosts that send them.
         extensions=[build_apps(), RunTasks()],
         # Other hosts list exactly what they did before the view; a task-augmented call starts a task;
-        # an unknown tool or prompt, or a cursor for an unpaged list, is invalid params; MCP logging for clients whose protocol has it.
+        # no error echoes more than 80 characters of the request; an unknown tool or prompt, or a cursor
+        # for an unpaged list, is invalid params; MCP logging for clients whose protocol has it.
         middleware=[
+            BoundedEchoes(),
             UnknownTools([tool.name for tool in tools]),
             UnpagedLists(),
             AppsOnly(),

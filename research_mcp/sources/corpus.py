@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from research_mcp.errors import InvalidInput, NotConfigured, NotFound, shown
 from research_mcp.ids import corpus_ref
 from research_mcp.matching.terms import terms
-from research_mcp.sources.documents import chunk_spans, embedding_text, size_cap
+from research_mcp.sources.chunk_vectors import chunk_point
+from research_mcp.sources.documents import chunk_spans, size_cap
 from research_mcp.sources.folders import (
     SUFFIXES,
     CorpusFolders,
@@ -240,7 +241,7 @@ class Corpus:
         if old_chunks and self._index is not None:
             self._index.delete("chunks", old_chunks)
         return [
-            (chunk_id, embedding_text(title, text[start:end]), {"doc_id": doc_id})
+            chunk_point(chunk_id, doc_id, title, text[start:end])
             for chunk_id, (start, end) in zip(chunk_ids, spans, strict=True)
         ]
 

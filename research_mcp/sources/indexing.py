@@ -6,9 +6,10 @@
    it parsed (or when the readers changed since it was: ``readers.READER_VERSION``), chunked and
    committed to SQLite, in a transaction of its own, so it is searchable
    (full text) at once. Its chunks are embedded in batches of :data:`EMBED_BATCH`.
-3. **vectors**: every chunk in SQLite that the vector index lacks is embedded (those an
-   interrupted pass left, or all of them once the embedding model changed), and vectors of chunks
-   gone are deleted.
+3. **vectors**: every chunk in SQLite whose vector the index lacks, or holds of other text, is
+   embedded (those an interrupted pass left, or all of them once the embedding model changed), and
+   vectors of chunks gone are deleted: chunk ids and text hashes compared, never counts
+   (``chunk_vectors.py``).
 
 So an interrupted pass keeps every document it committed: the next one reads only files not yet
 committed and embeds only chunks not yet embedded. :class:`IndexProgress` is the pass's live state,
@@ -30,9 +31,9 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
 
 from research_mcp.errors import NotConfigured, SourceError
+from research_mcp.sources.chunk_vectors import check_chunk_vectors, chunk_point
 from research_mcp.sources.documents import (
     describe_file_kind,
-    embedding_text,
     read_regular_file,
     size_cap,
 )
@@ -161,12 +162,17 @@ def index_corpus(
         if len(pending) >= EMBED_BATCH:
             _embed(corpus, pending, tally)
     _embed(corpus, pending, tally)
-    # The vector index is checked against SQLite by the process's first pass, and by any pass that
-    # changed the corpus; a rescan that found nothing new leaves it be.
+    # The vector index is checked against SQLite whenever the store's chunks are not those this
+    # process last found in step: at its first pass, after a pass that changed the corpus, and after
+    # another process changed it (`research-mcp index` beside a server, its vectors left to whoever
+    # holds the index). A rescan that finds nothing new, in a store nobody changed, leaves it be.
     changed = tally.added or tally.updated or tally.removed
-    if not stop.is_set() and (changed or not progress.vectors_checked):
-        tally.embedded += _embed_missing(corpus, progress, stop)
-        progress.vectors_checked = not stop.is_set()
+    version = corpus.store.corpus_chunks_version()
+    if not stop.is_set() and (changed or version != progress.vectors_checked_for):
+        embedded, complete = _embed_missing(corpus, progress, stop)
+        tally.embedded += embedded
+        if complete and not stop.is_set():
+            progress.vectors_checked_for = corpus.store.corpus_chunks_version()
     if tally.embedded and corpus.vectors is not None and not stop.is_set():
         corpus.vectors.optimize("chunks")  # the HNSW index over what this pass added
     progress.finished(corpus.document_count(), stopped=stop.is_set())
@@ -324,51 +330,29 @@ def _embed(corpus: Corpus, pending: list[Chunk], tally: _Tally) -> None:
     pending.clear()
 
 
-def _embed_missing(corpus: Corpus, progress: IndexProgress, stop: threading.Event) -> int:
-    """Embed every chunk in SQLite the vector index lacks; delete vectors of chunks gone.
+def _embed_missing(corpus: Corpus, progress: IndexProgress, stop: threading.Event) -> tuple[int, bool]:
+    """Bring the chunk vectors in step with SQLite by identity (`chunk_vectors.py`): vectors of
+    chunks gone deleted, chunks whose vector is missing or of other text embedded again.
 
-    Both sides are read a page at a time (ids only from the index), so memory does not grow with
-    the corpus: this is also how a data folder whose index was moved to another engine gets its
-    vectors back."""
-    index = corpus.vectors
-    if index is None or not index.available:
-        return 0
-    stored = corpus.store.corpus_chunk_count()
-    held_count = index.count("chunks")
-    if held_count == stored:
-        return 0
-    after: int | None = None
-    while not stop.is_set():
-        page, after = index.id_page("chunks", after=after)
-        gone = sorted(set(page) - corpus.store.corpus_chunks_among(page))
-        if gone:
-            index.delete("chunks", gone)
-            held_count -= len(gone)
-        if after is None:
-            break
-    if held_count >= stored:
-        return 0
-    logger.info("corpus: embedding about %d chunks the vector index lacks", stored - held_count)
-    progress.embedding(stored - held_count)
-    embedded, last = 0, 0
-    while not stop.is_set() and (chunks := corpus.store.corpus_chunks_after(last, EMBED_BATCH)):
-        last = chunks[-1].id
-        held = index.held("chunks", [c.id for c in chunks])
-        batch = [
-            (c.id, embedding_text(c.title, c.text), {"doc_id": c.doc_id}) for c in chunks if c.id not in held
-        ]
-        if not batch:
-            continue
-        if not index.available:
-            break
-        try:
-            index.add("chunks", batch)
-        except NotConfigured as err:
-            corpus.drop_vectors(err)
-            break
-        embedded += len(batch)
-        progress.chunks_done(len(batch))
-    return embedded
+    Both sides are read a page at a time, so memory does not grow with the corpus: this is also how
+    a data folder whose index was moved to another engine gets its vectors back. Returns how many
+    chunks were embedded, and whether the index is now known to be in step (False: it could not be
+    read, another process held it, or the pass stopped)."""
+    try:
+        drift = check_chunk_vectors(
+            corpus.store,
+            corpus.vectors,
+            repair=True,
+            stop=stop,
+            on_embedding=progress.embedding,
+            on_embedded=progress.chunks_done,
+        )
+    except NotConfigured as err:
+        corpus.drop_vectors(err)
+        return 0, False
+    if drift.available and not drift.in_step:
+        logger.info("corpus vectors: %s", drift.describe())
+    return drift.embedded, drift.available and drift.finished
 
 
 def rebuild_vectors(corpus: Corpus, progress: Callable[[int, int], None] | None = None) -> None:
@@ -387,7 +371,7 @@ def rebuild_vectors(corpus: Corpus, progress: Callable[[int, int], None] | None 
     last, done, started = 0, 0, time.monotonic()
     logged = started
     while chunks := corpus.store.corpus_chunks_after(last, EMBED_BATCH):
-        index.add("chunks", [(c.id, embedding_text(c.title, c.text), {"doc_id": c.doc_id}) for c in chunks])
+        index.add("chunks", [chunk_point(c.id, c.doc_id, c.title, c.text) for c in chunks])
         last, done = chunks[-1].id, done + len(chunks)
         if progress is not None:
             progress(done, total)

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
 from research_mcp.contracts import Source
-from research_mcp.errors import InvalidInput, NotConfigured, ResearchError, SourceError
+from research_mcp.errors import InvalidInput, NotConfigured, ResearchError, SourceError, shown
 from research_mcp.ids import corpus_number, corpus_ref, kind_of_id, source_number
 from research_mcp.sources.corpus import RELEVANCE_FLOOR
 from research_mcp.sources.openings import opening, page_title
@@ -186,7 +186,13 @@ class SourceLibrary:
                 f"{ref!r} is a local file, and local files are read only from the corpus folders: add its "
                 "folder to RESEARCH_MCP_CORPUS, or give the text itself or a URL."
             )
-        return self.corpus.document_at(path)
+        try:
+            return self.corpus.document_at(path)
+        except OSError as error:  # a name longer than the file system allows, a folder without access
+            raise InvalidInput(
+                f"{shown(path)} cannot be read ({error.strerror or type(error).__name__}); give the path of "
+                "a document in the corpus folders."
+            ) from None
 
     async def _read_web(self, url: str) -> Source:
         known = self.store.latest_source(canonical_url(url))

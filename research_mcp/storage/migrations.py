@@ -314,6 +314,13 @@ def m012_corpus_reader_version(db: Database) -> None:
     db.table("corpus_documents").add_column("reader_version", int, not_null_default=0)
 
 
+def m013_kept_handoffs(db: Database) -> None:
+    """The run a handoff was kept from when that run was pruned (it found facts another run cites):
+    once no run cites them any more, a later prune deletes it with them (`storage/retention.py`).
+    An extraction `extract_source` made outside any run has none, and stays."""
+    db.table("handoffs").add_column("kept_after", str)
+
+
 def _insight_rows(
     output: dict[str, Any], source_id: int, ref: str
 ) -> list[tuple[int, str, str, str, str, str]]:
@@ -344,6 +351,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("010_corpus_failures", m010_corpus_failures),
     ("011_facts_by_canonical", m011_facts_by_canonical),
     ("012_corpus_reader_version", m012_corpus_reader_version),
+    ("013_kept_handoffs", m013_kept_handoffs),
 ]
 
 

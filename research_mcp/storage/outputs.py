@@ -211,6 +211,8 @@ class Handoff(BaseModel):
     attempt: int
     iteration: int
     error: str | None
+    # The pruned run it was kept from (it found facts another run cited); None for any other.
+    kept_after: str | None = None
 
     @model_validator(mode="before")
     @classmethod

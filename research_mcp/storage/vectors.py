@@ -287,6 +287,19 @@ class KnowledgeIndex:
 
         return self._call(held, set())
 
+    def held_values(self, collection: Collection, ids: Sequence[int], key: str) -> dict[int, Any]:
+        """Each of these ids the collection holds, with its payload's value under ``key`` (None when its
+        payload has none); empty when unavailable."""
+        if not ids:
+            return {}
+
+        def values(engine: VectorEngine) -> dict[int, Any]:
+            name = self._name(collection)
+            return engine.held_values(name, ids, key) if self._exists(engine, name) else {}
+
+        nothing: dict[int, Any] = {}
+        return self._call(values, nothing)
+
     def release(self) -> None:
         """Let other processes use the embedded engine's folder until this index's next call."""
         with self._lock:

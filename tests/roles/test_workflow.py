@@ -387,6 +387,7 @@ async def test_insights_appear_exactly_when_their_triggers_fire(
         )
 
     spec = {"questions": ["How did prices change?"], "discovery_intense": discovery}
+    text += "\n\nThe full report is at https://example.org/report."  # the link the source gives
     async with Client(create_server(model=ScriptedModel(script))) as client:
         result = await client.call_tool(
             "extract_source", {"source": text, "questions": [], "task_spec": spec}

@@ -39,6 +39,7 @@ def test_migrations_on_a_fresh_database_create_the_tables_with_their_columns() -
         "attempt": int,
         "iteration": int,
         "error": str,
+        "kept_after": str,
     }
     for table in ("runs", "plans", "nodes", "sources", "facts", "events", "model_calls"):
         assert db[table].exists(), table
