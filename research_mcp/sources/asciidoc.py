@@ -69,6 +69,7 @@ _INLINE_ANCHOR = re.compile(r"\[\[[^\]\n]{0,200}\]\]|anchor:[\w.-]{1,200}\[[^\]\
 _FOOTNOTE = re.compile(r"footnote(?:ref)?:([\w-]{0,80})\[([^\]\n]{0,1000})\]")
 _QUOTED = re.compile(r"(?<![\w\\])([*_+'#])([^\s*_+'#\n](?:[^\n]{0,120}?[^\s\\])?)\1(?!\w)")
 _DOUBLE_QUOTED = re.compile(r"``([^\n]{1,300}?)''")
+_MARKUP_CHARACTER = re.compile(r"[{\[<`'*_+#:]")
 _HARD_BREAK = re.compile(r"[ \t]\+$")
 _PREDEFINED = {
     "nbsp": "\u00a0",
@@ -417,6 +418,8 @@ class _Renderer:
         self.writer.words.append(self._inline(_HARD_BREAK.sub("", line.strip())))
 
     def _inline(self, text: str) -> str:
+        if _MARKUP_CHARACTER.search(text) is None:  # most table cells, many lines: nothing to remove
+            return text
         text = _ATTRIBUTE_REFERENCE.sub(self._reference, text)
         text = _INLINE_ANCHOR.sub("", text)
         text = _LINKGIT.sub(lambda m: f"{m.group(1)}({m.group(2)})", text)

@@ -28,6 +28,7 @@ One pass over the lines: linear in the text, whatever its nesting.
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
@@ -62,12 +63,43 @@ class Passage:
     term: str  # a definition's term (e.g. "--soft"), a table row's header cells; else ""
 
 
-@dataclass(slots=True)
 class _Line:
-    start: int
-    end: int  # without the newline
-    indent: int
-    text: str  # stripped
+    """One line of the text, made when looked at from :class:`_LineTable` (so only offsets are kept)."""
+
+    __slots__ = ("end", "indent", "start", "text")
+
+    def __init__(self, start: int, end: int, indent: int, text: str) -> None:
+        self.start = start
+        self.end = end  # without the newline
+        self.indent = indent
+        self.text = text  # stripped
+
+
+class _LineTable:
+    """The lines of a text as four arrays of numbers, 32 bytes a line whatever it holds: a text of
+    millions of short lines costs tens of megabytes here, not a few hundred as line objects would."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._starts = array("q")
+        self._ends = array("q")
+        self._indents = array("q")
+        self._contents = array("q")  # where the line's text starts past its indent
+        for line in _lines(text):
+            self._starts.append(line.start)
+            self._ends.append(line.end)
+            self._indents.append(line.indent)
+            self._contents.append(text.find(line.text[:1], line.start, line.end) if line.text else line.end)
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def __getitem__(self, i: int) -> _Line:
+        end = self._ends[i]
+        return _Line(self._starts[i], end, self._indents[i], self._text[self._contents[i] : end].rstrip())
+
+    def span(self, first: int, stop: int) -> list[_Line]:
+        return [self[i] for i in range(first, stop)]
 
 
 class _Context:
@@ -106,7 +138,7 @@ class _Context:
 def split_passages(text: str) -> list[Passage]:
     """The passages of ``text`` in order (see the module doc); every paragraph, item, row and piece of
     code is in one of them."""
-    lines = list(_lines(text))
+    lines = _LineTable(text)
     out: list[Passage] = []
     context = _Context()
     pending_heading: _Line | None = None  # a heading whose first paragraph has not come yet
@@ -156,7 +188,7 @@ def _lines(text: str) -> Iterator[_Line]:
         position = stop + 1
 
 
-def _heading_at(lines: list[_Line], i: int) -> tuple[int, str, int] | None:
+def _heading_at(lines: _LineTable, i: int) -> tuple[int, str, int] | None:
     """``(level, title, next line)`` when line ``i`` starts a heading."""
     line = lines[i]
     if line.indent <= 3:
@@ -175,11 +207,11 @@ def _heading_at(lines: list[_Line], i: int) -> tuple[int, str, int] | None:
     return None
 
 
-def _first_of_block(lines: list[_Line], i: int) -> bool:
+def _first_of_block(lines: _LineTable, i: int) -> bool:
     return i == 0 or not lines[i - 1].text
 
 
-def _block_end(lines: list[_Line], first: int) -> int:
+def _block_end(lines: _LineTable, first: int) -> int:
     """The line after the block starting at ``first``: a run of non-blank lines, up to a fence."""
     i = first + 1
     while i < len(lines) and lines[i].text and not _FENCE.match(lines[i].text):
@@ -189,7 +221,7 @@ def _block_end(lines: list[_Line], first: int) -> int:
 
 def _block(
     text: str,
-    lines: list[_Line],
+    lines: _LineTable,
     first: int,
     stop: int,
     context: _Context,
@@ -205,22 +237,27 @@ def _block(
         _list_items(text, lines, first, stop, context, out)
         return
     terms = _term_lines(lines, first, stop)
-    if terms:
-        term = ", ".join(line.text for line in lines[first : first + terms])
+    while terms:  # definition items, one after another within the block
+        term = ", ".join(line.text for line in lines.span(first, first + terms))
         end = _definition_end(lines, first + terms, stop, head.indent)
         _emit(text, head.start, lines[end - 1].end, "definition", context.label, term, out)
         context.open_term(head.indent, term)
-        if end < stop:  # lines at the term's indent again: a new block within the block
-            context.enter(lines[end].indent)
-            _block(text, lines, end, stop, context, out, None)
-        return
+        if end >= stop:
+            return
+        # Lines back at the term's indent: the rest of the block is read as a block of its own.
+        first, head, after_heading = end, lines[end], None
+        context.enter(head.indent)
+        if _is_table(lines, first, stop) or _LIST_MARK.match(head.text):
+            _block(text, lines, first, stop, context, out, None)
+            return
+        terms = _term_lines(lines, first, stop)
     start = after_heading.start if after_heading is not None else head.start
     _emit(
         text, start, lines[stop - 1].end, "section" if after_heading else "paragraph", context.label, "", out
     )
 
 
-def _term_lines(lines: list[_Line], first: int, stop: int) -> int:
+def _term_lines(lines: _LineTable, first: int, stop: int) -> int:
     """How many lines of the block are a definition's terms (0: the block is no definition item)."""
     indent = lines[first].indent
     for count in range(1, _TERM_LINES + 1):
@@ -234,7 +271,7 @@ def _term_lines(lines: list[_Line], first: int, stop: int) -> int:
     return 0
 
 
-def _definition_end(lines: list[_Line], body: int, stop: int, indent: int) -> int:
+def _definition_end(lines: _LineTable, body: int, stop: int, indent: int) -> int:
     """The line after a definition's body: the first line of the block back at the term's indent."""
     while body < stop and lines[body].indent > indent:
         body += 1
@@ -242,7 +279,7 @@ def _definition_end(lines: list[_Line], body: int, stop: int, indent: int) -> in
 
 
 def _list_items(
-    text: str, lines: list[_Line], first: int, stop: int, context: _Context, out: list[Passage]
+    text: str, lines: _LineTable, first: int, stop: int, context: _Context, out: list[Passage]
 ) -> None:
     start = first
     for i in range(first + 1, stop + 1):
@@ -251,25 +288,26 @@ def _list_items(
             start = i
 
 
-def _is_table(lines: list[_Line], first: int, stop: int) -> bool:
+def _is_table(lines: _LineTable, first: int, stop: int) -> bool:
     if stop - first < 2:
         return False
-    return all("|" in line.text for line in lines[first:stop]) and (
+    # Indexed, not sliced: called at each item of a long block, it stops at its first line without "|".
+    return all("|" in lines[i].text for i in range(first, stop)) and (
         " | " in lines[first].text or lines[first].text.startswith("|")
     )
 
 
-def _table(lines: list[_Line], first: int, stop: int, context: _Context, out: list[Passage]) -> None:
+def _table(lines: _LineTable, first: int, stop: int, context: _Context, out: list[Passage]) -> None:
     header = lines[first]
     cells = " | ".join(cell.strip() for cell in header.text.strip("|").split("|") if cell.strip())
     out.append(Passage(header.start, header.end, "table_row", context.label, ""))
-    for line in lines[first + 1 : stop]:
+    for line in lines.span(first + 1, stop):
         if _TABLE_RULE.match(line.text):
             continue
         out.append(Passage(line.start, line.end, "table_row", context.label, cells[:_LABEL_CHARS]))
 
 
-def _code(text: str, lines: list[_Line], i: int, context: _Context, out: list[Passage]) -> int:
+def _code(text: str, lines: _LineTable, i: int, context: _Context, out: list[Passage]) -> int:
     """The code block opening at line ``i``; the line after its closing fence (or the text's end)."""
     fence = lines[i].text[:3]
     stop = i + 1
@@ -279,7 +317,8 @@ def _code(text: str, lines: list[_Line], i: int, context: _Context, out: list[Pa
     start = lines[i].start
     # Code is cut at line ends, each piece at most the maximum (or one line longer than it).
     piece = start
-    for line in lines[i : last + 1]:
+    for i_line in range(i, last + 1):
+        line = lines[i_line]
         if line.end - piece > PASSAGE_MAX_CHARS and line.start > piece:
             out.append(Passage(piece, line.start - 1, "code", context.label, ""))
             piece = line.start
