@@ -376,19 +376,35 @@ _ENTRY_CHARS = 120
 _ENTRY_MARK_WITHIN = 60
 
 
+def _numbering(line: str, after: int) -> bool:
+    return line.startswith(".", after) and (after + 1 == len(line) or line[after + 1] == " ")
+
+
 def document_kind(text: str, name: str) -> Literal["changelog", "document"]:
     """``changelog`` for a text made of dated or versioned entries (release notes, a change log, a
-    NEWS file), told by its structure: among its top-level lines (not indented, not list items), at
+    NEWS file), told by its structure: among its top-level lines (not indented, not list items nor
+    table rows), at
     least 2 and at least 30% are short lines naming a version or a date near their start. ``name`` is
     not read: a file called CHANGES that is a manual is a manual."""
     del name
     top = entries = 0
     for line in _lines(text):
-        if not line.text or line.indent > 1 or _LIST_MARK.match(line.text) or _TABLE_RULE.match(line.text):
+        if (
+            not line.text
+            or line.indent > 1
+            or _LIST_MARK.match(line.text)
+            or _TABLE_RULE.match(line.text)
+            or " | " in line.text  # a table row: its numbers are data, not releases
+        ):
             continue
         top += 1
         if len(line.text) <= _ENTRY_CHARS:
             mark = _VERSION_OR_DATE.search(line.text, 0, _ENTRY_MARK_WITHIN + 20)
-            if mark is not None and mark.start() <= _ENTRY_MARK_WITHIN:
+            # "9.1. Core functionality" numbers a section; "9.1 (2020-01-01)" names a release.
+            if (
+                mark is not None
+                and mark.start() <= _ENTRY_MARK_WITHIN
+                and not _numbering(line.text, mark.end())
+            ):
                 entries += 1
     return "changelog" if entries >= _CHANGELOG_ENTRIES and entries >= _CHANGELOG_SHARE * top else "document"

@@ -14,8 +14,9 @@ import pytest
 
 from research_mcp.sources.corpus import Corpus
 from research_mcp.sources.parsing import DocumentParser
-from research_mcp.sources.passages import Passage, split_passages
+from research_mcp.sources.passages import Passage, document_kind, split_passages
 from research_mcp.sources.readers import ASCIIDOC, READER_VERSION, read_file
+from research_mcp.sources.text import extract_text
 from research_mcp.storage.store import Store
 
 REALDOCS = Path(__file__).parents[1] / "fixtures" / "realdocs"
@@ -160,3 +161,18 @@ def test_a_roff_page_past_the_readers_memory_limit_is_reported_and_the_others_in
     [error] = report.errors
     assert error.startswith("huge.5.gz: 'huge.5.gz' could not be parsed"), error
     assert "memory" in error
+
+
+def test_a_fetched_xhtml_page_is_titled_by_its_title_not_its_first_heading() -> None:
+    # Served over HTTP, git's XHTML page was decoded, and lxml refused a string that declares its
+    # encoding: the page was titled by trafilatura's first line, "SYNOPSIS".
+    kind, title, _ = extract_text((REALDOCS / "git-doc" / "git-reset.html").read_bytes(), "text/html", "u")
+    assert (kind, title) == ("text/html", "git-reset(1)")
+
+
+def test_a_changelog_is_told_from_a_manual_whose_lines_hold_numbers() -> None:
+    manual = (
+        "## 9.1. Core functionality\n\nText.\n\n## 9.2. Compilers\n\nText.\n\n| 100 | CONTINUE | HTTP/1.1 |\n"
+    )
+    news = "## 2.1.0 (2024-05-01)\n\n- Faster.\n\n## 2.0.1 (2024-02-11)\n\n- Fixed.\n"
+    assert (document_kind(manual, "NEWS"), document_kind(news, "guide")) == ("document", "changelog")
