@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from research_mcp.sources.asciidoc import looks_like_asciidoc
 from research_mcp.sources.corpus import Corpus
 from research_mcp.sources.parsing import DocumentParser
 from research_mcp.sources.passages import Passage, document_kind, split_passages
@@ -176,3 +177,22 @@ def test_a_changelog_is_told_from_a_manual_whose_lines_hold_numbers() -> None:
     )
     news = "## 2.1.0 (2024-05-01)\n\n- Faster.\n\n## 2.0.1 (2024-02-11)\n\n- Fixed.\n"
     assert (document_kind(manual, "NEWS"), document_kind(news, "guide")) == ("document", "changelog")
+
+
+def test_only_asciidoc_reads_as_asciidoc() -> None:
+    asciidoc = (REALDOCS / "git-doc" / "git-reset.txt").read_text(encoding="utf-8")
+    fragment = (REALDOCS / "git-doc" / "merge-strategies.txt").read_text(encoding="utf-8")
+    restructured = (
+        "Tides\n=====\n\n.. note::\n\n   Spring tides::\n      follow the moon.\n\nSee :func:`spring`.\n"
+    )
+    texinfo_menu = "@menu\n* Introduction::\n* Options::\n@end menu\n"
+    events = "2019-01-01 Bind <<Invoke>> and <<ThemeChanged>> (virtual events)\n"
+    assert [
+        looks_like_asciidoc(text) for text in (asciidoc, fragment, restructured, texinfo_menu, events)
+    ] == [
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]
