@@ -10,7 +10,8 @@ files) follows the same shape and is read the same way:
 - **definition item**: its term on a line of its own (or up to three stacked term lines), then its
   paragraph on the next lines, indented deeper than the term, with no blank line between (``--soft``
   then ``    Does not touch the index file ...``). Further paragraphs indented deeper than the term
-  belong to it too;
+  belong to it too: they join its passage while it stays under the maximum, and name its term in
+  their ``heading`` past it;
 - **list item**: a line starting ``- ``, ``* ``, ``+ `` or ``1. ``, with its continuation lines;
 - **table row**: a line ``a | b | c`` in a block of such lines; the first row is the header, a row
   of dashes under it is skipped;
@@ -142,6 +143,7 @@ def split_passages(text: str) -> list[Passage]:
     out: list[Passage] = []
     context = _Context()
     pending_heading: _Line | None = None  # a heading whose first paragraph has not come yet
+    open_item: int | None = None  # the term's indent of a definition passage further paragraphs may join
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -154,24 +156,65 @@ def split_passages(text: str) -> list[Passage]:
             if pending_heading is not None:
                 out.append(Passage(pending_heading.start, pending_heading.end, "section", context.label, ""))
             context.heading(level, title)
-            pending_heading = line
+            pending_heading, open_item = line, None
             continue
         context.enter(line.indent)
         if _FENCE.match(line.text):
             if pending_heading is not None:
                 out.append(Passage(pending_heading.start, pending_heading.end, "section", context.label, ""))
             i = _code(text, lines, i, context, out)
+            open_item = None
         else:
             stop = _block_end(lines, i)
+            if open_item is not None and _continues(text, lines, i, stop, out, open_item):
+                out[-1] = Passage(out[-1].start, _trimmed_end(text, lines[stop - 1].end), *_tail(out[-1]))
+                i = stop
+                continue
             before = len(out)
             _block(text, lines, i, stop, context, out, pending_heading)
             if pending_heading is not None and len(out) == before:
                 out.append(Passage(pending_heading.start, pending_heading.end, "section", context.label, ""))
             i = stop
+            open_item = _open_item(out, before, context)
         pending_heading = None
     if pending_heading is not None:
         out.append(Passage(pending_heading.start, pending_heading.end, "section", context.label, ""))
     return out
+
+
+def _open_item(out: list[Passage], before: int, context: _Context) -> int | None:
+    """The term's indent when the block just read ended with a whole definition item (one passage,
+    under the maximum): its further paragraphs may join it."""
+    if len(out) <= before or out[-1].kind != "definition" or not context.terms:
+        return None
+    if len(out) - before > 1 and out[-2].kind == "definition" and out[-2].term == out[-1].term:
+        return None  # cut in pieces already
+    return context.terms[-1][0] if context.terms[-1][1] == out[-1].term else None
+
+
+def _continues(text: str, lines: _LineTable, first: int, stop: int, out: list[Passage], indent: int) -> bool:
+    """Whether the block ``lines[first:stop]`` is one more paragraph of the definition item that ends
+    ``out`` (indented deeper than its term, no item, row or term of its own) and fits in it."""
+    if (
+        lines[first].indent <= indent
+        or _trimmed_end(text, lines[stop - 1].end) - out[-1].start > PASSAGE_MAX_CHARS
+    ):
+        return False
+    return not (
+        _is_table(lines, first, stop)
+        or _LIST_MARK.match(lines[first].text)
+        or _term_lines(lines, first, stop)
+    )
+
+
+def _tail(passage: Passage) -> tuple[PassageKind, str, str]:
+    return passage.kind, passage.heading, passage.term
+
+
+def _trimmed_end(text: str, end: int) -> int:
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    return end
 
 
 def _lines(text: str) -> Iterator[_Line]:
