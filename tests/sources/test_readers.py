@@ -101,7 +101,10 @@ def test_an_include_inside_the_corpus_is_followed_and_one_outside_it_is_not(
     folder = tmp_path / "docs"
     shutil.copytree(REALDOCS / "git-doc", folder)
     (tmp_path / "private.txt").write_text("The vault code is 7741.\n")
-    (folder / "leaky.adoc").write_text("= Leaky\n\nBefore.\n\ninclude::../private.txt[]\n\nAfter.\n")
+    (folder / "leaky.adoc").write_text(
+        "= Leaky\n\nBefore.\n\ninclude::../private.txt[]\n\ninclude::link.inc[]\n\nAfter.\n"
+    )
+    (folder / "link.inc").symlink_to(tmp_path / "private.txt")  # inside by name, outside in fact
     (folder / "a.adoc").write_text("= A\n\nAlpha text.\n\ninclude::b.adoc[]\n")  # a cycle: a -> b -> a
     (folder / "b.adoc").write_text("Beta text.\n\ninclude::a.adoc[]\n")
     stored = _stored(store, folder, parser)
