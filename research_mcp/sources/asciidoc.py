@@ -72,30 +72,11 @@ _DOUBLE_QUOTED = re.compile(r"``([^\n]{1,300}?)''")
 _MARKUP_CHARACTER = re.compile(r"[{\[<`'*_+#:]")
 _HARD_BREAK = re.compile(r"[ \t]\+$")
 _PREDEFINED = {
-    "nbsp": "\u00a0",
-    "sp": " ",
-    "empty": "",
-    "blank": "",
-    "zwsp": "",
-    "apos": "'",
-    "quot": '"',
-    "amp": "&",
-    "lt": "<",
-    "gt": ">",
-    "startsb": "[",
-    "endsb": "]",
-    "vbar": "|",
-    "caret": "^",
-    "asterisk": "*",
-    "tilde": "~",
-    "plus": "+",
-    "backslash": "\\",
-    "backtick": "`",
-    "two-colons": "::",
-    "two-semicolons": ";;",
-    "litdd": "--",
-    "cpp": "C++",
-}
+    "nbsp": "\u00a0", "sp": " ", "empty": "", "blank": "", "zwsp": "", "apos": "'", "quot": '"',
+    "amp": "&", "lt": "<", "gt": ">", "startsb": "[", "endsb": "]", "vbar": "|", "caret": "^",
+    "asterisk": "*", "tilde": "~", "plus": "+", "backslash": "\\", "backtick": "`", "two-colons": "::",
+    "two-semicolons": ";;", "litdd": "--", "cpp": "C++",
+}  # fmt: skip
 # AsciiDoc's own marks, by kind: directives with their brackets, man page links, block anchors and
 # attributes, cross references, and a short "term::" line with its definition on the next line (a
 # reStructuredText "Example::" is followed by a blank line; a texinfo menu's "* Node::" is a list).

@@ -244,14 +244,10 @@ def _heading_at(lines: _LineTable, i: int) -> tuple[int, str, int] | None:
             under.indent <= 3
             and len(under.text) >= 3
             and _UNDERLINE.match(under.text)
-            and _first_of_block(lines, i)
+            and (i == 0 or not lines[i - 1].text)
         ):
             return (1 if under.text[0] == "=" else 2), line.text, i + 2
     return None
-
-
-def _first_of_block(lines: _LineTable, i: int) -> bool:
-    return i == 0 or not lines[i - 1].text
 
 
 def _block_end(lines: _LineTable, first: int) -> int:
@@ -373,9 +369,8 @@ def _emit(
     text: str, start: int, end: int, kind: PassageKind, heading: str, term: str, out: list[Passage]
 ) -> None:
     """One passage, or its pieces cut at sentence ends when it is longer than the maximum."""
+    end = _trimmed_end(text, end)
     start = _skip_spaces(text, start, end)
-    while end > start and text[end - 1].isspace():
-        end -= 1
     if end <= start:
         return
     sentence_ends = (m.start() + len(m.group().rstrip()) for m in _SENTENCE_END.finditer(text, start, end))
