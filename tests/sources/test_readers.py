@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import shutil
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from research_mcp.sources.passages import Passage, document_kind, split_passages
 from research_mcp.sources.readers import ASCIIDOC, READER_VERSION, read_file
 from research_mcp.sources.text import extract_text
 from research_mcp.storage.store import Store
+from tests.sources import hostile
 
 REALDOCS = Path(__file__).parents[1] / "fixtures" / "realdocs"
 SOFT = "Does not touch the index file or the working tree at all (but resets the head to <commit>"
@@ -199,3 +201,23 @@ def test_only_asciidoc_reads_as_asciidoc() -> None:
         False,
         False,
     ]
+
+
+def test_a_document_that_stalls_its_reader_holds_up_none_of_the_others(store: Store, tmp_path: Path) -> None:
+    # Read first (names are walked in order), the stalling PDF holds one reading thread until the
+    # parser's limit stops it; the notes read meanwhile are stored before it is given up.
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a-stall.pdf").write_bytes(hostile.slow_pdf(pages=12))
+    for name in ("b", "c", "d"):
+        (folder / f"{name}.md").write_text(
+            f"# Note {name}\n\nSpring tides follow the new and the full moon.\n"
+        )
+    with DocumentParser(timeout=6) as parser:
+        report = Corpus(store, [folder], parser=parser).index()
+    assert report.added == 3
+    [error] = report.errors
+    assert error.startswith("a-stall.pdf: 'a-stall.pdf' took longer than 6 s to parse"), error
+    [failure] = store.corpus_failures(str(folder.resolve())).values()
+    stored = [datetime.fromisoformat(row["indexed_at"]) for row in store.db.table("corpus_documents").rows]
+    assert all(indexed.timestamp() < failure.failed_at for indexed in stored)
