@@ -22,12 +22,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import queue
 import stat as stat_mode
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
@@ -259,21 +259,43 @@ class _Reading:
 def _readings(work: list[_Work], parser: DocumentParser, stop: threading.Event) -> Iterator[_Reading]:
     """The files of ``work`` read by ``READING_THREADS`` threads, each reading yielded as it is done:
     a document that stalls its reader holds one thread until the parser's limit stops it, while the
-    other documents go on being read and stored. No file is started once ``stop`` is set."""
-    queue = iter(work)
-    running: set[Future[_Reading]] = set()
-    with ThreadPoolExecutor(max_workers=READING_THREADS, thread_name_prefix="corpus-read") as pool:
-        while True:
-            while len(running) < READING_THREADS and not stop.is_set():
-                item = next(queue, None)
+    other documents go on being read and stored. No file is started once ``stop`` is set (or the
+    caller stopped listening). The threads are daemons: a process that exits does not wait for them."""
+    items = iter(work)
+    taking = threading.Lock()
+    done: queue.Queue[_Reading | BaseException | None] = queue.Queue()
+    closed = threading.Event()
+
+    def read_files() -> None:
+        try:
+            while not (stop.is_set() or closed.is_set()):
+                with taking:
+                    item = next(items, None)
                 if item is None:
-                    break
-                running.add(pool.submit(_read, item, parser))
-            if not running:
-                return
-            done, running = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                yield future.result()
+                    return
+                done.put(_read(item, parser))
+        except BaseException as failure:  # a bug, not a document: raised again by the pass
+            done.put(failure)
+        finally:
+            done.put(None)
+
+    threads = [
+        threading.Thread(target=read_files, name="corpus-read", daemon=True) for _ in range(READING_THREADS)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        finished = 0
+        while finished < len(threads):
+            reading = done.get()
+            if reading is None:
+                finished += 1
+            elif isinstance(reading, BaseException):
+                raise reading
+            else:
+                yield reading
+    finally:
+        closed.set()
 
 
 def _read(item: _Work, parser: DocumentParser) -> _Reading:
