@@ -221,3 +221,19 @@ def test_a_document_that_stalls_its_reader_holds_up_none_of_the_others(store: St
     [failure] = store.corpus_failures(str(folder.resolve())).values()
     stored = [datetime.fromisoformat(row["indexed_at"]) for row in store.db.table("corpus_documents").rows]
     assert all(indexed.timestamp() < failure.failed_at for indexed in stored)
+
+
+def test_a_page_in_two_formats_is_found_once(store: Store, tmp_path: Path, parser: DocumentParser) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name in ("git-reset.txt", "git-reset.html"):
+        shutil.copy(REALDOCS / "git-doc" / name, folder / name)
+    (folder / "tides.md").write_text("# Tides\n\nSpring tides do not touch the index of the harbour.\n")
+    corpus = Corpus(store, [folder], parser=parser)
+    assert corpus.index().added == 3
+    hits = corpus.search("does not touch the index file or the working tree", limit=5, mode="lexical")
+    assert [hit.path for hit in hits if hit.path.startswith("git-reset.")] in (
+        ["git-reset.txt"],
+        ["git-reset.html"],
+    )
+    assert "tides.md" in [hit.path for hit in hits]  # the next page takes the place the copy left
