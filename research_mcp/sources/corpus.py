@@ -42,6 +42,7 @@ from research_mcp.sources.ranking import (
     TitleIndex,
     best_per_document,
     fts_query,
+    one_per_page,
     query_words,
     snippet,
 )
@@ -357,10 +358,10 @@ class Corpus:
             linked = self._linked(query, [(d, fused.chunk[d]) for d in fused.order[:LINK_SEEDS]])
             if linked:
                 fused = Fusion([*rankings, linked])
-        order = fused.order[:limit]
+        docs = self._in_scope(fused.order[: limit * 2])  # a page in two formats counts once
+        order = one_per_page(fused.order[: limit * 2], {d: (i.root, i.path) for d, i in docs.items()})[:limit]
         if not order:
             return []
-        docs = self._in_scope(order)
         texts = self._chunk_texts(order, fused.chunk)
         words = query_words(query)
         return [

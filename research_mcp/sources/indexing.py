@@ -2,10 +2,12 @@
 
 1. **scan**: walk the folders and ``stat`` every file, reading none. A file whose size and
    modification time match what is stored is up to date; files gone from disk leave the index.
-2. **read**: each new or changed file is read and hashed (sha256); only when the hash changed is
-   it parsed (or when the readers changed since it was: ``readers.READER_VERSION``), chunked and
-   committed to SQLite, in a transaction of its own, so it is searchable
-   (full text) at once. Its chunks are embedded in batches of :data:`EMBED_BATCH`.
+2. **read**: each new or changed file is read and hashed (sha256); only when the hash changed (or
+   the readers did since it was read: ``readers.READER_VERSION``) is it parsed, chunked and
+   committed to SQLite, in a transaction of its own, so it is searchable (full text) at once. Its
+   chunks are embedded in batches of :data:`EMBED_BATCH`. Two files are read at once, each stored
+   as soon as it is read, so a document that stalls its reader (stopped at the parser's time limit)
+   holds up none of the others.
 3. **vectors**: every chunk in SQLite whose vector the index lacks, or holds of other text, is
    embedded (those an interrupted pass left, or all of them once the embedding model changed), and
    vectors of chunks gone are deleted: chunk ids and text hashes compared, never counts
@@ -21,11 +23,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import queue
 import stat as stat_mode
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
@@ -43,8 +46,6 @@ from research_mcp.sources.readers import READER_VERSION, read_document
 from research_mcp.storage.models import CorpusFailure, CorpusFileState
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from research_mcp.sources.parsing import DocumentParser
     from research_mcp.storage.store import Store
     from research_mcp.storage.vectors import KnowledgeIndex
@@ -59,6 +60,8 @@ logger = logging.getLogger(__name__)
 
 #: A file at least this large is named in the log, with its size, when it is read.
 LARGE_FILE_BYTES = 5 * 1024 * 1024
+#: Files read at once: one that stalls its reader (until the parser's limit) does not hold the others.
+READING_THREADS = 2
 #: Chunks embedded at once: small enough that a stop request waits for little, large enough to batch.
 EMBED_BATCH = 64
 #: Chunks read from SQLite at once when looking for those the vector index lacks.
@@ -154,10 +157,8 @@ def index_corpus(
         work += _scan(corpus, root, top, tally)
     progress.reading(total=tally.unchanged + len(work), up_to_date=tally.unchanged)
     pending: list[Chunk] = []
-    for item in work:
-        if stop.is_set():
-            break
-        _read(corpus, item, tally, pending, parser)
+    for reading in _readings(work, parser, stop):
+        _store(corpus, reading, tally, pending)
         progress.document_done()
         if len(pending) >= EMBED_BATCH:
             _embed(corpus, pending, tally)
@@ -248,50 +249,115 @@ def _scan(corpus: Corpus, root: Path, top: Path, tally: _Tally) -> list[_Work]:
     return work
 
 
-def _read(corpus: Corpus, item: _Work, tally: _Tally, pending: list[Chunk], parser: DocumentParser) -> None:
-    """Read one new or changed file into the store; its chunks to embed join ``pending``."""
+@dataclass(frozen=True)
+class _Reading:
+    """What reading one file found, for the pass to store: its text, or why there is none."""
+
+    item: _Work
+    digest: str = ""
+    document: tuple[str, str] | None = None
+    failure: str | None = None  # why it cannot be indexed (remembered until the file changes)
+    unreadable: str | None = None  # why it could not be opened now (tried again next pass)
+    read: bool = False  # its bytes were read
+    unchanged: bool = False  # same bytes, same readers as stored
+
+
+def _readings(work: list[_Work], parser: DocumentParser, stop: threading.Event) -> Iterator[_Reading]:
+    """The files of ``work`` read by ``READING_THREADS`` threads, each reading yielded as it is done:
+    a document that stalls its reader holds one thread until the parser's limit stops it, while the
+    other documents go on being read and stored. No file is started once ``stop`` is set (or the
+    caller stopped listening). The threads are daemons: a process that exits does not wait for them."""
+    items = iter(work)
+    taking = threading.Lock()
+    done: queue.Queue[_Reading | BaseException | None] = queue.Queue()
+    closed = threading.Event()
+
+    def read_files() -> None:
+        try:
+            while not (stop.is_set() or closed.is_set()):
+                with taking:
+                    item = next(items, None)
+                if item is None:
+                    return
+                done.put(_read(item, parser))
+        except BaseException as failure:  # a bug, not a document: raised again by the pass
+            done.put(failure)
+        finally:
+            done.put(None)
+
+    threads = [
+        threading.Thread(target=read_files, name="corpus-read", daemon=True) for _ in range(READING_THREADS)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        finished = 0
+        while finished < len(threads):
+            reading = done.get()
+            if reading is None:
+                finished += 1
+            elif isinstance(reading, BaseException):
+                raise reading
+            else:
+                yield reading
+    finally:
+        closed.set()
+
+
+def _read(item: _Work, parser: DocumentParser) -> _Reading:
+    """Read and parse one new or changed file (in a reading thread: nothing is stored here)."""
     rel, row, stat = item.rel, item.row, item.stat
     named = document_name(storable_name(item.file.name))
     assert named is not None  # the walk yields documents only
     cap = size_cap(named.kind)
     if stat.st_size > cap:
-        _fail(corpus, tally, row, _remember(corpus, item, f"{rel}: larger than {cap // 2**20} MB; skipped"))
-        return
+        return _Reading(item, failure=f"{rel}: larger than {cap // 2**20} MB; skipped")
     if stat.st_size >= LARGE_FILE_BYTES:
         logger.info("corpus: reading %s, a large file (%.1f MB)", rel, stat.st_size / 2**20)
     try:
         data = read_regular_file(item.file, cap)
     except SourceError as err:
-        _fail(corpus, tally, row, _remember(corpus, item, f"{rel}: {err}"))
-        return
+        return _Reading(item, failure=f"{rel}: {err}")
     except OSError as err:
-        tally.errors.append(f"{rel}: cannot be read ({err.strerror}); skipped")
-        return
-    tally.read += 1
+        return _Reading(item, unreadable=f"{rel}: cannot be read ({err.strerror}); skipped")
     digest = hashlib.sha256(data).hexdigest()
     if row is not None and row.content_hash == digest and row.reader_version == READER_VERSION:
-        corpus.touch_document(row.id, stat)
-        tally.unchanged += 1
-        return
+        return _Reading(item, digest, read=True, unchanged=True)
     try:
         document = read_document(
             gunzip(data, cap) if named.gzipped else data, named, rel, parser, (item.root, item.file)
         )
     except SourceError as err:
-        _fail(corpus, tally, row, _remember(corpus, item, f"{rel}: {err}"))
-        return
-    if document is None:  # an empty file: nothing to find in it, counted in the skipped line
+        return _Reading(item, digest, failure=f"{rel}: {err}", read=True)
+    return _Reading(item, digest, document, read=True)
+
+
+def _store(corpus: Corpus, reading: _Reading, tally: _Tally, pending: list[Chunk]) -> None:
+    """Store what reading one file found; its chunks to embed join ``pending``."""
+    item = reading.item
+    tally.read += reading.read
+    if reading.unreadable is not None:
+        tally.errors.append(reading.unreadable)
+    elif reading.failure is not None:
+        _fail(corpus, tally, item.row, _remember(corpus, item, reading.failure))
+    elif reading.unchanged:
+        assert item.row is not None
+        corpus.touch_document(item.row.id, item.stat)
+        tally.unchanged += 1
+    elif reading.document is None:  # an empty file: nothing to find in it, counted in the skipped line
         tally.empty += 1
-        _fail(corpus, tally, row, None)
-        return
-    title, text = document
-    pending.extend(corpus.save_document(item.root, rel, title, text, digest, stat, row))
-    if item.failed_before:
-        corpus.forget_failures(item.root, [rel])
-    if row is None:
-        tally.added += 1
+        _fail(corpus, tally, item.row, None)
     else:
-        tally.updated += 1
+        title, text = reading.document
+        pending.extend(
+            corpus.save_document(item.root, item.rel, title, text, reading.digest, item.stat, item.row)
+        )
+        if item.failed_before:
+            corpus.forget_failures(item.root, [item.rel])
+        if item.row is None:
+            tally.added += 1
+        else:
+            tally.updated += 1
 
 
 def _remember(corpus: Corpus, item: _Work, message: str) -> str:

@@ -57,6 +57,7 @@ _TEXTUAL_APPLICATION_TYPES = frozenset(
     }
 )
 _HTML_MARKERS = (b"<!doctype html", b"<html", b"<head", b"<body", b"<title", b"<meta ", b"<article")
+_XML_DECLARATION = re.compile(r"\A\s*<\?xml[^>]{0,500}\?>")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-]+)""", re.IGNORECASE)
 
 
@@ -144,7 +145,9 @@ def _html(markup: str, url: str) -> tuple[str, str]:
     title = ""
     tree = None
     try:
-        tree = lxml.html.document_fromstring(markup)
+        # lxml refuses a decoded string that still declares its encoding (an XHTML page's "<?xml
+        # ... encoding=...?>"): the page was then titled by its first line ("SYNOPSIS").
+        tree = lxml.html.document_fromstring(_XML_DECLARATION.sub("", markup, count=1))
         title = _collapse(tree.findtext(".//title") or "")
     except (etree.ParserError, ValueError):
         pass  # not parseable as a tree; trafilatura below may still cope

@@ -60,9 +60,16 @@ async def test_a_no_key_user_researches_their_own_notes_and_gets_a_cited_report(
 async def test_extract_source_reads_a_corpus_document_by_id(corpus: Path) -> None:
     async with Client(create_server()) as client:
         await wait_until_indexed(client)
+        # Files are read two at once and numbered as they are stored: the note's id is looked up.
+        scouted = await client.call_tool("scout_sources", {"topic": "coral reefs ocean floor"})
+        sources = await client.call_tool(
+            "report_results", {"id": scouted.structured_content["id"], "view": "sources"}
+        )
+        found = re.search(r"coral reefs[^<\n]*<(corpus:\d+)>", sources.structured_content["text"])
+        assert found is not None, sources.structured_content["text"]
         result = await client.call_tool(
             "extract_source",
-            {"source": "corpus:1", "questions": ["What share of the ocean floor do reefs cover?"]},
+            {"source": found.group(1), "questions": ["What share of the ocean floor do reefs cover?"]},
         )
         facts = await client.call_tool(
             "report_results", {"id": result.structured_content["id"], "view": "facts"}
