@@ -419,6 +419,11 @@ def _handoff_sources(subject: _HandoffSubject) -> list[str] | None:
             + (f" covers={','.join(f'Q{n}' for n in s.covers)}" if s.covers else "")
             + f" — {s.rationale}"
             + (f" | scan: {s.scan}" if s.scan else "")
+            + (
+                f" | copies, one source with it: {', '.join(f'<{ref}>' for ref in s.copies)}"
+                if s.copies
+                else ""
+            )
             + (f" | {s.lead[:LEAD_IN_VIEW]}" if s.lead else "")
             for i, s in enumerate(curation.sources)
         ] + [f"Q{n}. {question}" for n, question in enumerate(curation.questions, 1)]

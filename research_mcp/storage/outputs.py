@@ -139,6 +139,9 @@ class CuratedSource(BaseModel):
     lead: str = ""
     #: What the extractor's quick scan found in it (one line), when it was scanned.
     scan: str = ""
+    #: Copies of it folded into it (the same document under another name or in another format):
+    #: one source with it, never a second one (research_mcp/copies.py).
+    copies: list[str] = Field(default_factory=list)
 
 
 class StoredCuration(ScoutOutput, _Reusable):
