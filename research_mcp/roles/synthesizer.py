@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from research_mcp.citations import CitationChecker, normalize
@@ -29,6 +29,7 @@ from research_mcp.roles.evidence import (
     never_mentioned_cap,
 )
 from research_mcp.roles.framing import frame
+from research_mcp.roles.items import ItemScope, facts_of_items
 from research_mcp.roles.outline import outline_gaps, outline_prompt
 from research_mcp.roles.synthesis_inputs import (
     Inputs,
@@ -237,6 +238,7 @@ async def synthesize(
     notes: Sequence[str] = (),
     known: Sequence[KnownInsight] = (),
     outline: Sequence[str] = (),
+    items: Mapping[str, ItemScope] | None = None,
 ) -> RoleResult[SynthesisOutput]:
     """`prior_facts`: known facts from earlier research (prior findings), citable like the others.
 
@@ -251,7 +253,10 @@ async def synthesize(
     what the node left out on purpose (what a task spec's budget did not allow), added to the gaps.
     `known`: what sources read by earlier runs left open (kept in the knowledge base), bearing on
     the questions: given to the synthesizer with the others, and named in the gaps with the source.
-    `outline`: the section headings the report is written in, in order; one it leaves out is a gap."""
+    `outline`: the section headings the report is written in, in order; one it leaves out is a gap.
+    `items`: the compared item each question asks about (roles/items.py): only facts about one of
+    them are in scope, whether found below or given as prior findings, each under its item's
+    question."""
     synthesis_input = SynthesisInput(
         title=title,
         questions=questions,
@@ -266,6 +271,7 @@ async def synthesize(
         prior_facts=prior_facts,
         failures=failures,
         known=known,
+        items=items or {},
     )
     role = Synthesis(synthesis_input, scope, notes=list(dict.fromkeys(notes)), outline=list(outline))
     return await perform(deps, role, Place(run_id, node_id, iteration))
@@ -302,6 +308,7 @@ class _Scope:
         prior_facts: Sequence[int],
         failures: Sequence[str],
         known: Sequence[KnownInsight],
+        items: Mapping[str, ItemScope],
     ) -> _Scope:
         below = read_inputs(deps, input_handoffs)
         facts = list(
@@ -310,6 +317,8 @@ class _Scope:
         # Prior findings the inputs do not already hold (a leaf re-reading a source finds its own again).
         found = {fact.id for fact in facts}
         facts += [fact for fact in deps.store.canonical_facts(prior_facts, questions) if fact.id not in found]
+        # A compared item's facts only: another item's sources, read for it, answer another section.
+        facts = facts_of_items(facts, items, deps.store.get_source)
         scope = cls(below, known_insights(known, below.insights), facts, found)
         failed = [failure[:MAX_FAILURE_CHARS] for failure in [*below.failures, *failures]]
         scope.failed = coverage_said_once(list(dict.fromkeys(failed)))
