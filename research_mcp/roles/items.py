@@ -6,7 +6,7 @@ items (each fact under the question of the item it is about: `facts_of_items`).
 A leaf is one item of a comparison when the leaves beside it each name things it does not (its
 *item names*: the words of its title and questions that carry a capital or a digit, "GPL-3",
 "Apache-2.0", "Rust", that no sibling says; for lowercase items, "cats" and "dogs", the distinctive
-words of a short title). A fact found for it, or given to it as a prior finding, belongs to it when
+words of a short title), and their parent's title or questions name every one of them. A fact found for it, or given to it as a prior finding, belongs to it when
 
 1. its statement or quote names the item; else
 2. its source's title or path names the item; else
@@ -133,6 +133,11 @@ def item_scope(node: PlanNode, parent: PlanNode | None) -> ItemScope | None:
         for name in _names(sibling, [node, *(other for other in siblings if other is not sibling)])
     ]
     if not names or not others:
+        return None
+    # The items are what the parent compares only when it names each of them ("Compare the GPL-3
+    # and the Apache-2.0 licence ..."); parts of an "energy" plan (solar, wind, hydro) are no items.
+    asked = _said(parent)
+    if not names_item(asked, names) or not all(names_item(asked, [other]) for other in others):
         return None
     return ItemScope(names=names, others=tuple(dict.fromkeys(others)))
 

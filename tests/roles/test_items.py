@@ -52,3 +52,15 @@ def test_a_fact_belongs_to_the_item_its_source_or_words_name() -> None:
     assert not of_item(grant, "Apache-2.0", "", gpl)  # the other item
     assert of_item(grant, "Patent clauses compared", "... the GPL 3 grants ...", gpl)  # an article on both
     assert of_item(_fact("The GPL-3 grants a patent license."), "MPL-2.0", "", gpl)
+
+
+def test_parts_the_parent_does_not_name_are_no_compared_items() -> None:
+    parts = PlanNode(
+        kind="executor",
+        title="energy",
+        children=[
+            PlanNode(id=f"n.{n}", kind="leaf", title=title, questions=[f"What is known about {title}?"])
+            for n, title in enumerate(("solar", "wind", "hydro"), 1)
+        ],
+    )
+    assert all(item_scope(leaf, parts) is None for leaf in parts.children)
