@@ -18,7 +18,7 @@ from research_mcp.role_inputs import (
 )
 from research_mcp.roles.acceptance import Criterion, cited_facts, judge, numbered_criteria, reshape
 from research_mcp.roles.base import HandoffContext, Place, Role, RoleDeps, RoleResult, cache_key, perform
-from research_mcp.roles.contradictions import found_contradictions
+from research_mcp.roles.contradictions import Disagreement, disagreements
 from research_mcp.roles.evidence import (
     NOT_ESTABLISHED,
     UNANSWERED,
@@ -104,7 +104,12 @@ def _prompt(payload: SynthesisPayload, criteria: Sequence[Criterion], prior: Col
     return "\n".join(lines)
 
 
-def _summary(output: SynthesisOutput, failed: int = 0) -> list[str]:
+def _summary(
+    output: SynthesisOutput, failed: int = 0, *, headlines: Mapping[str, str] | None = None
+) -> list[str]:
+    """The handoff's two summary lines: what it found first (a disagreement between its sources
+    before anything else: which side to believe is the first thing a reader must know), then its
+    confidence, gaps and disagreements. `headlines`: the short line for each contradiction code found."""
     body = output.report.split(NOT_COVERED, 1)[0]
     lines = [line.strip("-*# ").strip() for line in body.splitlines()]
     prose = [
@@ -114,6 +119,10 @@ def _summary(output: SynthesisOutput, failed: int = 0) -> list[str]:
     ]
     first = prose[0] if prose else (lines[0] if lines else "")
     second = f"confidence {output.confidence.level}; {len(output.gaps)} gaps"
+    if output.contradictions:
+        first = (headlines or {}).get(output.contradictions[0], output.contradictions[0])
+        count = len(output.contradictions)
+        second += f"; sources disagree on {count} point{'s' if count > 1 else ''}"
     if failed:
         second += f"; {failed} failed parts or sources, named in the gaps"
     return [first[:200], second]
@@ -346,6 +355,7 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
         super().__init__(asked, payload)
         self.asked, self.scope, self.notes = asked, scope, notes
         self.outline = outline or []
+        self.disagreements: list[Disagreement] = []  # what code found between the sources (check)
         self.criteria = numbered_criteria(asked.task_specs)
 
     def prompt(self) -> str:
@@ -353,7 +363,8 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
         return _prompt(self.payload, self.criteria, self.scope.prior) + outline_prompt(self.outline)
 
     def summary(self, output: SynthesisOutput) -> list[str]:
-        return _summary(output, len(self.scope.failed))
+        headlines = {disagreement.wording: disagreement.headline for disagreement in self.disagreements}
+        return _summary(output, len(self.scope.failed), headlines=headlines)
 
     def reuse_key(self, deps: RoleDeps) -> str:
         # The same facts and reports, given the same way: the earlier synthesis is reused.
@@ -398,7 +409,11 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
             )
         )
         # Contradictions between verified facts that code can see, whatever the backend saw.
-        disagreeing = [c for c in found_contradictions(scope.facts) if c not in output.contradictions]
+        # Copies of one document are one source: a copy neither contradicts nor settles (copies.py).
+        copies = context.deps.store.source_copies({fact.source_id for fact in scope.facts if fact.verified})
+        self.disagreements = disagreements(scope.facts, copies)
+        found = [disagreement.wording for disagreement in self.disagreements]
+        disagreeing = [c for c in found if c not in output.contradictions]
         output.contradictions += disagreeing
         unanswered = _unanswered(questions, found_gaps, self.notes)
         output.report = _with_contradictions(
