@@ -33,7 +33,6 @@ async def test_a_disagreement_reaches_the_handle_and_the_summary(corpus: Path) -
         )
         handle = run.structured_content
         summary = await client.call_tool("report_results", {"id": handle["id"], "view": "summary"})
-        report = await client.call_tool("report_results", {"id": handle["id"], "view": "report"})
     assert handle["status"] == "done"
     said = " ".join(handle["summary"])
     assert "disagree" in said and "61" in said and "30" in said, said
