@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
-from research_mcp.citations import CitationChecker, normalize
+from research_mcp.citations import CITATION, CitationChecker, normalize
 from research_mcp.contracts import Confidence, ConfidenceLevel, ExtractorTaskSpec, Fact, SynthesisOutput
 from research_mcp.ids import fact_label, source_label
 from research_mcp.role_inputs import (
@@ -117,7 +117,10 @@ def _summary(
         for line, raw in zip(lines, body.splitlines(), strict=True)
         if line and not raw.lstrip().startswith("#")
     ]
-    first = prose[0] if prose else (lines[0] if lines else "")
+    # A line citing a fact before any other: a part that found nothing ("_No verified fact answers
+    # this._") does not make the headline of a result whose other parts found facts.
+    cited = [line for line in prose if CITATION.search(line) and not _note(line)]
+    first = cited[0] if cited else prose[0] if prose else (lines[0] if lines else "")
     second = f"confidence {output.confidence.level}; {len(output.gaps)} gaps"
     if output.contradictions:
         first = (headlines or {}).get(output.contradictions[0], output.contradictions[0])
@@ -126,6 +129,11 @@ def _summary(
     if failed:
         second += f"; {failed} failed parts or sources, named in the gaps"
     return [first[:200], second]
+
+
+def _note(line: str) -> bool:
+    """A line in italics: a note on the lines around it, no finding."""
+    return len(line) > 2 and line.startswith("_") and line.endswith("_")
 
 
 def _scrubbed(insights: Sequence[SourceInsight], checker: CitationChecker) -> list[SourceInsight]:
