@@ -151,18 +151,33 @@ class Disagreement:
 
     @property
     def headline(self) -> str:
-        """In one short line, what each side says: the numbers it gives, or that it denies the other."""
-        numbers = [
-            ", ".join(sorted(_numbers(fact.statement) - _numbers(other.statement)))
-            for fact, other in ((self.first, self.second), (self.second, self.first))
-        ]
-        if all(numbers):
-            sides = (
-                f"{numbers[0]} [{fact_label(self.first.id)}] vs {numbers[1]} [{fact_label(self.second.id)}]"
-            )
-        else:
-            sides = f"{fact_label(self.first.id)} and {fact_label(self.second.id)} say opposite things"
-        return f"{PREFIX}{self.subject}: {sides}"
+        """In one short line, what each side says: the numbers it gives, or that they oppose."""
+        numbers = self._numbers()
+        if numbers is None:
+            return f"{PREFIX}{self.subject}: {self._first} and {self._second} say opposite things"
+        return f"{PREFIX}{self.subject}: {numbers[0]} {self._first} vs {numbers[1]} {self._second}"
+
+    @property
+    def question(self) -> str:
+        """The question that would settle it, for a follow-up: which side another source backs."""
+        numbers = self._numbers()
+        if numbers is None:
+            return f"Which is right on {self.subject}: {self._first} or {self._second}?"
+        return f"Which is right on {self.subject}: {numbers[0]} or {numbers[1]}?"
+
+    @property
+    def _first(self) -> str:
+        return f"[{fact_label(self.first.id)}]"
+
+    @property
+    def _second(self) -> str:
+        return f"[{fact_label(self.second.id)}]"
+
+    def _numbers(self) -> tuple[str, str] | None:
+        """The numbers each side gives and the other does not, when both give some."""
+        first, second = _numbers(self.first.statement), _numbers(self.second.statement)
+        mine, theirs = ", ".join(sorted(first - second)), ", ".join(sorted(second - first))
+        return (mine, theirs) if mine and theirs else None
 
 
 def disagreements(facts: Sequence[Fact], copies: Mapping[int, int] | None = None) -> list[Disagreement]:

@@ -28,12 +28,12 @@ from research_mcp.roles.evidence import (
     never_mentioned,
     never_mentioned_cap,
 )
+from research_mcp.roles.followups import followups
 from research_mcp.roles.framing import frame
 from research_mcp.roles.items import ItemScope, facts_of_items
 from research_mcp.roles.outline import outline_gaps, outline_prompt
 from research_mcp.roles.synthesis_inputs import (
     Inputs,
-    insight_followups,
     known_insights,
     read_inputs,
     source_gaps,
@@ -125,7 +125,7 @@ def _summary(
     if output.contradictions:
         first = (headlines or {}).get(output.contradictions[0], output.contradictions[0])
         count = len(output.contradictions)
-        second += f"; sources disagree on {count} point{'s' if count > 1 else ''}"
+        second += f"; {count} disagreement{'s' if count > 1 else ''} between sources"
     if failed:
         second += f"; {failed} failed parts or sources, named in the gaps"
     return [first[:200], second]
@@ -432,14 +432,19 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
             disagreeing,
         )
         _add_gaps(output, scope.failed, found_gaps)
-        output.suggested_followups += insight_followups(
-            _scrubbed(scope.insights, checker),
-            [*questions, *output.suggested_followups],
-            scope.below.read_refs | links,
+        # Where to go next, from this run alone: never a question asked here or left open below,
+        # never what an earlier run's sources left open (roles/followups.py).
+        cited = set(check.cited)
+        output.suggested_followups = followups(
+            asked=questions,
+            open_questions=[_open_question(gap) for gap in [*found_gaps, *output.gaps]],
+            disagreements=self.disagreements,
+            insights=_scrubbed(scope.below.insights, checker),
+            read=scope.below.read_refs | links,
+            cited=[fact for fact in scope.facts if fact.id in cited and fact.verified],
+            title_of=lambda source_id: context.deps.store.get_source(source_id).title,
+            suggested=output.suggested_followups,
         )
-        # A follow-up is a question not asked yet: one this node was asked, unanswered, is a gap.
-        asked = {normalize(question) for question in questions}
-        output.suggested_followups = [f for f in output.suggested_followups if normalize(f) not in asked]
         evidence.caps += _never_mentioned_caps(questions, [*self.notes, *found_gaps])
         output.confidence = _capped(
             evidence.cap(output.confidence), output, cites_verified=bool(check.verified)
