@@ -133,6 +133,7 @@ def assemble(store: Store, run: Run) -> Assembled:
         gaps=output.gaps,
         metadata=_metadata(store, run, output),
         suggested_followups=output.suggested_followups,
+        confidence_reasons=output.confidence_reasons,
     )
     return Assembled(result, output, ranked)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from typing import Any
 
 from research_mcp.citations import CITATION, CitationChecker, normalize
 from research_mcp.contracts import Confidence, ConfidenceLevel, ExtractorTaskSpec, Fact, SynthesisOutput
@@ -18,6 +19,7 @@ from research_mcp.role_inputs import (
 )
 from research_mcp.roles.acceptance import Criterion, cited_facts, judge, numbered_criteria, reshape
 from research_mcp.roles.base import HandoffContext, Place, Role, RoleDeps, RoleResult, cache_key, perform
+from research_mcp.roles.confidence_words import plain_confidence
 from research_mcp.roles.contradictions import Disagreement, disagreements
 from research_mcp.roles.evidence import (
     NOT_ESTABLISHED,
@@ -40,7 +42,7 @@ from research_mcp.roles.synthesis_inputs import (
 )
 from research_mcp.sources.library import coverage_said_once
 from research_mcp.storage.models import KnownInsight
-from research_mcp.storage.outputs import AcceptanceCheck, CitationCounts, StoredSynthesis
+from research_mcp.storage.outputs import AcceptanceCheck, CitationCounts, ConfidenceCounts, StoredSynthesis
 
 __all__ = ["CRITERION_UNMET", "UNANSWERED", "cap_confidence", "gate_synthesis", "gather_inputs", "synthesize"]
 
@@ -449,8 +451,16 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
         output.confidence = _capped(
             evidence.cap(output.confidence), output, cites_verified=bool(check.verified)
         )
+        # A person reads one plain sentence; the reasons rule by rule stay in the structured output.
+        counts = self._counts(context.deps, output, check.cited, found_gaps)
+        reasons = [output.confidence.reasoning]
+        output.confidence = Confidence(
+            level=output.confidence.level, reasoning=plain_confidence(output.confidence.level, counts)
+        )
         return self.stored(
             output,
+            confidence_reasons=reasons,
+            confidence_counts=counts.model_dump(),
             failures=scope.failed,
             fact_ids=sorted(scope.allowed),
             cited=check.cited,
@@ -464,6 +474,28 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
             acceptance=[item.model_dump() for item in acceptance],
             evidence_gaps=found_gaps,
             insights=[item.model_dump() for item in scope.insights],
+        )
+
+    def _counts(
+        self, deps: RoleDeps, output: SynthesisOutput, cited_ids: Sequence[int], gaps: Sequence[str]
+    ) -> ConfidenceCounts:
+        """What the confidence stands on, counted for the sentence a person reads."""
+        questions = self.asked.questions
+        said = [*gaps, *output.gaps]
+        unanswered = _unanswered(questions, said, self.notes)
+        asked = {normalize(question).rstrip("?. ") for question in questions}
+        unclear = (_unestablished(said) & asked) - unanswered
+        cited = [fact for fact in self.scope.facts if fact.id in set(cited_ids) and fact.verified]
+        copies = deps.store.source_copies({fact.source_id for fact in cited})
+        return ConfidenceCounts(
+            questions=len(questions),
+            unanswered=len(unanswered & asked),
+            unclear=len(unclear),
+            cited_facts=len(cited),
+            independent_sources=len(set(copies.values())),
+            disagreements=len(output.contradictions),
+            failed=len(self.scope.failed),
+            corroborated=any(fact.corroborations > 1 for fact in cited),
         )
 
     def _judged(
@@ -588,6 +620,21 @@ def _acceptance_gaps(acceptance: Sequence[AcceptanceCheck]) -> list[str]:
     return gaps
 
 
+def _gated_confidence(output: StoredSynthesis, cap: ConfidenceLevel, unmet: list[str]) -> dict[str, Any]:
+    """A kept synthesis's confidence capped for its phase's unmet criteria: the plain sentence said
+    again with them, the reason added to the structured ones."""
+    why = f"phase criteria unmet: {', '.join(unmet)}"
+    capped = cap_confidence(output.confidence, cap, why)
+    if capped.level == output.confidence.level or output.confidence_counts is None:
+        return {"confidence": capped}
+    counts = output.confidence_counts.model_copy(update={"unmet_criteria": len(unmet)})
+    return {
+        "confidence": Confidence(level=capped.level, reasoning=plain_confidence(capped.level, counts)),
+        "confidence_reasons": [*output.confidence_reasons, f"Capped at {cap}: {why}"],
+        "confidence_counts": counts,
+    }
+
+
 def gate_synthesis(
     deps: RoleDeps,
     handoff_id: str,
@@ -609,7 +656,7 @@ def gate_synthesis(
     gated = output.model_copy(
         update={
             "gaps": [*gaps, *(gap for gap in output.gaps if gap not in gaps)],
-            "confidence": cap_confidence(output.confidence, cap, f"phase criteria unmet: {', '.join(unmet)}"),
+            **_gated_confidence(output, cap, unmet),
             "unmet_criteria": unmet,
             "cached": False,
             "cached_from": None,

@@ -72,7 +72,7 @@ async def test_evidence_that_shares_no_term_with_its_question_makes_confidence_l
     # anything the question asks (the reported case: GPL-3 and "See the GNU Lesser ... for more details.").
     _, output = await run(GPL, [LICENSE_A, LICENSE_B], scripted([SEE, COPY, FSF]))
     assert output.confidence.level == "low", output.confidence
-    reasoning = output.confidence.reasoning
+    reasoning = " ".join(output.confidence_reasons)
     assert reasoning.startswith(
         "Capped at low by code (most terms of 1 question(s) said by no fact extracted"
     )
@@ -84,19 +84,19 @@ async def test_evidence_that_shares_no_term_with_its_question_makes_confidence_l
 async def test_corroborated_evidence_that_bears_on_the_question_keeps_the_synthesizers_high() -> None:
     _, output = await run(GPL, [LICENSE_A, LICENSE_B], scripted([SEE, COPY, CONVEY]))
     assert output.confidence.level == "high"
-    assert output.confidence.reasoning == "scripted"
+    assert output.confidence_reasons == ["scripted"]
 
 
 async def test_a_single_source_caps_confidence_at_medium() -> None:
     _, output = await run(GPL, [LICENSE_A], scripted([SEE, COPY, CONVEY]))
     assert output.confidence.level == "medium"
-    assert "0 of 1 answered questions backed by two or more sources" in output.confidence.reasoning
+    assert "0 of 1 answered questions backed by two or more sources" in " ".join(output.confidence_reasons)
 
 
 async def test_weak_evidence_caps_confidence_at_low() -> None:
     _, output = await run(GPL, [LICENSE_A, LICENSE_B], scripted([SEE, COPY, CONVEY], confidence=0.3))
     assert output.confidence.level == "low"
-    assert "best evidence per question 0.30 on average, under 0.4" in output.confidence.reasoning
+    assert "best evidence per question 0.30 on average, under 0.4" in " ".join(output.confidence_reasons)
 
 
 async def test_what_sources_leave_open_reaches_the_synthesizer_and_the_runs_gaps_and_followups() -> None:
@@ -150,7 +150,9 @@ async def test_facts_about_another_version_do_not_corroborate_an_answer_about_th
     _, output = await run(GPL, [gpl3, gpl2], scripted([CONVEY, MODIFY, SEE, COPY]))
     assert output.confidence.level == level, output.confidence
     if level == "medium":
-        assert "0 of 1 answered questions backed by two or more sources" in output.confidence.reasoning
+        assert "0 of 1 answered questions backed by two or more sources" in " ".join(
+            output.confidence_reasons
+        )
 
 
 PROTECTED = "What does the Protected field of a dpkg package do?"
@@ -187,7 +189,7 @@ async def test_facts_that_never_mention_what_a_question_names_leave_it_not_estab
     gap = f"Not established by the verified facts: {question}"
     if level == "low":
         assert gap in output.gaps
-        assert "mentions what it names (protect)" in output.confidence.reasoning
+        assert "mentions what it names (protect)" in " ".join(output.confidence_reasons)
     else:  # one source: medium at most
         assert gap not in output.gaps
 
