@@ -10,10 +10,13 @@ the backend gave, rule by rule, stay in the structured content (`StoredSynthesis
 
 from __future__ import annotations
 
-from research_mcp.contracts import ConfidenceLevel
-from research_mcp.storage.outputs import ConfidenceCounts
+from typing import Any
 
-__all__ = ["plain_confidence"]
+from research_mcp.contracts import Confidence, ConfidenceLevel
+from research_mcp.roles.evidence import cap_confidence
+from research_mcp.storage.outputs import ConfidenceCounts, StoredSynthesis
+
+__all__ = ["gated_confidence", "plain_confidence"]
 
 
 def _count(number: int, thing: str, things: str | None = None) -> str:
@@ -83,3 +86,18 @@ def plain_confidence(level: ConfidenceLevel, evidence: ConfidenceCounts) -> str:
     """One sentence a person reads: what was found, what was not, and why the level."""
     said = "; ".join([_found(evidence), *_missing(evidence)])
     return f"{said}; so confidence is {level}, because {_why(level, evidence)}."
+
+
+def gated_confidence(output: StoredSynthesis, cap: ConfidenceLevel, unmet: list[str]) -> dict[str, Any]:
+    """A kept synthesis's confidence capped for its phase's unmet criteria: the plain sentence said
+    again with them, the reason added to the structured ones."""
+    why = f"phase criteria unmet: {', '.join(unmet)}"
+    capped = cap_confidence(output.confidence, cap, why)
+    if capped.level == output.confidence.level or output.confidence_counts is None:
+        return {"confidence": capped}
+    counts = output.confidence_counts.model_copy(update={"unmet_criteria": len(unmet)})
+    return {
+        "confidence": Confidence(level=capped.level, reasoning=plain_confidence(capped.level, counts)),
+        "confidence_reasons": [*output.confidence_reasons, f"Capped at {cap}: {why}"],
+        "confidence_counts": counts,
+    }

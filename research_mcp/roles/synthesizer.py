@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Any
 
-from research_mcp.citations import CITATION, CitationChecker, normalize
+from research_mcp.citations import CitationChecker, normalize
 from research_mcp.contracts import Confidence, ConfidenceLevel, ExtractorTaskSpec, Fact, SynthesisOutput
 from research_mcp.ids import fact_label, source_label
 from research_mcp.role_inputs import (
@@ -19,7 +18,7 @@ from research_mcp.role_inputs import (
 )
 from research_mcp.roles.acceptance import Criterion, cited_facts, judge, numbered_criteria, reshape
 from research_mcp.roles.base import HandoffContext, Place, Role, RoleDeps, RoleResult, cache_key, perform
-from research_mcp.roles.confidence_words import plain_confidence
+from research_mcp.roles.confidence_words import gated_confidence, plain_confidence
 from research_mcp.roles.contradictions import Disagreement, disagreements
 from research_mcp.roles.evidence import (
     NOT_ESTABLISHED,
@@ -40,6 +39,7 @@ from research_mcp.roles.synthesis_inputs import (
     read_inputs,
     source_gaps,
 )
+from research_mcp.roles.synthesis_summary import NOT_COVERED, synthesis_summary
 from research_mcp.sources.library import coverage_said_once
 from research_mcp.storage.models import KnownInsight
 from research_mcp.storage.outputs import AcceptanceCheck, CitationCounts, ConfidenceCounts, StoredSynthesis
@@ -49,7 +49,6 @@ __all__ = ["CRITERION_UNMET", "UNANSWERED", "cap_confidence", "gate_synthesis", 
 MAX_FACTS = 150
 #: How the gap of an acceptance criterion a synthesis did not meet begins.
 CRITERION_UNMET = "Acceptance criterion unmet"
-NOT_COVERED = "## Not covered (failed)"
 CONTRADICTIONS = "## Contradictions between sources"
 MAX_FAILURE_CHARS = 400
 
@@ -104,38 +103,6 @@ def _prompt(payload: SynthesisPayload, criteria: Sequence[Criterion], prior: Col
         gaps = "\n\nGaps:\n" + "\n".join(f"- {gap}" for gap in report.gaps) if report.gaps else ""
         lines.append(frame(f"REPORT {report.title!r} (confidence {report.confidence})", report.report + gaps))
     return "\n".join(lines)
-
-
-def _summary(
-    output: SynthesisOutput, failed: int = 0, *, headlines: Mapping[str, str] | None = None
-) -> list[str]:
-    """The handoff's two summary lines: what it found first (a disagreement between its sources
-    before anything else: which side to believe is the first thing a reader must know), then its
-    confidence, gaps and disagreements. `headlines`: the short line for each contradiction code found."""
-    body = output.report.split(NOT_COVERED, 1)[0]
-    lines = [line.strip("-*# ").strip() for line in body.splitlines()]
-    prose = [
-        line
-        for line, raw in zip(lines, body.splitlines(), strict=True)
-        if line and not raw.lstrip().startswith("#")
-    ]
-    # A line citing a fact before any other: a part that found nothing ("_No verified fact answers
-    # this._") does not make the headline of a result whose other parts found facts.
-    cited = [line for line in prose if CITATION.search(line) and not _note(line)]
-    first = cited[0] if cited else prose[0] if prose else (lines[0] if lines else "")
-    second = f"confidence {output.confidence.level}; {len(output.gaps)} gaps"
-    if output.contradictions:
-        first = (headlines or {}).get(output.contradictions[0], output.contradictions[0])
-        count = len(output.contradictions)
-        second += f"; {count} disagreement{'s' if count > 1 else ''} between sources"
-    if failed:
-        second += f"; {failed} failed parts or sources, named in the gaps"
-    return [first[:200], second]
-
-
-def _note(line: str) -> bool:
-    """A line in italics: a note on the lines around it, no finding."""
-    return len(line) > 2 and line.startswith("_") and line.endswith("_")
 
 
 def _scrubbed(insights: Sequence[SourceInsight], checker: CitationChecker) -> list[SourceInsight]:
@@ -374,7 +341,7 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
 
     def summary(self, output: SynthesisOutput) -> list[str]:
         headlines = {disagreement.wording: disagreement.headline for disagreement in self.disagreements}
-        return _summary(output, len(self.scope.failed), headlines=headlines)
+        return synthesis_summary(output, len(self.scope.failed), headlines=headlines)
 
     def reuse_key(self, deps: RoleDeps) -> str:
         # The same facts and reports, given the same way: the earlier synthesis is reused.
@@ -620,21 +587,6 @@ def _acceptance_gaps(acceptance: Sequence[AcceptanceCheck]) -> list[str]:
     return gaps
 
 
-def _gated_confidence(output: StoredSynthesis, cap: ConfidenceLevel, unmet: list[str]) -> dict[str, Any]:
-    """A kept synthesis's confidence capped for its phase's unmet criteria: the plain sentence said
-    again with them, the reason added to the structured ones."""
-    why = f"phase criteria unmet: {', '.join(unmet)}"
-    capped = cap_confidence(output.confidence, cap, why)
-    if capped.level == output.confidence.level or output.confidence_counts is None:
-        return {"confidence": capped}
-    counts = output.confidence_counts.model_copy(update={"unmet_criteria": len(unmet)})
-    return {
-        "confidence": Confidence(level=capped.level, reasoning=plain_confidence(capped.level, counts)),
-        "confidence_reasons": [*output.confidence_reasons, f"Capped at {cap}: {why}"],
-        "confidence_counts": counts,
-    }
-
-
 def gate_synthesis(
     deps: RoleDeps,
     handoff_id: str,
@@ -656,7 +608,7 @@ def gate_synthesis(
     gated = output.model_copy(
         update={
             "gaps": [*gaps, *(gap for gap in output.gaps if gap not in gaps)],
-            **_gated_confidence(output, cap, unmet),
+            **gated_confidence(output, cap, unmet),
             "unmet_criteria": unmet,
             "cached": False,
             "cached_from": None,
