@@ -480,7 +480,7 @@ def _handoff_sources(subject: _HandoffSubject) -> list[str] | None:
     if asked is None:
         return None
     source = subject.store.get_source(asked.source_id)
-    return [f"{source_label(source.id)} {source.title} <{source.ref}>"]
+    return [f"{source_label(source.id)} {source_name(source)} <{source.ref}>"]
 
 
 def _handoff_report(subject: _HandoffSubject) -> list[str] | None:
