@@ -150,6 +150,8 @@ def _ranked_sources(store: Store, output: StoredSynthesis) -> list[RankedSource]
             backs[sid] = backs.get(sid, 0) + 1
     counts = {sid: own.get(sid, 0) + backs.get(sid, 0) for sid in dict.fromkeys([*own, *backs])}
     top = max(counts.values(), default=1)
+    # One order in every view: the most relevant first, ties by id.
+    counts = dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
     return [
         RankedSource(
             store.get_source(sid),
@@ -369,7 +371,8 @@ def _run_summary(subject: _RunSubject) -> list[str]:
         f"confidence: {result.confidence.level} — {result.confidence.reasoning}",
         *contradictions,
         *_summary_parts(result.findings, contradictions),
-        f"{len(result.sources)} sources; citations {meta.citations_verified}/{meta.citations_made} verified, "
+        f"{len(result.sources)} sources cited of {meta.sources_read} read; "
+        f"citations {meta.citations_verified}/{meta.citations_made} verified, "
         f"{meta.citations_dropped} dropped; {meta.llm_calls} model calls, ${meta.cost_usd:.4f} ({meta.backend})",
     ]
     if result.gaps:
@@ -606,12 +609,11 @@ def source_name(source: Source) -> str:
 def report_markdown(store: Store, run_id: str) -> str:
     """A run's result as one Markdown document: findings, confidence, gaps, sources."""
     result = assemble_result(store, run_id)
-    lines = [
-        result.findings,
-        "",
-        f"**Confidence:** {result.confidence.level} — {result.confidence.reasoning}",
-        "",
-    ]
+    # The confidence near the top, under the title: read before the answer, as in every view.
+    title, _, body = result.findings.partition("\n")
+    said = f"**Confidence:** {result.confidence.level} — {result.confidence.reasoning}"
+    top = [title, "", said, body] if title.startswith("# ") else [said, "", result.findings]
+    lines = [*top, ""]
     if result.gaps:
         lines += ["## Gaps", *[f"- {gap}" for gap in result.gaps], ""]
     lines += [

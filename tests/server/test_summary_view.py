@@ -48,6 +48,9 @@ async def test_the_summary_shows_every_part_and_the_disagreement_after_the_confi
         report = (
             await client.call_tool("report_results", {"id": run_id, "view": "report"})
         ).structured_content
+        sources = (
+            await client.call_tool("report_results", {"id": run_id, "view": "sources"})
+        ).structured_content
     headings = re.findall(r"^## (.+)$", report["text"], flags=re.MULTILINE)
     parts = [heading for heading in headings if "Contradictions" not in heading]
     assert len(parts) >= 3, report["text"]
@@ -58,3 +61,8 @@ async def test_the_summary_shows_every_part_and_the_disagreement_after_the_confi
     disagreement = next(i for i, line in enumerate(lines) if line.startswith("Sources disagree on"))
     assert "61 centimetres" in lines[disagreement] and "30 centimetres" in lines[disagreement]
     assert disagreement < lines.index(f"## {parts[0]}")  # said before the answer's parts
+    # One count and one order: the sources the views list, most relevant first.
+    listed = sources["text"].splitlines()
+    assert f"{len(listed)} sources cited of " in summary["text"]
+    relevance = [float(line.split("relevance=", 1)[1].split(" ", 1)[0]) for line in listed]
+    assert relevance == sorted(relevance, reverse=True)
