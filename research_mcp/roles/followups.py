@@ -8,7 +8,8 @@ A synthesis's follow-ups, in this order, at most `MAX_FOLLOWUPS`:
    they cite that was not read;
 4. the next question a reader would ask: a term the cited facts define or single out (in quotes,
    or a capitalised name after a sentence's first word) that no question asked names, asked of the
-   source that uses it ("What does GPL-3 mean by "Corresponding Source"?").
+   source that uses it ("What does GPL-3 mean by "Corresponding Source"?"), but a term naming
+   that source itself ("Apache License" in Apache-2.0).
 
 Never a question the run was asked (answered or left open: the gaps say so), and never what an
 earlier run's sources left open (runs/prior.py gives those to the synthesizer as context only: over
@@ -31,7 +32,7 @@ __all__ = ["MAX_FOLLOWUPS", "followups"]
 
 MAX_FOLLOWUPS = 5
 #: Terms the cited facts single out that become a reader's next questions.
-MAX_TERMS = 2
+MAX_TERMS = 3
 _QUOTED = re.compile(r"[\"“]([^\"”]{3,60})[\"”]")
 _NAME = re.compile(r"(?<=[a-z,;:] )((?:[A-Z][\w'-]+ ){1,3}[A-Z][\w'-]+)")
 
@@ -73,8 +74,14 @@ def followups(
             add(f"Read {item.text} (cited by {source_label(item.source_id)})")
             read = read | {item.text}
     for term, source_id in _terms(cited, asked):
-        add(f'What does {title_of(source_id) or source_label(source_id)} mean by "{term}"?')
+        title = title_of(source_id) or source_label(source_id)
+        if not _words(term) & _words(title):  # "Apache License" in Apache-2.0 is its own name
+            add(f'What does {title} mean by "{term}"?')
     return found[:MAX_FOLLOWUPS]
+
+
+def _words(text: str) -> set[str]:
+    return {word for word in re.findall(r"[^\W\d_]{3,}", text.casefold())}
 
 
 def _terms(cited: Sequence[Fact], asked: Sequence[str]) -> list[tuple[str, int]]:
