@@ -33,6 +33,7 @@ NUMBER_GAP = 3
 ITEM_TITLE_WORDS = 6
 _TOKEN = re.compile(r"[^\W_][\w.+#-]*[\w+#]|[^\W_]")
 _WORD = re.compile(r"[^\W_]+")
+_SENTENCE_END = re.compile(r"[.;:!?]\s+")
 _IDENTIFIER = re.compile(r"(?<![\w-])([A-Za-z]{2,})[-\u2010\u2011]?v?(\d+(?:\.\d+)*)(?![\w.-]*\d)")
 _QUESTION_WORDS = frozenset(
     [
@@ -143,9 +144,14 @@ def item_scope(node: PlanNode, parent: PlanNode | None) -> ItemScope | None:
 
 
 def names_item(text: str, names: Sequence[str]) -> bool:
-    """Whether a text says one of these names (see the module)."""
-    words = _words(text)
-    return any(_says(words, _words(name)) for name in names)
+    """Whether a text says one of these names (see the module), within one sentence: "... of the
+    GNU GPL. Exception to Section 3" does not say "GPL-3"."""
+    return any(
+        _says(words, _words(name))
+        for sentence in _SENTENCE_END.split(text)
+        if (words := _words(sentence))
+        for name in names
+    )
 
 
 def _says(words: list[str], name: list[str]) -> bool:
@@ -171,7 +177,7 @@ def _says(words: list[str], name: list[str]) -> bool:
 def of_item(fact: Fact, title: str, text: str, scope: ItemScope) -> bool:
     """Whether a fact is about the leaf's item, from its own words, then its source's title (and
     path) and text (see the module)."""
-    if names_item(f"{fact.statement} {fact.quote}", scope.names):
+    if names_item(fact.statement, scope.names) or names_item(fact.quote, scope.names):
         return True
     if names_item(title, scope.names):
         return True

@@ -64,3 +64,8 @@ def test_parts_the_parent_does_not_name_are_no_compared_items() -> None:
         ],
     )
     assert all(item_scope(leaf, parts) is None for leaf in parts.children)
+
+
+def test_a_name_is_said_within_one_sentence() -> None:
+    assert not names_item("Exception to Section 3 of the GNU GPL. Exception to Section 3.", ["GPL-3"])
+    assert names_item("This is the GNU GPL version 3; it grants.", ["GPL-3"])
