@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from research_mcp.contracts import Fact, PlanNode, Source
+from research_mcp.matching.terms import stem
 
 __all__ = ["ItemScope", "facts_of_items", "item_scope", "names_item", "of_item"]
 
@@ -90,7 +91,9 @@ class ItemScope:
 
 
 def _words(text: str) -> list[str]:
-    return _WORD.findall(text.casefold())
+    """A text's words as names are matched: casefolded and lightly stemmed ("cats" says "cat",
+    "licence" says "license"); numbers as they are."""
+    return [stem(word) for word in _WORD.findall(text.casefold())]
 
 
 def _name_tokens(text: str) -> list[str]:

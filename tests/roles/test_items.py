@@ -69,3 +69,19 @@ def test_parts_the_parent_does_not_name_are_no_compared_items() -> None:
 def test_a_name_is_said_within_one_sentence() -> None:
     assert not names_item("Exception to Section 3 of the GNU GPL. Exception to Section 3.", ["GPL-3"])
     assert names_item("This is the GNU GPL version 3; it grants.", ["GPL-3"])
+
+
+def test_lowercase_items_are_named_in_the_singular_or_the_plural() -> None:
+    pets = PlanNode(
+        kind="executor",
+        title="Compare cats and dogs as pets",
+        children=[
+            PlanNode(id="n.1", kind="leaf", title="cats", questions=["What about cats as pets?"]),
+            PlanNode(id="n.2", kind="leaf", title="dogs", questions=["What about dogs as pets?"]),
+        ],
+    )
+    cats = item_scope(pets.children[0], pets)
+    assert cats is not None and cats.names == ("cat",)  # its words, stemmed
+    fact = _fact("It sleeps sixteen hours a day.")
+    assert of_item(fact, "Feline behaviour", "A cat sleeps sixteen hours a day.", cats)
+    assert not of_item(fact, "Dog care", "A dog sleeps twelve hours a day.", cats)
