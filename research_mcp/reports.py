@@ -30,6 +30,7 @@ from research_mcp.contracts import (
 )
 from research_mcp.errors import InvalidInput, NotFound
 from research_mcp.ids import NodeKey, fact_label, kind_of_id, source_label
+from research_mcp.report_parts import summary_parts
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.curation import curation_behind
 from research_mcp.runs.snapshot import read_snapshot
@@ -57,10 +58,6 @@ MAX_MAX_TOKENS = 20_000
 #: The characters of a curated source's opening shown in the sources view.
 LEAD_IN_VIEW = 160
 SUMMARY_FOLLOWUPS = 3  # follow-up questions the summary view names (the followups view has them all)
-#: Lines of each part of a report the summary view shows (the report view has them all); of a
-#: report without parts, the lines it shows.
-SUMMARY_LINES_PER_PART = 2
-SUMMARY_LINES_ALONE = 5
 
 
 def approx_tokens(text: str) -> int:
@@ -319,44 +316,6 @@ def _run_handoffs(subject: _RunSubject) -> list[str]:
     ]
 
 
-def _report_parts(findings: str) -> tuple[str, list[tuple[str, list[str]]]]:
-    """A report's title line, and its parts in order: each section's heading ("" for the lines
-    before the first) with its lines."""
-    title = ""
-    parts: list[tuple[str, list[str]]] = [("", [])]
-    for raw in findings.splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        if line.startswith("# ") and not title and not any(lines for _, lines in parts):
-            title = line
-        elif line.startswith("## "):
-            parts.append((line, []))
-        else:
-            parts[-1][1].append(line)
-    return title, [(heading, lines) for heading, lines in parts if heading or lines]
-
-
-def _summary_parts(findings: str, contradictions: list[str]) -> list[str]:
-    """Every part of the report, each with its first lines and how many more the report holds; the
-    contradictions it lists are said apart, with the confidence, so they are left out here."""
-    title, parts = _report_parts(findings)
-    listed = {f"- {item}" for item in contradictions}
-    lines = [title] if title else []
-    sections = [part for part in parts if part[0]]
-    for heading, body in parts:
-        body = [line for line in body if line not in listed]
-        if not body and heading:
-            continue  # the contradictions' own heading, said above
-        shown = body[: SUMMARY_LINES_PER_PART if sections else SUMMARY_LINES_ALONE]
-        lines += [heading] if heading else []
-        lines += shown
-        if len(body) > len(shown):
-            more = len(body) - len(shown)
-            lines.append(f"(and {more} more line{'s' if more > 1 else ''} in the report view)")
-    return lines
-
-
 def _run_summary(subject: _RunSubject) -> list[str]:
     """The whole result at a glance: its confidence and any disagreement between its sources first,
     then every part of the report with its first lines, the counts, and where to go next."""
@@ -370,7 +329,7 @@ def _run_summary(subject: _RunSubject) -> list[str]:
     lines = [
         f"confidence: {result.confidence.level} — {result.confidence.reasoning}",
         *contradictions,
-        *_summary_parts(result.findings, contradictions),
+        *summary_parts(result.findings, contradictions),
         f"{len(result.sources)} sources cited of {meta.sources_read} read; "
         f"citations {meta.citations_verified}/{meta.citations_made} verified, "
         f"{meta.citations_dropped} dropped; {meta.llm_calls} model calls, ${meta.cost_usd:.4f} ({meta.backend})",
