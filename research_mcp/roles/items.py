@@ -6,7 +6,8 @@ items (each fact under the question of the item it is about: `facts_of_items`).
 A leaf is one item of a comparison when the leaves beside it each name things it does not (its
 *item names*: the words of its title and questions that carry a capital or a digit, "GPL-3",
 "Apache-2.0", "Rust", that no sibling says; for lowercase items, "cats" and "dogs", the distinctive
-words of a short title), and their parent's title or questions name every one of them. A fact found for it, or given to it as a prior finding, belongs to it when
+words of a short title that is no question), every leaf beside it is such an item too, and their
+parent's title or questions name every one of them. A fact found for it, or given to it as a prior finding, belongs to it when
 
 1. its statement or quote names the item; else
 2. its source's title or path names the item; else
@@ -117,7 +118,7 @@ def _names(node: PlanNode, siblings: Sequence[PlanNode]) -> tuple[str, ...]:
     a short title without any, its words the siblings' titles lack."""
     others = {word for sibling in siblings for word in _words(_said(sibling))}
     names = [token for token in _name_tokens(_said(node)) if not set(_words(token)) <= others]
-    if not names and len(node.title.split()) <= ITEM_TITLE_WORDS:
+    if not names and len(node.title.split()) <= ITEM_TITLE_WORDS and not node.title.rstrip().endswith("?"):
         titled = {word for sibling in siblings for word in _words(sibling.title)}
         names = [word for word in _words(node.title) if word not in titled and word not in _QUESTION_WORDS]
     return tuple(dict.fromkeys(names))
@@ -131,13 +132,13 @@ def item_scope(node: PlanNode, parent: PlanNode | None) -> ItemScope | None:
     if not siblings:
         return None
     names = _names(node, siblings)
-    others = [
-        name
+    named = [
+        _names(sibling, [node, *(other for other in siblings if other is not sibling)])
         for sibling in siblings
-        for name in _names(sibling, [node, *(other for other in siblings if other is not sibling)])
     ]
-    if not names or not others:
+    if not names or not all(named):  # every leaf beside it an item too, or these are parts
         return None
+    others = [name for each in named for name in each]
     # The items are what the parent compares only when it names each of them ("Compare the GPL-3
     # and the Apache-2.0 licence ..."); parts of an "energy" plan (solar, wind, hydro) are no items.
     asked = _said(parent)

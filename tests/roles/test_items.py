@@ -85,3 +85,22 @@ def test_lowercase_items_are_named_in_the_singular_or_the_plural() -> None:
     fact = _fact("It sleeps sixteen hours a day.")
     assert of_item(fact, "Feline behaviour", "A cat sleeps sixteen hours a day.", cats)
     assert not of_item(fact, "Dog care", "A dog sleeps twelve hours a day.", cats)
+
+
+def test_the_parts_of_a_question_are_no_compared_items() -> None:
+    parts = PlanNode(
+        kind="executor",
+        title="How fast does giant kelp grow per day, what do sea otters eat, and where do coral reefs grow?",
+        children=[
+            PlanNode(id=f"n.{n}", kind="leaf", title=question, questions=[question])
+            for n, question in enumerate(
+                (
+                    "How fast does giant kelp grow per day?",
+                    "What do sea otters eat?",
+                    "Where do coral reefs grow?",
+                ),
+                1,
+            )
+        ],
+    )
+    assert all(item_scope(leaf, parts) is None for leaf in parts.children)
