@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,11 +34,25 @@ __all__ = [
 PROBLEM = "problem: "  # how a doctor line naming a problem begins; `doctor` then exits 1
 
 
-def connect_hint() -> str:
-    """How to add this very server to Claude Code: the absolute path of the running script."""
+#: The environment a server takes its settings from (config.py), carried into the connect line.
+SETTINGS_PREFIXES = ("RESEARCH_MCP_", "TAVILY_", "ANTHROPIC_")
+_SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+
+
+def connect_hint(environ: Mapping[str, str] | None = None) -> str:
+    """How to add this very server to Claude Code: the absolute path of the running script, with
+    the settings this shell has (`-e NAME=value` each: the host starts the server without this
+    shell's environment, so a corpus set here would be missing there). A secret is passed by
+    reference (`"$TAVILY_API_KEY"`), never printed."""
     script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else Path("research-mcp")
     command = str(script) if script.name == "research-mcp" and script.exists() else "research-mcp"
-    return f"connect it with: claude mcp add research-mcp -- {command} serve"
+    env = os.environ if environ is None else environ
+    settings = [
+        f'-e {name}="${name}"' if _SECRET.search(name) else f"-e {shlex.quote(f'{name}={value}')}"
+        for name, value in sorted(env.items())
+        if name.startswith(SETTINGS_PREFIXES) and value
+    ]
+    return f"connect it with: claude mcp add research-mcp {' '.join([*settings, '--'])} {command} serve"
 
 
 def backend_line(settings: Settings) -> str:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
 from research_mcp.contracts import Source
+from research_mcp.copies import Fingerprint, fingerprint, stem_of
 from research_mcp.errors import InvalidInput, NotConfigured, ResearchError, SourceError, shown
 from research_mcp.ids import corpus_number, corpus_ref, kind_of_id, source_number
 from research_mcp.sources.corpus import RELEVANCE_FLOOR
@@ -121,6 +122,7 @@ class SourceLibrary:
         self.corpus = corpus
         self.web_max_age = web_max_age
         self.searches = 0
+        self._fingerprints: dict[str, Fingerprint] = {}  # by content hash: a text's never changes
 
     @property
     def web_configured(self) -> bool:
@@ -273,6 +275,21 @@ class SourceLibrary:
             return opening(self.corpus.read(corpus_number(ref)).text)
         except ResearchError:
             return ""
+
+    def fingerprint_of(self, ref: str) -> Fingerprint | None:
+        """A corpus document's fingerprint (research_mcp/copies.py: which documents are copies of
+        one another), its path giving the stem; None for any other reference or a document gone."""
+        if self.corpus is None or classify_ref(ref) != "corpus":
+            return None
+        try:
+            document = self.corpus.read(corpus_number(ref))
+        except ResearchError:
+            return None
+        if document.content_hash not in self._fingerprints:
+            self._fingerprints[document.content_hash] = fingerprint(document.text, document.path)
+        known = self._fingerprints[document.content_hash]
+        # The same bytes under another name: the same words, but this name's stem.
+        return Fingerprint(known.digest, known.sketch, known.shingles, stem_of(document.path))
 
     async def site_pages(
         self, site: str, *, instructions: str, limit: int, scan: int, failures: list[str] | None = None
