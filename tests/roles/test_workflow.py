@@ -51,11 +51,14 @@ def plan_of(*children: dict[str, Any], **root: Any) -> dict[str, Any]:
     return {"root": {"kind": "executor", "title": "energy", "children": list(children), **root}}
 
 
-async def run_plan(client: Client, suggested: dict[str, Any], **execute: Any) -> dict[str, Any]:
-    plan = await client.call_tool("plan_research", {"query": "energy sources", "suggested_plan": suggested})
+async def run_plan(client: Client, suggested: dict[str, Any], **planned: Any) -> dict[str, Any]:
+    """Plan (with the run's budget, if given: a plan's budget is the run's) and run it."""
+    plan = await client.call_tool(
+        "plan_research", {"query": "energy sources", "suggested_plan": suggested, **planned}
+    )
     assert not plan.is_error, plan.content
     run = await client.call_tool(
-        "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 20, **execute}
+        "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 20}
     )
     assert not run.is_error, run.content
     return dict(run.structured_content)
