@@ -79,6 +79,10 @@ class Settings(BaseSettings):
     ask_before_run: bool = Field(default=True, validation_alias="RESEARCH_MCP_ASK_BEFORE_RUN")
 
     concurrency: int = Field(default=4, ge=1, le=64, validation_alias="RESEARCH_MCP_CONCURRENCY")
+    # Model calls of plan_research at once, on slots of their own: planning never queues behind the
+    # background runs' calls. Twice as many plan_research calls may be under way (the rest wait for a
+    # slot); past that, plan_research answers at once that the server is at capacity.
+    planning_slots: int = Field(default=2, ge=1, le=64, validation_alias="RESEARCH_MCP_PLANNING_SLOTS")
     # The scout's sweep (its searches and site crawls) stops when this box closes (roles/sweep.py).
     sweep_seconds: float = Field(default=60.0, gt=0, le=600, validation_alias="RESEARCH_MCP_SWEEP_SECONDS")
     # The tokens the scout's quick scans of its top candidates may spend (roles/quick_scan.py); 0: none.

@@ -26,7 +26,7 @@ from research_mcp.contracts import (
     ReportPage,
     View,
 )
-from research_mcp.errors import InvalidInput
+from research_mcp.errors import AtCapacity, InvalidInput
 from research_mcp.ids import source_label
 from research_mcp.llm.base import ModelBackend
 from research_mcp.llm.pricing import FALLBACK_PRICE, price_for
@@ -58,19 +58,27 @@ class ResearchService:
     sources: SourceLibrary
     runs: RunManager
     knowledge: KnowledgeBase | None = None
-    # One limit on model calls for the whole server, shared by every run and tool call.
+    # One limit on model calls for the whole server, shared by every run and tool call but planning.
     limiter: anyio.CapacityLimiter = field(init=False)
+    # Planning is interactive (a person waits on it): its model calls have slots of their own, so a
+    # plan never queues behind background runs; `planners` bounds the plan_research calls under way.
+    planning: anyio.CapacityLimiter = field(init=False)
+    planners: anyio.CapacityLimiter = field(init=False)
 
     def __post_init__(self) -> None:
         self.limiter = anyio.CapacityLimiter(self.settings.concurrency)
+        self.planning = anyio.CapacityLimiter(self.settings.planning_slots)
+        self.planners = anyio.CapacityLimiter(2 * self.settings.planning_slots)
 
-    def deps(self, model: ModelBackend, budget: Budget | None = None) -> RoleDeps:
+    def deps(
+        self, model: ModelBackend, budget: Budget | None = None, *, interactive: bool = False
+    ) -> RoleDeps:
         return RoleDeps(
             store=self.store,
             model=model,
             sources=self.sources,
             settings=self.settings,
-            limiter=self.limiter,
+            limiter=self.planning if interactive else self.limiter,
             budget=BudgetTracker.from_limits(budget),
             knowledge=self.knowledge,
         )
@@ -92,17 +100,27 @@ class ResearchService:
     async def plan(
         self, query: str, *, suggested: PlannerOutput | None, budget: Budget | None, model: ModelBackend
     ) -> CompactReturn:
-        known = 0
-        if self.knowledge is not None:
-            known = await anyio.to_thread.run_sync(self.knowledge.count_known, query)
-        record = await plan_research(
-            self.deps(model),
-            query,
-            suggested=suggested,
-            budget=budget,
-            known_facts=known,
-            price=self._price(model),
-        )
+        try:
+            self.planners.acquire_nowait()
+        except anyio.WouldBlock:
+            raise AtCapacity(
+                f"The server is at capacity: {int(self.planners.total_tokens)} plans are being made now. "
+                "Call plan_research again in a minute."
+            ) from None
+        try:
+            known = 0
+            if self.knowledge is not None:
+                known = await anyio.to_thread.run_sync(self.knowledge.count_known, query)
+            record = await plan_research(
+                self.deps(model, interactive=True),
+                query,
+                suggested=suggested,
+                budget=budget,
+                known_facts=known,
+                price=self._price(model),
+            )
+        finally:
+            self.planners.release()
         searches_nothing = record.root is not None and self._searches_nothing(record.root)
         return handles.plan_handle(
             record, query, known=known, searches_nothing=searches_nothing, backend=model.name
