@@ -114,7 +114,9 @@ class RunManager:
         if existing is not None and (existing.id in self.live or not self.resumable(existing, retry=retry)):
             return existing.id
         run_id = (
-            existing.id if existing is not None else self.store.create_run(plan_ids, deps.model.name, budget)
+            existing.id
+            if existing is not None
+            else self.store.create_run(plan_ids, deps.model.name, budget, caller=deps.caller)
         )
         self.resume(run_id, deps, retry=retry)
         return run_id

@@ -12,7 +12,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from research_mcp.errors import NotFound, ResearchError
 from research_mcp.printable import printable
-from research_mcp.server.context import ToolContext
+from research_mcp.server.context import ToolContext, caller_of
 from research_mcp.service import ResearchService
 
 __all__ = ["register_resources"]
@@ -26,7 +26,7 @@ def register_resources(server: MCPServer[Any], running: Callable[[], ResearchSer
         """The finished report of a run, with sources and confidence."""
         service = ctx.request_context.lifespan_context.service
         try:
-            return printable(service.report_markdown(run_id))
+            return printable(service.report_markdown(run_id, caller_of(ctx.request_context)))
         except NotFound as error:
             raise ResourceNotFoundError(str(error)) from error
         except ResearchError as error:
@@ -37,7 +37,8 @@ def register_resources(server: MCPServer[Any], running: Callable[[], ResearchSer
         """A role's full output as stored."""
         service = ctx.request_context.lifespan_context.service
         try:
-            return json.dumps(service.handoff(handoff_id).model_dump(mode="json"), indent=1)
+            handoff = service.handoff(handoff_id, caller_of(ctx.request_context))
+            return json.dumps(handoff.model_dump(mode="json"), indent=1)
         except NotFound as error:
             raise ResourceNotFoundError(str(error)) from error
 

@@ -200,8 +200,10 @@ class FactTables(StoreDatabase):
         if not fact_ids:
             return []
         rows = self._all(
-            "SELECT f.id, f.statement, f.run_id, f.source_id, f.question, s.ref, s.kind, s.fetched_at"
-            f" FROM facts f JOIN sources s ON s.id = f.source_id WHERE f.id IN ({marks(fact_ids)})"
+            "SELECT f.id, f.statement, f.run_id, f.source_id, f.question, s.ref, s.kind, s.fetched_at,"
+            " COALESCE(r.caller, h.caller) AS owner FROM facts f JOIN sources s ON s.id = f.source_id"
+            " LEFT JOIN runs r ON r.id = f.run_id LEFT JOIN handoffs h ON h.id = f.handoff_id"
+            f" WHERE f.id IN ({marks(fact_ids)})"
             " AND f.verified = 1 AND f.canonical_id IS NULL ORDER BY f.id",
             list(fact_ids),
         )

@@ -307,6 +307,15 @@ def m011_facts_by_canonical(db: Database) -> None:
     db.table("facts").create_index(["canonical_id"], if_not_exists=True)
 
 
+def m012_callers(db: Database) -> None:
+    """Who made each plan, run and direct handoff ("user:<name>" over HTTP with a token per user,
+    "session:<id>" over HTTP without one, NULL for the local host): over HTTP a caller reads, runs and
+    lists as tasks only what is theirs, across restarts of the server."""
+    for table in ("plans", "runs", "handoffs"):
+        db.table(table).add_column("caller", str)
+    db.table("runs").create_index(["caller"], if_not_exists=True)
+
+
 def _insight_rows(
     output: dict[str, Any], source_id: int, ref: str
 ) -> list[tuple[int, str, str, str, str, str]]:
@@ -336,6 +345,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("009_plan_budget", m009_plan_budget),
     ("010_corpus_failures", m010_corpus_failures),
     ("011_facts_by_canonical", m011_facts_by_canonical),
+    ("012_callers", m012_callers),
 ]
 
 

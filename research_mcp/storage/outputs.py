@@ -211,6 +211,7 @@ class Handoff(BaseModel):
     attempt: int
     iteration: int
     error: str | None
+    caller: str | None = None  # who asked for a handoff made outside a run; a run's is the run's caller
 
     @model_validator(mode="before")
     @classmethod

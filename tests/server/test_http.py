@@ -59,6 +59,7 @@ def server_env(home: Path, **extra: str) -> dict[str, str]:
         "RESEARCH_MCP_MODEL": "extractive",
         "HF_HUB_OFFLINE": "1",
         "PYTHONUNBUFFERED": "1",  # anything written to stdout shows at once
+        "PYTHONPATH": str(Path(__file__).parents[2]),  # the code of this checkout, not the installed one
         **extra,
     }
 
