@@ -17,6 +17,7 @@ Printed: per level, runs done and failed, runs/min, p50/p95/max of each tool, pe
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import socket
 import subprocess
@@ -75,10 +76,8 @@ def rss_kb(pid: int) -> dict[str, int]:
 
 def reset_peak(pid: int) -> None:
     """Start VmHWM again from the current RSS (Linux: write 5 to clear_refs)."""
-    try:
+    with contextlib.suppress(OSError):
         Path(f"/proc/{pid}/clear_refs").write_text("5")
-    except OSError:
-        pass
 
 
 def percentile(values: list[float], share: float) -> float:
