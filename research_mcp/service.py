@@ -27,11 +27,12 @@ from research_mcp.contracts import (
     ReportPage,
     View,
 )
-from research_mcp.errors import AtCapacity, InvalidInput, NotFound
+from research_mcp.errors import InvalidInput, NotFound
 from research_mcp.ids import kind_of_id, source_label
 from research_mcp.llm.base import ModelBackend
 from research_mcp.llm.pricing import FALLBACK_PRICE, price_for
 from research_mcp.reports import page_of, report_markdown, view_items
+from research_mcp.roles.admission import PlanningDesk
 from research_mcp.roles.base import BudgetTracker, RoleDeps
 from research_mcp.roles.extractor import extract
 from research_mcp.roles.planner import plan_research
@@ -62,14 +63,12 @@ class ResearchService:
     # One limit on model calls for the whole server, shared by every run and tool call but planning.
     limiter: anyio.CapacityLimiter = field(init=False)
     # Planning is interactive (a person waits on it): its model calls have slots of their own, so a
-    # plan never queues behind background runs; `planners` bounds the plan_research calls under way.
-    planning: anyio.CapacityLimiter = field(init=False)
-    planners: anyio.CapacityLimiter = field(init=False)
+    # plan never queues behind background runs; past a short wait it is refused at once.
+    planning: PlanningDesk = field(init=False)
 
     def __post_init__(self) -> None:
         self.limiter = anyio.CapacityLimiter(self.settings.concurrency)
-        self.planning = anyio.CapacityLimiter(self.settings.planning_slots)
-        self.planners = anyio.CapacityLimiter(2 * self.settings.planning_slots)
+        self.planning = PlanningDesk(self.settings.planning_slots)
 
     def deps(
         self,
@@ -84,7 +83,7 @@ class ResearchService:
             model=model,
             sources=self.sources,
             settings=self.settings,
-            limiter=self.planning if interactive else self.limiter,
+            limiter=self.planning.slots if interactive else self.limiter,
             budget=BudgetTracker.from_limits(budget),
             knowledge=self.knowledge,
             caller=caller,
@@ -113,14 +112,7 @@ class ResearchService:
         model: ModelBackend,
         caller: str | None = None,
     ) -> CompactReturn:
-        try:
-            self.planners.acquire_nowait()
-        except anyio.WouldBlock:
-            raise AtCapacity(
-                f"The server is at capacity: {int(self.planners.total_tokens)} plans are being made now. "
-                "Call plan_research again in a minute."
-            ) from None
-        try:
+        async with self.planning.admitted():
             known = 0
             if self.knowledge is not None:
                 known = await anyio.to_thread.run_sync(self.knowledge.count_known, query, caller)
@@ -132,8 +124,6 @@ class ResearchService:
                 known_facts=known,
                 price=self._price(model),
             )
-        finally:
-            self.planners.release()
         searches_nothing = record.root is not None and self._searches_nothing(record.root)
         return handles.plan_handle(
             record, query, known=known, searches_nothing=searches_nothing, backend=model.name

@@ -12,6 +12,7 @@ from research_mcp.config import Settings
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.role_inputs import ExtractorPayload, PlannerInput
+from research_mcp.roles.admission import QUEUE_PER_SLOT
 from research_mcp.server.app import create_server
 from tests.server.test_runs import three_leaf_plan
 
@@ -69,20 +70,22 @@ async def test_plan_research_at_capacity_says_so_at_once() -> None:
     gate = Gate(PlannerInput)
     settings = Settings(RESEARCH_MCP_PLANNING_SLOTS=1, RESEARCH_MCP_ASK_BEFORE_RUN=False)  # type: ignore[call-arg]
     server = create_server(settings, model=ScriptedModel(gate.script))
+    most = QUEUE_PER_SLOT * 1
     async with Client(server) as client, anyio.create_task_group() as group:
         answers: list[Any] = []
 
         async def plan(query: str) -> None:
             answers.append(await client.call_tool("plan_research", {"query": query}))
 
-        group.start_soon(plan, "held one")
+        group.start_soon(plan, "held 0")
         await gate.until(1)  # one plan asks the model (the one planning slot)
-        group.start_soon(plan, "held two")
-        with anyio.fail_after(30):  # the second waits for the slot, inside the server: every task is blocked
+        for index in range(1, most):
+            group.start_soon(plan, f"held {index}")
+        with anyio.fail_after(30):  # the others wait for the slot, inside the server: every task is blocked
             await anyio.wait_all_tasks_blocked()
         with anyio.fail_after(30):
-            refused = await client.call_tool("plan_research", {"query": "held three"})
+            refused = await client.call_tool("plan_research", {"query": "one too many"})
         assert refused.is_error
-        assert "at capacity" in refused.content[0].text
+        assert f"at capacity: {most} plans are being made now" in refused.content[0].text
         gate.open.set()
-    assert [answer.is_error for answer in answers] == [False, False]
+    assert [answer.is_error for answer in answers] == [False] * most
