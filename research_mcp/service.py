@@ -188,7 +188,7 @@ class ResearchService:
                 continue
             if run.backend != model.name:
                 logger.info(
-                    "run %s was interrupted; it resumes on execute_plan(run_id) (its backend, %s, is a client's)",
+                    "run %s was interrupted; it resumes on execute_plan(run_id) (its backend is %s)",
                     run.id,
                     run.backend,
                 )

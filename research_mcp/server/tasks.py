@@ -19,8 +19,9 @@ it (research_mcp/callers.py), recorded with the run in the store, so it outlives
 the user its bearer token names, else its session (`mcp-session-id`), else the anonymous caller of
 requests with neither, whatever the protocol version. Another caller's `tasks/list` does not show it,
 and its `tasks/get`, `tasks/result`, `tasks/cancel` and `tasks/update` get the same "no task" error
-as an unknown id. Over stdio and in memory one host holds the connection and sees every run. A task id is echoed in an error at most 80 characters long (`errors.shown`), and a
-cancelled run names who cancelled it.
+as an unknown id. Over stdio and in memory one host holds the connection and sees every run. A
+task id is echoed in an error at most 80 characters long (`errors.shown`), and a cancelled run
+names who cancelled it.
 The SDK validates a `tools/call` result against `CallToolResult` at 2025-11-25, so a task answer
 is made in a server middleware, the seam whose result the SDK passes through as it is.
 """

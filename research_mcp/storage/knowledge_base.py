@@ -216,7 +216,8 @@ class KnowledgeBase:
         return [facts[fid] for fid in best if fid in facts]
 
     def count_known(self, text: str, caller: str | None = None) -> int:
-        """How many known verified fresh facts bear on this text that `caller` may be lent (0 without the index)."""
+        """How many known verified fresh facts bear on this text that `caller` may be lent (0 without
+        the index)."""
         return len(self._fresh(self._scores([text], limit=KNOWN_LIMIT), caller))
 
     def _scores(self, texts: Sequence[str], *, limit: int) -> dict[int, float]:
