@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from research_mcp import handles
-from research_mcp.callers import may_read
+from research_mcp.callers import SHARED_KINDS, USER, may_read
 from research_mcp.config import Settings
 from research_mcp.contracts import (
     Budget,
@@ -28,7 +28,7 @@ from research_mcp.contracts import (
     View,
 )
 from research_mcp.errors import InvalidInput, NotFound
-from research_mcp.ids import kind_of_id, source_label
+from research_mcp.ids import kind_of_id, source_label, source_number
 from research_mcp.llm.base import ModelBackend
 from research_mcp.llm.pricing import FALLBACK_PRICE, price_for
 from research_mcp.reports import page_of, report_markdown, view_items
@@ -112,6 +112,10 @@ class ResearchService:
         model: ModelBackend,
         caller: str | None = None,
     ) -> CompactReturn:
+        if suggested is not None:
+            self._check_stored_sources(
+                [ref for node in suggested.root.walk() for ref in node.sources], caller
+            )
         async with self.planning.admitted():
             known = 0
             if self.knowledge is not None:
@@ -235,6 +239,18 @@ class ResearchService:
             return self.store.get_run(handoff.run_id).caller if handoff.run_id else handoff.caller
         raise NotFound("run, plan or handoff", ident)
 
+    def _check_stored_sources(self, refs: list[str], caller: str | None) -> None:
+        """A user names a stored source (S12) only if every caller may read it, or they read it."""
+        if caller is None or not caller.startswith(USER):
+            return
+        for ref in refs:
+            if kind_of_id(ref.strip()) != "source":
+                continue
+            number = source_number(ref.strip())
+            source = self.store.get_source(number)
+            if source.kind not in SHARED_KINDS and not self.store.source_read_by(number, caller):
+                raise NotFound("source", ref.strip())
+
     def _readable(self, ident: str, caller: str | None) -> None:
         if caller is not None and not may_read(self.owner_of(ident), caller):
             raise NotFound(kind_of_id(ident) or "run, plan or handoff", ident)
@@ -279,6 +295,7 @@ class ResearchService:
         model: ModelBackend,
         caller: str | None = None,
     ) -> CompactReturn:
+        self._check_stored_sources([source], caller)
         deps = self.deps(model, caller=caller)
         read = await self.sources.read(source)
         result = await extract(deps, read, questions=questions, task_spec=task_spec)

@@ -53,6 +53,15 @@ class FactTables(StoreDatabase):
             raise NotFound("source", source_label(source_id))
         return _source(row)
 
+    def source_read_by(self, source_id: int, caller: str) -> bool:
+        """Whether research of `caller` (a run of theirs, or a handoff they asked for) read the source."""
+        row = self._one(
+            "SELECT 1 AS found FROM handoffs h LEFT JOIN runs r ON r.id = h.run_id WHERE h.role = 'extractor'"
+            " AND json_extract(h.input, '$.source_id') = ? AND COALESCE(r.caller, h.caller) = ? LIMIT 1",
+            (source_id, caller),
+        )
+        return row is not None
+
     def source_refs(self, source_ids: Collection[int]) -> dict[int, str]:
         """The address of each of these sources, without reading their stored text."""
         ids = sorted(set(source_ids))

@@ -161,6 +161,20 @@ async def test_a_users_task_survives_kill_9_resumes_by_itself_and_stays_theirs(t
                     assert read["isError"] and "No " in read["content"][0]["text"], read
                 hijack = await bob.call("execute_plan", {"run_id": task_id, "wait_seconds": 0})
                 assert hijack["isError"], hijack
+                with read_only(database) as conn:  # the text alice gave, as a stored source
+                    (given,) = conn.execute(
+                        "SELECT id FROM sources WHERE kind = 'text' ORDER BY id"
+                    ).fetchone()
+                for arguments in (
+                    {"source": f"S{given}", "questions": ["When was it built?"]},
+                    {"query": BOB_QUERY, "suggested_plan": one_leaf(BOB_QUERY, f"S{given}")},
+                ):
+                    tool = "extract_source" if "source" in arguments else "plan_research"
+                    refused = await bob.call(tool, arguments)
+                    assert (
+                        refused["isError"]
+                        and f"No source with id 'S{given}'" in refused["content"][0]["text"]
+                    )
 
                 # Bob's own research on a near question: nothing of Alice's comes back.
                 own = await bob.call(
