@@ -4,6 +4,7 @@
      +-- InvalidInput             a tool argument or a suggested plan is wrong; says what to fix
      +-- NotFound                 an id that the store does not hold
      +-- NotConfigured            a capability needs configuration (no model, no search key)
+     +-- AtCapacity               the server takes no more of this work now; try again shortly
      +-- ModelError               a model backend failed (refusal, max_tokens, invalid output, HTTP)
      +-- SourceError              a source could not be read (refused address, too large, bad type)
      +-- BudgetExhausted          a run spent its token, cost, time or source budget
@@ -26,6 +27,7 @@ from collections.abc import Iterable
 __all__ = [
     "ECHO_LIMIT",
     "MESSAGE_LIMIT",
+    "AtCapacity",
     "BudgetExhausted",
     "InvalidInput",
     "ModelError",
@@ -106,6 +108,10 @@ class NotFound(ResearchError):
 
 class NotConfigured(ResearchError):
     """A capability needs configuration that is missing."""
+
+
+class AtCapacity(ResearchError):
+    """The server is doing as much of this work as it takes at once; try again shortly."""
 
 
 class ModelError(ResearchError):

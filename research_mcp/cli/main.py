@@ -85,8 +85,10 @@ def main(verbose: bool) -> None:
 )
 def serve(http_address: str | None) -> None:
     """Serve the MCP tools on stdio (what a host runs), or over HTTP with --http."""
+    from research_mcp.memory import limit_heap_arenas
     from research_mcp.server.app import create_server
 
+    limit_heap_arenas()  # a long-lived process: its memory comes back after the work (memory.py)
     settings = _settings()
     if http_address is not None:  # usage errors first, before the data folder is touched
         from research_mcp.server.http import parse_bind, refusal, serve_http

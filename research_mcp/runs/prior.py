@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import anyio
 
+from research_mcp.callers import may_read
 from research_mcp.contracts import PlanNode
 from research_mcp.errors import NotFound
 from research_mcp.ids import source_label
@@ -72,7 +73,7 @@ async def prior_findings(rc: RunContext, node: PlanNode, key: str, questions: li
     own = _asked(node, questions)
     others = _asked_elsewhere(rc, node) - own
     known = await anyio.to_thread.run_sync(
-        lambda: knowledge.prior_findings(questions, own=own, others=others),
+        lambda: knowledge.prior_findings(questions, own=own, others=others, caller=rc.deps.caller),
         abandon_on_cancel=True,  # a read: a cancelled run need not wait for it (or the model to load)
     )
     # A compared item is given the facts about it only: an earlier run's facts on another licence
@@ -133,6 +134,7 @@ async def known_insights(
         item
         for item in store.known_insights(kinds=_KIND_ORDER, not_run=rc.run_id)
         if item.ref not in reading
+        and may_read(item.owner, rc.deps.caller)  # what another user's research left open is theirs
         and source_label(item.source_id) not in reading
         and not (set(item.questions) & others and not set(item.questions) & own)
     ]

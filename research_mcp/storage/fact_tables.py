@@ -54,6 +54,15 @@ class FactTables(StoreDatabase):
             raise NotFound("source", source_label(source_id))
         return _source(row)
 
+    def source_read_by(self, source_id: int, caller: str) -> bool:
+        """Whether research of `caller` (a run of theirs, or a handoff they asked for) read the source."""
+        row = self._one(
+            "SELECT 1 AS found FROM handoffs h LEFT JOIN runs r ON r.id = h.run_id WHERE h.role = 'extractor'"
+            " AND json_extract(h.input, '$.source_id') = ? AND COALESCE(r.caller, h.caller) = ? LIMIT 1",
+            (source_id, caller),
+        )
+        return row is not None
+
     def source_refs(self, source_ids: Collection[int]) -> dict[int, str]:
         """The address of each of these sources, without reading their stored text."""
         ids = sorted(set(source_ids))
@@ -222,8 +231,10 @@ class FactTables(StoreDatabase):
         if not fact_ids:
             return []
         rows = self._all(
-            "SELECT f.id, f.statement, f.run_id, f.source_id, f.question, s.ref, s.kind, s.fetched_at"
-            f" FROM facts f JOIN sources s ON s.id = f.source_id WHERE f.id IN ({marks(fact_ids)})"
+            "SELECT f.id, f.statement, f.run_id, f.source_id, f.question, s.ref, s.kind, s.fetched_at,"
+            " COALESCE(r.caller, h.caller) AS owner FROM facts f JOIN sources s ON s.id = f.source_id"
+            " LEFT JOIN runs r ON r.id = f.run_id LEFT JOIN handoffs h ON h.id = f.handoff_id"
+            f" WHERE f.id IN ({marks(fact_ids)})"
             " AND f.verified = 1 AND f.canonical_id IS NULL ORDER BY f.id",
             list(fact_ids),
         )

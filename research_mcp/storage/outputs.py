@@ -238,6 +238,7 @@ class Handoff(BaseModel):
     error: str | None
     # The pruned run it was kept from (it found facts another run cited); None for any other.
     kept_after: str | None = None
+    caller: str | None = None  # who asked for a handoff made outside a run; a run's is the run's caller
 
     @model_validator(mode="before")
     @classmethod

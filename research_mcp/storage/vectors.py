@@ -136,6 +136,12 @@ class KnowledgeIndex:
         with self._lock:
             return self._connected() is not None and time.monotonic() >= self._paused_until
 
+    @property
+    def busy(self) -> bool:
+        """Another process held the embedded folder at the last call (the index does without it now)."""
+        with self._lock:
+            return time.monotonic() < self._paused_until
+
     def _connected(self) -> VectorEngine | None:
         """The engine, connecting first if that was deferred; call with the lock held."""
         if self._connect is not None:
