@@ -18,6 +18,9 @@ from research_mcp.runs import manager
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
 
+#: A bound against a hang only, never a time limit that a loaded machine could reach.
+HANG_S = 60
+
 TEXTS = [
     f"Topic {name} has a long history of careful study by researchers. "
     f"The key finding about {name} is that it was first described in {1900 + i}. "
@@ -98,10 +101,10 @@ async def test_a_run_killed_between_nodes_resumes_without_running_a_finished_nod
         plan_id = await plan(client)
         started = await client.call_tool("execute_plan", {"plan_id": plan_id, "wait_seconds": 0})
         run_id = started.structured_content["id"]
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_S):
             await reached.wait()
         # Let the other two leaves finish, then leave: the server shuts down mid-run.
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_S):
             while (
                 len(
                     Store(Settings().database_path)
@@ -175,7 +178,7 @@ async def test_a_plain_resume_after_a_crash_does_not_rerun_a_finished_leaf_that_
         plan_id = planned.structured_content["id"]
         started = await client.call_tool("execute_plan", {"plan_id": plan_id, "wait_seconds": 0})
         run_id = started.structured_content["id"]
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_S):
             await reached.wait()
             while sum(n.status == "done" for n in Store(Settings().database_path).nodes_for_run(run_id)) < 2:
                 await anyio.sleep(0.02)
