@@ -197,7 +197,16 @@ async def test_progress_values_strictly_increase_within_a_call_and_none_follows_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(manager, "PROGRESS_EVERY_S", 0.05)  # heartbeats between nodes, many of them
-    server = create_server(model=ScriptedModel(team_script, latency=0.3))
+    first_answered = anyio.Event()
+
+    async def script(request: ModelRequest[Any]) -> Any:
+        # The gamma leaf waits until the first call has been answered: the run is still going then,
+        # on any machine, and the first call's seconds are heartbeats of a run held in progress.
+        if isinstance(request.payload, ExtractorPayload) and "gamma" in request.payload.source_text:
+            await first_answered.wait()
+        return team_script(request)
+
+    server = create_server(model=ScriptedModel(script, latency=0.3))
     seen: list[tuple[str, float]] = []
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
@@ -206,12 +215,14 @@ async def test_progress_values_strictly_increase_within_a_call_and_none_follows_
     async with Client(server) as client:
         plan_id = await plan(client)
         first = await client.call_tool(
-            "execute_plan", {"plan_id": plan_id, "wait_seconds": 0.4}, progress_callback=on_progress
+            "execute_plan", {"plan_id": plan_id, "wait_seconds": 3}, progress_callback=on_progress
         )
         seen.append(("response", 0))
+        assert first.structured_content["status"] == "running"
+        first_answered.set()
         second = await client.call_tool(
             "execute_plan",
-            {"run_id": first.structured_content["id"], "wait_seconds": 20},
+            {"run_id": first.structured_content["id"], "wait_seconds": 30},
             progress_callback=on_progress,
         )
         seen.append(("response", 0))
