@@ -28,6 +28,7 @@ from research_mcp.citations import normalize
 from research_mcp.matching.terms import terms
 
 REPO = Path(__file__).resolve().parents[1]
+ROWS_VERSION = 1
 
 
 @dataclass
@@ -209,8 +210,8 @@ def calibration(per_set: dict[str, dict[str, Rows]], probability) -> None:
 
 
 def collected(name: str, questions: list[dict], documents: dict[str, Document], embedder) -> dict[str, Rows]:
-    """`collect`, kept in the bench cache under everything its rows depend on (the questions, the
-    readers, the features and the embedder): refitting reads no corpus and embeds nothing again."""
+    """`collect`, kept in the bench cache under what its rows depend on (the questions, the readers,
+    the features, the embedder; bump ROWS_VERSION when `collect` changes): a refit embeds nothing again."""
     import hashlib
     import pickle
 
@@ -218,8 +219,9 @@ def collected(name: str, questions: list[dict], documents: dict[str, Document], 
     from research_mcp.sources.readers import READER_VERSION
 
     key = hashlib.sha256(
-        json.dumps([questions, READER_VERSION, FEATURES, embedder is not None, sorted(documents)]).encode()
-        + Path(__file__).with_name("fit_ranker.py").read_bytes()
+        json.dumps(
+            [ROWS_VERSION, questions, READER_VERSION, FEATURES, embedder is not None, sorted(documents)]
+        ).encode()
         + (REPO / "research_mcp/answering/ranker.py").read_bytes()
         + (REPO / "research_mcp/answering/passages.py").read_bytes()
     ).hexdigest()[:16]
