@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench clean browser view view-types ts-client
+.PHONY: install run test test-stress coverage lint bench clean browser view view-types ts-client
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,21 @@ run:
 
 test: lint browser ts-client
 	$(BIN)/python -m pytest -q
+
+# Extra pytest arguments for test-stress and coverage, e.g. PYTEST_ARGS=tests/server/test_startup.py.
+PYTEST_ARGS ?=
+STRESS_RUNS ?= 3
+
+# The suite with every core kept busy (a Python busy loop per core, scripts/busy_cores.py, ended
+# with the runs), STRESS_RUNS times in a row, each run timed; stops at the first run that fails.
+test-stress: $(STAMP)
+	$(BIN)/python scripts/busy_cores.py --runs $(STRESS_RUNS) -- $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# The suite under coverage.py, the 15 slowest tests named, then the lines run per package
+# (scripts/coverage_by_package.py; --missing answering storage server lists the lines never run).
+coverage: $(STAMP)
+	$(BIN)/python -m pytest -q --cov --cov-report= --durations=15 $(PYTEST_ARGS)
+	$(BIN)/python scripts/coverage_by_package.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check research_mcp tests bench

@@ -397,19 +397,25 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     rows: dict[tuple[str, str], Row] = {}
     hotpot: dict[str, dict[str, Any]] = {}
+    skipped: list[str] = []
     for name in names:
         if name == HOTPOT:
             hotpot = run_hotpot(args.hotpot, splits, args.limit, args.dump)
         else:
-            rows.update(
-                {(name, split): row for split, row in run_set(name, splits, args.limit, args.dump).items()}
-            )
+            try:
+                got = run_set(name, splits, args.limit, args.dump)
+            except corpora.CorpusMissing as missing:  # the other sets still run
+                skipped.append(f"{name}: {missing}")
+                continue
+            rows.update({(name, split): row for split, row in got.items()})
     options = f"--sets {','.join(names)} --split {args.split}" + (
         f" --limit {args.limit}" if args.limit else ""
     )
     print(f"answers on many corpora, extractive backend — {COMMAND} {options}")
     print(f"wall time {time.perf_counter() - started:.0f}s\n")
     print(markdown(rows, hotpot))
+    for line in skipped:
+        print(f"\nskipped {line}")
     return 0
 
 

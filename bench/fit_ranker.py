@@ -28,6 +28,7 @@ from research_mcp.citations import normalize
 from research_mcp.matching.terms import terms
 
 REPO = Path(__file__).resolve().parents[1]
+ROWS_VERSION = 1
 
 
 @dataclass
@@ -208,6 +209,31 @@ def calibration(per_set: dict[str, dict[str, Rows]], probability) -> None:
             )
 
 
+def collected(name: str, questions: list[dict], documents: dict[str, Document], embedder) -> dict[str, Rows]:
+    """`collect`, kept in the bench cache under what its rows depend on (the questions, the readers,
+    the features, the embedder; bump ROWS_VERSION when `collect` changes): a refit embeds nothing again."""
+    import hashlib
+    import pickle
+
+    from bench.corpora import cache_folder
+    from research_mcp.sources.readers import READER_VERSION
+
+    key = hashlib.sha256(
+        json.dumps(
+            [ROWS_VERSION, questions, READER_VERSION, FEATURES, embedder is not None, sorted(documents)]
+        ).encode()
+        + (REPO / "research_mcp/answering/ranker.py").read_bytes()
+        + (REPO / "research_mcp/answering/passages.py").read_bytes()
+    ).hexdigest()[:16]
+    kept = cache_folder() / "fit-ranker" / f"rows-{name}-{key}.pickle"
+    if kept.exists():
+        return pickle.loads(kept.read_bytes())
+    rows = collect(questions, documents, embedder)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_bytes(pickle.dumps(rows))
+    return rows
+
+
 def fit(x: np.ndarray, y: np.ndarray, l2: float = 1.0) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale < 1e-9] = 1.0
@@ -319,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
             questions_path, spec = registry[name]
             questions, documents = json.loads(questions_path.read_text()), read_corpus(materialise(spec))
         print(f"{name}: {len(documents)} documents, {len(questions)} questions", file=sys.stderr)
-        per_set[name] = collect(questions, documents, embedder)
+        per_set[name] = collected(name, questions, documents, embedder)
     x = np.vstack([m for rows in per_set.values() for m in rows["dev"].x])
     y = np.concatenate([m for rows in per_set.values() for m in rows["dev"].y])
     weights, bias, mean, scale = (
@@ -342,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
                 + " | ".join(f"{h / max(total, 1):.2f}" for h, _ in cells)
                 + " |"
             )
+    calibration(per_set, lambda m: 1 / (1 + np.exp(-(((m - mean) / scale) @ weights + bias))))
     print(
         "weights:",
         {f: round(float(w), 3) for f, w in zip(FEATURES, weights, strict=True)},

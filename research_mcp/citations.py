@@ -26,6 +26,8 @@ __all__ = [
     "CitationChecker",
     "QuoteLocator",
     "check_report_citations",
+    "cited_in",
+    "links_in",
     "locate_quote",
     "meaningful_quote",
     "normalize",
@@ -240,6 +242,37 @@ _MARKDOWN_LINK = re.compile(
 )
 _URL = re.compile(r"\b(?:https?|ftp|file|javascript|data):[^\s<>()\[\]\"']+", re.IGNORECASE)
 LINK_REMOVED = "(link removed)"
+
+
+# Where a written address or name ends: a few marks of punctuation at most ("(see
+# https://a.example/b)."), then a space, a quote, an angle bracket or the end of the text.
+_REF_END = re.compile(r"[.,;:!?)\]}>'\"]{0,8}(?:[\s<>\"'`]|$)")
+
+
+def cited_in(text: str, ref: str) -> bool:
+    """Whether `text` itself gives `ref`, whole: the reference is written there, starting at a word
+    boundary and ending where the written address or name ends.
+
+    A model may pass on what a source cites, never compose a reference of its own: an address with
+    the source's words in its query (``https://sink.example/?d=<salary>``) is in no text, and one a
+    page writes cut short or lengthened is not the page's. Exact, case and all, since case can carry
+    bits as well as letters can. Linear in the text: each place the reference is written is looked
+    at a few characters either side."""
+    ref = ref.strip()
+    if not ref:
+        return False
+    at = text.find(ref)
+    while at >= 0:
+        before = text[at - 1] if at else " "
+        if not (before.isalnum() or before in "/_-") and _REF_END.match(text, at + len(ref)):
+            return True
+        at = text.find(ref, at + 1)
+    return False
+
+
+def links_in(text: str) -> set[str]:
+    """The addresses `text` writes: what a checker of text about it may keep."""
+    return {match.group(0) for match in _URL.finditer(text)}
 
 
 def _link_key(url: str) -> str:

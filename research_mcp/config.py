@@ -71,6 +71,10 @@ class Settings(BaseSettings):
     # `serve --http`: the bearer token every request must carry (required beyond loopback), and extra
     # Host header names to accept, e.g. the public name a reverse proxy forwards.
     http_token: SecretStr | None = Field(default=None, validation_alias="RESEARCH_MCP_HTTP_TOKEN")
+    # A token per user, "name=token,name=token": each caller's plans, runs and tasks are their own.
+    http_tokens: Annotated[dict[str, SecretStr], NoDecode] = Field(
+        default_factory=dict, validation_alias="RESEARCH_MCP_HTTP_TOKENS"
+    )
     http_allowed_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list, validation_alias="RESEARCH_MCP_HTTP_ALLOWED_HOSTS"
     )
@@ -79,6 +83,10 @@ class Settings(BaseSettings):
     ask_before_run: bool = Field(default=True, validation_alias="RESEARCH_MCP_ASK_BEFORE_RUN")
 
     concurrency: int = Field(default=4, ge=1, le=64, validation_alias="RESEARCH_MCP_CONCURRENCY")
+    # Model calls of plan_research at once, on slots of their own: planning never queues behind the
+    # background runs' calls. Twice as many plan_research calls may be under way (the rest wait for a
+    # slot); past that, plan_research answers at once that the server is at capacity.
+    planning_slots: int = Field(default=2, ge=1, le=64, validation_alias="RESEARCH_MCP_PLANNING_SLOTS")
     # The scout's sweep (its searches and site crawls) stops when this box closes (roles/sweep.py).
     sweep_seconds: float = Field(default=60.0, gt=0, le=600, validation_alias="RESEARCH_MCP_SWEEP_SECONDS")
     # The tokens the scout's quick scans of its top candidates may spend (roles/quick_scan.py); 0: none.
@@ -107,6 +115,25 @@ class Settings(BaseSettings):
     @classmethod
     def _empty_token_is_none(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("http_tokens", mode="before")
+    @classmethod
+    def _parse_tokens(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        tokens: dict[str, str] = {}
+        for item in (part.strip() for part in value.split(",")):
+            name, equals, token = item.partition("=")
+            if not item:
+                continue
+            if not equals or not name.strip() or not token.strip():
+                raise ValueError("RESEARCH_MCP_HTTP_TOKENS takes name=token pairs separated by commas")
+            if name.strip() in tokens:
+                raise ValueError(f"RESEARCH_MCP_HTTP_TOKENS names {name.strip()!r} twice")
+            tokens[name.strip()] = token.strip()
+        if len(set(tokens.values())) < len(tokens):
+            raise ValueError("RESEARCH_MCP_HTTP_TOKENS gives two users the same token")
+        return tokens
 
     @field_validator("http_allowed_hosts", mode="before")
     @classmethod

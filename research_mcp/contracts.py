@@ -376,6 +376,11 @@ class ResearchResult(BaseModel):
     gaps: list[str]
     metadata: ResearchMetadata
     suggested_followups: list[str]
+    confidence_reasons: list[str] = Field(
+        default_factory=list,
+        description="Why the confidence is at its level, rule by rule, for programs; "
+        "`confidence.reasoning` says it in one sentence for people.",
+    )
 
 
 class ReportPage(BaseModel):

@@ -4,6 +4,7 @@
      +-- InvalidInput             a tool argument or a suggested plan is wrong; says what to fix
      +-- NotFound                 an id that the store does not hold
      +-- NotConfigured            a capability needs configuration (no model, no search key)
+     +-- AtCapacity               the server takes no more of this work now; try again shortly
      +-- ModelError               a model backend failed (refusal, max_tokens, invalid output, HTTP)
      +-- SourceError              a source could not be read (refused address, too large, bad type)
      +-- BudgetExhausted          a run spent its token, cost, time or source budget
@@ -20,7 +21,13 @@ Anything else is a bug and is logged with its traceback.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+
 __all__ = [
+    "ECHO_LIMIT",
+    "MESSAGE_LIMIT",
+    "AtCapacity",
     "BudgetExhausted",
     "InvalidInput",
     "ModelError",
@@ -34,8 +41,18 @@ __all__ = [
     "StoreFull",
     "StoreIOError",
     "StoreReadOnly",
+    "bounded",
+    "clipped",
     "shown",
+    "without_echoes",
 ]
+
+#: Characters of anything a caller gave that a message quotes at most.
+ECHO_LIMIT = 80
+#: Characters of an error message a caller gets at most.
+MESSAGE_LIMIT = 2_000
+# A run without spaces twice an echo long: a quoted address, path or id, however a layer spelled it.
+_LONG_RUN = re.compile(rf"\S{{{2 * ECHO_LIMIT + 1},}}")
 
 
 def shown(value: object, limit: int = 80) -> str:
@@ -43,6 +60,30 @@ def shown(value: object, limit: int = 80) -> str:
     to `limit` characters so that a huge input is never echoed back whole."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def clipped(text: str, limit: int = ECHO_LIMIT) -> str:
+    """`text` cut to `limit` characters, the cut marked with an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def without_echoes(text: str, given: Iterable[str]) -> str:
+    """`text` with each of the `given` strings longer than ECHO_LIMIT, as is or as its repr spells
+    it, cut to that where it occurs."""
+    for value in sorted({item for item in given if len(item) > ECHO_LIMIT}, key=len, reverse=True):
+        for form in dict.fromkeys((value, repr(value)[1:-1])):
+            if form in text:
+                text = text.replace(form, clipped(form))
+    return text
+
+
+def bounded(text: str, given: Iterable[str] = (), *, limit: int = MESSAGE_LIMIT) -> str:
+    """A message (an error, a log line) that quotes at most ECHO_LIMIT characters of anything it was
+    given: each of the `given` strings longer than that is cut where it occurs (`without_echoes`);
+    so is any run without spaces more than twice that long (an address or a path a layer spelled its
+    own way); and the whole is at most `limit` characters. Linear in the text."""
+    text = _LONG_RUN.sub(lambda run: clipped(run.group()), without_echoes(text, given))
+    return clipped(text, limit)
 
 
 class ResearchError(Exception):
@@ -67,6 +108,10 @@ class NotFound(ResearchError):
 
 class NotConfigured(ResearchError):
     """A capability needs configuration that is missing."""
+
+
+class AtCapacity(ResearchError):
+    """The server is doing as much of this work as it takes at once; try again shortly."""
 
 
 class ModelError(ResearchError):

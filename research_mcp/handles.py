@@ -234,7 +234,12 @@ def _finished(
     if output.suggested_followups:
         metrics["followups"] = len(output.suggested_followups)
     done, total = metrics["nodes_done"], metrics["nodes_total"]
-    summary = [*result.summary[:2], f"{done}/{total} nodes; confidence {output.confidence.level}"]
+    said = f"confidence {output.confidence.level}"
+    # The confidence once: the synthesis's own summary line usually says it already.
+    nodes = f"{done}/{total} nodes" + (
+        "" if any(said in line for line in result.summary[:2]) else f"; {said}"
+    )
+    summary = [*result.summary[:2], nodes]
     if metrics["sources"] == 0:
         summary[1] = NO_SOURCES
     next_calls = [f"report_results(id='{run_id}')", f"report_results(id='{run_id}', view='sources')"]

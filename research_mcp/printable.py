@@ -18,7 +18,10 @@ screen; a carriage return or a backspace overwrites what was printed. :func:`pri
   characters beyond ASCII, where emoji sequences and Persian or Indic words need it.
 
 Every CLI string that came from outside passes through it, and :class:`PrintableFilter` does the same
-to every log record on the handlers it is attached to (``redaction.redact_logs`` attaches both).
+to every log record on the handlers it is attached to (``redaction.redact_logs`` attaches both). The
+filter also bounds what a record echoes (``errors.bounded``): a run without spaces longer than twice
+80 characters (an address, a path, an id a caller sent) keeps its first 80, and a message or argument
+at most LOG_LIMIT characters, so a 1.9 MB argument never becomes a 1.9 MB log line.
 """
 
 from __future__ import annotations
@@ -26,7 +29,13 @@ from __future__ import annotations
 import logging
 import re
 
-__all__ = ["PrintableFilter", "printable"]
+from research_mcp.errors import bounded
+
+__all__ = ["LOG_LIMIT", "PrintableFilter", "printable"]
+
+#: Characters of a log record's message, of each of its arguments, and of a traceback kept at most.
+LOG_LIMIT = 4_000
+TRACEBACK_LIMIT = 20_000
 
 _STRING_SEQUENCE = re.compile(r"(?:\x1b[\]P_^X]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)")
 _CSI = re.compile(r"(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]")
@@ -63,7 +72,8 @@ class PrintableFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.msg, str):
-            record.msg = printable(record.msg)
+            # A format string is only made printable: cutting it could leave a '%' without its argument.
+            record.msg = printable(record.msg) if record.args else _logged(record.msg)
         if isinstance(record.args, tuple):
             record.args = tuple(_printable_arg(arg) for arg in record.args)
         elif isinstance(record.args, dict):
@@ -71,16 +81,20 @@ class PrintableFilter(logging.Filter):
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = printable(record.exc_text)
+            record.exc_text = bounded(printable(record.exc_text), limit=TRACEBACK_LIMIT)
         if record.stack_info:
             record.stack_info = printable(record.stack_info)
         return True
 
 
+def _logged(text: str) -> str:
+    return bounded(printable(text), limit=LOG_LIMIT)
+
+
 def _printable_arg(value: object) -> object:
     if isinstance(value, str):
-        return printable(value)
+        return _logged(value)
     if value is None or isinstance(value, int | float):
         return value
     text = str(value)
-    return value if printable(text) == text else printable(text)
+    return value if _logged(text) == text else _logged(text)

@@ -113,6 +113,8 @@ def _configured(settings: Settings) -> dict[str, str]:
             found[name.upper() if name != "http_token" else "RESEARCH_MCP_HTTP_TOKEN"] = (
                 value.get_secret_value()
             )
+    for user, token in settings.http_tokens.items():  # a token per user: each is a secret
+        found[f"RESEARCH_MCP_HTTP_TOKENS ({user})"] = token.get_secret_value()
     return found
 
 

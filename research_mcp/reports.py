@@ -30,6 +30,7 @@ from research_mcp.contracts import (
 )
 from research_mcp.errors import InvalidInput, NotFound
 from research_mcp.ids import NodeKey, fact_label, kind_of_id, source_label
+from research_mcp.report_parts import summary_parts
 from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.curation import curation_behind
 from research_mcp.runs.snapshot import read_snapshot
@@ -129,6 +130,7 @@ def assemble(store: Store, run: Run) -> Assembled:
         gaps=output.gaps,
         metadata=_metadata(store, run, output),
         suggested_followups=output.suggested_followups,
+        confidence_reasons=output.confidence_reasons,
     )
     return Assembled(result, output, ranked)
 
@@ -145,6 +147,8 @@ def _ranked_sources(store: Store, output: StoredSynthesis) -> list[RankedSource]
             backs[sid] = backs.get(sid, 0) + 1
     counts = {sid: own.get(sid, 0) + backs.get(sid, 0) for sid in dict.fromkeys([*own, *backs])}
     top = max(counts.values(), default=1)
+    # One order in every view: the most relevant first, ties by id.
+    counts = dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
     return [
         RankedSource(
             store.get_source(sid),
@@ -313,18 +317,25 @@ def _run_handoffs(subject: _RunSubject) -> list[str]:
 
 
 def _run_summary(subject: _RunSubject) -> list[str]:
+    """The whole result at a glance: its confidence and any disagreement between its sources first,
+    then every part of the report with its first lines, the counts, and where to go next."""
     run = subject.run
     if run.status not in FINISHED:
         return [not_ready(run)]
     result = subject.result
-    first = [line for line in result.findings.splitlines() if line.strip()][:6]
+    output = result_synthesis(subject.store, run)
+    contradictions = list(output.contradictions) if output else []
     meta = result.metadata
     lines = [
-        *first,
         f"confidence: {result.confidence.level} — {result.confidence.reasoning}",
-        f"{len(result.sources)} sources; citations {meta.citations_verified}/{meta.citations_made} verified, "
+        *contradictions,
+        *summary_parts(result.findings, contradictions),
+        f"{len(result.sources)} sources cited of {meta.sources_read} read; "
+        f"citations {meta.citations_verified}/{meta.citations_made} verified, "
         f"{meta.citations_dropped} dropped; {meta.llm_calls} model calls, ${meta.cost_usd:.4f} ({meta.backend})",
     ]
+    if result.gaps:
+        lines.append(f"{len(result.gaps)} gap{'s' if len(result.gaps) > 1 else ''}: the gaps view lists them")
     if run.status == "partial":
         lines.append(
             "partial: some parts failed (the gaps view names them and why); "
@@ -419,6 +430,11 @@ def _handoff_sources(subject: _HandoffSubject) -> list[str] | None:
             + (f" covers={','.join(f'Q{n}' for n in s.covers)}" if s.covers else "")
             + f" — {s.rationale}"
             + (f" | scan: {s.scan}" if s.scan else "")
+            + (
+                f" | copies, one source with it: {', '.join(f'<{ref}>' for ref in s.copies)}"
+                if s.copies
+                else ""
+            )
             + (f" | {s.lead[:LEAD_IN_VIEW]}" if s.lead else "")
             for i, s in enumerate(curation.sources)
         ] + [f"Q{n}. {question}" for n, question in enumerate(curation.questions, 1)]
@@ -426,7 +442,7 @@ def _handoff_sources(subject: _HandoffSubject) -> list[str] | None:
     if asked is None:
         return None
     source = subject.store.get_source(asked.source_id)
-    return [f"{source_label(source.id)} {source.title} <{source.ref}>"]
+    return [f"{source_label(source.id)} {source_name(source)} <{source.ref}>"]
 
 
 def _handoff_report(subject: _HandoffSubject) -> list[str] | None:
@@ -552,12 +568,11 @@ def source_name(source: Source) -> str:
 def report_markdown(store: Store, run_id: str) -> str:
     """A run's result as one Markdown document: findings, confidence, gaps, sources."""
     result = assemble_result(store, run_id)
-    lines = [
-        result.findings,
-        "",
-        f"**Confidence:** {result.confidence.level} — {result.confidence.reasoning}",
-        "",
-    ]
+    # The confidence near the top, under the title: read before the answer, as in every view.
+    title, _, body = result.findings.partition("\n")
+    said = f"**Confidence:** {result.confidence.level} — {result.confidence.reasoning}"
+    top = [title, "", said, body] if title.startswith("# ") else [said, "", result.findings]
+    lines = [*top, ""]
     if result.gaps:
         lines += ["## Gaps", *[f"- {gap}" for gap in result.gaps], ""]
     lines += [

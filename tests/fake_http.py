@@ -34,6 +34,8 @@ from typing import Any, ClassVar, Self
 __all__ = ["RecordedRequest", "ScriptedJSONServer", "ScriptedResponse"]
 
 DRIP_INTERVAL = 0.05
+#: How long a response ordered `after` another waits at most (a bound against a test's mistake).
+AFTER_BOUND_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,10 @@ class ScriptedResponse:
     raw: bytes | None = None  # sent as the body instead of JSON
     content_type: str = "application/json"
     delay: float = 0.0  # seconds to wait before answering (outside the lock: requests overlap)
+    # Orders answers without a clock: this one waits (outside the lock) until `after` is set, and
+    # `sent` is set once this one is written whole, e.g. "answer the first search after the second".
+    after: threading.Event | None = None
+    sent: threading.Event | None = None
 
 
 @dataclass(frozen=True)
@@ -191,6 +197,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if response.delay:
             self.server.fake._released.wait(response.delay)
+        if response.after is not None:
+            response.after.wait(AFTER_BOUND_S)
         if response.reset:
             self.connection.shutdown(socket.SHUT_RDWR)
             return
@@ -215,8 +223,12 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.flush()
                 return
             self.wfile.write(payload)
+            self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test); nothing to answer
+        finally:
+            if response.sent is not None:
+                response.sent.set()
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the test reads the fake's `requests` instead."""

@@ -104,7 +104,12 @@ class _Handler(BaseHTTPRequestHandler):
             ids, following = engine.id_page(name, body.get("offset"), body.get("limit", 10))
             self._send({"points": [{"id": i, "payload": None} for i in ids], "next_page_offset": following})
         elif (method, rest) == ("POST", "/points"):
-            self._send([{"id": i, "payload": None} for i in sorted(engine.held(name, body["ids"]))])
+            wanted = body.get("with_payload")
+            if isinstance(wanted, list) and len(wanted) == 1:  # one payload key, as held_values asks
+                values = engine.held_values(name, body["ids"], wanted[0])
+                self._send([{"id": i, "payload": {wanted[0]: values[i]}} for i in sorted(values)])
+            else:
+                self._send([{"id": i, "payload": None} for i in sorted(engine.held(name, body["ids"]))])
         else:
             self._send({"error": f"{method} {rest} is not served by this fake"}, status=404)
 

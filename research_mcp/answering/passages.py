@@ -10,7 +10,8 @@ files) follows the same shape and is read the same way:
 - **definition item**: its term on a line of its own (or up to three stacked term lines), then its
   paragraph on the next lines, indented deeper than the term, with no blank line between (``--soft``
   then ``    Does not touch the index file ...``). Further paragraphs indented deeper than the term
-  belong to it too;
+  belong to it too: they join its passage while it stays under the maximum, and name its term in
+  their ``heading`` past it;
 - **list item**: a line starting ``- ``, ``* ``, ``+ `` or ``1. ``, with its continuation lines;
 - **table row**: a line ``a | b | c`` in a block of such lines; the first row is the header, a row
   of dashes under it is skipped;
@@ -28,6 +29,7 @@ One pass over the lines: linear in the text, whatever its nesting.
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
@@ -62,12 +64,43 @@ class Passage:
     term: str  # a definition's term (e.g. "--soft"), a table row's header cells; else ""
 
 
-@dataclass(slots=True)
 class _Line:
-    start: int
-    end: int  # without the newline
-    indent: int
-    text: str  # stripped
+    """One line of the text, made when looked at from :class:`_LineTable` (so only offsets are kept)."""
+
+    __slots__ = ("end", "indent", "start", "text")
+
+    def __init__(self, start: int, end: int, indent: int, text: str) -> None:
+        self.start = start
+        self.end = end  # without the newline
+        self.indent = indent
+        self.text = text  # stripped
+
+
+class _LineTable:
+    """The lines of a text as four arrays of numbers, 32 bytes a line whatever it holds: a text of
+    millions of short lines costs tens of megabytes here, not a few hundred as line objects would."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._starts = array("q")
+        self._ends = array("q")
+        self._indents = array("q")
+        self._contents = array("q")  # where the line's text starts past its indent
+        for line in _lines(text):
+            self._starts.append(line.start)
+            self._ends.append(line.end)
+            self._indents.append(line.indent)
+            self._contents.append(text.find(line.text[:1], line.start, line.end) if line.text else line.end)
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def __getitem__(self, i: int) -> _Line:
+        end = self._ends[i]
+        return _Line(self._starts[i], end, self._indents[i], self._text[self._contents[i] : end].rstrip())
+
+    def span(self, first: int, stop: int) -> list[_Line]:
+        return [self[i] for i in range(first, stop)]
 
 
 class _Context:
@@ -106,10 +139,11 @@ class _Context:
 def split_passages(text: str) -> list[Passage]:
     """The passages of ``text`` in order (see the module doc); every paragraph, item, row and piece of
     code is in one of them."""
-    lines = list(_lines(text))
+    lines = _LineTable(text)
     out: list[Passage] = []
     context = _Context()
     pending_heading: _Line | None = None  # a heading whose first paragraph has not come yet
+    open_item: int | None = None  # the term's indent of a definition passage further paragraphs may join
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -122,24 +156,65 @@ def split_passages(text: str) -> list[Passage]:
             if pending_heading is not None:
                 out.append(Passage(pending_heading.start, pending_heading.end, "section", context.label, ""))
             context.heading(level, title)
-            pending_heading = line
+            pending_heading, open_item = line, None
             continue
         context.enter(line.indent)
         if _FENCE.match(line.text):
             if pending_heading is not None:
                 out.append(Passage(pending_heading.start, pending_heading.end, "section", context.label, ""))
             i = _code(text, lines, i, context, out)
+            open_item = None
         else:
             stop = _block_end(lines, i)
+            if open_item is not None and _continues(text, lines, i, stop, out, open_item):
+                out[-1] = Passage(out[-1].start, _trimmed_end(text, lines[stop - 1].end), *_tail(out[-1]))
+                i = stop
+                continue
             before = len(out)
             _block(text, lines, i, stop, context, out, pending_heading)
             if pending_heading is not None and len(out) == before:
                 out.append(Passage(pending_heading.start, pending_heading.end, "section", context.label, ""))
             i = stop
+            open_item = _open_item(out, before, context)
         pending_heading = None
     if pending_heading is not None:
         out.append(Passage(pending_heading.start, pending_heading.end, "section", context.label, ""))
     return out
+
+
+def _open_item(out: list[Passage], before: int, context: _Context) -> int | None:
+    """The term's indent when the block just read ended with a whole definition item (one passage,
+    under the maximum): its further paragraphs may join it."""
+    if len(out) <= before or out[-1].kind != "definition" or not context.terms:
+        return None
+    if len(out) - before > 1 and out[-2].kind == "definition" and out[-2].term == out[-1].term:
+        return None  # cut in pieces already
+    return context.terms[-1][0] if context.terms[-1][1] == out[-1].term else None
+
+
+def _continues(text: str, lines: _LineTable, first: int, stop: int, out: list[Passage], indent: int) -> bool:
+    """Whether the block ``lines[first:stop]`` is one more paragraph of the definition item that ends
+    ``out`` (indented deeper than its term, no item, row or term of its own) and fits in it."""
+    if (
+        lines[first].indent <= indent
+        or _trimmed_end(text, lines[stop - 1].end) - out[-1].start > PASSAGE_MAX_CHARS
+    ):
+        return False
+    return not (
+        _is_table(lines, first, stop)
+        or _LIST_MARK.match(lines[first].text)
+        or _term_lines(lines, first, stop)
+    )
+
+
+def _tail(passage: Passage) -> tuple[PassageKind, str, str]:
+    return passage.kind, passage.heading, passage.term
+
+
+def _trimmed_end(text: str, end: int) -> int:
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    return end
 
 
 def _lines(text: str) -> Iterator[_Line]:
@@ -156,7 +231,7 @@ def _lines(text: str) -> Iterator[_Line]:
         position = stop + 1
 
 
-def _heading_at(lines: list[_Line], i: int) -> tuple[int, str, int] | None:
+def _heading_at(lines: _LineTable, i: int) -> tuple[int, str, int] | None:
     """``(level, title, next line)`` when line ``i`` starts a heading."""
     line = lines[i]
     if line.indent <= 3:
@@ -169,17 +244,13 @@ def _heading_at(lines: list[_Line], i: int) -> tuple[int, str, int] | None:
             under.indent <= 3
             and len(under.text) >= 3
             and _UNDERLINE.match(under.text)
-            and _first_of_block(lines, i)
+            and (i == 0 or not lines[i - 1].text)
         ):
             return (1 if under.text[0] == "=" else 2), line.text, i + 2
     return None
 
 
-def _first_of_block(lines: list[_Line], i: int) -> bool:
-    return i == 0 or not lines[i - 1].text
-
-
-def _block_end(lines: list[_Line], first: int) -> int:
+def _block_end(lines: _LineTable, first: int) -> int:
     """The line after the block starting at ``first``: a run of non-blank lines, up to a fence."""
     i = first + 1
     while i < len(lines) and lines[i].text and not _FENCE.match(lines[i].text):
@@ -189,7 +260,7 @@ def _block_end(lines: list[_Line], first: int) -> int:
 
 def _block(
     text: str,
-    lines: list[_Line],
+    lines: _LineTable,
     first: int,
     stop: int,
     context: _Context,
@@ -205,22 +276,27 @@ def _block(
         _list_items(text, lines, first, stop, context, out)
         return
     terms = _term_lines(lines, first, stop)
-    if terms:
-        term = ", ".join(line.text for line in lines[first : first + terms])
+    while terms:  # definition items, one after another within the block
+        term = ", ".join(line.text for line in lines.span(first, first + terms))
         end = _definition_end(lines, first + terms, stop, head.indent)
         _emit(text, head.start, lines[end - 1].end, "definition", context.label, term, out)
         context.open_term(head.indent, term)
-        if end < stop:  # lines at the term's indent again: a new block within the block
-            context.enter(lines[end].indent)
-            _block(text, lines, end, stop, context, out, None)
-        return
+        if end >= stop:
+            return
+        # Lines back at the term's indent: the rest of the block is read as a block of its own.
+        first, head, after_heading = end, lines[end], None
+        context.enter(head.indent)
+        if _is_table(lines, first, stop) or _LIST_MARK.match(head.text):
+            _block(text, lines, first, stop, context, out, None)
+            return
+        terms = _term_lines(lines, first, stop)
     start = after_heading.start if after_heading is not None else head.start
     _emit(
         text, start, lines[stop - 1].end, "section" if after_heading else "paragraph", context.label, "", out
     )
 
 
-def _term_lines(lines: list[_Line], first: int, stop: int) -> int:
+def _term_lines(lines: _LineTable, first: int, stop: int) -> int:
     """How many lines of the block are a definition's terms (0: the block is no definition item)."""
     indent = lines[first].indent
     for count in range(1, _TERM_LINES + 1):
@@ -234,7 +310,7 @@ def _term_lines(lines: list[_Line], first: int, stop: int) -> int:
     return 0
 
 
-def _definition_end(lines: list[_Line], body: int, stop: int, indent: int) -> int:
+def _definition_end(lines: _LineTable, body: int, stop: int, indent: int) -> int:
     """The line after a definition's body: the first line of the block back at the term's indent."""
     while body < stop and lines[body].indent > indent:
         body += 1
@@ -242,7 +318,7 @@ def _definition_end(lines: list[_Line], body: int, stop: int, indent: int) -> in
 
 
 def _list_items(
-    text: str, lines: list[_Line], first: int, stop: int, context: _Context, out: list[Passage]
+    text: str, lines: _LineTable, first: int, stop: int, context: _Context, out: list[Passage]
 ) -> None:
     start = first
     for i in range(first + 1, stop + 1):
@@ -251,25 +327,26 @@ def _list_items(
             start = i
 
 
-def _is_table(lines: list[_Line], first: int, stop: int) -> bool:
+def _is_table(lines: _LineTable, first: int, stop: int) -> bool:
     if stop - first < 2:
         return False
-    return all("|" in line.text for line in lines[first:stop]) and (
+    # Indexed, not sliced: called at each item of a long block, it stops at its first line without "|".
+    return all("|" in lines[i].text for i in range(first, stop)) and (
         " | " in lines[first].text or lines[first].text.startswith("|")
     )
 
 
-def _table(lines: list[_Line], first: int, stop: int, context: _Context, out: list[Passage]) -> None:
+def _table(lines: _LineTable, first: int, stop: int, context: _Context, out: list[Passage]) -> None:
     header = lines[first]
     cells = " | ".join(cell.strip() for cell in header.text.strip("|").split("|") if cell.strip())
     out.append(Passage(header.start, header.end, "table_row", context.label, ""))
-    for line in lines[first + 1 : stop]:
+    for line in lines.span(first + 1, stop):
         if _TABLE_RULE.match(line.text):
             continue
         out.append(Passage(line.start, line.end, "table_row", context.label, cells[:_LABEL_CHARS]))
 
 
-def _code(text: str, lines: list[_Line], i: int, context: _Context, out: list[Passage]) -> int:
+def _code(text: str, lines: _LineTable, i: int, context: _Context, out: list[Passage]) -> int:
     """The code block opening at line ``i``; the line after its closing fence (or the text's end)."""
     fence = lines[i].text[:3]
     stop = i + 1
@@ -279,7 +356,8 @@ def _code(text: str, lines: list[_Line], i: int, context: _Context, out: list[Pa
     start = lines[i].start
     # Code is cut at line ends, each piece at most the maximum (or one line longer than it).
     piece = start
-    for line in lines[i : last + 1]:
+    for i_line in range(i, last + 1):
+        line = lines[i_line]
         if line.end - piece > PASSAGE_MAX_CHARS and line.start > piece:
             out.append(Passage(piece, line.start - 1, "code", context.label, ""))
             piece = line.start
@@ -291,9 +369,8 @@ def _emit(
     text: str, start: int, end: int, kind: PassageKind, heading: str, term: str, out: list[Passage]
 ) -> None:
     """One passage, or its pieces cut at sentence ends when it is longer than the maximum."""
+    end = _trimmed_end(text, end)
     start = _skip_spaces(text, start, end)
-    while end > start and text[end - 1].isspace():
-        end -= 1
     if end <= start:
         return
     sentence_ends = (m.start() + len(m.group().rstrip()) for m in _SENTENCE_END.finditer(text, start, end))
@@ -337,19 +414,35 @@ _ENTRY_CHARS = 120
 _ENTRY_MARK_WITHIN = 60
 
 
+def _numbering(line: str, after: int) -> bool:
+    return line.startswith(".", after) and (after + 1 == len(line) or line[after + 1] == " ")
+
+
 def document_kind(text: str, name: str) -> Literal["changelog", "document"]:
     """``changelog`` for a text made of dated or versioned entries (release notes, a change log, a
-    NEWS file), told by its structure: among its top-level lines (not indented, not list items), at
+    NEWS file), told by its structure: among its top-level lines (not indented, not list items nor
+    table rows), at
     least 2 and at least 30% are short lines naming a version or a date near their start. ``name`` is
     not read: a file called CHANGES that is a manual is a manual."""
     del name
     top = entries = 0
     for line in _lines(text):
-        if not line.text or line.indent > 1 or _LIST_MARK.match(line.text) or _TABLE_RULE.match(line.text):
+        if (
+            not line.text
+            or line.indent > 1
+            or _LIST_MARK.match(line.text)
+            or _TABLE_RULE.match(line.text)
+            or " | " in line.text  # a table row: its numbers are data, not releases
+        ):
             continue
         top += 1
         if len(line.text) <= _ENTRY_CHARS:
             mark = _VERSION_OR_DATE.search(line.text, 0, _ENTRY_MARK_WITHIN + 20)
-            if mark is not None and mark.start() <= _ENTRY_MARK_WITHIN:
+            # "9.1. Core functionality" numbers a section; "9.1 (2020-01-01)" names a release.
+            if (
+                mark is not None
+                and mark.start() <= _ENTRY_MARK_WITHIN
+                and not _numbering(line.text, mark.end())
+            ):
                 entries += 1
     return "changelog" if entries >= _CHANGELOG_ENTRIES and entries >= _CHANGELOG_SHARE * top else "document"

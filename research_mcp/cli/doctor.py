@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import re
+import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +24,7 @@ __all__ = [
     "PROBLEM",
     "backend_line",
     "connect_hint",
+    "disk_problem",
     "doctor_problems",
     "doctor_report",
     "index_drift",
@@ -29,11 +35,25 @@ __all__ = [
 PROBLEM = "problem: "  # how a doctor line naming a problem begins; `doctor` then exits 1
 
 
-def connect_hint() -> str:
-    """How to add this very server to Claude Code: the absolute path of the running script."""
+#: The environment a server takes its settings from (config.py), carried into the connect line.
+SETTINGS_PREFIXES = ("RESEARCH_MCP_", "TAVILY_", "ANTHROPIC_")
+_SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+
+
+def connect_hint(environ: Mapping[str, str] | None = None) -> str:
+    """How to add this very server to Claude Code: the absolute path of the running script, with
+    the settings this shell has (`-e NAME=value` each: the host starts the server without this
+    shell's environment, so a corpus set here would be missing there). A secret is passed by
+    reference (`"$TAVILY_API_KEY"`), never printed."""
     script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else Path("research-mcp")
     command = str(script) if script.name == "research-mcp" and script.exists() else "research-mcp"
-    return f"connect it with: claude mcp add research-mcp -- {command} serve"
+    env = os.environ if environ is None else environ
+    settings = [
+        f'-e {name}="${name}"' if _SECRET.search(name) else f"-e {shlex.quote(f'{name}={value}')}"
+        for name, value in sorted(env.items())
+        if name.startswith(SETTINGS_PREFIXES) and value
+    ]
+    return f"connect it with: claude mcp add research-mcp {' '.join([*settings, '--'])} {command} serve"
 
 
 def backend_line(settings: Settings) -> str:
@@ -57,8 +77,10 @@ def doctor_report(settings: Settings) -> str:
     corpus = ", ".join(str(path) for path in settings.corpus) or "not configured (set RESEARCH_MCP_CORPUS)"
     qdrant = settings.qdrant_url or f"Qdrant Edge, embedded at {settings.vectors_path}"
     consistency, dangling = store_consistency(settings)
+    disk = disk_problem(settings)
     lines = [
         f"data folder:  {settings.home}",
+        *([f"{PROBLEM}{disk}"] if disk else []),
         f"model:        {backend_line(settings)}",
         f"web search:   {web}",
         f"corpus:       {corpus}",
@@ -68,14 +90,15 @@ def doctor_report(settings: Settings) -> str:
             if settings.qdrant_url is None and settings.legacy_qdrant_path.is_dir()
             else ""
         ),
-        f"index drift:  {index_drift(settings)}",
+        *index_drift(settings),
         f"consistency:  {consistency}",
         f"concurrency:  {settings.concurrency} model calls at once",
         connect_hint(),
     ]
     from research_mcp.cli.corpus import doctor_lines
 
-    lines[4:4] = doctor_lines(settings)  # after the corpus folders
+    after_corpus = next(at for at, line in enumerate(lines) if line.startswith("corpus:")) + 1
+    lines[after_corpus:after_corpus] = doctor_lines(settings)  # after the corpus folders
     lines += dangling
     if not settings.corpus and not settings.tavily_api_key:
         lines.append(
@@ -83,6 +106,26 @@ def doctor_report(settings: Settings) -> str:
             "or TAVILY_API_KEY for web search (or give sources to each plan leaf)"
         )
     return "\n".join(lines)
+
+
+def disk_problem(settings: Settings) -> str | None:
+    """What the data folder's disk keeps research-mcp from doing, and the fix; None when nothing."""
+    from research_mcp.storage.disk import no_room, writable
+
+    home = settings.home
+    if (full := no_room(home)) is not None:
+        return (
+            f"{full}: earlier research can be read, nothing new can be saved, and the knowledge index "
+            "stays closed (a full disk would crash it); free some space, or set RESEARCH_MCP_HOME to a "
+            "folder on a disk with room"
+        )
+    if home.exists() and not writable(home):
+        return (
+            f"the data folder {str(home)!r} is read-only: earlier research can be read, nothing new can be "
+            "saved, and the knowledge index stays closed; make it writable (its permissions, or the disk "
+            "mounted read-only), or set RESEARCH_MCP_HOME to a writable folder"
+        )
+    return None
 
 
 def store_consistency(settings: Settings) -> tuple[str, list[str]]:
@@ -109,35 +152,63 @@ def store_consistency(settings: Settings) -> tuple[str, list[str]]:
     ]
 
 
-def index_drift(settings: Settings) -> str:
-    """How far the facts index is from the store (read only: nothing is healed here)."""
+def index_drift(settings: Settings) -> list[str]:
+    """How far the knowledge index is from the store, a line each for facts and corpus chunk vectors
+    (compared by identity: ids, and for chunks the hash of the text embedded). Read only: nothing is
+    healed here."""
+    from research_mcp.sources.chunk_vectors import check_chunk_vectors
     from research_mcp.sources.opening import open_knowledge_index
     from research_mcp.storage.healing import heal
     from research_mcp.storage.knowledge_base import KnowledgeBase
     from research_mcp.storage.store import Store
 
     if not settings.database_path.exists():
-        return "no store yet"
+        return ["index drift:  no store yet"]
     try:
         store = Store(settings.database_path)
     except ResearchError as error:
-        return f"not checked: {' '.join(str(error).split())}"
+        return [f"index drift:  not checked: {' '.join(str(error).split())}"]
+    # No waiting for a folder a running server holds: the doctor says so at once, without its warnings.
+    vectors = logging.getLogger("research_mcp.storage")
+    level, busy = vectors.level, False
+    chunks = None
     try:
-        knowledge_index = open_knowledge_index(settings)
+        vectors.setLevel(logging.ERROR)
+        knowledge_index = open_knowledge_index(settings.model_copy(update={"index_wait": 0.0}))
         try:
             drift = heal(KnowledgeBase(store, knowledge_index), dry_run=True)
+            busy = knowledge_index.busy
+            if not busy:
+                chunks = check_chunk_vectors(store, knowledge_index, repair=False)
         finally:
             knowledge_index.close()
     finally:
+        vectors.setLevel(level)
         store.close()
+    if busy:
+        return ["index drift:  not checked: the index is held by a running server (which heals it itself)"]
     if not drift.available:
-        return "not checked: the index is unavailable (a running server holds it and heals it itself)"
-    if drift.in_step:
-        return drift.describe()
-    return (
-        f"{drift.describe()}; a running server heals it in the background, "
-        "`research-mcp reindex` rebuilds it at once"
+        why = (
+            "the index is not opened on that disk (see the problem above)"
+            if disk_problem(settings)
+            else "the index is unavailable (a running server holds it and heals it itself)"
+        )
+        return [f"index drift:  not checked: {why}"]
+    facts = drift.describe() + (
+        ""
+        if drift.in_step
+        else "; a running server heals it in the background, `research-mcp reindex` rebuilds it at once"
     )
+    lines = [f"index drift:  {facts}"]
+    if chunks is not None and chunks.available and (chunks.chunks or not chunks.in_step):
+        fix = (
+            ""
+            if chunks.in_step
+            else "; the next indexing pass embeds them again (a server's start, or `research-mcp index`), "
+            "`research-mcp reindex` rebuilds them at once"
+        )
+        lines.append(f"corpus vectors: {chunks.describe()}{fix}")
+    return lines
 
 
 def rebuild_knowledge_index(settings: Settings) -> str:

@@ -55,8 +55,12 @@ def safe_href(url: str) -> str | None:
     return url
 
 
-def _markdown(fact_ids: set[str]) -> MarkdownIt:
+def _markdown(fact_ids: set[str], *, quoted: bool = False) -> MarkdownIt:
+    """The report's Markdown renderer; `quoted`: its lines are quoted source text (the extractive
+    backend's), shown as written: a licence's "[____] License" is no emphasis."""
     md = MarkdownIt("commonmark", {"html": False}).enable("table").disable(["image", "reference"])
+    if quoted:
+        md.disable(["emphasis", "backticks", "escape"])
     md.validateLink = lambda url: url.startswith("#") or safe_href(url) is not None  # type: ignore[method-assign]
 
     def link_citations(state: Any) -> None:
@@ -174,10 +178,14 @@ def _without_repeated_heading(findings: str, query: str) -> str:
 
 
 def render_html(document: RunDocument) -> str:
-    """One self-contained HTML page: report with linked citations, facts, sources, confidence, gaps, plan."""
+    """One self-contained HTML page: confidence first, then the report with linked citations, gaps,
+    follow-ups, facts, sources and plan."""
     fact_ids = {fact.id for fact in document.facts}
     source_ids = {source.id for source in document.sources}
-    findings = _markdown(fact_ids).render(_without_repeated_heading(document.findings, document.run.query))
+    quoted = document.run.backend == "extractive"  # every line a verbatim quote
+    findings = _markdown(fact_ids, quoted=quoted).render(
+        _without_repeated_heading(document.findings, document.run.query)
+    )
     meta, run, confidence = document.metadata, document.run, document.confidence
     gaps = "".join(f"<li>{_e(gap)}</li>" for gap in document.gaps) or "<li>none recorded</li>"
     followups = "".join(f"<li>{_e(item)}</li>" for item in document.suggested_followups)
@@ -189,13 +197,14 @@ def render_html(document: RunDocument) -> str:
         f'<header><p class="muted">research-mcp report · run {_e(run.id)} · {_e(run.status)} · '
         f"{_e(run.backend)} backend · {_e(_when(run.finished_at or run.created_at))}</p>"
         f"<h1>{_e(run.query)}</h1></header>",
-        f'<section id="report"><h2>Report</h2>{findings}</section>',
         f'<section id="confidence"><h2>Confidence</h2><p><strong class="level {_e(confidence.level)}">'
         f"{_e(confidence.level)}</strong> — {_e(confidence.reasoning)}</p>"
         f'<p class="muted">citations: {_e(meta.citations_verified)}/{_e(meta.citations_made)} verified, '
-        f"{_e(meta.citations_dropped)} dropped · {_e(meta.sources_read)} sources read · "
+        f"{_e(meta.citations_dropped)} dropped · {len(document.sources)} sources cited of "
+        f"{_e(meta.sources_read)} read · "
         f"{_e(meta.llm_calls)} model calls · {_e(meta.tokens_in + meta.tokens_out)} tokens · "
         f"${meta.cost_usd:.4f} · {meta.elapsed_s:.1f} s</p></section>",
+        f'<section id="report"><h2>Report</h2>{findings}</section>',
         f'<section id="gaps"><h2>Gaps</h2><ul>{gaps}</ul></section>',
         (
             f'<section id="followups"><h2>Follow-up questions</h2><ul>{followups}</ul></section>'

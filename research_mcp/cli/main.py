@@ -20,7 +20,7 @@ from research_mcp import __version__
 from research_mcp.cli.doctor import backend_line, connect_hint
 from research_mcp.config import Settings
 from research_mcp.contracts import FINISHED, RETRYABLE
-from research_mcp.errors import ResearchError
+from research_mcp.errors import ResearchError, bounded
 from research_mcp.ids import kind_of_id
 from research_mcp.printable import printable
 from research_mcp.redaction import Redactor, redact_logs
@@ -48,13 +48,15 @@ def _settings() -> Settings:
 
 class _Commands(click.Group):
     """The command group; Ctrl-C anywhere exits 130, as a shell expects of an interrupted program.
-    An error's message (which may quote a run's error, a page or a file name) is made printable."""
+    An error's message (which may quote a run's error, a page or a file name) is made printable, and
+    quotes at most 80 characters of any argument it was given (`errors.bounded`)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except click.ClickException as error:
-            setattr(error, "message", printable(error.message))  # noqa: B010 (Final in click's stubs)
+            message = bounded(printable(error.message), sys.argv[1:])
+            setattr(error, "message", message)  # noqa: B010 (Final in click's stubs)
             raise
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
@@ -83,8 +85,10 @@ def main(verbose: bool) -> None:
 )
 def serve(http_address: str | None) -> None:
     """Serve the MCP tools on stdio (what a host runs), or over HTTP with --http."""
+    from research_mcp.memory import limit_heap_arenas
     from research_mcp.server.app import create_server
 
+    limit_heap_arenas()  # a long-lived process: its memory comes back after the work (memory.py)
     settings = _settings()
     if http_address is not None:  # usage errors first, before the data folder is touched
         from research_mcp.server.http import parse_bind, refusal, serve_http
@@ -194,9 +198,13 @@ def index(folder: Path) -> None:
 
 
 def _open_store() -> Store:
+    """The store, or one line on stderr (exit 1) saying why it cannot be opened and what to do."""
     from research_mcp.storage.store import Store
 
-    return Store(_settings().database_path)
+    try:
+        return Store(_settings().database_path)
+    except ResearchError as error:
+        raise _user_error(error) from None
 
 
 def _user_error(error: ResearchError) -> click.ClickException:

@@ -37,7 +37,7 @@ def runs_to_prune(settings: Settings, run_ids: Sequence[str], older_than: float 
 def prune_runs(settings: Settings, run_ids: Sequence[str]) -> tuple[list[str], int]:
     """Delete these runs (see the module doc): one line per run (what it deleted, or why it could
     not), then what became of the vectors; and how many could not be pruned."""
-    from research_mcp.errors import ResearchError
+    from research_mcp.errors import ResearchError, clipped
     from research_mcp.sources.opening import open_knowledge_index
     from research_mcp.storage.knowledge_base import KnowledgeBase
     from research_mcp.storage.store import Store
@@ -51,7 +51,7 @@ def prune_runs(settings: Settings, run_ids: Sequence[str]) -> tuple[list[str], i
             try:
                 lines.append(knowledge.prune_run(run_id).line())
             except ResearchError as error:
-                lines.append(f"{run_id}: not pruned: {' '.join(str(error).split())}")
+                lines.append(f"{clipped(run_id)}: not pruned: {' '.join(str(error).split())}")
                 refused += 1
         if knowledge.dirty:
             lines.append(

@@ -127,6 +127,7 @@ class RoleDeps:
     budget: BudgetTracker = field(default_factory=BudgetTracker)
     # Facts merged and found again across runs, and role outputs reused; None: neither.
     knowledge: KnowledgeBase | None = None
+    caller: str | None = None  # who asked (research_mcp/callers.py); kept with what is made
 
 
 @dataclass
@@ -279,6 +280,7 @@ async def perform(
         run_id=place.run_id,
         node_id=place.node_id,
         iteration=place.iteration,
+        caller=deps.caller,
     )
     context = HandoffContext(deps, handoff_id, place)
     reuse_key = role.reuse_key(deps)

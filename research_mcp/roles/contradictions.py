@@ -10,14 +10,15 @@ that would settle each one (`settling_question`).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from itertools import combinations
 
 from research_mcp.contracts import Fact
 from research_mcp.ids import fact_label
 from research_mcp.matching.terms import stem, terms
 
-__all__ = ["found_contradictions", "settling_question"]
+__all__ = ["Disagreement", "disagreements", "found_contradictions", "settling_question"]
 
 #: How code words a contradiction; `settling_question` reads the subject back from it.
 PREFIX = "Sources disagree on "
@@ -88,16 +89,21 @@ def _agrees(fact: Fact, other: Fact) -> bool:
     return same_numbers and bool(_NEGATION.search(fact.statement)) == bool(_NEGATION.search(other.statement))
 
 
-def _backing(fact: Fact, facts: Sequence[Fact]) -> int:
+def _backing(fact: Fact, facts: Sequence[Fact], copies: Mapping[int, int]) -> int:
     """Sources saying what `fact` says: those of the facts agreeing with it, each counted with the
-    sources its statement was found repeated in (a repeat is merged into one fact, corroborated)."""
-    agreeing = {f.source_id: f.corroborations for f in facts if f is fact or _agrees(fact, f)}
+    sources its statement was found repeated in (a repeat is merged into one fact, corroborated);
+    copies of one document (`copies`: each source's first copy) count once."""
+    agreeing: dict[int, int] = {}
+    for f in facts:
+        if f is fact or _agrees(fact, f):
+            document = copies.get(f.source_id, f.source_id)
+            agreeing[document] = max(agreeing.get(document, 0), f.corroborations)
     return sum(max(1, count) for count in agreeing.values())
 
 
-def _settled(a: Fact, b: Fact, facts: Sequence[Fact]) -> bool:
+def _settled(a: Fact, b: Fact, facts: Sequence[Fact], copies: Mapping[int, int]) -> bool:
     """More sources agree with one side than with the other: a later source settled it."""
-    return _backing(a, facts) != _backing(b, facts)
+    return _backing(a, facts, copies) != _backing(b, facts, copies)
 
 
 def _conflict(a: Fact, b: Fact) -> list[str] | None:
@@ -131,9 +137,55 @@ def _said(fact: Fact) -> str:
     return f'"{statement}" [{fact_label(fact.id)}]'
 
 
-def found_contradictions(facts: Sequence[Fact]) -> list[str]:
-    """Pairs of verified facts from different sources that contradict each other, worded for the
-    report ("Sources disagree on harbour bridge opened: "…" [F3]; "…" [F7]")."""
+@dataclass(frozen=True)
+class Disagreement:
+    """Two verified facts from different sources that contradict each other, on one subject."""
+
+    subject: str
+    first: Fact
+    second: Fact
+
+    @property
+    def wording(self) -> str:
+        """As the report lists it: "Sources disagree on harbour bridge opened: "…" [F3]; "…" [F7]"."""
+        return f"{PREFIX}{self.subject}: {_said(self.first)}; {_said(self.second)}"
+
+    @property
+    def headline(self) -> str:
+        """In one short line, what each side says: the numbers it gives, or that they oppose."""
+        numbers = self._numbers()
+        if numbers is None:
+            return f"{PREFIX}{self.subject}: {self._first} and {self._second} say opposite things"
+        return f"{PREFIX}{self.subject}: {numbers[0]} {self._first} vs {numbers[1]} {self._second}"
+
+    @property
+    def question(self) -> str:
+        """The question that would settle it, for a follow-up: which side another source backs."""
+        numbers = self._numbers()
+        if numbers is None:
+            return f"Which is right on {self.subject}: {self._first} or {self._second}?"
+        return f"Which is right on {self.subject}: {numbers[0]} or {numbers[1]}?"
+
+    @property
+    def _first(self) -> str:
+        return f"[{fact_label(self.first.id)}]"
+
+    @property
+    def _second(self) -> str:
+        return f"[{fact_label(self.second.id)}]"
+
+    def _numbers(self) -> tuple[str, str] | None:
+        """The numbers each side gives and the other does not, when both give some."""
+        first, second = _numbers(self.first.statement), _numbers(self.second.statement)
+        mine, theirs = ", ".join(sorted(first - second)), ", ".join(sorted(second - first))
+        return (mine, theirs) if mine and theirs else None
+
+
+def disagreements(facts: Sequence[Fact], copies: Mapping[int, int] | None = None) -> list[Disagreement]:
+    """Pairs of verified facts from different sources (copies of one document are one source:
+    `copies` maps each source to its first copy) that contradict each other and that no further
+    source settles; one a subject, at most MAX_FOUND."""
+    copies = copies or {}
     # Sentence by sentence: a fact may quote a whole passage, and two passages disagree in one sentence.
     verified = [
         fact.model_copy(update={"statement": sentence})
@@ -142,20 +194,28 @@ def found_contradictions(facts: Sequence[Fact]) -> list[str]:
         for sentence in _SENTENCE_END.split(" ".join(fact.statement.split()))
         if sentence
     ]
-    found: list[str] = []
+    found: list[Disagreement] = []
     subjects: set[str] = set()
     # In the order of what the facts say, not of their ids: the same facts give the same list.
     for a, b in combinations(sorted(verified, key=lambda fact: (fact.statement, fact.quote)), 2):
-        if a.source_id == b.source_id or (shared := _conflict(a, b)) is None or _settled(a, b, verified):
+        if copies.get(a.source_id, a.source_id) == copies.get(b.source_id, b.source_id):
+            continue
+        if (shared := _conflict(a, b)) is None or _settled(a, b, verified, copies):
             continue
         subject = _in_words(a.statement, shared)
         if subject in subjects:  # one contradiction a subject, however many sources repeat a side
             continue
         subjects.add(subject)
-        found.append(f"{PREFIX}{subject}: {_said(a)}; {_said(b)}")
+        found.append(Disagreement(subject, a, b))
         if len(found) == MAX_FOUND:
             break
     return found
+
+
+def found_contradictions(facts: Sequence[Fact], copies: Mapping[int, int] | None = None) -> list[str]:
+    """The contradictions between the facts, worded for the report ("Sources disagree on harbour
+    bridge opened: "…" [F3]; "…" [F7]")."""
+    return [disagreement.wording for disagreement in disagreements(facts, copies)]
 
 
 def settling_question(contradiction: str) -> str:

@@ -110,6 +110,7 @@ def curate(
         backend=deps.model.name,
         run_id=run_id,
         node_id=node_id,
+        caller=deps.caller,
     )
     covered = len(curation.questions) - len(curation.uncovered)
     deps.store.finish_handoff(

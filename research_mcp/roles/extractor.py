@@ -7,7 +7,14 @@ from collections.abc import Collection, Sequence
 
 import anyio
 
-from research_mcp.citations import CitationChecker, QuoteLocator, meaningful_quote, whole_field_line
+from research_mcp.citations import (
+    CitationChecker,
+    QuoteLocator,
+    cited_in,
+    links_in,
+    meaningful_quote,
+    whole_field_line,
+)
 from research_mcp.contracts import ExtractorOutput, ExtractorTaskSpec, Source
 from research_mcp.ids import source_label
 from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
@@ -218,7 +225,7 @@ class Extraction(Role[ExtractorOutput, StoredExtraction]):
         new_facts = located_facts(source, output, self.asked.questions)
         fact_ids = context.deps.store.add_facts(context.run_id, context.handoff_id, new_facts)
         triggers = insight_triggers(output, source.text, task_spec)
-        _scrub_insights(output, keep=bool(triggers))
+        _scrub_insights(output, source.text, keep=bool(triggers))
         # Kept in the knowledge base with the source, for later runs (runs/prior.py).
         context.deps.store.add_insights(context.run_id, context.handoff_id, _insights(source, output))
         verified = sum(1 for fact in new_facts if fact.verified)
@@ -261,14 +268,24 @@ def located_facts(source: Source, output: ExtractorOutput, asked: Sequence[str])
     return new_facts
 
 
-def _scrub_insights(output: ExtractorOutput, *, keep: bool) -> None:
+def _scrub_insights(output: ExtractorOutput, source_text: str, *, keep: bool) -> None:
     """An extraction cites no fact ids: any citation-like token in its free text is forged. Without
-    a trigger (see `insight_triggers`) it carries no insights at all."""
-    checker = CitationChecker(allowed=(), verified=(), links=None)
+    a trigger (see `insight_triggers`) it carries no insights at all.
+
+    A linked source is kept only when the source's own text gives its reference, whole
+    (`cited_in`), and a free text keeps only the links the source writes: a model, or a page
+    steering it, never composes an address for the research to fetch or a reader to follow, such as
+    one carrying a private note's words to a sink (SECURITY.md, "Data leaving through a link")."""
+    checker = CitationChecker(allowed=(), verified=(), links=links_in(source_text))
     output.source_identified_gaps = checker.texts(output.source_identified_gaps)
     for item in output.follow_up_questions:
         item.question = checker.text(item.question)
         item.rationale = checker.text(item.rationale)
+    output.linked_candidate_sources = [
+        link for link in output.linked_candidate_sources if cited_in(source_text, link.ref)
+    ]
+    for link in output.linked_candidate_sources:
+        link.context = checker.text(link.context)
     if not keep:
         output.follow_up_questions.clear()
         output.source_identified_gaps.clear()

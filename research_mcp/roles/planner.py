@@ -171,6 +171,7 @@ async def plan_research(
         backend=deps.model.name,
         handoff_id=result.handoff_id,
         budget=budget,
+        caller=deps.caller,
     )
     return PlanRecord(plan_id, status, root, violations, estimate, result.handoff_id)
 

@@ -15,7 +15,7 @@ from research_mcp.role_inputs import ScoutCandidate, ScoutInput
 from research_mcp.roles.base import HandoffContext, Place, Role, RoleDeps, RoleResult, perform
 from research_mcp.roles.framing import frame
 from research_mcp.roles.quick_scan import Scans, quick_scan, rescored
-from research_mcp.roles.sweep import LEADS, Folded, angles, cluster, covered, sites_named
+from research_mcp.roles.sweep import LEADS, Folded, angles, cluster, covered, fold_copies, sites_named
 from research_mcp.sources.library import Candidate, ref_key
 from research_mcp.sources.openings import LEAD_CHARS
 from research_mcp.storage.outputs import StoredCuration
@@ -57,7 +57,7 @@ def _folded(item: Folded) -> dict[str, Any]:
         "title": item.candidate.title,
         "score": 0.0,
         "origin": item.candidate.origin,
-        "rationale": f"near-duplicate of {item.into.title!r} <{item.into.ref}>",
+        "rationale": f"{item.reason} of {item.into.title!r} <{item.into.ref}>",
         "lead": item.candidate.snippet[:LEAD_CHARS],
     }
 
@@ -136,6 +136,8 @@ async def scout(
     started = time.monotonic()
     found, found_by, ranks = await _sweep(deps, topic, searched, failures, led, box)
     found, folded = cluster(found)
+    found, copies = await anyio.to_thread.run_sync(fold_copies, found, deps.sources.fingerprint_of)
+    folded += copies
     # Each search's first results first (rank 0 of every angle, then rank 1...), so the scans serve
     # every question the sweep searched, not the first angle's alone.
     tops = sorted(found, key=lambda c: ranks.get(ref_key(c.ref), PER_ANGLE))
@@ -162,6 +164,8 @@ async def scout(
 
     curation = Curation(scout_input, limit=limit, failures=failures, led=led, found_by=found_by, scans=scans)
     curation.folded = [_folded(item) for item in folded]
+    for item in copies:
+        curation.copies.setdefault(ref_key(item.into.ref), []).append(item.candidate.ref)
     return await perform(deps, curation, Place(run_id, node_id, iteration))
 
 
@@ -188,6 +192,7 @@ class Curation(Role[ScoutOutput, StoredCuration]):
         self.led, self.found_by = led, found_by
         self.scans = scans or Scans()
         self.folded: list[dict[str, Any]] = []  # near-duplicates the sweep folded, shown as excluded
+        self.copies: dict[str, list[str]] = {}  # by the kept candidate's ref key: its copies' refs
 
     def prompt(self) -> str:
         return _prompt(self.scout_input)
@@ -218,10 +223,14 @@ class Curation(Role[ScoutOutput, StoredCuration]):
                 "found_by": [searched.index(a) + 1 for a in found_by.get(ref_key(c.ref), [])],
                 "lead": (c.lead or c.snippet)[:LEAD_CHARS],
                 "scan": c.scan,
+                "copies": self.copies.get(ref_key(c.ref), []),
             }
             (kept if item.include else excluded).append(curated)
         kept = kept[:limit]
         covering = {number for source in kept for number in source["covers"]}
+        if folded := sum(len(refs) for refs in self.copies.values()):
+            note = f"{output.coverage_note} {folded} copies (the same document under another name or in another format) listed with the one they copy."
+            output = output.model_copy(update={"coverage_note": note[:1000]})
         return self.stored(
             output,
             **{

@@ -13,7 +13,9 @@ crawls, and which of the questions each candidate covers.
   candidate covers are named, so a discovery leaf's gaps say what the sources will not answer.
 - **Clusters**: near-duplicates (the same title once a site suffix is dropped, or titles sharing
   `SAME_TITLE` of their words) fold into the first found; a site's candidates beyond `PER_SITE`
-  go after every other site's, so one site cannot fill the list the ranker reads.
+  go after every other site's, so one site cannot fill the list the ranker reads. Copies of one
+  document (the same text under another name, the same page in two formats: research_mcp/copies.py)
+  fold into the first found too, so the scout lists them as one cluster.
 - **Box**: the sweep has its own time (`RESEARCH_MCP_SWEEP_SECONDS`); what it found when the box
   closes is ranked, and the searches it did not make are named.
 """
@@ -21,10 +23,11 @@ crawls, and which of the questions each candidate covers.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from research_mcp.copies import Fingerprint, copy_clusters
 from research_mcp.matching.terms import bears_on, terms
 from research_mcp.role_inputs import ScoutCandidate
 from research_mcp.sources.library import Candidate
@@ -37,6 +40,7 @@ __all__ = [
     "angles",
     "cluster",
     "covered",
+    "fold_copies",
     "key_terms",
     "sites_named",
 ]
@@ -125,10 +129,30 @@ def covered(candidate: ScoutCandidate, questions: Sequence[str], led: Sequence[s
 
 @dataclass(frozen=True)
 class Folded:
-    """A near-duplicate candidate folded into the one kept for it."""
+    """A near-duplicate candidate folded into the one kept for it: its title nearly the same
+    ("near-duplicate"), or its text a copy of the other's ("copy": research_mcp/copies.py)."""
 
     candidate: Candidate
     into: Candidate
+    reason: str = "near-duplicate"
+
+
+def fold_copies(
+    candidates: Sequence[Candidate], fingerprint_of: Callable[[str], Fingerprint | None]
+) -> tuple[list[Candidate], list[Folded]]:
+    """The candidates with copies of one document (research_mcp/copies.py: the same text under
+    another name, the same page in another format) folded into the first of each, order kept; a
+    candidate without a fingerprint (a web result, not read yet) stands alone."""
+    prints = [(n, fingerprint_of(candidate.ref)) for n, candidate in enumerate(candidates)]
+    clusters = copy_clusters((n, found) for n, found in prints if found is not None)
+    first = {member: members[0] for members in clusters for member in members}
+    kept = [candidate for n, candidate in enumerate(candidates) if first.get(n, n) == n]
+    folded = [
+        Folded(candidate, candidates[first[n]], "copy")
+        for n, candidate in enumerate(candidates)
+        if first.get(n, n) != n
+    ]
+    return kept, folded
 
 
 def _title_words(title: str) -> frozenset[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from research_mcp.citations import CitationChecker, normalize
@@ -18,7 +18,8 @@ from research_mcp.role_inputs import (
 )
 from research_mcp.roles.acceptance import Criterion, cited_facts, judge, numbered_criteria, reshape
 from research_mcp.roles.base import HandoffContext, Place, Role, RoleDeps, RoleResult, cache_key, perform
-from research_mcp.roles.contradictions import found_contradictions
+from research_mcp.roles.confidence_words import gated_confidence, plain_confidence
+from research_mcp.roles.contradictions import Disagreement, disagreements
 from research_mcp.roles.evidence import (
     NOT_ESTABLISHED,
     UNANSWERED,
@@ -28,25 +29,26 @@ from research_mcp.roles.evidence import (
     never_mentioned,
     never_mentioned_cap,
 )
+from research_mcp.roles.followups import followups
 from research_mcp.roles.framing import frame
+from research_mcp.roles.items import ItemScope, facts_of_items
 from research_mcp.roles.outline import outline_gaps, outline_prompt
 from research_mcp.roles.synthesis_inputs import (
     Inputs,
-    insight_followups,
     known_insights,
     read_inputs,
     source_gaps,
 )
+from research_mcp.roles.synthesis_summary import NOT_COVERED, synthesis_summary
 from research_mcp.sources.library import coverage_said_once
 from research_mcp.storage.models import KnownInsight
-from research_mcp.storage.outputs import AcceptanceCheck, CitationCounts, StoredSynthesis
+from research_mcp.storage.outputs import AcceptanceCheck, CitationCounts, ConfidenceCounts, StoredSynthesis
 
 __all__ = ["CRITERION_UNMET", "UNANSWERED", "cap_confidence", "gate_synthesis", "gather_inputs", "synthesize"]
 
 MAX_FACTS = 150
 #: How the gap of an acceptance criterion a synthesis did not meet begins.
 CRITERION_UNMET = "Acceptance criterion unmet"
-NOT_COVERED = "## Not covered (failed)"
 CONTRADICTIONS = "## Contradictions between sources"
 MAX_FAILURE_CHARS = 400
 
@@ -101,21 +103,6 @@ def _prompt(payload: SynthesisPayload, criteria: Sequence[Criterion], prior: Col
         gaps = "\n\nGaps:\n" + "\n".join(f"- {gap}" for gap in report.gaps) if report.gaps else ""
         lines.append(frame(f"REPORT {report.title!r} (confidence {report.confidence})", report.report + gaps))
     return "\n".join(lines)
-
-
-def _summary(output: SynthesisOutput, failed: int = 0) -> list[str]:
-    body = output.report.split(NOT_COVERED, 1)[0]
-    lines = [line.strip("-*# ").strip() for line in body.splitlines()]
-    prose = [
-        line
-        for line, raw in zip(lines, body.splitlines(), strict=True)
-        if line and not raw.lstrip().startswith("#")
-    ]
-    first = prose[0] if prose else (lines[0] if lines else "")
-    second = f"confidence {output.confidence.level}; {len(output.gaps)} gaps"
-    if failed:
-        second += f"; {failed} failed parts or sources, named in the gaps"
-    return [first[:200], second]
 
 
 def _scrubbed(insights: Sequence[SourceInsight], checker: CitationChecker) -> list[SourceInsight]:
@@ -237,6 +224,7 @@ async def synthesize(
     notes: Sequence[str] = (),
     known: Sequence[KnownInsight] = (),
     outline: Sequence[str] = (),
+    items: Mapping[str, ItemScope] | None = None,
 ) -> RoleResult[SynthesisOutput]:
     """`prior_facts`: known facts from earlier research (prior findings), citable like the others.
 
@@ -251,7 +239,10 @@ async def synthesize(
     what the node left out on purpose (what a task spec's budget did not allow), added to the gaps.
     `known`: what sources read by earlier runs left open (kept in the knowledge base), bearing on
     the questions: given to the synthesizer with the others, and named in the gaps with the source.
-    `outline`: the section headings the report is written in, in order; one it leaves out is a gap."""
+    `outline`: the section headings the report is written in, in order; one it leaves out is a gap.
+    `items`: the compared item each question asks about (roles/items.py): only facts about one of
+    them are in scope, whether found below or given as prior findings, each under its item's
+    question."""
     synthesis_input = SynthesisInput(
         title=title,
         questions=questions,
@@ -266,6 +257,7 @@ async def synthesize(
         prior_facts=prior_facts,
         failures=failures,
         known=known,
+        items=items or {},
     )
     role = Synthesis(synthesis_input, scope, notes=list(dict.fromkeys(notes)), outline=list(outline))
     return await perform(deps, role, Place(run_id, node_id, iteration))
@@ -302,6 +294,7 @@ class _Scope:
         prior_facts: Sequence[int],
         failures: Sequence[str],
         known: Sequence[KnownInsight],
+        items: Mapping[str, ItemScope],
     ) -> _Scope:
         below = read_inputs(deps, input_handoffs)
         facts = list(
@@ -310,6 +303,8 @@ class _Scope:
         # Prior findings the inputs do not already hold (a leaf re-reading a source finds its own again).
         found = {fact.id for fact in facts}
         facts += [fact for fact in deps.store.canonical_facts(prior_facts, questions) if fact.id not in found]
+        # A compared item's facts only: another item's sources, read for it, answer another section.
+        facts = facts_of_items(facts, items, deps.store.get_source)
         scope = cls(below, known_insights(known, below.insights), facts, found)
         failed = [failure[:MAX_FAILURE_CHARS] for failure in [*below.failures, *failures]]
         scope.failed = coverage_said_once(list(dict.fromkeys(failed)))
@@ -337,6 +332,7 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
         super().__init__(asked, payload)
         self.asked, self.scope, self.notes = asked, scope, notes
         self.outline = outline or []
+        self.disagreements: list[Disagreement] = []  # what code found between the sources (check)
         self.criteria = numbered_criteria(asked.task_specs)
 
     def prompt(self) -> str:
@@ -344,7 +340,8 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
         return _prompt(self.payload, self.criteria, self.scope.prior) + outline_prompt(self.outline)
 
     def summary(self, output: SynthesisOutput) -> list[str]:
-        return _summary(output, len(self.scope.failed))
+        headlines = {disagreement.wording: disagreement.headline for disagreement in self.disagreements}
+        return synthesis_summary(output, len(self.scope.failed), headlines=headlines)
 
     def reuse_key(self, deps: RoleDeps) -> str:
         # The same facts and reports, given the same way: the earlier synthesis is reused.
@@ -389,7 +386,11 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
             )
         )
         # Contradictions between verified facts that code can see, whatever the backend saw.
-        disagreeing = [c for c in found_contradictions(scope.facts) if c not in output.contradictions]
+        # Copies of one document are one source: a copy neither contradicts nor settles (copies.py).
+        copies = context.deps.store.source_copies({fact.source_id for fact in scope.facts if fact.verified})
+        self.disagreements = disagreements(scope.facts, copies)
+        found = [disagreement.wording for disagreement in self.disagreements]
+        disagreeing = [c for c in found if c not in output.contradictions]
         output.contradictions += disagreeing
         unanswered = _unanswered(questions, found_gaps, self.notes)
         output.report = _with_contradictions(
@@ -400,20 +401,33 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
             disagreeing,
         )
         _add_gaps(output, scope.failed, found_gaps)
-        output.suggested_followups += insight_followups(
-            _scrubbed(scope.insights, checker),
-            [*questions, *output.suggested_followups],
-            scope.below.read_refs | links,
+        # Where to go next, from this run alone: never a question asked here or left open below,
+        # never what an earlier run's sources left open (roles/followups.py).
+        cited = set(check.cited)
+        output.suggested_followups = followups(
+            asked=questions,
+            open_questions=[_open_question(gap) for gap in [*found_gaps, *output.gaps]],
+            disagreements=self.disagreements,
+            insights=_scrubbed(scope.below.insights, checker),
+            read=scope.below.read_refs | links,
+            cited=[fact for fact in scope.facts if fact.id in cited and fact.verified],
+            title_of=lambda source_id: context.deps.store.get_source(source_id).title,
+            suggested=output.suggested_followups,
         )
-        # A follow-up is a question not asked yet: one this node was asked, unanswered, is a gap.
-        asked = {normalize(question) for question in questions}
-        output.suggested_followups = [f for f in output.suggested_followups if normalize(f) not in asked]
         evidence.caps += _never_mentioned_caps(questions, [*self.notes, *found_gaps])
         output.confidence = _capped(
             evidence.cap(output.confidence), output, cites_verified=bool(check.verified)
         )
+        # A person reads one plain sentence; the reasons rule by rule stay in the structured output.
+        counts = self._counts(context.deps, output, check.cited, found_gaps)
+        reasons = [output.confidence.reasoning]
+        output.confidence = Confidence(
+            level=output.confidence.level, reasoning=plain_confidence(output.confidence.level, counts)
+        )
         return self.stored(
             output,
+            confidence_reasons=reasons,
+            confidence_counts=counts.model_dump(),
             failures=scope.failed,
             fact_ids=sorted(scope.allowed),
             cited=check.cited,
@@ -427,6 +441,28 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
             acceptance=[item.model_dump() for item in acceptance],
             evidence_gaps=found_gaps,
             insights=[item.model_dump() for item in scope.insights],
+        )
+
+    def _counts(
+        self, deps: RoleDeps, output: SynthesisOutput, cited_ids: Sequence[int], gaps: Sequence[str]
+    ) -> ConfidenceCounts:
+        """What the confidence stands on, counted for the sentence a person reads."""
+        questions = self.asked.questions
+        said = [*gaps, *output.gaps]
+        unanswered = _unanswered(questions, said, self.notes)
+        asked = {normalize(question).rstrip("?. ") for question in questions}
+        unclear = (_unestablished(said) & asked) - unanswered
+        cited = [fact for fact in self.scope.facts if fact.id in set(cited_ids) and fact.verified]
+        copies = deps.store.source_copies({fact.source_id for fact in cited})
+        return ConfidenceCounts(
+            questions=len(questions),
+            unanswered=len(unanswered & asked),
+            unclear=len(unclear),
+            cited_facts=len(cited),
+            independent_sources=len(set(copies.values())),
+            disagreements=len(output.contradictions),
+            failed=len(self.scope.failed),
+            corroborated=any(fact.corroborations > 1 for fact in cited),
         )
 
     def _judged(
@@ -572,7 +608,7 @@ def gate_synthesis(
     gated = output.model_copy(
         update={
             "gaps": [*gaps, *(gap for gap in output.gaps if gap not in gaps)],
-            "confidence": cap_confidence(output.confidence, cap, f"phase criteria unmet: {', '.join(unmet)}"),
+            **gated_confidence(output, cap, unmet),
             "unmet_criteria": unmet,
             "cached": False,
             "cached_from": None,

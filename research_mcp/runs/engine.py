@@ -25,6 +25,7 @@ from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, leaf_questions, node_key, report_outline
 from research_mcp.runs.leaf import run_leaf
 from research_mcp.runs.phases import run_phases
+from research_mcp.runs.prior import compared_items
 from research_mcp.storage.events import NodeDone, NodeFailed, NodeStarted
 from research_mcp.storage.outputs import StoredCuration
 
@@ -158,6 +159,7 @@ async def _run_executor(rc: RunContext, node: PlanNode, key: str) -> str:
         node_id=key,
         failures=rc.failures.get(key, []),
         outline=report_outline(rc, node),
+        items=compared_items(rc, node),
     )
     if node.phases:
         return await run_phases(rc, node, key, child_handoffs, result)

@@ -32,7 +32,9 @@ from dataclasses import asdict, dataclass, field
 
 import anyio
 
+from research_mcp.citations import cited_in
 from research_mcp.contracts import PlanNode
+from research_mcp.errors import NotFound
 from research_mcp.feasibility import HOP_SOURCES
 from research_mcp.ids import source_label
 from research_mcp.matching.terms import said_terms, terms
@@ -202,7 +204,23 @@ def _ranked_leads(
         for ref, context, source_id in known_links
         if ref not in cited
     ]
-    return [*leads[:own_links], *earlier, *leads[own_links:]]
+    texts: dict[int, str] = {}
+    return [lead for lead in [*leads[:own_links], *earlier, *leads[own_links:]] if _given(rc, lead, texts)]
+
+
+def _given(rc: RunContext, lead: Lead, texts: dict[int, str]) -> bool:
+    """A link is followed only when the text of the source citing it gives it, whole: the
+    extractor keeps no other (roles/extractor.py), and this holds for what a store written before
+    that rule kept, whatever an extraction or an earlier run's insight says. `texts`: the citing
+    sources' texts read so far, by id."""
+    if lead.kind != "link":
+        return True
+    if lead.source_id not in texts:
+        try:
+            texts[lead.source_id] = rc.deps.store.get_source(lead.source_id).text
+        except NotFound:
+            texts[lead.source_id] = ""
+    return cited_in(texts[lead.source_id], lead.text)
 
 
 async def _follow_open(

@@ -18,7 +18,7 @@ from research_mcp.roles.evidence import NEVER_MENTIONED
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.hops import follow_leads
-from research_mcp.runs.prior import known_insights, known_questions, prior_findings
+from research_mcp.runs.prior import compared_items, known_insights, known_questions, prior_findings
 from research_mcp.runs.reading import choose_sources, extract_sources, ref_key, stored_ref, taking_turn
 from research_mcp.sources.library import classify_ref
 from research_mcp.storage.events import NoSources, SourcesChosen, SpecBudgetSpent
@@ -120,6 +120,7 @@ async def run_leaf(rc: RunContext, node: PlanNode, key: str, discovered: list[st
             *await _never_mentioned(rc, questions, refs),
         ],
         known=insights,
+        items=compared_items(rc, node),
     )
     return result.handoff_id
 

@@ -24,6 +24,7 @@ import anyio.abc
 from research_mcp.contracts import FINISHED, RETRYABLE, Budget, PlanNode
 from research_mcp.errors import BudgetExhausted, InvalidInput, ResearchError
 from research_mcp.ids import FINAL_NODE
+from research_mcp.memory import give_back_freed_memory
 from research_mcp.retry import BACKGROUND, patience
 from research_mcp.roles.base import BudgetTracker, RoleDeps
 from research_mcp.roles.synthesizer import synthesize
@@ -114,7 +115,9 @@ class RunManager:
         if existing is not None and (existing.id in self.live or not self.resumable(existing, retry=retry)):
             return existing.id
         run_id = (
-            existing.id if existing is not None else self.store.create_run(plan_ids, deps.model.name, budget)
+            existing.id
+            if existing is not None
+            else self.store.create_run(plan_ids, deps.model.name, budget, caller=deps.caller)
         )
         self.resume(run_id, deps, retry=retry)
         return run_id
@@ -266,6 +269,8 @@ class RunManager:
                 self.unrecorded[run_id] = str(unrecorded)
         finally:
             self.live.pop(run_id, None)
+            if not self.live:  # the last run ended: what it freed goes back to the system
+                give_back_freed_memory()
             with anyio.CancelScope(shield=True):
                 try:
                     store.release_run(run_id, self.owner)

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import anyio
 
+from research_mcp.callers import may_read
 from research_mcp.contracts import PlanNode
+from research_mcp.errors import NotFound
 from research_mcp.ids import source_label
 from research_mcp.matching.terms import said_terms, terms
+from research_mcp.roles.items import ItemScope, facts_of_items, item_scope
 from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.reading import stored_ref
 from research_mcp.storage.events import InsightsGiven, PriorFindings
@@ -22,6 +25,7 @@ from research_mcp.storage.models import InsightKind, KnownInsight
 __all__ = [
     "KNOWN_INSIGHTS",
     "KNOWN_QUESTIONS",
+    "compared_items",
     "known_insights",
     "known_questions",
     "prior_findings",
@@ -68,10 +72,14 @@ async def prior_findings(rc: RunContext, node: PlanNode, key: str, questions: li
     store = rc.deps.store
     own = _asked(node, questions)
     others = _asked_elsewhere(rc, node) - own
-    facts = await anyio.to_thread.run_sync(
-        lambda: knowledge.prior_findings(questions, own=own, others=others),
+    known = await anyio.to_thread.run_sync(
+        lambda: knowledge.prior_findings(questions, own=own, others=others, caller=rc.deps.caller),
         abandon_on_cancel=True,  # a read: a cancelled run need not wait for it (or the model to load)
     )
+    # A compared item is given the facts about it only: an earlier run's facts on another licence
+    # answer that licence's section, never this one's (roles/items.py).
+    items = compared_items(rc, node)
+    facts = facts_of_items(store.get_facts([fact.id for fact in known]), items, store.get_source)
     if facts:
         store.add_event(
             rc.run_id,
@@ -82,6 +90,27 @@ async def prior_findings(rc: RunContext, node: PlanNode, key: str, questions: li
             ),
         )
     return [fact.id for fact in facts]
+
+
+def compared_items(rc: RunContext, node: PlanNode) -> dict[str, ItemScope]:
+    """For a compared item's leaf, its questions mapped to its item; for an executor over compared
+    items, each item leaf's questions to its item (roles/items.py); else nothing."""
+    children: list[tuple[PlanNode, PlanNode | None]]
+    if node.kind == "executor":
+        children = [(child, node) for child in node.children]
+    else:
+        try:
+            root = rc.deps.store.get_plan(rc.plan_id).tree.root
+        except NotFound:  # a node run on its own, outside a stored plan: no siblings
+            return {}
+        parent = next((each for each in root.walk() if any(c.id == node.id for c in each.children)), None)
+        children = [(node, parent)]
+    return {
+        question: scope
+        for child, parent in children
+        if (scope := item_scope(child, parent)) is not None
+        for question in leaf_questions(child)
+    }
 
 
 async def known_insights(
@@ -105,6 +134,7 @@ async def known_insights(
         item
         for item in store.known_insights(kinds=_KIND_ORDER, not_run=rc.run_id)
         if item.ref not in reading
+        and may_read(item.owner, rc.deps.caller)  # what another user's research left open is theirs
         and source_label(item.source_id) not in reading
         and not (set(item.questions) & others and not set(item.questions) & own)
     ]

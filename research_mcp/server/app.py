@@ -15,6 +15,7 @@ from mcp.server.mcpserver import Context
 
 from research_mcp import __version__
 from research_mcp.config import Settings
+from research_mcp.errors import ResearchError
 from research_mcp.llm.base import ModelBackend
 from research_mcp.llm.select import choose_backend
 from research_mcp.printable import PrintableFilter
@@ -23,7 +24,7 @@ from research_mcp.runs.manager import RunManager
 from research_mcp.server.context import ServerState
 from research_mcp.server.host_log import HostLog
 from research_mcp.server.prompts import UnknownPrompts, register_prompts
-from research_mcp.server.protocol import UnknownTools, UnpagedLists
+from research_mcp.server.protocol import BoundedEchoes, UnknownTools, UnpagedLists
 from research_mcp.server.pruning import keep_pruned
 from research_mcp.server.resources import register_resources
 from research_mcp.server.tasks import RunTasks, TaskRequests
@@ -100,6 +101,21 @@ def _keep_in_the_background(
     group.start_soon(keep_pruned, knowledge, config.retention_days)
 
 
+async def _resume_interrupted(
+    service: ResearchService, config: Settings, model: ModelBackend | None, anthropic: Any
+) -> None:
+    """Runs a process now gone left unfinished go on here, without anyone calling execute_plan."""
+    try:
+        backend = model
+        if backend is None:
+            backend = await anyio.to_thread.run_sync(
+                functools.partial(choose_backend, config, anthropic=anthropic)
+            )
+        service.resume_interrupted(backend)
+    except ResearchError as error:  # no backend without a client, or the store cannot be read
+        logger.warning("interrupted runs are not resumed at start: %s", error)
+
+
 def create_server(settings: Settings | None = None, *, model: ModelBackend | None = None) -> MCPServer[Any]:
     """The research-mcp server. `model` replaces backend choice (tests and benchmarks use a scripted one)."""
 
@@ -141,6 +157,7 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
                     settings=config, store=store, sources=library, runs=runs, knowledge=knowledge
                 )
                 running.append(service)
+                group.start_soon(_resume_interrupted, service, config, model, anthropic)
                 try:
                     yield ServerState(service, _backend_chooser(config, model, anthropic))
                 finally:
@@ -161,8 +178,10 @@ def create_server(settings: Settings | None = None, *, model: ModelBackend | Non
         # The run view, for hosts that render MCP Apps; runs as protocol tasks, for hosts that send them.
         extensions=[build_apps(), RunTasks()],
         # Other hosts list exactly what they did before the view; a task-augmented call starts a task;
-        # an unknown tool or prompt, or a cursor for an unpaged list, is invalid params; MCP logging for clients whose protocol has it.
+        # no error echoes more than 80 characters of the request; an unknown tool or prompt, or a cursor
+        # for an unpaged list, is invalid params; MCP logging for clients whose protocol has it.
         middleware=[
+            BoundedEchoes(),
             UnknownTools([tool.name for tool in tools]),
             UnpagedLists(),
             AppsOnly(),

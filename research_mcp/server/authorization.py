@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from research_mcp.errors import ResearchError
 from research_mcp.server import inputs
-from research_mcp.server.context import ToolContext
+from research_mcp.server.context import ToolContext, caller_of
 
 __all__ = ["RunAuthorization", "authorize_run"]
 
@@ -46,7 +46,7 @@ def authorize_run(
         return NOT_ASKED
     try:
         ids = inputs.check_plan_ids(plan_id, plan_ids)
-        question = service.authorization_question(ids) if ids else None
+        question = service.authorization_question(ids, caller_of(ctx.request_context)) if ids else None
     except (ResearchError, ValueError):
         return NOT_ASKED  # the tool body reports the bad plan id
     return NOT_ASKED if question is None else Elicit(question, RunAuthorization)

@@ -8,7 +8,10 @@ Three rules keep a remote server safe:
   the legacy IPv4 spellings a socket accepts, such as `0` or `127.1`), and the address bound is that
   parsed one, so what is checked is what is served.
 - With a token set, every request carries `Authorization: Bearer <token>` or gets 401
-  (`BearerTokenMiddleware`, compared in constant time).
+  (`BearerTokenMiddleware`, compared in constant time). RESEARCH_MCP_HTTP_TOKENS gives each user a
+  token of their own ("name=token,..."); the request then goes on as that user (the ASGI `user`,
+  which the SDK binds sessions to, and research_mcp/callers.py binds plans, runs and tasks to).
+  RESEARCH_MCP_HTTP_TOKEN alone is one user, `token`.
 - DNS-rebinding protection: the SDK's transport security refuses a Host header (421) or an Origin
   (403) naming anything but this machine's loopback names, the bound address, and the names in
   RESEARCH_MCP_HTTP_ALLOWED_HOSTS (for a reverse proxy that forwards its public name).
@@ -25,6 +28,8 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -126,16 +131,25 @@ def parse_bind(value: str) -> BindAddress:
     return BindAddress(canonical, int(port_text), loopback)
 
 
-def _token(settings: Settings) -> str | None:
-    return settings.http_token.get_secret_value() if settings.http_token is not None else None
+SINGLE_USER = "token"  # the user RESEARCH_MCP_HTTP_TOKEN names
+
+
+def _tokens(settings: Settings) -> dict[str, str]:
+    """Each user's token: RESEARCH_MCP_HTTP_TOKENS, and RESEARCH_MCP_HTTP_TOKEN as the user `token`."""
+    tokens = {name: secret.get_secret_value() for name, secret in settings.http_tokens.items()}
+    if settings.http_token is not None:
+        tokens.setdefault(SINGLE_USER, settings.http_token.get_secret_value())
+    return tokens
 
 
 def refusal(settings: Settings, bind: BindAddress) -> str | None:
     """Why `serve --http` must not start with these settings on this address, or None."""
-    token = _token(settings)
-    if token is not None and len(token) < MIN_TOKEN_LENGTH:
-        return f"RESEARCH_MCP_HTTP_TOKEN has {len(token)} characters; use at least {MIN_TOKEN_LENGTH}: {TOKEN_HINT}."
-    if token is not None:
+    tokens = _tokens(settings)
+    for name, token in tokens.items():
+        if len(token) < MIN_TOKEN_LENGTH:
+            variable = "RESEARCH_MCP_HTTP_TOKEN" if name == SINGLE_USER else f"the token of {name!r}"
+            return f"{variable} has {len(token)} characters; use at least {MIN_TOKEN_LENGTH}: {TOKEN_HINT}."
+    if tokens:
         return None
     if not bind.loopback:
         return (
@@ -182,19 +196,31 @@ def transport_security(settings: Settings, bind: BindAddress) -> TransportSecuri
 
 
 class BearerTokenMiddleware:
-    """Every HTTP request must carry `Authorization: Bearer <token>`; anything else gets 401."""
+    """Every HTTP request must carry `Authorization: Bearer <token>` of a user; anything else gets
+    401. The request goes on as that user (`scope["user"]`)."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str | dict[str, str]) -> None:
         self.app = app
-        self._token = token.encode("utf-8")
+        tokens = {SINGLE_USER: token} if isinstance(token, str) else token
+        self._tokens = [(name, value.encode("utf-8")) for name, value in tokens.items()]
+
+    def _user(self, presented: bytes) -> str | None:
+        """The user whose token this is; every token is compared, so the time says nothing of which."""
+        found = None
+        for name, token in self._tokens:
+            if hmac.compare_digest(presented, token):
+                found = name
+        return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
             return
         presented = self._presented(scope)
-        if presented is not None and hmac.compare_digest(presented, self._token):
-            await self.app(scope, receive, send)
+        name = self._user(presented) if presented is not None else None
+        if name is not None:
+            user = AuthenticatedUser(AccessToken(token="", client_id=name, scopes=[]))
+            await self.app({**scope, "user": user}, receive, send)
             return
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
@@ -227,8 +253,8 @@ def build_app(settings: Settings, bind: BindAddress, server: Any = None) -> ASGI
 
         server = create_server(settings)
     app: ASGIApp = server.streamable_http_app(transport_security=transport_security(settings, bind))
-    token = _token(settings)
-    return BearerTokenMiddleware(app, token) if token is not None else app
+    tokens = _tokens(settings)
+    return BearerTokenMiddleware(app, tokens) if tokens else app
 
 
 def _log_config() -> dict[str, Any]:
@@ -249,7 +275,9 @@ def serve_http(settings: Settings, bind: BindAddress) -> None:
     logger.info(
         "MCP over streamable HTTP at %s; %s; Host headers accepted: %s",
         bind.url,
-        "bearer token required" if settings.http_token is not None else "no token (this machine only)",
+        f"bearer token required ({len(_tokens(settings))} users)"
+        if _tokens(settings)
+        else "no token (this machine only)",
         ", ".join(host for host in security.allowed_hosts if not host.endswith(":*")),
     )
     uvicorn.run(

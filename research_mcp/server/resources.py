@@ -12,7 +12,8 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from research_mcp.errors import NotFound, ResearchError
 from research_mcp.printable import printable
-from research_mcp.server.context import ToolContext
+from research_mcp.server.context import ToolContext, caller_of
+from research_mcp.server.tools import shown_to_host
 from research_mcp.service import ResearchService
 
 __all__ = ["register_resources"]
@@ -26,7 +27,7 @@ def register_resources(server: MCPServer[Any], running: Callable[[], ResearchSer
         """The finished report of a run, with sources and confidence."""
         service = ctx.request_context.lifespan_context.service
         try:
-            return printable(service.report_markdown(run_id))
+            return printable(service.report_markdown(run_id, caller_of(ctx.request_context)))
         except NotFound as error:
             raise ResourceNotFoundError(str(error)) from error
         except ResearchError as error:
@@ -37,7 +38,10 @@ def register_resources(server: MCPServer[Any], running: Callable[[], ResearchSer
         """A role's full output as stored."""
         service = ctx.request_context.lifespan_context.service
         try:
-            return json.dumps(service.handoff(handoff_id).model_dump(mode="json"), indent=1)
+            # What a document wrote reaches the host as text, as in tool results: no ESC, BEL or
+            # character that hides or reorders text, even JSON-escaped.
+            handoff = service.handoff(handoff_id, caller_of(ctx.request_context))
+            return json.dumps(shown_to_host(handoff.model_dump(mode="json")), indent=1)
         except NotFound as error:
             raise ResourceNotFoundError(str(error)) from error
 
@@ -52,4 +56,4 @@ def register_resources(server: MCPServer[Any], running: Callable[[], ResearchSer
             return json.dumps(
                 {"phase": "not_configured", "line": "corpus: not configured (set RESEARCH_MCP_CORPUS)"}
             )
-        return json.dumps({**dataclasses.asdict(status), "line": status.line()}, indent=1)
+        return json.dumps(shown_to_host({**dataclasses.asdict(status), "line": status.line()}), indent=1)

@@ -14,12 +14,14 @@ Two wire forms, one store:
 
 A call without either is served exactly as before (the polling flow: `execute_plan(run_id)`).
 
-Isolation, as the tasks spec asks: over streamable HTTP a task is bound to the session that created
-it (its `mcp-session-id`), for the life of the server process; another session's `tasks/list` does
-not show it, and its `tasks/get`, `tasks/result`, `tasks/cancel` and `tasks/update` get the same
-"no task" error as an unknown id. Over stdio and in memory one host holds the connection and sees
-every run. A task id is echoed in an error at most 80 characters long (`errors.shown`), and a
-cancelled run names who cancelled it.
+Isolation, as the tasks spec asks: over streamable HTTP a task is bound to the caller that created
+it (research_mcp/callers.py), recorded with the run in the store, so it outlives the server process:
+the user its bearer token names, else its session (`mcp-session-id`), else the anonymous caller of
+requests with neither, whatever the protocol version. Another caller's `tasks/list` does not show it,
+and its `tasks/get`, `tasks/result`, `tasks/cancel` and `tasks/update` get the same "no task" error
+as an unknown id. Over stdio and in memory one host holds the connection and sees every run. A
+task id is echoed in an error at most 80 characters long (`errors.shown`), and a cancelled run
+names who cancelled it.
 The SDK validates a `tools/call` result against `CallToolResult` at 2025-11-25, so a task answer
 is made in a server middleware, the seam whose result the SDK passes through as it is.
 """
@@ -36,14 +38,14 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.server import require_client_extension
-from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND, RequestParams
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from research_mcp.callers import may_see_task
 from research_mcp.contracts import FINISHED, CompactReturn
 from research_mcp.errors import NotFound, ResearchError, shown
-from research_mcp.server.context import ServerState
+from research_mcp.server.context import ServerState, caller_of
 
 __all__ = ["TASKS_EXTENSION", "RunTasks", "TaskRequests"]
 
@@ -143,26 +145,14 @@ def _task(state: ServerState, run_id: str, modern: bool) -> dict[str, Any]:
     return task
 
 
-def _requester(ctx: RequestContext) -> str | None:
-    """The streamable HTTP session asking (its `mcp-session-id`); None where the transport names none."""
-    headers = getattr(ctx.request, "headers", None)
-    session = headers.get(MCP_SESSION_ID_HEADER) if headers is not None else None
-    return str(session) if session else None
-
-
-def _visible(state: ServerState, run_id: str, requester: str | None) -> bool:
-    """Whether this requester may see the run as a task: over HTTP, only the session that started it."""
-    return requester is None or state.task_owners.get(run_id) == requester
-
-
 def _known(ctx: RequestContext, task_id: str) -> str:
-    """The task's id, if it is a run this requester may see, still kept as a task (its ttl not yet past)."""
+    """The task's id, if it is a run this caller may see, still kept as a task (its ttl not yet past)."""
     state = ctx.lifespan_context
     try:
         run = state.service.run(task_id)
     except (NotFound, ResearchError):
         run = None
-    if run is None or not _visible(state, task_id, _requester(ctx)):
+    if run is None or not may_see_task(run.caller, caller_of(ctx)):
         raise MCPError(code=INVALID_PARAMS, message=f"Failed to retrieve task: no task {shown(task_id)}")
     if _expired(state, run):
         raise MCPError(
@@ -175,8 +165,10 @@ def _known(ctx: RequestContext, task_id: str) -> str:
 
 def _canceller(ctx: RequestContext) -> str:
     """Who cancels, as the cancelled run records it."""
-    session = _requester(ctx)
-    return f"the host (tasks/cancel, session {session[:8]}…)" if session else "the host (tasks/cancel)"
+    caller = caller_of(ctx)
+    if caller is not None and caller.startswith("session:"):
+        return f"the host (tasks/cancel, session {caller.removeprefix('session:')[:8]}…)"
+    return f"the host (tasks/cancel, {caller})" if caller else "the host (tasks/cancel)"
 
 
 async def _go_on(ctx: RequestContext, run_id: str, wait_seconds: float) -> CompactReturn:
@@ -243,12 +235,16 @@ async def list_tasks(ctx: RequestContext, params: ListParams) -> dict[str, Any]:
     `LIST_PAGE` at a time. The cursor is opaque to the client (it is the last run of the page);
     `nextCursor` is left out on the last page."""
     state = ctx.lifespan_context
-    requester = _requester(ctx)
-    if requester is not None:
-        own = [run_id for run_id, owner in reversed(state.task_owners.items()) if owner == requester]
-        return _page(state, own, params.cursor)
+    caller = caller_of(ctx)
     try:
-        runs = state.service.runs_page(LIST_PAGE + 1, after=params.cursor)
+        if caller is None:
+            runs = state.service.runs_page(LIST_PAGE + 1, after=params.cursor)
+        else:
+            if params.cursor is not None and not may_see_task(
+                state.service.run(params.cursor).caller, caller
+            ):
+                raise NotFound("run", params.cursor)
+            runs = state.service.task_runs_page(caller, LIST_PAGE + 1, after=params.cursor)
     except NotFound:
         raise MCPError(code=INVALID_PARAMS, message=_BAD_CURSOR) from None
     page = runs[:LIST_PAGE]
@@ -257,27 +253,6 @@ async def list_tasks(ctx: RequestContext, params: ListParams) -> dict[str, Any]:
     if len(runs) > LIST_PAGE:
         listed["nextCursor"] = page[-1].id
     return listed
-
-
-def _page(state: ServerState, run_ids: list[str], cursor: str | None) -> dict[str, Any]:
-    """One page of these runs as tasks, after the run named by `cursor`; those whose ttl has passed
-    (or that were pruned) are left out, as from every other list."""
-    if cursor is not None and cursor not in run_ids:
-        raise MCPError(code=INVALID_PARAMS, message=_BAD_CURSOR)
-    start = 0 if cursor is None else run_ids.index(cursor) + 1
-    kept = [run_id for run_id in run_ids[start:] if _still_kept(state, run_id)]
-    page = kept[:LIST_PAGE]
-    listed: dict[str, Any] = {"tasks": [_task(state, run_id, modern=False) for run_id in page]}
-    if len(kept) > LIST_PAGE:
-        listed["nextCursor"] = page[-1]
-    return listed
-
-
-def _still_kept(state: ServerState, run_id: str) -> bool:
-    try:
-        return not _expired(state, state.service.run(run_id))
-    except NotFound:
-        return False
 
 
 class RunTasks(Extension):
@@ -366,9 +341,9 @@ class TaskRequests:
                 return result  # the server decides per request: a refused call is no task
             content = result.get("content") or [{}]
             raise MCPError(code=INVALID_PARAMS, message=str(content[0].get("text", "Invalid arguments")))
-        run_id, owners, requester = str(structured["id"]), ctx.lifespan_context.task_owners, _requester(ctx)
-        # Bound to the session that started it; execute_plan(run_id) of another session's task is refused.
-        if requester is not None and owners.setdefault(run_id, requester) != requester:
+        run_id = str(structured["id"])
+        # Bound to the caller that started it; execute_plan(run_id) of another caller's run is refused.
+        if not may_see_task(ctx.lifespan_context.service.run(run_id).caller, caller_of(ctx)):
             raise MCPError(code=INVALID_PARAMS, message=f"Failed to retrieve task: no task {shown(run_id)}")
         _keep(ctx.lifespan_context, run_id, requested)
         task = _task(ctx.lifespan_context, run_id, _modern(ctx))

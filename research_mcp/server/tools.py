@@ -20,7 +20,7 @@ from research_mcp.llm.base import ModelBackend
 from research_mcp.printable import printable
 from research_mcp.server import inputs
 from research_mcp.server.authorization import RunAuthorization, authorize_run
-from research_mcp.server.context import ToolContext
+from research_mcp.server.context import ToolContext, caller_of
 from research_mcp.server.schemas import published_output, published_schema
 from research_mcp.service import ResearchService
 
@@ -141,6 +141,10 @@ def _service(ctx: ToolContext) -> ResearchService:
     return ctx.request_context.lifespan_context.service
 
 
+def _caller(ctx: ToolContext) -> str | None:
+    return caller_of(ctx.request_context)
+
+
 @research_errors
 async def plan_research(
     query: Annotated[inputs.Query, Field(description="The question, narrowed with the user.")],
@@ -154,7 +158,11 @@ async def plan_research(
     service = _service(ctx)
     return compact(
         await service.plan(
-            query, suggested=suggested_plan, budget=inputs.limits_given(budget), model=_model(ctx)
+            query,
+            suggested=suggested_plan,
+            budget=inputs.limits_given(budget),
+            model=_model(ctx),
+            caller=_caller(ctx),
         )
     )
 
@@ -182,7 +190,9 @@ async def execute_plan(
     if cancel and run_id is None:
         raise InvalidInput("cancel needs the run_id of the run to stop.")
     if run_id is None and not (isinstance(authorization, AcceptedElicitation) and authorization.data.start):
-        return compact(_service(ctx).declined(ids, cancelled=authorization.action == "cancel"))
+        return compact(
+            _service(ctx).declined(ids, cancelled=authorization.action == "cancel", caller=_caller(ctx))
+        )
 
     async def progress(value: float, total: int, message: str) -> None:
         await ctx.report_progress(value, total, message)
@@ -197,6 +207,7 @@ async def execute_plan(
             progress=progress,
             model=lambda: _model(ctx),
             retry=bool(retry),
+            caller=_caller(ctx),
         )
     )
 
@@ -213,7 +224,9 @@ async def extract_source(
     if not asked and task_spec is None:
         raise InvalidInput("give at least one question to ask of the source.")
     service = _service(ctx)
-    return compact(await service.extract(source, asked, task_spec=task_spec, model=_model(ctx)))
+    return compact(
+        await service.extract(source, asked, task_spec=task_spec, model=_model(ctx), caller=_caller(ctx))
+    )
 
 
 @research_errors
@@ -227,7 +240,11 @@ async def scout_sources(
 ) -> Compact:
     """Find, de-duplicate, rank and tag sources on a topic."""
     service = _service(ctx)
-    return compact(await service.scout(topic.strip(), list(queries or []), limit or 8, model=_model(ctx)))
+    return compact(
+        await service.scout(
+            topic.strip(), list(queries or []), limit or 8, model=_model(ctx), caller=_caller(ctx)
+        )
+    )
 
 
 @research_errors
@@ -241,7 +258,7 @@ async def report_results(
     max_tokens: Annotated[inputs.PageTokens, Field(description="Page size in tokens.")] = 2000,
 ) -> Page:
     """Read a run, plan or handoff, one view and page at a time."""
-    return page(_service(ctx).report(id, view or "summary", cursor, max_tokens or 2000))
+    return page(_service(ctx).report(id, view or "summary", cursor, max_tokens or 2000, caller=_caller(ctx)))
 
 
 def build_tools(wait_seconds: float = 45.0) -> list[Tool]:

@@ -23,7 +23,7 @@ from pydantic import Field
 from research_mcp.printable import printable
 from research_mcp.run_document import RunView
 from research_mcp.server import inputs
-from research_mcp.server.context import ToolContext
+from research_mcp.server.context import ToolContext, caller_of
 from research_mcp.server.tools import READS, _service, checked_tool, research_errors, shown_to_host
 
 __all__ = ["VIEW_TOOL", "VIEW_URI", "AppsOnly", "build_apps", "link_view", "view_tool"]
@@ -42,7 +42,7 @@ async def run_view(
     run_id: Annotated[inputs.RunId, Field(description="The run to show.")], ctx: ToolContext
 ) -> Annotated[CallToolResult, RunView]:
     """The run's plan tree with node states, totals, and once ended its report, facts and sources."""
-    snapshot = _service(ctx).run_view(run_id)
+    snapshot = _service(ctx).run_view(run_id, caller_of(ctx.request_context))
     run, totals = snapshot.run, snapshot.totals
     text = (
         f"run {run.id} {run.status}: {totals.nodes_done}/{totals.nodes_total} nodes, "

@@ -69,53 +69,49 @@ _INLINE_ANCHOR = re.compile(r"\[\[[^\]\n]{0,200}\]\]|anchor:[\w.-]{1,200}\[[^\]\
 _FOOTNOTE = re.compile(r"footnote(?:ref)?:([\w-]{0,80})\[([^\]\n]{0,1000})\]")
 _QUOTED = re.compile(r"(?<![\w\\])([*_+'#])([^\s*_+'#\n](?:[^\n]{0,120}?[^\s\\])?)\1(?!\w)")
 _DOUBLE_QUOTED = re.compile(r"``([^\n]{1,300}?)''")
+_MARKUP_CHARACTER = re.compile(r"[{\[<`'*_+#:]")
 _HARD_BREAK = re.compile(r"[ \t]\+$")
 _PREDEFINED = {
-    "nbsp": "\u00a0",
-    "sp": " ",
-    "empty": "",
-    "blank": "",
-    "zwsp": "",
-    "apos": "'",
-    "quot": '"',
-    "amp": "&",
-    "lt": "<",
-    "gt": ">",
-    "startsb": "[",
-    "endsb": "]",
-    "vbar": "|",
-    "caret": "^",
-    "asterisk": "*",
-    "tilde": "~",
-    "plus": "+",
-    "backslash": "\\",
-    "backtick": "`",
-    "two-colons": "::",
-    "two-semicolons": ";;",
-    "litdd": "--",
-    "cpp": "C++",
-}
-_ASCIIDOC_MARKS = re.compile(
-    r"^(?:\S[^\n]{0,300}?::[ \t]*$|include::|ifn?def::|endif::|\[\[[^\]\n]+\]\]$|\[verse\]$|:[\w-]+:[ \t])"
-    r"|linkgit:|<<[\w-]+(?:,[^>\n]+)?>>",
-    re.MULTILINE,
-)
+    "nbsp": "\u00a0", "sp": " ", "empty": "", "blank": "", "zwsp": "", "apos": "'", "quot": '"',
+    "amp": "&", "lt": "<", "gt": ">", "startsb": "[", "endsb": "]", "vbar": "|", "caret": "^",
+    "asterisk": "*", "tilde": "~", "plus": "+", "backslash": "\\", "backtick": "`", "two-colons": "::",
+    "two-semicolons": ";;", "litdd": "--", "cpp": "C++",
+}  # fmt: skip
+# AsciiDoc's own marks, by kind: directives with their brackets, man page links, block anchors and
+# attributes, cross references, and a short "term::" line with its definition on the next line (a
+# reStructuredText "Example::" is followed by a blank line; a texinfo menu's "* Node::" is a list).
+_ASCIIDOC_MARKS = [
+    re.compile(p, re.MULTILINE)
+    for p in (
+        r"^include::[^\[\n]{1,300}\[[^\]\n]{0,200}\]$",
+        r"^(?:ifn?def::[^\[\n]{0,200}\[|endif::[^\[\n]{0,200}\[\]$)",
+        r"^\[\[[^\]\n]{1,200}\]\]$",
+        r"^\[(?:verse|source|listing|literal|quote|NOTE|TIP|IMPORTANT|WARNING|CAUTION)[^\]\n]{0,200}\]$",
+        r"^(?![*-] )\S[^\n]{0,80}(?<![:;])(?::{2,4}|;;)\n[ \t]*\S",
+        r"linkgit:[\w.+-]{1,200}\[",
+        r"<<[\w-]{1,200}(?:,[^>\n]{1,200})?>>",
+    )
+]
+# reStructuredText's own marks: a directive ".. name::" or a role ":name:`text`" (never AsciiDoc).
+_RESTRUCTURED_MARKS = re.compile(r"^\.\. [\w:-]{1,60}::|:[\w:-]{1,60}:`[^`\n]{1,300}`", re.MULTILINE)
 _SETEXT = re.compile(r"\A\s*(\S[^\n]{0,300})\n(=+|-+)[ \t]*\n")
 
 
 def looks_like_asciidoc(text: str) -> bool:
-    """Whether a ``.txt`` file reads as AsciiDoc: AsciiDoc's own marks (``term::``, ``include::``,
-    ``ifdef::``, ``[[anchor]]``, ``[verse]``, ``:attribute:``, ``linkgit:``, ``<<ref>>``) in its first
-    64 KB, two of them under an underlined or ``= `` title as long as its underline, else three."""
+    """Whether a ``.txt`` file reads as AsciiDoc: AsciiDoc's own marks (``term::`` with its definition
+    on the next line, ``include::x[]``, ``ifdef::x[]``, ``[[anchor]]``, ``[verse]``, ``linkgit:``,
+    ``<<ref>>``) in its first 64 KB, of two kinds, or twice one kind under an underlined or ``= ``
+    title as long as its underline; and no reStructuredText directive or role (``.. note::``)."""
     head = text[:65536]
+    if _RESTRUCTURED_MARKS.search(head):
+        return False
     setext = _SETEXT.match(head)
     titled = (setext is not None and abs(len(setext.group(1)) - len(setext.group(2))) <= 2) or bool(
         re.match(r"\s*= \S", head)
     )
-    for marks, _ in enumerate(_ASCIIDOC_MARKS.finditer(head), start=1):
-        if (marks >= 2 and titled) or marks >= 3:  # a fragment others include has no title
-            return True
-    return False
+    kinds = [len(mark.findall(head, 0, len(head))[:2]) for mark in _ASCIIDOC_MARKS]
+    found = sum(1 for count in kinds if count)
+    return found >= 2 or (titled and found == 1 and sum(kinds) >= 2)
 
 
 def expand_includes(text: str, file: Path, root: Path, cap: int) -> str:
@@ -417,6 +413,8 @@ class _Renderer:
         self.writer.words.append(self._inline(_HARD_BREAK.sub("", line.strip())))
 
     def _inline(self, text: str) -> str:
+        if _MARKUP_CHARACTER.search(text) is None:  # most table cells, many lines: nothing to remove
+            return text
         text = _ATTRIBUTE_REFERENCE.sub(self._reference, text)
         text = _INLINE_ANCHOR.sub("", text)
         text = _LINKGIT.sub(lambda m: f"{m.group(1)}({m.group(2)})", text)

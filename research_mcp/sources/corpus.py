@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from research_mcp.errors import InvalidInput, NotConfigured, NotFound, shown
 from research_mcp.ids import corpus_ref
 from research_mcp.matching.terms import terms
-from research_mcp.sources.documents import chunk_spans, embedding_text, size_cap
+from research_mcp.sources.chunk_vectors import chunk_point
+from research_mcp.sources.documents import chunk_spans, size_cap
 from research_mcp.sources.folders import (
     SUFFIXES,
     CorpusFolders,
@@ -41,6 +42,7 @@ from research_mcp.sources.ranking import (
     TitleIndex,
     best_per_document,
     fts_query,
+    one_per_page,
     query_words,
     snippet,
 )
@@ -240,7 +242,7 @@ class Corpus:
         if old_chunks and self._index is not None:
             self._index.delete("chunks", old_chunks)
         return [
-            (chunk_id, embedding_text(title, text[start:end]), {"doc_id": doc_id})
+            chunk_point(chunk_id, doc_id, title, text[start:end])
             for chunk_id, (start, end) in zip(chunk_ids, spans, strict=True)
         ]
 
@@ -356,10 +358,10 @@ class Corpus:
             linked = self._linked(query, [(d, fused.chunk[d]) for d in fused.order[:LINK_SEEDS]])
             if linked:
                 fused = Fusion([*rankings, linked])
-        order = fused.order[:limit]
+        docs = self._in_scope(fused.order[: limit * 2])  # a page in two formats counts once
+        order = one_per_page(fused.order[: limit * 2], {d: (i.root, i.path) for d, i in docs.items()})[:limit]
         if not order:
             return []
-        docs = self._in_scope(order)
         texts = self._chunk_texts(order, fused.chunk)
         words = query_words(query)
         return [

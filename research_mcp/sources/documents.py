@@ -35,7 +35,6 @@ __all__ = [
 
 CHUNK_MIN_CHARS = 800
 CHUNK_MAX_CHARS = 1200
-TITLE_CHARS = 300
 MAX_FILE_BYTES = 50 * 1024 * 1024
 #: Text, Markdown and HTML are read whole into memory (several times over while decoded and
 #: chunked); 10 MB is some 1.5 million words, more than any hand-written document.

@@ -114,8 +114,9 @@ class IndexProgress:
         self._status = CorpusStatus(phase="waiting", documents_total=known, documents_indexed=known)
         self._phase_started = time.monotonic()
         self._phase_done = 0
-        #: Whether a pass of this process has checked the vector index against SQLite.
-        self.vectors_checked = False
+        #: The store's chunks (`Store.corpus_chunks_version`) when a pass of this process last found
+        #: the vector index in step with them, or brought it there; None before any.
+        self.vectors_checked_for: tuple[int, int | None, str | None] | None = None
         # Set once a pass knows what it has to read (or has ended): until then, whether the index is
         # complete is not known, and a search may wait for it (`wait_scanned`).
         self._scanned = threading.Event()

@@ -2,13 +2,16 @@
 
 1. **scan**: walk the folders and ``stat`` every file, reading none. A file whose size and
    modification time match what is stored is up to date; files gone from disk leave the index.
-2. **read**: each new or changed file is read and hashed (sha256); only when the hash changed is
-   it parsed (or when the readers changed since it was: ``readers.READER_VERSION``), chunked and
-   committed to SQLite, in a transaction of its own, so it is searchable
-   (full text) at once. Its chunks are embedded in batches of :data:`EMBED_BATCH`.
-3. **vectors**: every chunk in SQLite that the vector index lacks is embedded (those an
-   interrupted pass left, or all of them once the embedding model changed), and vectors of chunks
-   gone are deleted.
+2. **read**: each new or changed file is read and hashed (sha256); only when the hash changed (or
+   the readers did since it was read: ``readers.READER_VERSION``) is it parsed, chunked and
+   committed to SQLite, in a transaction of its own, so it is searchable (full text) at once. Its
+   chunks are embedded in batches of :data:`EMBED_BATCH`. Two files are read at once, each stored
+   as soon as it is read, so a document that stalls its reader (stopped at the parser's time limit)
+   holds up none of the others.
+3. **vectors**: every chunk in SQLite whose vector the index lacks, or holds of other text, is
+   embedded (those an interrupted pass left, or all of them once the embedding model changed), and
+   vectors of chunks gone are deleted: chunk ids and text hashes compared, never counts
+   (``chunk_vectors.py``).
 
 So an interrupted pass keeps every document it committed: the next one reads only files not yet
 committed and embeds only chunks not yet embedded. :class:`IndexProgress` is the pass's live state,
@@ -20,19 +23,20 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import queue
 import stat as stat_mode
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
 
 from research_mcp.errors import NotConfigured, SourceError
+from research_mcp.sources.chunk_vectors import check_chunk_vectors, chunk_point
 from research_mcp.sources.documents import (
     describe_file_kind,
-    embedding_text,
     read_regular_file,
     size_cap,
 )
@@ -42,8 +46,6 @@ from research_mcp.sources.readers import READER_VERSION, read_document
 from research_mcp.storage.models import CorpusFailure, CorpusFileState
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from research_mcp.sources.parsing import DocumentParser
     from research_mcp.storage.store import Store
     from research_mcp.storage.vectors import KnowledgeIndex
@@ -58,6 +60,8 @@ logger = logging.getLogger(__name__)
 
 #: A file at least this large is named in the log, with its size, when it is read.
 LARGE_FILE_BYTES = 5 * 1024 * 1024
+#: Files read at once: one that stalls its reader (until the parser's limit) does not hold the others.
+READING_THREADS = 2
 #: Chunks embedded at once: small enough that a stop request waits for little, large enough to batch.
 EMBED_BATCH = 64
 #: Chunks read from SQLite at once when looking for those the vector index lacks.
@@ -153,20 +157,23 @@ def index_corpus(
         work += _scan(corpus, root, top, tally)
     progress.reading(total=tally.unchanged + len(work), up_to_date=tally.unchanged)
     pending: list[Chunk] = []
-    for item in work:
-        if stop.is_set():
-            break
-        _read(corpus, item, tally, pending, parser)
+    for reading in _readings(work, parser, stop):
+        _store(corpus, reading, tally, pending)
         progress.document_done()
         if len(pending) >= EMBED_BATCH:
             _embed(corpus, pending, tally)
     _embed(corpus, pending, tally)
-    # The vector index is checked against SQLite by the process's first pass, and by any pass that
-    # changed the corpus; a rescan that found nothing new leaves it be.
+    # The vector index is checked against SQLite whenever the store's chunks are not those this
+    # process last found in step: at its first pass, after a pass that changed the corpus, and after
+    # another process changed it (`research-mcp index` beside a server, its vectors left to whoever
+    # holds the index). A rescan that finds nothing new, in a store nobody changed, leaves it be.
     changed = tally.added or tally.updated or tally.removed
-    if not stop.is_set() and (changed or not progress.vectors_checked):
-        tally.embedded += _embed_missing(corpus, progress, stop)
-        progress.vectors_checked = not stop.is_set()
+    version = corpus.store.corpus_chunks_version()
+    if not stop.is_set() and (changed or version != progress.vectors_checked_for):
+        embedded, complete = _embed_missing(corpus, progress, stop)
+        tally.embedded += embedded
+        if complete and not stop.is_set():
+            progress.vectors_checked_for = corpus.store.corpus_chunks_version()
     if tally.embedded and corpus.vectors is not None and not stop.is_set():
         corpus.vectors.optimize("chunks")  # the HNSW index over what this pass added
     progress.finished(corpus.document_count(), stopped=stop.is_set())
@@ -242,50 +249,115 @@ def _scan(corpus: Corpus, root: Path, top: Path, tally: _Tally) -> list[_Work]:
     return work
 
 
-def _read(corpus: Corpus, item: _Work, tally: _Tally, pending: list[Chunk], parser: DocumentParser) -> None:
-    """Read one new or changed file into the store; its chunks to embed join ``pending``."""
+@dataclass(frozen=True)
+class _Reading:
+    """What reading one file found, for the pass to store: its text, or why there is none."""
+
+    item: _Work
+    digest: str = ""
+    document: tuple[str, str] | None = None
+    failure: str | None = None  # why it cannot be indexed (remembered until the file changes)
+    unreadable: str | None = None  # why it could not be opened now (tried again next pass)
+    read: bool = False  # its bytes were read
+    unchanged: bool = False  # same bytes, same readers as stored
+
+
+def _readings(work: list[_Work], parser: DocumentParser, stop: threading.Event) -> Iterator[_Reading]:
+    """The files of ``work`` read by ``READING_THREADS`` threads, each reading yielded as it is done:
+    a document that stalls its reader holds one thread until the parser's limit stops it, while the
+    other documents go on being read and stored. No file is started once ``stop`` is set (or the
+    caller stopped listening). The threads are daemons: a process that exits does not wait for them."""
+    items = iter(work)
+    taking = threading.Lock()
+    done: queue.Queue[_Reading | BaseException | None] = queue.Queue()
+    closed = threading.Event()
+
+    def read_files() -> None:
+        try:
+            while not (stop.is_set() or closed.is_set()):
+                with taking:
+                    item = next(items, None)
+                if item is None:
+                    return
+                done.put(_read(item, parser))
+        except BaseException as failure:  # a bug, not a document: raised again by the pass
+            done.put(failure)
+        finally:
+            done.put(None)
+
+    threads = [
+        threading.Thread(target=read_files, name="corpus-read", daemon=True) for _ in range(READING_THREADS)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        finished = 0
+        while finished < len(threads):
+            reading = done.get()
+            if reading is None:
+                finished += 1
+            elif isinstance(reading, BaseException):
+                raise reading
+            else:
+                yield reading
+    finally:
+        closed.set()
+
+
+def _read(item: _Work, parser: DocumentParser) -> _Reading:
+    """Read and parse one new or changed file (in a reading thread: nothing is stored here)."""
     rel, row, stat = item.rel, item.row, item.stat
     named = document_name(storable_name(item.file.name))
     assert named is not None  # the walk yields documents only
     cap = size_cap(named.kind)
     if stat.st_size > cap:
-        _fail(corpus, tally, row, _remember(corpus, item, f"{rel}: larger than {cap // 2**20} MB; skipped"))
-        return
+        return _Reading(item, failure=f"{rel}: larger than {cap // 2**20} MB; skipped")
     if stat.st_size >= LARGE_FILE_BYTES:
         logger.info("corpus: reading %s, a large file (%.1f MB)", rel, stat.st_size / 2**20)
     try:
         data = read_regular_file(item.file, cap)
     except SourceError as err:
-        _fail(corpus, tally, row, _remember(corpus, item, f"{rel}: {err}"))
-        return
+        return _Reading(item, failure=f"{rel}: {err}")
     except OSError as err:
-        tally.errors.append(f"{rel}: cannot be read ({err.strerror}); skipped")
-        return
-    tally.read += 1
+        return _Reading(item, unreadable=f"{rel}: cannot be read ({err.strerror}); skipped")
     digest = hashlib.sha256(data).hexdigest()
     if row is not None and row.content_hash == digest and row.reader_version == READER_VERSION:
-        corpus.touch_document(row.id, stat)
-        tally.unchanged += 1
-        return
+        return _Reading(item, digest, read=True, unchanged=True)
     try:
         document = read_document(
             gunzip(data, cap) if named.gzipped else data, named, rel, parser, (item.root, item.file)
         )
     except SourceError as err:
-        _fail(corpus, tally, row, _remember(corpus, item, f"{rel}: {err}"))
-        return
-    if document is None:  # an empty file: nothing to find in it, counted in the skipped line
+        return _Reading(item, digest, failure=f"{rel}: {err}", read=True)
+    return _Reading(item, digest, document, read=True)
+
+
+def _store(corpus: Corpus, reading: _Reading, tally: _Tally, pending: list[Chunk]) -> None:
+    """Store what reading one file found; its chunks to embed join ``pending``."""
+    item = reading.item
+    tally.read += reading.read
+    if reading.unreadable is not None:
+        tally.errors.append(reading.unreadable)
+    elif reading.failure is not None:
+        _fail(corpus, tally, item.row, _remember(corpus, item, reading.failure))
+    elif reading.unchanged:
+        assert item.row is not None
+        corpus.touch_document(item.row.id, item.stat)
+        tally.unchanged += 1
+    elif reading.document is None:  # an empty file: nothing to find in it, counted in the skipped line
         tally.empty += 1
-        _fail(corpus, tally, row, None)
-        return
-    title, text = document
-    pending.extend(corpus.save_document(item.root, rel, title, text, digest, stat, row))
-    if item.failed_before:
-        corpus.forget_failures(item.root, [rel])
-    if row is None:
-        tally.added += 1
+        _fail(corpus, tally, item.row, None)
     else:
-        tally.updated += 1
+        title, text = reading.document
+        pending.extend(
+            corpus.save_document(item.root, item.rel, title, text, reading.digest, item.stat, item.row)
+        )
+        if item.failed_before:
+            corpus.forget_failures(item.root, [item.rel])
+        if item.row is None:
+            tally.added += 1
+        else:
+            tally.updated += 1
 
 
 def _remember(corpus: Corpus, item: _Work, message: str) -> str:
@@ -324,51 +396,29 @@ def _embed(corpus: Corpus, pending: list[Chunk], tally: _Tally) -> None:
     pending.clear()
 
 
-def _embed_missing(corpus: Corpus, progress: IndexProgress, stop: threading.Event) -> int:
-    """Embed every chunk in SQLite the vector index lacks; delete vectors of chunks gone.
+def _embed_missing(corpus: Corpus, progress: IndexProgress, stop: threading.Event) -> tuple[int, bool]:
+    """Bring the chunk vectors in step with SQLite by identity (`chunk_vectors.py`): vectors of
+    chunks gone deleted, chunks whose vector is missing or of other text embedded again.
 
-    Both sides are read a page at a time (ids only from the index), so memory does not grow with
-    the corpus: this is also how a data folder whose index was moved to another engine gets its
-    vectors back."""
-    index = corpus.vectors
-    if index is None or not index.available:
-        return 0
-    stored = corpus.store.corpus_chunk_count()
-    held_count = index.count("chunks")
-    if held_count == stored:
-        return 0
-    after: int | None = None
-    while not stop.is_set():
-        page, after = index.id_page("chunks", after=after)
-        gone = sorted(set(page) - corpus.store.corpus_chunks_among(page))
-        if gone:
-            index.delete("chunks", gone)
-            held_count -= len(gone)
-        if after is None:
-            break
-    if held_count >= stored:
-        return 0
-    logger.info("corpus: embedding about %d chunks the vector index lacks", stored - held_count)
-    progress.embedding(stored - held_count)
-    embedded, last = 0, 0
-    while not stop.is_set() and (chunks := corpus.store.corpus_chunks_after(last, EMBED_BATCH)):
-        last = chunks[-1].id
-        held = index.held("chunks", [c.id for c in chunks])
-        batch = [
-            (c.id, embedding_text(c.title, c.text), {"doc_id": c.doc_id}) for c in chunks if c.id not in held
-        ]
-        if not batch:
-            continue
-        if not index.available:
-            break
-        try:
-            index.add("chunks", batch)
-        except NotConfigured as err:
-            corpus.drop_vectors(err)
-            break
-        embedded += len(batch)
-        progress.chunks_done(len(batch))
-    return embedded
+    Both sides are read a page at a time, so memory does not grow with the corpus: this is also how
+    a data folder whose index was moved to another engine gets its vectors back. Returns how many
+    chunks were embedded, and whether the index is now known to be in step (False: it could not be
+    read, another process held it, or the pass stopped)."""
+    try:
+        drift = check_chunk_vectors(
+            corpus.store,
+            corpus.vectors,
+            repair=True,
+            stop=stop,
+            on_embedding=progress.embedding,
+            on_embedded=progress.chunks_done,
+        )
+    except NotConfigured as err:
+        corpus.drop_vectors(err)
+        return 0, False
+    if drift.available and not drift.in_step:
+        logger.info("corpus vectors: %s", drift.describe())
+    return drift.embedded, drift.available and drift.finished
 
 
 def rebuild_vectors(corpus: Corpus, progress: Callable[[int, int], None] | None = None) -> None:
@@ -387,7 +437,7 @@ def rebuild_vectors(corpus: Corpus, progress: Callable[[int, int], None] | None 
     last, done, started = 0, 0, time.monotonic()
     logged = started
     while chunks := corpus.store.corpus_chunks_after(last, EMBED_BATCH):
-        index.add("chunks", [(c.id, embedding_text(c.title, c.text), {"doc_id": c.doc_id}) for c in chunks])
+        index.add("chunks", [chunk_point(c.id, c.doc_id, c.title, c.text) for c in chunks])
         last, done = chunks[-1].id, done + len(chunks)
         if progress is not None:
             progress(done, total)

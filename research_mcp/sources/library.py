@@ -15,7 +15,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
 from research_mcp.contracts import Source
-from research_mcp.errors import InvalidInput, NotConfigured, ResearchError, SourceError
+from research_mcp.copies import Fingerprint, fingerprint, stem_of
+from research_mcp.errors import InvalidInput, NotConfigured, ResearchError, SourceError, shown
 from research_mcp.ids import corpus_number, corpus_ref, kind_of_id, source_number
 from research_mcp.sources.corpus import RELEVANCE_FLOOR
 from research_mcp.sources.openings import opening, page_title
@@ -121,6 +122,7 @@ class SourceLibrary:
         self.corpus = corpus
         self.web_max_age = web_max_age
         self.searches = 0
+        self._fingerprints: dict[str, Fingerprint] = {}  # by content hash: a text's never changes
 
     @property
     def web_configured(self) -> bool:
@@ -186,7 +188,13 @@ class SourceLibrary:
                 f"{ref!r} is a local file, and local files are read only from the corpus folders: add its "
                 "folder to RESEARCH_MCP_CORPUS, or give the text itself or a URL."
             )
-        return self.corpus.document_at(path)
+        try:
+            return self.corpus.document_at(path)
+        except OSError as error:  # a name longer than the file system allows, a folder without access
+            raise InvalidInput(
+                f"{shown(path)} cannot be read ({error.strerror or type(error).__name__}); give the path of "
+                "a document in the corpus folders."
+            ) from None
 
     async def _read_web(self, url: str) -> Source:
         known = self.store.latest_source(canonical_url(url))
@@ -267,6 +275,21 @@ class SourceLibrary:
             return opening(self.corpus.read(corpus_number(ref)).text)
         except ResearchError:
             return ""
+
+    def fingerprint_of(self, ref: str) -> Fingerprint | None:
+        """A corpus document's fingerprint (research_mcp/copies.py: which documents are copies of
+        one another), its path giving the stem; None for any other reference or a document gone."""
+        if self.corpus is None or classify_ref(ref) != "corpus":
+            return None
+        try:
+            document = self.corpus.read(corpus_number(ref))
+        except ResearchError:
+            return None
+        if document.content_hash not in self._fingerprints:
+            self._fingerprints[document.content_hash] = fingerprint(document.text, document.path)
+        known = self._fingerprints[document.content_hash]
+        # The same bytes under another name: the same words, but this name's stem.
+        return Fingerprint(known.digest, known.sketch, known.shingles, stem_of(document.path))
 
     async def site_pages(
         self, site: str, *, instructions: str, limit: int, scan: int, failures: list[str] | None = None

@@ -31,6 +31,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from pathlib import PurePosixPath
+
+from research_mcp.sources.folders import document_name
 
 __all__ = [
     "STOPWORDS",
@@ -39,6 +42,7 @@ __all__ = [
     "TitleIndex",
     "best_per_document",
     "fts_query",
+    "one_per_page",
     "query_words",
     "snippet",
 ]
@@ -166,3 +170,24 @@ def snippet(text: str, words: Sequence[str]) -> str:
         space = flat.rfind(" ", start, end)
         end = space if space > start + SNIPPET_CHARS // 2 else end
     return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
+
+
+def one_per_page(order: Sequence[int], paths: dict[int, tuple[str, str]]) -> list[int]:
+    """``order`` with each page kept once: documents of one folder named alike but for their format
+    (``git-reset.txt`` and ``git-reset.html``, ``guide.md`` and ``guide.rst``) are one page in two
+    formats, and the first ranked stands for both. ``paths`` gives each document's (folder, path);
+    a document named without a document suffix (``README``, ``fstab.5.gz``) is its own page."""
+    kept: list[int] = []
+    seen: set[tuple[str, str, str]] = set()
+    for doc_id in order:
+        if doc_id not in paths:
+            continue
+        root, path = paths[doc_id]
+        named = document_name(PurePosixPath(path).name)
+        if named is not None and named.kind:
+            page = (root, str(PurePosixPath(path).parent), named.title)
+            if page in seen:
+                continue
+            seen.add(page)
+        kept.append(doc_id)
+    return kept

@@ -56,7 +56,9 @@ _TEXTUAL_APPLICATION_TYPES = frozenset(
         "application/octet-stream",  # says nothing; the bytes decide
     }
 )
+_XML_DECLARATION = re.compile(r"\A\s*<\?xml[^>]*\?>")
 _HTML_MARKERS = (b"<!doctype html", b"<html", b"<head", b"<body", b"<title", b"<meta ", b"<article")
+_XML_DECLARATION = re.compile(r"\A\s*<\?xml[^>]{0,500}\?>")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-]+)""", re.IGNORECASE)
 
 
@@ -144,8 +146,13 @@ def _html(markup: str, url: str) -> tuple[str, str]:
     title = ""
     tree = None
     try:
-        tree = lxml.html.document_fromstring(markup)
-        title = _collapse(tree.findtext(".//title") or "")
+        # Without its XML declaration: lxml refuses a decoded string that declares an encoding
+        # (an XHTML page, asciidoc's), and the page's title was lost to its first line.
+        tree = lxml.html.document_fromstring(_XML_DECLARATION.sub("", markup, count=1))
+        # By local name: an XHTML page (asciidoc's, <html xmlns="http://www.w3.org/1999/xhtml">)
+        # keeps its namespace on every tag, and ".//title" finds nothing there.
+        titles = tree.xpath("//*[local-name()='title']")
+        title = _collapse(titles[0].text_content()) if titles else ""
     except (etree.ParserError, ValueError):
         pass  # not parseable as a tree; trafilatura below may still cope
     text = trafilatura.extract(

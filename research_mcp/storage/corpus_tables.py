@@ -119,11 +119,30 @@ class CorpusTables(StoreDatabase):
         row = self._one("SELECT COUNT(*) AS n FROM corpus_chunks")
         return 0 if row is None else int(row["n"])
 
+    def corpus_chunks_version(self) -> tuple[int, int | None, str | None]:
+        """Changes whenever any process changes the chunks: their count, highest id, and the last
+        time a document was indexed."""
+        row = self._one(
+            "SELECT (SELECT COUNT(*) FROM corpus_chunks) AS n, (SELECT MAX(id) FROM corpus_chunks) AS last,"
+            " (SELECT MAX(indexed_at) FROM corpus_documents) AS at"
+        )
+        return (0, None, None) if row is None else (int(row["n"]), row["last"], row["at"])
+
     def corpus_chunks_after(self, after: int, limit: int) -> list[CorpusChunk]:
         """Chunks with ids above `after`, in order, at most `limit` (to page through all of them)."""
         rows = self._all(
             "SELECT id, doc_id, title, text FROM corpus_chunks WHERE id > ? ORDER BY id LIMIT ?",
             (after, limit),
+        )
+        return [CorpusChunk.model_validate(row) for row in rows]
+
+    def corpus_chunks_by_id(self, chunk_ids: Sequence[int]) -> list[CorpusChunk]:
+        """These chunks, those the store still holds, in id order."""
+        if not chunk_ids:
+            return []
+        rows = self._all(
+            f"SELECT id, doc_id, title, text FROM corpus_chunks WHERE id IN ({marks(chunk_ids)}) ORDER BY id",
+            list(chunk_ids),
         )
         return [CorpusChunk.model_validate(row) for row in rows]
 

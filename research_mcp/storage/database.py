@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from research_mcp.errors import StoreError, StoreReadOnly
+from research_mcp.errors import StoreError, StoreFull, StoreReadOnly
 from research_mcp.ids import new_id
 from research_mcp.storage.migrations import apply_migrations
 from research_mcp.storage.sqlite import connect, connect_read_only, map_os_error, store_error
@@ -49,6 +49,9 @@ class StoreDatabase:
     def __init__(self, path: Path | str) -> None:
         self.path = path
         self.read_only = False
+        # Why the store was opened for reading only (the folder cannot be written, its disk is full):
+        # what every write then raises.
+        self.read_only_because: StoreError | None = None
         self._lock = threading.RLock()
         try:
             if str(path) != ":memory:":
@@ -56,9 +59,10 @@ class StoreDatabase:
             conn = connect(str(path))
         except (OSError, sqlite3.Error) as error:
             mapped = self._mapped(error)
-            if not isinstance(mapped, StoreReadOnly) or not Path(path).exists():
+            # A folder that cannot be written, or whose disk is full, is still read.
+            if not isinstance(mapped, StoreReadOnly | StoreFull) or not Path(path).exists():
                 raise mapped from error
-            self.read_only = True
+            self.read_only, self.read_only_because = True, mapped
             conn = connect_read_only(Path(path))
         self.db = Database(conn)
         with self._lock, self._errors():
@@ -91,6 +95,9 @@ class StoreDatabase:
     def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction: BEGIN IMMEDIATE ... COMMIT, rolled back whole on any error (COMMIT's too)."""
         if self.read_only:
+            why = self.read_only_because
+            if why is not None:
+                raise type(why)(str(why), why.folder)
             raise self._mapped(sqlite3.OperationalError("attempt to write a readonly database"))
         with self._lock, self._errors():
             conn = self.db.conn

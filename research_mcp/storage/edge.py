@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from research_mcp.storage.disk import no_room
 from research_mcp.storage.vector_engine import EngineBusy, EngineUnavailable, IndexedHit, Point, one_line
 
 if TYPE_CHECKING:
@@ -160,6 +161,7 @@ class EdgeEngine:
         import qdrant_edge as qe
 
         self._acquire()
+        self._room()
         self.drop(name)  # whatever a crash left half made
         config = qe.EdgeConfig(
             vectors={
@@ -249,6 +251,11 @@ class EdgeEngine:
         records = self._edge(lambda: shard.retrieve(list(ids), with_payload=False, with_vector=False))
         return {int(record.id) for record in records}
 
+    def held_values(self, name: str, ids: Sequence[int], key: str) -> dict[int, Any]:
+        shard = self._shard(name)
+        records = self._edge(lambda: shard.retrieve(list(ids), with_payload=True, with_vector=False))
+        return {int(record.id): (record.payload or {}).get(key) for record in records}
+
     def optimize(self, name: str) -> None:
         shard = self._shard(name)
         self._edge(shard.optimize)
@@ -258,6 +265,7 @@ class EdgeEngine:
 
     def _shard(self, name: str) -> qdrant_edge.EdgeShard:
         self._acquire()
+        self._room()
         shard = self._shards.get(name)
         if shard is None:
             import qdrant_edge as qe
@@ -265,6 +273,14 @@ class EdgeEngine:
             shard = self._edge(lambda: qe.EdgeShard.load(str(self.root / name)))
             self._shards[name] = shard
         return shard
+
+    def _room(self) -> None:
+        """Refuse to touch a shard on a disk without room: Edge writes its segments and log through
+        memory maps, and a page the kernel cannot back kills the process with SIGBUS (no exception
+        to catch). The index goes on without the engine (`EngineUnavailable`), saying why."""
+        reason = no_room(self.root)
+        if reason is not None:
+            raise EngineUnavailable(f"{reason}, so its shards are not opened; free some space")
 
     def _close_shard(self, name: str) -> None:
         shard = self._shards.pop(name, None)

@@ -13,6 +13,7 @@ from typing import Any
 
 from research_mcp.citations import normalize
 from research_mcp.contracts import Fact, Source
+from research_mcp.copies import Fingerprint, fingerprint, independent_count, representatives
 from research_mcp.errors import NotFound
 from research_mcp.ids import source_label
 from research_mcp.storage.database import StoreDatabase, as_json, marks, now
@@ -53,6 +54,15 @@ class FactTables(StoreDatabase):
             raise NotFound("source", source_label(source_id))
         return _source(row)
 
+    def source_read_by(self, source_id: int, caller: str) -> bool:
+        """Whether research of `caller` (a run of theirs, or a handoff they asked for) read the source."""
+        row = self._one(
+            "SELECT 1 AS found FROM handoffs h LEFT JOIN runs r ON r.id = h.run_id WHERE h.role = 'extractor'"
+            " AND json_extract(h.input, '$.source_id') = ? AND COALESCE(r.caller, h.caller) = ? LIMIT 1",
+            (source_id, caller),
+        )
+        return row is not None
+
     def source_refs(self, source_ids: Collection[int]) -> dict[int, str]:
         """The address of each of these sources, without reading their stored text."""
         ids = sorted(set(source_ids))
@@ -61,6 +71,27 @@ class FactTables(StoreDatabase):
         marks = ", ".join("?" for _ in ids)
         rows = self._all(f"SELECT id, ref FROM sources WHERE id IN ({marks})", ids)
         return {int(row["id"]): str(row["ref"]) for row in rows}
+
+    def source_copies(self, source_ids: Collection[int]) -> dict[int, int]:
+        """Each of these sources mapped to the first (lowest id) of them holding the same document
+        (research_mcp/copies.py: a copy under another name, the same page in another format), or to
+        itself: ``len(set(mapping.values()))`` is how many independent sources they are."""
+        ids = sorted(set(source_ids))
+        if len(ids) < 2:
+            return {source_id: source_id for source_id in ids}
+        return representatives((source_id, self._fingerprint(source_id)) for source_id in ids)
+
+    def _fingerprint(self, source_id: int) -> Fingerprint:
+        """A source's fingerprint, computed once per store (a source row's text never changes)."""
+        cache: dict[int, Fingerprint] = self.__dict__.setdefault("_fingerprints", {})
+        if source_id not in cache:
+            row = self._one("SELECT ref, text, metadata FROM sources WHERE id = ?", (source_id,))
+            if row is None:
+                return fingerprint("")
+            text = decompress_text(row["text"]) if isinstance(row["text"], bytes) else row["text"]
+            path = json.loads(row["metadata"] or "{}").get("path") or row["ref"]
+            cache[source_id] = fingerprint(text, str(path))
+        return cache[source_id]
 
     def latest_source(self, ref: str) -> Source | None:
         row = self._one(
@@ -200,8 +231,10 @@ class FactTables(StoreDatabase):
         if not fact_ids:
             return []
         rows = self._all(
-            "SELECT f.id, f.statement, f.run_id, f.source_id, f.question, s.ref, s.kind, s.fetched_at"
-            f" FROM facts f JOIN sources s ON s.id = f.source_id WHERE f.id IN ({marks(fact_ids)})"
+            "SELECT f.id, f.statement, f.run_id, f.source_id, f.question, s.ref, s.kind, s.fetched_at,"
+            " COALESCE(r.caller, h.caller) AS owner FROM facts f JOIN sources s ON s.id = f.source_id"
+            " LEFT JOIN runs r ON r.id = f.run_id LEFT JOIN handoffs h ON h.id = f.handoff_id"
+            f" WHERE f.id IN ({marks(fact_ids)})"
             " AND f.verified = 1 AND f.canonical_id IS NULL ORDER BY f.id",
             list(fact_ids),
         )
@@ -250,14 +283,20 @@ class FactTables(StoreDatabase):
 
     def merge_fact(self, fact_id: int, canonical_id: int) -> None:
         """Merge a fact into its canonical near-duplicate: its citations move there, and the canonical
-        fact's `corroborations` becomes the number of distinct sources citing it."""
+        fact's `corroborations` becomes the number of independent sources citing it (distinct
+        addresses, copies of one document counted once: `source_copies`)."""
         with self.write() as conn:
             conn.execute("UPDATE facts SET canonical_id = ? WHERE id = ?", (canonical_id, fact_id))
             conn.execute("UPDATE fact_citations SET fact_id = ? WHERE fact_id = ?", (canonical_id, fact_id))
+            rows = conn.execute(
+                "SELECT MIN(s.id) AS id FROM fact_citations c JOIN sources s ON s.id = c.source_id"
+                " WHERE c.fact_id = ? GROUP BY s.ref",
+                (canonical_id,),
+            ).fetchall()
+            citing = [int(row[0]) for row in rows]
+            independent = independent_count(citing, self.source_copies(citing))
             conn.execute(
-                "UPDATE facts SET corroborations = (SELECT COUNT(DISTINCT s.ref) FROM fact_citations c"
-                " JOIN sources s ON s.id = c.source_id WHERE c.fact_id = ?) WHERE id = ?",
-                (canonical_id, canonical_id),
+                "UPDATE facts SET corroborations = ? WHERE id = ?", (max(1, independent), canonical_id)
             )
 
     def relink_facts(self, handoff_id: str, fact_ids: Sequence[int]) -> None:

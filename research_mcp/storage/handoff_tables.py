@@ -31,14 +31,26 @@ class HandoffTables(StoreDatabase):
         node_id: str | None = None,
         attempt: int = 1,
         iteration: int = 0,
+        caller: str | None = None,
     ) -> str:
         handoff_id = new_id("handoff")
         with self.write() as conn:
             conn.execute(
                 "INSERT INTO handoffs (id, run_id, node_id, role, status, input, summary, backend, model,"
-                " tokens_in, tokens_out, cost_usd, started_at, attempt, iteration)"
-                " VALUES (?, ?, ?, ?, 'running', ?, '[]', ?, '', 0, 0, 0, ?, ?, ?)",
-                (handoff_id, run_id, node_id, role, as_json(input), backend, now(), attempt, iteration),
+                " tokens_in, tokens_out, cost_usd, started_at, attempt, iteration, caller)"
+                " VALUES (?, ?, ?, ?, 'running', ?, '[]', ?, '', 0, 0, 0, ?, ?, ?, ?)",
+                (
+                    handoff_id,
+                    run_id,
+                    node_id,
+                    role,
+                    as_json(input),
+                    backend,
+                    now(),
+                    attempt,
+                    iteration,
+                    caller,
+                ),
             )
         return handoff_id
 

@@ -80,8 +80,9 @@ class InsightTables(StoreDatabase):
     def _rows(self, where: str, params: list[Any], *, limit: int) -> list[KnownInsight]:
         rows = self._all(
             "SELECT i.id, i.source_id, i.ref, i.kind, i.text, i.context, i.run_id, i.handoff_id, i.created_at,"
-            " s.title, h.input FROM source_insights i LEFT JOIN sources s ON s.id = i.source_id"
-            f" LEFT JOIN handoffs h ON h.id = i.handoff_id WHERE {where} ORDER BY i.id DESC LIMIT ?",
+            " s.title, h.input, COALESCE(r.caller, h.caller) AS owner FROM source_insights i"
+            " LEFT JOIN sources s ON s.id = i.source_id LEFT JOIN handoffs h ON h.id = i.handoff_id"
+            f" LEFT JOIN runs r ON r.id = i.run_id WHERE {where} ORDER BY i.id DESC LIMIT ?",
             [*params, limit],
         )
         return [

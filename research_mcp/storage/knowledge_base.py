@@ -40,6 +40,7 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from research_mcp.callers import may_lend
 from research_mcp.citations import same_claim
 from research_mcp.contracts import Fact
 from research_mcp.errors import ResearchError
@@ -193,14 +194,16 @@ class KnowledgeBase:
         own: Collection[str] = (),
         others: Collection[str] = (),
         limit: int = PRIOR_LIMIT,
+        caller: str | None = None,
     ) -> list[Fact]:
-        """Known verified fresh facts bearing on these questions, best first.
+        """Known verified fresh facts bearing on these questions, best first; those `caller` may be
+        lent (research_mcp/callers.py: from a source every caller reads, or found by their research).
 
         A fact found only by extractions asking ``others`` (questions other leaves of the same run
         ask) and none of ``own`` is left out: it reaches the parent synthesis through those leaves.
         """
         scores = self._scores(questions, limit=limit * 3)
-        usable = self._fresh(scores)
+        usable = self._fresh(scores, caller)
         if others:
             asked = self.store.questions_asking(usable)
             usable = [
@@ -212,9 +215,10 @@ class KnowledgeBase:
         facts = {fact.id: fact for fact in self.store.get_facts(best)}
         return [facts[fid] for fid in best if fid in facts]
 
-    def count_known(self, text: str) -> int:
-        """How many known verified fresh facts bear on this text (0 without the index)."""
-        return len(self._fresh(self._scores([text], limit=KNOWN_LIMIT)))
+    def count_known(self, text: str, caller: str | None = None) -> int:
+        """How many known verified fresh facts bear on this text that `caller` may be lent (0 without
+        the index)."""
+        return len(self._fresh(self._scores([text], limit=KNOWN_LIMIT), caller))
 
     def _scores(self, texts: Sequence[str], *, limit: int) -> dict[int, float]:
         texts = [text for text in texts if text.strip()]
@@ -232,13 +236,15 @@ class KnowledgeBase:
                 best[hit.id] = max(best.get(hit.id, -1.0), hit.score)
         return best
 
-    def _fresh(self, fact_ids: Collection[int]) -> list[int]:
-        """Those still canonical and verified whose source is not a web page read too long ago."""
+    def _fresh(self, fact_ids: Collection[int], caller: str | None = None) -> list[int]:
+        """Those still canonical and verified whose source is not a web page read too long ago, and
+        that `caller` may be lent."""
         cutoff = datetime.now(UTC) - self.web_max_age
         return [
             row.id
             for row in self.store.known_facts(sorted(fact_ids))
-            if row.kind != "web" or datetime.fromisoformat(row.fetched_at) >= cutoff
+            if (row.kind != "web" or datetime.fromisoformat(row.fetched_at) >= cutoff)
+            and may_lend(row.kind, row.owner, caller)
         ]
 
     # --- insights ------------------------------------------------------------------------------

@@ -314,6 +314,22 @@ def m012_corpus_reader_version(db: Database) -> None:
     db.table("corpus_documents").add_column("reader_version", int, not_null_default=0)
 
 
+def m013_kept_handoffs(db: Database) -> None:
+    """The run a handoff was kept from when that run was pruned (it found facts another run cites):
+    once no run cites them any more, a later prune deletes it with them (`storage/retention.py`).
+    An extraction `extract_source` made outside any run has none, and stays."""
+    db.table("handoffs").add_column("kept_after", str)
+
+
+def m014_callers(db: Database) -> None:
+    """Who made each plan, run and direct handoff ("user:<name>" over HTTP with a token per user,
+    "session:<id>" over HTTP without one, NULL for the local host): over HTTP a caller reads, runs and
+    lists as tasks only what is theirs, across restarts of the server."""
+    for table in ("plans", "runs", "handoffs"):
+        db.table(table).add_column("caller", str)
+    db.table("runs").create_index(["caller"], if_not_exists=True)
+
+
 def _insight_rows(
     output: dict[str, Any], source_id: int, ref: str
 ) -> list[tuple[int, str, str, str, str, str]]:
@@ -344,6 +360,8 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("010_corpus_failures", m010_corpus_failures),
     ("011_facts_by_canonical", m011_facts_by_canonical),
     ("012_corpus_reader_version", m012_corpus_reader_version),
+    ("013_kept_handoffs", m013_kept_handoffs),
+    ("014_callers", m014_callers),
 ]
 
 

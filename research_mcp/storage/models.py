@@ -95,6 +95,7 @@ class StoredPlan(_Row):
     handoff_id: str | None = None
     created_at: str
     budget: Budget | None = None  # given to plan_research; a run given none spends within it
+    caller: str | None = None  # who made it over HTTP (see server/callers.py); None: the local host
 
 
 class Run(_Row):
@@ -114,6 +115,7 @@ class Run(_Row):
     result_handoff_id: str | None = None
     attempt: int = 0
     owner: str | None = None
+    caller: str | None = None  # who started it over HTTP (see server/callers.py); None: the local host
 
 
 class RunNode(_Row):
@@ -219,6 +221,7 @@ class KnownFact(_Row):
     ref: str
     kind: str  # the source's kind: web, corpus or text
     fetched_at: str
+    owner: str | None = None  # the caller whose research found it (its run's, or its handoff's)
 
 
 #: What an extraction said its source leaves open: a follow-up question its extractor raised, a gap
@@ -251,6 +254,7 @@ class KnownInsight(_Row):
     handoff_id: str
     created_at: str
     questions: list[str] = Field(default_factory=list)
+    owner: str | None = None  # the caller whose research found it
 
 
 # --- the corpus ----------------------------------------------------------------------------------

@@ -90,6 +90,24 @@ class AcceptanceCheck(BaseModel):
     evidence: str = ""
 
 
+class ConfidenceCounts(BaseModel):
+    """What a synthesis's confidence stands on, counted by code (roles/confidence_words.py words it):
+    its questions, those not answered and not clearly answered, the verified facts its report cites
+    and their independent sources (copies of one document count once), disagreements between
+    sources, parts not researched, phase criteria unmet, and whether any answer is backed by two
+    independent sources."""
+
+    questions: int = 0
+    unanswered: int = 0
+    unclear: int = 0
+    cited_facts: int = 0
+    independent_sources: int = 0
+    disagreements: int = 0
+    failed: int = 0
+    unmet_criteria: int = 0
+    corroborated: bool = False
+
+
 class StoredSynthesis(SynthesisOutput, _Reusable):
     """A synthesizer handoff's output: its report, plus what code added when it was committed.
 
@@ -120,6 +138,10 @@ class StoredSynthesis(SynthesisOutput, _Reusable):
     acceptance: list[AcceptanceCheck] = Field(default_factory=list)
     evidence_gaps: list[str] = Field(default_factory=list)
     insights: list[SourceInsight] = Field(default_factory=list)
+    #: The reasons the backend and code gave for the confidence level, rule by rule (`confidence`'s
+    #: reasoning is the plain sentence a person reads), and what that sentence counts.
+    confidence_reasons: list[str] = Field(default_factory=list)
+    confidence_counts: ConfidenceCounts | None = None
 
 
 class CuratedSource(BaseModel):
@@ -139,6 +161,9 @@ class CuratedSource(BaseModel):
     lead: str = ""
     #: What the extractor's quick scan found in it (one line), when it was scanned.
     scan: str = ""
+    #: Copies of it folded into it (the same document under another name or in another format):
+    #: one source with it, never a second one (research_mcp/copies.py).
+    copies: list[str] = Field(default_factory=list)
 
 
 class StoredCuration(ScoutOutput, _Reusable):
@@ -211,6 +236,9 @@ class Handoff(BaseModel):
     attempt: int
     iteration: int
     error: str | None
+    # The pruned run it was kept from (it found facts another run cited); None for any other.
+    kept_after: str | None = None
+    caller: str | None = None  # who asked for a handoff made outside a run; a run's is the run's caller
 
     @model_validator(mode="before")
     @classmethod

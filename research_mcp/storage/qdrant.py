@@ -137,6 +137,12 @@ class ServerEngine:
         )
         return {int(point.id) for point in points}
 
+    def held_values(self, name: str, ids: Sequence[int], key: str) -> dict[int, Any]:
+        points = self._call(
+            lambda: self._client.retrieve(name, ids=list(ids), with_payload=[key], with_vectors=False)
+        )
+        return {int(point.id): (point.payload or {}).get(key) for point in points}
+
     def optimize(self, name: str) -> None:
         """A server builds its HNSW index in the background."""
 
@@ -171,6 +177,7 @@ def _filter(where: dict[str, str | int] | None) -> models.Filter | None:
 def warn_unavailable(reason: str) -> None:
     logger.warning(
         "Knowledge index unavailable: %s. Research continues and facts are kept in SQLite; "
-        "run `research-mcp reindex` once Qdrant is reachable again.",
+        "once the index can be used again (its disk has room, its server answers), the next start "
+        "heals it, or run `research-mcp reindex`.",
         reason,
     )

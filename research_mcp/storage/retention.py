@@ -10,8 +10,14 @@ unless another run executes them. What sources leave open (`source_insights`) st
 unlinked from the run; the sources themselves (the texts read) stay as the reading cache. The ids of
 the facts deleted are returned, so the knowledge base drops their vectors.
 
+A kept extraction remembers the run it was kept from (`kept_after`). Once no run cites its facts any
+more (the run that did is pruned too, in whichever order), the prune that ends the last citation
+deletes it with them, its citations, model calls and cached output: two runs of one question and a
+third leave nothing behind whether the oldest or the newest is pruned first.
+
 `consistency_problems` lists the references that point at nothing (a fact of a run that is gone, a
-citation of a handoff that is gone, ...), each with how many rows: `doctor` reports them.
+citation of a handoff that is gone, ...), each with how many rows, and the facts kept for pruned
+runs that no run cites any more: `doctor` reports them.
 """
 
 from __future__ import annotations
@@ -140,29 +146,68 @@ class RetentionTables(StoreDatabase):
             conn.execute("DELETE FROM nodes WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
             plans = _delete_plans(conn, json.loads(run["plan_ids"] or "[]"))
-            _recount_corroborations(conn, [fact for fact in touched if fact not in set(gone_facts)])
+            # What earlier prunes kept only because this run cited it goes now, whatever the order.
+            released, released_facts = _kept_for_no_run(conn)
+            touched += _ids(
+                conn.execute(
+                    f"SELECT DISTINCT fact_id FROM fact_citations WHERE handoff_id IN ({marks(released)})",
+                    released,
+                )
+            )
+            _delete_facts(conn, released_facts, released)
+            _delete_handoffs(conn, run_id, released, [], [])
+            deleted = {*gone_facts, *released_facts}
+            _recount_corroborations(conn, sorted({fact for fact in touched if fact not in deleted}))
         return PrunedRun(
             run_id=run_id,
-            handoffs=len(gone),
+            handoffs=len(gone) + len(released),
             events=events,
             plans=plans,
-            facts=sorted(gone_facts),
+            facts=sorted(deleted),
             kept_facts=len(kept),
         )
 
     def consistency_problems(self) -> list[str]:
-        """Each kind of reference that points at nothing, with how many rows: empty when consistent."""
+        """Each kind of reference that points at nothing, with how many rows, and the facts an earlier
+        prune kept that no run cites any more: empty when consistent."""
         problems = []
         for what, sql in _CHECKS:
             row = self._one(sql.replace("SELECT COUNT(*)", "SELECT COUNT(*) AS n", 1))
             count = int(row["n"]) if row else 0
             if count:
                 problems.append(f"{count} {what}")
+        with self._lock, self._errors():
+            handoffs, facts = _kept_for_no_run(self.db.conn)
+        if handoffs:
+            problems.append(
+                f"{len(facts)} facts and {len(handoffs)} handoffs kept for pruned runs that no run cites any more"
+            )
         return problems
 
 
 def _ids(cursor: sqlite3.Cursor) -> list[Any]:
     return [row[0] for row in cursor]
+
+
+def _kept_for_no_run(conn: sqlite3.Connection) -> tuple[list[str], list[int]]:
+    """The handoffs a prune kept (they found facts another run cited) whose facts nothing else cites
+    any more, and those facts. Kept handoffs citing only each other's facts are all in it: a handoff
+    stays only when something outside the set cites one of its facts (the greatest such set)."""
+    unused = set(_ids(conn.execute("SELECT id FROM handoffs WHERE kept_after IS NOT NULL")))
+    while unused:
+        facts = _ids(
+            conn.execute(
+                f"SELECT id FROM facts WHERE handoff_id IN ({marks(sorted(unused))})", sorted(unused)
+            )
+        )
+        cited = sorted(_cited_elsewhere(conn, facts, sorted(unused)))
+        used = set(
+            _ids(conn.execute(f"SELECT DISTINCT handoff_id FROM facts WHERE id IN ({marks(cited)})", cited))
+        )
+        if not used & unused:
+            return sorted(unused), facts
+        unused -= used
+    return [], []
 
 
 def _cited_elsewhere(conn: sqlite3.Connection, facts: Sequence[int], handoffs: Sequence[str]) -> set[int]:
@@ -214,7 +259,8 @@ def _delete_handoffs(
     execute = conn.execute
     execute(f"UPDATE facts SET run_id = NULL WHERE id IN ({marks(kept_facts)})", list(kept_facts))
     execute(
-        f"UPDATE handoffs SET run_id = NULL, node_id = NULL WHERE id IN ({marks(finders)})", list(finders)
+        f"UPDATE handoffs SET run_id = NULL, node_id = NULL, kept_after = ? WHERE id IN ({marks(finders)})",
+        [run_id, *finders],
     )
     execute("UPDATE source_insights SET run_id = NULL WHERE run_id = ?", (run_id,))
     execute(f"UPDATE source_insights SET handoff_id = NULL WHERE handoff_id IN ({marks(gone)})", list(gone))

@@ -61,6 +61,7 @@ class RunTables(StoreDatabase):
         backend: str,
         handoff_id: str,
         budget: Budget | None = None,
+        caller: str | None = None,
     ) -> None:
         row = {
             "id": plan_id,
@@ -74,6 +75,7 @@ class RunTables(StoreDatabase):
             "handoff_id": handoff_id,
             "created_at": now(),
             "budget": as_json(budget.model_dump(mode="json") if budget else None),
+            "caller": caller,
         }
         with self.write():
             self.db.table("plans").insert(row)
@@ -86,7 +88,9 @@ class RunTables(StoreDatabase):
 
     # --- runs ----------------------------------------------------------------------------------
 
-    def create_run(self, plan_ids: list[str], backend: str, budget: Budget | None) -> str:
+    def create_run(
+        self, plan_ids: list[str], backend: str, budget: Budget | None, *, caller: str | None = None
+    ) -> str:
         run_id = new_id("run")
         row = {
             "id": run_id,
@@ -96,6 +100,7 @@ class RunTables(StoreDatabase):
             "budget": as_json(budget.model_dump(mode="json") if budget else None),
             "created_at": now(),
             "attempt": 0,
+            "caller": caller,
         }
         with self.write():
             self.db.table("runs").insert(row)
@@ -131,6 +136,27 @@ class RunTables(StoreDatabase):
                 "SELECT * FROM runs WHERE (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?",
                 (last.created_at, last.id, limit),
             )
+        return [Run.model_validate(row) for row in rows]
+
+    def task_runs_page(self, caller: str, limit: int, *, after: str | None = None) -> list[Run]:
+        """Up to `limit` runs that `caller` started as protocol tasks, newest first, after the run
+        `after` (NotFound for an unknown one)."""
+        where = "caller = ? AND EXISTS (SELECT 1 FROM events e WHERE e.run_id = runs.id AND e.kind = 'task')"
+        params: tuple[Any, ...] = (caller,)
+        if after is not None:
+            last = self.get_run(after)
+            where += " AND (created_at, id) < (?, ?)"
+            params += (last.created_at, last.id)
+        rows = self._all(
+            f"SELECT * FROM runs WHERE {where} ORDER BY created_at DESC, id DESC LIMIT ?", (*params, limit)
+        )
+        return [Run.model_validate(row) for row in rows]
+
+    def unfinished_runs(self) -> list[Run]:
+        """Runs neither finished nor cancelled (pending or running), oldest first."""
+        rows = self._all(
+            "SELECT * FROM runs WHERE status IN ('pending', 'running') ORDER BY created_at, id", ()
+        )
         return [Run.model_validate(row) for row in rows]
 
     def latest_run(self) -> Run | None:

@@ -14,6 +14,7 @@ import sqlite3
 from pathlib import Path
 
 from research_mcp.errors import StoreBusy, StoreError, StoreFull, StoreIOError, StoreReadOnly
+from research_mcp.storage.disk import no_room, writable
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -77,12 +78,18 @@ def store_error(error: sqlite3.Error, path: Path | str) -> StoreError | None:
             "that folder (another research-mcp with the same RESEARCH_MCP_HOME, or a tool holding research.db open).",
             folder,
         )
+    if (primary == _CANTOPEN or "unable to open database" in text) and not writable(Path(folder)):
+        return store_error(sqlite3.OperationalError("attempt to write a readonly database"), path)
     if primary == _CANTOPEN or "unable to open database" in text:
         return StoreReadOnly(
             f"research-mcp cannot open or create its database in the data folder {folder}. Check that the "
             "folder exists and is writable, or set RESEARCH_MCP_HOME to a writable folder.",
             folder,
         )
+    if (primary == _IOERR or "disk i/o error" in text) and folder != ":memory:" and no_room(Path(folder)):
+        # SQLite could not grow a file (its write-ahead log, its shared-memory index): the disk is
+        # full, and nothing is damaged.
+        return store_error(sqlite3.OperationalError("database or disk is full"), path)
     if primary in (_IOERR, _CORRUPT, _NOTADB) or "disk i/o error" in text or "malformed" in text:
         return StoreIOError(
             f"Reading or writing the database in {folder} failed ({error}): the disk may be failing or "

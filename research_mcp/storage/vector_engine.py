@@ -92,6 +92,10 @@ class VectorEngine(Protocol):
 
     def held(self, name: str, ids: Sequence[int]) -> set[int]: ...
 
+    def held_values(self, name: str, ids: Sequence[int], key: str) -> dict[int, Any]:
+        """Each of these ids the collection holds, with its payload's value under ``key`` (None: none)."""
+        ...
+
     def optimize(self, name: str) -> None:
         """Build the search index of what was just written in bulk (a no-op where the engine does it itself)."""
         ...

@@ -136,6 +136,12 @@ class KnowledgeIndex:
         with self._lock:
             return self._connected() is not None and time.monotonic() >= self._paused_until
 
+    @property
+    def busy(self) -> bool:
+        """Another process held the embedded folder at the last call (the index does without it now)."""
+        with self._lock:
+            return time.monotonic() < self._paused_until
+
     def _connected(self) -> VectorEngine | None:
         """The engine, connecting first if that was deferred; call with the lock held."""
         if self._connect is not None:
@@ -286,6 +292,19 @@ class KnowledgeIndex:
             return engine.held(name, ids) if self._exists(engine, name) else set()
 
         return self._call(held, set())
+
+    def held_values(self, collection: Collection, ids: Sequence[int], key: str) -> dict[int, Any]:
+        """Each of these ids the collection holds, with its payload's value under ``key`` (None when its
+        payload has none); empty when unavailable."""
+        if not ids:
+            return {}
+
+        def values(engine: VectorEngine) -> dict[int, Any]:
+            name = self._name(collection)
+            return engine.held_values(name, ids, key) if self._exists(engine, name) else {}
+
+        nothing: dict[int, Any] = {}
+        return self._call(values, nothing)
 
     def release(self) -> None:
         """Let other processes use the embedded engine's folder until this index's next call."""

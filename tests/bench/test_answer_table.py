@@ -139,3 +139,16 @@ def test_a_corpus_is_copied_without_a_duplicate_symlink_and_a_missing_one_names_
     missing = corpora.CorpusSpec("gone", "absent", tmp_path / "nowhere", ("gone-doc",))
     with pytest.raises(corpora.CorpusMissing, match=r"apt-get install -y gone-doc"):
         corpora.materialise(missing, tmp_path / "cache")
+
+
+def test_a_set_whose_package_is_missing_is_skipped_naming_apt_get(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench import answer_table
+
+    missing = corpora.CorpusSpec("gone", "absent", tmp_path / "nowhere", ("gone-doc",))
+    monkeypatch.setitem(corpora.CORPORA, "gone", missing)
+    assert answer_table.main(["--sets", "gone", "--split", "dev"]) == 0
+    printed = capsys.readouterr().out
+    assert "skipped gone: corpus 'gone' needs" in printed
+    assert "run `apt-get install -y gone-doc` as root" in printed

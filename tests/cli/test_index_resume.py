@@ -10,7 +10,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,9 +19,10 @@ from research_mcp.config import Settings
 from research_mcp.server.app import open_knowledge_index
 from research_mcp.sources.indexing import EMBED_BATCH
 from tests.cli.conftest import SCRIPT, cli, cli_env, write_corpus
+from tests.gate import ReadGate
 from tests.server.test_startup import write_notes
 
-NOTES = 2000
+NOTES = 200
 _WITH_SIGINT = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
 COMMITTED_BEFORE_CTRL_C = 20
 
@@ -38,49 +38,40 @@ def documents(home: Path) -> int:
         return 0
 
 
-@pytest.mark.timeout(600)  # two indexing processes embedding the notes, on two cores shared with others
+@pytest.mark.timeout(300)  # two indexing processes embedding 200 notes, on cores shared with others
 def test_an_interrupted_index_keeps_its_documents_and_the_next_reads_only_the_rest(tmp_path: Path) -> None:
     notes = write_notes(tmp_path / "notes", NOTES)
     home = tmp_path / "home"
+    # Held at the gate after 20 notes: Ctrl-C comes while indexing is under way on any machine.
+    gate = ReadGate(tmp_path / "gate")
     env = cli_env(home)
     indexing = subprocess.Popen(
         # Ctrl-C as at a terminal: SIGINT's default restored first, since a suite started as a
         # background job (`pytest &`) passes SIGINT on ignored, and an ignored SIGINT stays ignored.
         [sys.executable, "-c", _WITH_SIGINT, str(SCRIPT), "index", str(notes)],
-        env=env,
+        env={**env, **gate.env(reads=COMMITTED_BEFORE_CTRL_C)},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 120
-    seen: list[int] = []  # the counts the test saw, for a failure's message
-    while (count := documents(home)) < COMMITTED_BEFORE_CTRL_C and indexing.poll() is None:
-        seen.append(count)
-        assert time.monotonic() < deadline, "indexing made no progress"
-        time.sleep(0.05)
-    # Held still while Ctrl-C is pressed, so on a loaded machine it cannot race on to the end first.
-    indexing.send_signal(signal.SIGSTOP)
-    assert indexing.poll() is None, f"indexing ended before the test could press Ctrl-C (saw {seen})"
-    at_ctrl_c = documents(home)
-    # How the indexer takes SIGINT (blocked, ignored, caught), for a failure's message.
-    masks = [
-        line
-        for line in Path(f"/proc/{indexing.pid}/status").read_text().splitlines()
-        if line.startswith(("SigBlk", "SigIgn", "SigCgt", "Threads"))
-    ]
-    indexing.send_signal(signal.SIGINT)
-    indexing.send_signal(signal.SIGCONT)
-    _, stderr = indexing.communicate(timeout=120)
+    try:
+        gate.wait_held_sync(lambda: indexing.poll() is None)
+        at_ctrl_c = documents(home)
+        indexing.send_signal(signal.SIGINT)
+        _, stderr = indexing.communicate(timeout=120)
+    finally:
+        gate.open()
+        if indexing.poll() is None:
+            indexing.kill()
+            indexing.communicate()
     kept = documents(home)
 
-    assert indexing.returncode == 130, (
-        f"{stderr}; {at_ctrl_c} indexed at Ctrl-C, counts seen {seen[-20:]}, {masks}"
-    )
-    assert COMMITTED_BEFORE_CTRL_C <= kept < NOTES
+    assert indexing.returncode == 130, f"{stderr}; {at_ctrl_c} indexed at Ctrl-C"
+    assert kept == at_ctrl_c == COMMITTED_BEFORE_CTRL_C
     assert f"interrupted: {kept} documents indexed so far are kept" in stderr
 
-    again = cli("index", str(notes), env=env, timeout=600)
+    again = cli("index", str(notes), env=env, timeout=240)
 
     assert again.returncode == 0, again.stderr
     assert f"{NOTES - kept} added, 0 updated, {kept} unchanged, 0 removed" in again.stdout

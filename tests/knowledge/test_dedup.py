@@ -214,3 +214,22 @@ def test_a_fact_found_again_for_a_later_question_is_read_as_found_for_it_by_a_re
     assert (as_stored.question, as_stored.confidence) == (earlier, 0.41)
     assert (for_later.id, for_later.question, for_later.confidence) == (first, later, 0.77)
     assert (for_earlier.question, for_earlier.confidence) == (earlier, 0.41)  # its own question asked
+
+
+def _page(seed: int) -> str:
+    """A page of prose long enough for its copies to be recognised (research_mcp/copies.py)."""
+    words = [f"word{(seed * 7919 + n * 104729) % 997}" for n in range(400)]
+    return " ".join(words)
+
+
+def test_a_copy_of_a_source_does_not_corroborate_it(knowledge: KnowledgeBase) -> None:
+    store = knowledge.store
+    page = f"{_page(1)} {COMPLETED} {_page(2)}"
+    first = record(knowledge, source(store, "licences/GPL", page), COMPLETED)
+    record(knowledge, source(store, "licences/GPL-3", page.replace(COMPLETED, FINISHED)), FINISHED)
+    record(knowledge, source(store, "docs/tower.txt", f"{_page(3)} {FINISHED}"), FINISHED)
+    record(knowledge, source(store, "docs/tower.html", f"Contents. {_page(3)} {COMPLETED}"), COMPLETED)
+
+    # Four citations, two documents: one copied under another name, one page in two formats.
+    assert len(store.citations([first])[first]) == 4
+    assert store.get_facts([first])[0].corroborations == 2

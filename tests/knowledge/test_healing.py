@@ -159,3 +159,18 @@ def test_doctor_reports_the_drift_and_how_to_heal_it(monkeypatch: pytest.MonkeyP
     assert CliRunner().invoke(main, ["reindex"]).exit_code == 0
     after = CliRunner().invoke(main, ["doctor"])
     assert "5 facts, index in step with the store" in after.output
+
+
+def test_doctor_says_at_once_that_a_running_server_holds_the_index(caplog: pytest.LogCaptureFixture) -> None:
+    settings = Settings()
+    store = Store(settings.database_path)
+    with KnowledgeIndex.open(path=settings.vectors_path, embedder=default_embedder()) as index:
+        record_all(KnowledgeBase(store, index), STATEMENTS[:2])
+        assert index.count("facts") == 2  # this index holds the folder, as a running server does
+
+        result = CliRunner().invoke(main, ["doctor"])
+
+    store.close()
+    assert "index drift:  not checked: the index is held by a running server" in result.output, result.output
+    assert "consistency:  every reference in the store points at a row" in result.output  # the rest is read
+    assert "waiting up to" not in caplog.text  # it did not wait for the folder

@@ -64,12 +64,13 @@ async def test_a_source_an_earlier_runs_source_cites_is_read_by_a_later_leaf_it_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     with LoopbackServer() as pages:
-        survey = "Tidal power stations are few. The Sihwa Lake report gives the station's output."
+        linked = pages.url("/sihwa.html")
+        # The survey writes the report's address: a linked source is one its source gives.
+        survey = f"Tidal power stations are few. The Sihwa Lake report ({linked}) gives the station's output."
         pages.serve("/survey.html", PAGE.format(title="Tidal survey", text=survey).encode())
         report = "The Sihwa Lake station produces 254 megawatts from the tide."
         pages.serve("/sihwa.html", PAGE.format(title="Sihwa Lake", text=report).encode())
         monkeypatch.setenv("RESEARCH_MCP_FETCH_ALLOW", f"127.0.0.1:{pages.port}")
-        linked = pages.url("/sihwa.html")
 
         def script(request: ModelRequest[Any]) -> Any:
             output = team_script(request)

@@ -13,6 +13,7 @@ from research_mcp.errors import InvalidInput
 from research_mcp.llm.embeddings import default_embedder
 from research_mcp.reports import view_items
 from research_mcp.server.app import create_server
+from research_mcp.storage import retention
 from research_mcp.storage.healing import heal
 from research_mcp.storage.knowledge_base import KnowledgeBase
 from research_mcp.storage.store import Store
@@ -88,4 +89,76 @@ def test_a_run_still_being_executed_is_not_pruned(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="cancel it first"):
         store.prune_run(run_id)
     assert store.get_run(run_id).status == "running"
+    store.close()
+
+
+#: Every table a run's research writes rows to that a prune of all runs must empty (sources, the
+#: reading cache, and what they leave open, stay by design).
+RUN_TABLES = (
+    "runs",
+    "nodes",
+    "events",
+    "handoffs",
+    "facts",
+    "fact_citations",
+    "model_calls",
+    "output_cache",
+    "plans",
+)
+
+
+def left_behind(store: Store) -> dict[str, int]:
+    return {
+        table: int(store.db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+        for table in RUN_TABLES
+        if store.db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+    }
+
+
+@pytest.mark.parametrize(
+    "order",
+    [(0, 1, 2), (2, 1, 0), (1, 0, 2), (0, 2, 1)],
+    ids=["oldest first", "newest first", "reuser first", "reused, other, reuser"],
+)
+async def test_pruning_every_run_in_any_order_leaves_nothing_behind(
+    corpus: Path, order: tuple[int, ...]
+) -> None:
+    runs = await three_runs()
+    settings = Settings()
+    store = Store(settings.database_path)
+    with KnowledgeIndex.open(path=settings.vectors_path, embedder=default_embedder()) as index:
+        knowledge = KnowledgeBase(store, index)
+        for position in order:
+            knowledge.prune_run(runs[position])
+            assert store.consistency_problems() == []
+        vectors = index.count("facts")
+
+    assert left_behind(store) == {}
+    assert vectors == 0
+    store.close()
+
+
+async def test_doctor_counts_facts_kept_for_pruned_runs_that_no_run_cites_and_the_next_prune_deletes_them(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, again, other = await three_runs()
+    settings = Settings()
+    store = Store(settings.database_path)
+    store.prune_run(first)  # its facts are kept: the run that reused its extraction cites them
+    kept = int(store.db.execute("SELECT COUNT(*) FROM facts").fetchone()[0]) - int(
+        store.db.execute("SELECT COUNT(*) FROM facts WHERE run_id IS NOT NULL").fetchone()[0]
+    )
+    # What a prune that did not follow kept facts (this release's before issue 46) left: the citing
+    # run gone, the facts it kept alive still there.
+    with monkeypatch.context() as patched:
+        patched.setattr(retention, "_kept_for_no_run", lambda conn: ([], []))
+        store.prune_run(again)
+    assert kept > 0
+    assert store.consistency_problems() == [
+        f"{kept} facts and 1 handoffs kept for pruned runs that no run cites any more"
+    ]
+
+    store.prune_run(other)  # any later prune deletes them
+
+    assert store.consistency_problems() == [] and left_behind(store) == {}
     store.close()

@@ -474,3 +474,31 @@ async def test_an_output_it_cannot_build_or_a_missing_payload_is_a_clear_model_e
         await ExtractiveModel().generate(
             ModelRequest(role="planner", system="", prompt="plan this", output_type=PlannerOutput)
         )
+
+
+async def test_the_report_shows_every_questions_best_passage_first_within_three_kilobytes(
+    model: ExtractiveModel,
+) -> None:
+    questions = [f"What does the {name} valve control?" for name in ("red", "green", "blue")]
+    filler = "The plant manual describes maintenance schedules, safety drills and staffing rotas. " * 12
+    facts = [
+        fact(
+            10 * q + rank,
+            f"{filler} The {name} valve controls the {name} coolant loop. {filler}",
+            question=question,
+            source=rank + 1,
+        ).model_copy(update={"confidence": 0.9 - 0.1 * rank})
+        for q, (name, question) in enumerate(zip(("red", "green", "blue"), questions, strict=True))
+        for rank in range(6)
+    ]
+    payload = SynthesisPayload(title="Valves", questions=questions, input_handoffs=[], facts=facts)
+
+    output = await ask(model, SynthesisOutput, payload)
+
+    body = output.report.split("\n\n_Extractive synthesis")[0]
+    assert len(body.encode()) <= 3000, len(body.encode())
+    for q, name in enumerate(("red", "green", "blue")):
+        section = output.report.split(f"## {questions[q]}")[1].split("##")[0]
+        first_line = section.strip().splitlines()[0]
+        assert f"The {name} valve controls the {name} coolant loop." in first_line  # the excerpt says it
+        assert f"[F{10 * q}]" in first_line  # the most likely passage leads

@@ -197,7 +197,13 @@ class StdioServer:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._err,
-            env={"PATH": os.environ.get("PATH", ""), "HF_HUB_OFFLINE": "1", **env},
+            # PYTHONPATH passes through: a checkout run from its folder tests its own code.
+            env={
+                "PATH": os.environ.get("PATH", ""),
+                "HF_HUB_OFFLINE": "1",
+                **{name: os.environ[name] for name in ("PYTHONPATH",) if name in os.environ},
+                **env,
+            },
         )
         self._ids = iter(range(1, 1 << 30))
         self._pending: dict[int, queue.Queue[dict[str, Any]]] = {}

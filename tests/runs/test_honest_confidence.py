@@ -70,13 +70,13 @@ async def run(
 async def test_corroborated_evidence_that_bears_on_the_question_keeps_the_synthesizers_high() -> None:
     _, output = await run(GPL, [LICENSE_A, LICENSE_B], scripted([SEE, COPY, CONVEY]))
     assert output.confidence.level == "high"
-    assert output.confidence.reasoning == "scripted"
+    assert output.confidence_reasons == ["scripted"]
 
 
 async def test_a_single_source_caps_confidence_at_medium() -> None:
     _, output = await run(GPL, [LICENSE_A], scripted([SEE, COPY, CONVEY]))
     assert output.confidence.level == "medium"
-    assert "0 of 1 answered questions backed by two or more sources" in output.confidence.reasoning
+    assert "0 of 1 answered questions backed by two or more sources" in " ".join(output.confidence_reasons)
 
 
 async def test_what_sources_leave_open_reaches_the_synthesizer_and_the_runs_gaps_and_followups() -> None:

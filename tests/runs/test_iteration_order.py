@@ -3,7 +3,7 @@ sources in plan order, and the follow-ups a phase iteration asks are taken by so
 
 from __future__ import annotations
 
-import time
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +20,7 @@ from research_mcp.server.app import create_server
 from research_mcp.storage.events import SourcesChosen
 from research_mcp.storage.outputs import StoredExtraction
 from research_mcp.storage.store import Store
+from tests.fake_http import ScriptedResponse
 from tests.runs.walk import PLAN_ID, leaf, tree, walk
 from tests.sources.fake_tavily import FakeTavily, web_through
 from tests.sources.loopback import LoopbackServer
@@ -67,19 +68,21 @@ PAGE = "<html><head><title>{name}</title></head><body><p>{name} is a tidal power
 
 @pytest.fixture
 def web(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeTavily, LoopbackServer]]:
-    """Four pages every search finds, in the same order; the search for "slow" answers late."""
+    """Four pages every search finds, in the same order; the search for "slow" is answered only once
+    the search for "fast" has been answered whole, however the machine schedules the two."""
     with FakeTavily() as tavily, LoopbackServer() as pages:
         names = ["alpha", "beta", "gamma", "delta"]
         for name in names:
             pages.serve(f"/{name}.html", PAGE.format(name=name).encode())
+        fast_answered = threading.Event()
 
-        def search(body: dict[str, Any]) -> dict[str, Any]:
-            if "slow" in body["query"]:
-                time.sleep(0.8)  # the first leaf's search finishes after its sibling's
+        def search(body: dict[str, Any]) -> ScriptedResponse:
             results = [
                 {"url": pages.url(f"/{n}.html"), "title": n, "content": n, "score": 0.8} for n in names
             ]
-            return {"results": results}
+            if "slow" in body["query"]:  # the first leaf's search finishes after its sibling's
+                return ScriptedResponse(200, {"results": results}, after=fast_answered)
+            return ScriptedResponse(200, {"results": results}, sent=fast_answered)
 
         tavily.route("/search", search)
         web_through(monkeypatch, tavily, pages)

@@ -84,7 +84,8 @@ def pages(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
             "/survey.html",
             PAGE.format(
                 title="Tidal survey",
-                text="Tidal power stations are few. The Sihwa Lake report gives the station's output.",
+                text="Tidal power stations are few. The Sihwa Lake report "
+                f"({server.url('/sihwa.html')}) gives the station's output.",
             ).encode(),
         )
         server.serve(

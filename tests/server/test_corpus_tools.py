@@ -60,9 +60,16 @@ async def test_a_no_key_user_researches_their_own_notes_and_gets_a_cited_report(
 async def test_extract_source_reads_a_corpus_document_by_id(corpus: Path) -> None:
     async with Client(create_server()) as client:
         await wait_until_indexed(client)
+        # Files are read two at once and numbered as they are stored: the note's id is looked up.
+        scouted = await client.call_tool("scout_sources", {"topic": "coral reefs ocean floor"})
+        sources = await client.call_tool(
+            "report_results", {"id": scouted.structured_content["id"], "view": "sources"}
+        )
+        found = re.search(r"coral reefs[^<\n]*<(corpus:\d+)>", sources.structured_content["text"])
+        assert found is not None, sources.structured_content["text"]
         result = await client.call_tool(
             "extract_source",
-            {"source": "corpus:1", "questions": ["What share of the ocean floor do reefs cover?"]},
+            {"source": found.group(1), "questions": ["What share of the ocean floor do reefs cover?"]},
         )
         facts = await client.call_tool(
             "report_results", {"id": result.structured_content["id"], "view": "facts"}
@@ -156,3 +163,20 @@ async def test_a_corpus_still_indexing_is_named_once_in_a_runs_gaps_with_the_lat
     assert len(said) == 1, gaps.structured_content["text"]
     counts = [int(n.replace(",", "")) for n in re.findall(r"([\d,]+) of 2,536", said[0])]
     assert counts and counts[0] >= 1_007  # not the first search's: a later one's
+
+
+async def test_a_corpus_path_whose_name_is_too_long_for_the_file_system_says_so(corpus: Path) -> None:
+    """Issue 46: a name over 255 bytes answered a bare "Error executing tool" (ENAMETOOLONG, with a
+    traceback in the log)."""
+    async with Client(create_server()) as client:
+        await wait_until_indexed(client)
+        results = [
+            await client.call_tool("extract_source", {"source": str(path), "questions": ["What?"]})
+            # 304 bytes; 130 characters but 263 bytes in UTF-8
+            for path in (corpus / ("n" * 300 + ".md"), corpus / ("\u00e9" * 130 + ".txt"))
+        ]
+    for result in results:
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert (
+            result.is_error and "cannot be read (File name too long)" in text and "corpus folders" in text
+        ), text

@@ -11,7 +11,7 @@ from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.role_inputs import SynthesisPayload
 from research_mcp.server.app import create_server
-from tests.server.test_runs import plan
+from tests.server.test_runs import plan, three_leaf_plan
 
 FOLLOW_UPS = ["How has topic 1 changed since then?", "Who first described topic 2?"]
 
@@ -40,14 +40,25 @@ async def test_the_run_handle_and_summary_lead_to_the_follow_ups() -> None:
     async with Client(create_server(model=ScriptedModel(asking_further))) as client:
         handle = await finished(client)
         summary = await view(client, handle["id"], "summary")
-    assert handle["metrics"]["followups"] == 2
+    # The backend's two, after the question that settles the disagreement its sources show.
+    assert handle["metrics"]["followups"] == 3
     assert f"report_results(id='{handle['id']}', view='followups')" in handle["next"]
-    assert "follow-ups: " + " | ".join(FOLLOW_UPS) in summary
+    assert (
+        "follow-ups: Which is right on key finding first described: 1900 or 1901? | " + " | ".join(FOLLOW_UPS)
+        in summary
+    )
 
 
 async def test_a_run_with_no_follow_ups_does_not_point_to_them() -> None:
+    one_leaf = three_leaf_plan()
+    one_leaf["root"]["children"] = one_leaf["root"]["children"][:1]  # one source: nothing disagrees
     async with Client(create_server(model=ScriptedModel(team_script))) as client:
-        handle = await finished(client)
+        planned = await client.call_tool("plan_research", {"query": "one topic", "suggested_plan": one_leaf})
+        result = await client.call_tool(
+            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 20}
+        )
+        handle = dict(result.structured_content)
+        assert handle["status"] == "done", result.content
         summary = await view(client, handle["id"], "summary")
     assert "followups" not in handle["metrics"] and "follow-ups:" not in summary
     assert not any("view='followups'" in call for call in handle["next"])

@@ -41,7 +41,7 @@ REEF = (
 
 @pytest.fixture(autouse=True)
 def no_http_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("RESEARCH_MCP_HTTP_TOKEN", "RESEARCH_MCP_HTTP_ALLOWED_HOSTS"):
+    for name in ("RESEARCH_MCP_HTTP_TOKEN", "RESEARCH_MCP_HTTP_TOKENS", "RESEARCH_MCP_HTTP_ALLOWED_HOSTS"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -59,6 +59,7 @@ def server_env(home: Path, **extra: str) -> dict[str, str]:
         "RESEARCH_MCP_MODEL": "extractive",
         "HF_HUB_OFFLINE": "1",
         "PYTHONUNBUFFERED": "1",  # anything written to stdout shows at once
+        "PYTHONPATH": str(Path(__file__).parents[2]),  # the code of this checkout, not the installed one
         **extra,
     }
 
@@ -359,3 +360,35 @@ def test_an_empty_token_counts_as_no_token() -> None:
     settings = Settings(RESEARCH_MCP_HTTP_TOKEN="  ")  # type: ignore[call-arg]
     assert settings.http_token is None
     assert refusal(settings, parse_bind("0.0.0.0:8000")) is not None
+
+
+async def test_a_token_per_user_lets_each_user_in_as_themselves_and_no_one_else() -> None:
+    from starlette.responses import PlainTextResponse
+
+    from research_mcp.server.http import BearerTokenMiddleware
+
+    async def whoami(scope: Any, receive: Any, send: Any) -> None:
+        await PlainTextResponse(scope["user"].access_token.client_id)(scope, receive, send)
+
+    tokens = {"alice": TOKEN, "bob": TOKEN[::-1]}
+    app = BearerTokenMiddleware(whoami, tokens)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
+        for user, token in tokens.items():
+            answer = await http.get("/mcp", headers={"Authorization": f"Bearer {token}"})
+            assert (answer.status_code, answer.text) == (200, user)
+        assert (await http.get("/mcp", headers={"Authorization": f"Bearer {TOKEN}x"})).status_code == 401
+
+
+def test_tokens_per_user_are_name_token_pairs_each_long_enough() -> None:
+    users = Settings(RESEARCH_MCP_HTTP_TOKENS=f"alice={TOKEN}, bob={TOKEN[::-1]}")  # type: ignore[call-arg]
+    assert {name: token.get_secret_value() for name, token in users.http_tokens.items()} == {
+        "alice": TOKEN,
+        "bob": TOKEN[::-1],
+    }
+    remote = parse_bind("0.0.0.0:8000")
+    assert refusal(users, remote) is None
+    short = Settings(RESEARCH_MCP_HTTP_TOKENS=f"alice={TOKEN},bob=short")  # type: ignore[call-arg]
+    assert "the token of 'bob' has 5 characters" in (refusal(short, remote) or "")
+    for bad in ("alice", f"alice={TOKEN},alice={TOKEN[::-1]}", f"alice={TOKEN},bob={TOKEN}"):
+        with pytest.raises(ValueError, match="RESEARCH_MCP_HTTP_TOKENS"):
+            Settings(RESEARCH_MCP_HTTP_TOKENS=bad)  # type: ignore[call-arg]

@@ -18,6 +18,9 @@ from research_mcp.runs import manager
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
 
+#: A bound against a hang only, never a time limit that a loaded machine could reach.
+HANG_S = 60
+
 TEXTS = [
     f"Topic {name} has a long history of careful study by researchers. "
     f"The key finding about {name} is that it was first described in {1900 + i}. "
@@ -98,10 +101,10 @@ async def test_a_run_killed_between_nodes_resumes_without_running_a_finished_nod
         plan_id = await plan(client)
         started = await client.call_tool("execute_plan", {"plan_id": plan_id, "wait_seconds": 0})
         run_id = started.structured_content["id"]
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_S):
             await reached.wait()
         # Let the other two leaves finish, then leave: the server shuts down mid-run.
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_S):
             while (
                 len(
                     Store(Settings().database_path)
@@ -175,7 +178,7 @@ async def test_a_plain_resume_after_a_crash_does_not_rerun_a_finished_leaf_that_
         plan_id = planned.structured_content["id"]
         started = await client.call_tool("execute_plan", {"plan_id": plan_id, "wait_seconds": 0})
         run_id = started.structured_content["id"]
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_S):
             await reached.wait()
             while sum(n.status == "done" for n in Store(Settings().database_path).nodes_for_run(run_id)) < 2:
                 await anyio.sleep(0.02)
@@ -194,7 +197,16 @@ async def test_progress_values_strictly_increase_within_a_call_and_none_follows_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(manager, "PROGRESS_EVERY_S", 0.05)  # heartbeats between nodes, many of them
-    server = create_server(model=ScriptedModel(team_script, latency=0.3))
+    first_answered = anyio.Event()
+
+    async def script(request: ModelRequest[Any]) -> Any:
+        # The gamma leaf waits until the first call has been answered: the run is still going then,
+        # on any machine, and the first call's seconds are heartbeats of a run held in progress.
+        if isinstance(request.payload, ExtractorPayload) and "gamma" in request.payload.source_text:
+            await first_answered.wait()
+        return team_script(request)
+
+    server = create_server(model=ScriptedModel(script, latency=0.3))
     seen: list[tuple[str, float]] = []
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
@@ -203,12 +215,14 @@ async def test_progress_values_strictly_increase_within_a_call_and_none_follows_
     async with Client(server) as client:
         plan_id = await plan(client)
         first = await client.call_tool(
-            "execute_plan", {"plan_id": plan_id, "wait_seconds": 0.4}, progress_callback=on_progress
+            "execute_plan", {"plan_id": plan_id, "wait_seconds": 3}, progress_callback=on_progress
         )
         seen.append(("response", 0))
+        assert first.structured_content["status"] == "running"
+        first_answered.set()
         second = await client.call_tool(
             "execute_plan",
-            {"run_id": first.structured_content["id"], "wait_seconds": 20},
+            {"run_id": first.structured_content["id"], "wait_seconds": 30},
             progress_callback=on_progress,
         )
         seen.append(("response", 0))

@@ -10,9 +10,13 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
+import research_mcp
 from research_mcp.config import Settings
 
 SCRIPT = Path(sys.executable).with_name("research-mcp")
+#: The checkout whose research_mcp the tests imported, first on the server's path: the server runs the
+#: code under test even where the console script was installed from another checkout.
+REPO = Path(research_mcp.__file__).resolve().parent.parent
 
 
 def server_params(home: Path, **env: str) -> StdioServerParameters:
@@ -22,6 +26,7 @@ def server_params(home: Path, **env: str) -> StdioServerParameters:
         env={
             "RESEARCH_MCP_HOME": str(home),
             "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": str(REPO),
             "HF_HUB_OFFLINE": "1",
             **env,
         },

@@ -126,7 +126,11 @@ def test_serve_writes_only_protocol_to_stdout_and_logs_where_its_store_is(tmp_pa
     assert lines and all(json.loads(line)["jsonrpc"] == "2.0" for line in lines)
     assert json.loads(lines[0])["result"]["serverInfo"]["name"] == "research-mcp"
     assert f"store {tmp_path / 'home' / 'research.db'}" in done.stderr
-    assert f"claude mcp add research-mcp -- {script} serve" in done.stderr
+    # The connect line carries the settings the server was started with.
+    assert (
+        f"claude mcp add research-mcp -e RESEARCH_MCP_HOME={tmp_path / 'home'} -- {script} serve"
+        in done.stderr
+    )
 
 
 def test_make_run_writes_only_protocol_to_stdout(tmp_path: Path) -> None:

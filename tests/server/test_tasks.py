@@ -323,3 +323,32 @@ async def test_over_http_a_task_is_bound_to_the_session_that_created_it(tmp_path
             assert finished["structuredContent"]["status"] == "done"  # nobody else cancelled it
     finally:
         server.stop()
+
+
+async def test_over_http_a_request_without_a_session_cannot_read_or_cancel_a_sessions_task(
+    tmp_path: Path,
+) -> None:
+    """The 2026-07-28 envelope carries no session: such a request is not the session that owns a task."""
+    from tests.server.test_team import modern_request
+
+    port = free_port()
+    server = start_server(f"127.0.0.1:{port}", tmp_path / "home", port)
+    try:
+        async with streamable_http_client(server.url) as (read, write):
+            owner = RawSession(read, write)
+            await owner.open()
+            plan = await owner.call(
+                "plan_research", {"query": "three topics", "suggested_plan": three_leaf_plan()}
+            )
+            created = await owner.call("execute_plan", {"plan_id": plan["structuredContent"]["id"]}, task={})
+            task_id = created["task"]["taskId"]
+
+            for method in ("tasks/get", "tasks/cancel"):
+                answer = await modern_request(server.url, None, method, {"taskId": task_id})
+                assert answer.get("error", {}).get("code") == INVALID_PARAMS, (method, answer)
+                assert "no task" in answer["error"]["message"]
+
+            finished = await owner.result("tasks/result", {"taskId": task_id})
+            assert finished["structuredContent"]["status"] == "done"  # nobody else cancelled it
+    finally:
+        server.stop()

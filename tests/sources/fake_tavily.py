@@ -46,7 +46,8 @@ class FakeTavily(ScriptedJSONServer):
     def answer(self, request: RecordedRequest) -> ScriptedResponse:
         routed = self.routes.get(request.path)
         if routed is not None:
-            return ScriptedResponse(200, routed(request.json))
+            answer = routed(request.json)  # a body, or a whole response (ordered, delayed, ...)
+            return answer if isinstance(answer, ScriptedResponse) else ScriptedResponse(200, answer)
         return super().answer(request)
 
     def bodies(self, path: str) -> list[Any]:

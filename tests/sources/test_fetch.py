@@ -6,7 +6,6 @@ import hashlib
 import ipaddress
 import re
 import ssl
-import time
 import tracemalloc
 import zlib
 from collections.abc import Iterator
@@ -24,6 +23,9 @@ from research_mcp.sources.text import extract_text
 
 from .loopback import LoopbackServer
 from .pdf import minimal_pdf
+
+#: A bound against a hang only, never a time limit that a loaded machine could reach.
+HANG_S = 60
 
 ARTICLE = b"""<!DOCTYPE html>
 <html><head><title>Tide pools of the Pacific</title><script>var tracking = 1;</script></head>
@@ -56,7 +58,7 @@ def allowing(server: LoopbackServer, **options: Any) -> SafeFetcher:
 
 async def test_an_html_page_is_fetched_as_its_article_text_and_title(server: LoopbackServer) -> None:
     server.serve("/tides", ARTICLE)
-    with anyio.fail_after(10):
+    with anyio.fail_after(HANG_S):
         async with allowing(server) as fetcher:
             document = await fetcher.fetch(server.url("/tides"))
 
@@ -69,7 +71,7 @@ async def test_an_html_page_is_fetched_as_its_article_text_and_title(server: Loo
 
 async def test_a_very_short_html_page_still_yields_its_text(server: LoopbackServer) -> None:
     server.serve("/short", b"<html><head><title>Short</title></head><body><p>Only this.</p></body></html>")
-    with anyio.fail_after(10):
+    with anyio.fail_after(HANG_S):
         async with allowing(server) as fetcher:
             document = await fetcher.fetch(server.url("/short"))
 
@@ -80,7 +82,7 @@ async def test_a_pdf_is_fetched_as_its_text_even_when_mislabelled(server: Loopba
     server.serve(
         "/paper", minimal_pdf("Coral bleaching doubled since 1998", "Reef survey"), "application/x-foo"
     )
-    with anyio.fail_after(10):
+    with anyio.fail_after(HANG_S):
         async with allowing(server) as fetcher:
             document = await fetcher.fetch(server.url("/paper"))
 
@@ -94,7 +96,7 @@ async def test_plain_text_is_decoded_with_the_charset_the_server_names(server: L
         "Café notes\n\nThe crème brûlée was fine.".encode("latin-1"),
         "text/plain; charset=latin-1",
     )
-    with anyio.fail_after(10):
+    with anyio.fail_after(HANG_S):
         async with allowing(server) as fetcher:
             document = await fetcher.fetch(server.url("/notes.txt"))
 
@@ -110,7 +112,7 @@ async def test_plain_text_is_decoded_with_the_charset_the_server_names(server: L
 async def test_a_gzip_encoded_page_is_decompressed(server: LoopbackServer) -> None:
     server.serve("/zipped", zlib.compress(b"Compressed but plain.", wbits=31), "text/plain",
                  headers=[("Content-Encoding", "gzip")])  # fmt: skip
-    with anyio.fail_after(10):
+    with anyio.fail_after(HANG_S):
         async with allowing(server) as fetcher:
             document = await fetcher.fetch(server.url("/zipped"))
 
@@ -121,7 +123,7 @@ async def test_redirects_are_followed_and_the_final_url_reported(server: Loopbac
     server.redirect("/old", "/moved")
     server.redirect("/moved", server.url("/tides"), status=301)
     server.serve("/tides", ARTICLE)
-    with anyio.fail_after(10):
+    with anyio.fail_after(HANG_S):
         async with allowing(server) as fetcher:
             document = await fetcher.fetch(server.url("/old"))
 
@@ -131,7 +133,7 @@ async def test_redirects_are_followed_and_the_final_url_reported(server: Loopbac
 
 async def test_the_request_carries_the_host_as_written_not_the_address(server: LoopbackServer) -> None:
     server.serve("/page", b"hello")
-    with anyio.fail_after(10):
+    with anyio.fail_after(HANG_S):
         async with SafeFetcher(allow=frozenset({f"localhost:{server.port}"})) as fetcher:
             await fetcher.fetch(f"http://localhost:{server.port}/page")
 
@@ -176,7 +178,7 @@ async def test_https_goes_to_the_checked_address_but_verifies_the_host_name(tmp_
     with LoopbackServer(tls=server_context) as server:
         server.serve("/secure", b"over tls", "text/plain")
         allow = frozenset({f"localhost:{server.port}"})
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_S):
             async with SafeFetcher(allow=allow, ssl_context=client_context) as fetcher:
                 document = await fetcher.fetch(f"https://localhost:{server.port}/secure")
 
@@ -189,7 +191,7 @@ async def test_https_to_a_name_the_certificate_does_not_hold_is_refused(tmp_path
     server_context, client_context = self_signed_certificate("localhost", tmp_path)
     with LoopbackServer(tls=server_context) as server:
         server.serve("/secure", b"over tls", "text/plain")
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_S):
             async with allowing(server, ssl_context=client_context) as fetcher:
                 with pytest.raises(SourceError, match="certificate"):
                     await fetcher.fetch(server.url("/secure"))  # https://127.0.0.1:port/
@@ -220,7 +222,7 @@ async def test_every_spelling_of_this_machine_is_refused_before_connecting(
     server: LoopbackServer, host: str
 ) -> None:
     server.serve("/secret", b"internal")
-    with anyio.fail_after(5):
+    with anyio.fail_after(HANG_S):
         async with SafeFetcher() as fetcher:
             with pytest.raises(SourceError, match=r"Refused to fetch .* resolves to"):
                 await fetcher.fetch(f"http://{host}:{server.port}/secret")
@@ -245,7 +247,7 @@ async def test_every_spelling_of_this_machine_is_refused_before_connecting(
     ],
 )
 async def test_private_and_metadata_addresses_are_refused(url: str) -> None:
-    with anyio.fail_after(5):
+    with anyio.fail_after(HANG_S):
         async with SafeFetcher() as fetcher:
             with pytest.raises(SourceError, match="Only public internet addresses"):
                 await fetcher.fetch(url)
@@ -299,7 +301,7 @@ async def test_a_metadata_refusal_does_not_suggest_the_allow_list() -> None:
 async def test_an_error_status_or_a_closed_port_is_reported_as_a_source_error(server: LoopbackServer) -> None:
     with LoopbackServer() as stopped:
         closed_port = stopped.port
-    with anyio.fail_after(5):
+    with anyio.fail_after(HANG_S):
         async with SafeFetcher(
             allow=frozenset({f"127.0.0.1:{server.port}", f"127.0.0.1:{closed_port}"})
         ) as fetcher:
@@ -325,7 +327,7 @@ async def test_a_redirect_to_a_refused_address_is_refused_at_that_hop(
 ) -> None:
     server.redirect("/start", location.format(other=other_server.port))
     other_server.serve("/secret", b"internal")
-    with anyio.fail_after(5):
+    with anyio.fail_after(HANG_S):
         async with allowing(server) as fetcher:
             with pytest.raises(SourceError, match=r"Refused to fetch the redirect from .*/start"):
                 await fetcher.fetch(server.url("/start"))
@@ -344,7 +346,7 @@ async def test_more_redirects_than_allowed_are_refused(server: LoopbackServer) -
     for hop in range(3, 0, -1):
         server.redirect(f"/hop/{hop}", f"/hop/{hop - 1}")
     server.serve("/hop/0", b"arrived")
-    with anyio.fail_after(10):
+    with anyio.fail_after(HANG_S):
         async with allowing(server, max_redirects=2) as fetcher:
             assert (await fetcher.fetch(server.url("/hop/2"))).text == "arrived"
             with pytest.raises(SourceError, match="redirected more than 2 times"):
@@ -353,7 +355,7 @@ async def test_more_redirects_than_allowed_are_refused(server: LoopbackServer) -
 
 async def test_a_redirect_loop_is_stopped(server: LoopbackServer) -> None:
     server.redirect("/loop", "/loop")
-    with anyio.fail_after(10):
+    with anyio.fail_after(HANG_S):
         async with allowing(server) as fetcher:
             with pytest.raises(SourceError, match="redirected more than 5 times"):
                 await fetcher.fetch(server.url("/loop"))
@@ -369,7 +371,7 @@ async def test_the_allow_list_lets_exactly_its_pairs_through(
 ) -> None:
     server.serve("/ok", b"allowed")
     other_server.serve("/ok", b"not allowed")
-    with anyio.fail_after(5):
+    with anyio.fail_after(HANG_S):
         async with allowing(server) as fetcher:
             assert (await fetcher.fetch(server.url("/ok"))).text == "allowed"
             with pytest.raises(SourceError, match=re.escape(f"add '127.0.0.1:{other_server.port}'")):
@@ -393,7 +395,7 @@ async def test_an_endless_body_is_cut_at_the_size_cap(server: LoopbackServer) ->
             handler.wfile.write(b"all work and no play " * 3000)
 
     server.respond("/endless", endless)
-    with anyio.fail_after(10):
+    with anyio.fail_after(HANG_S):
         async with allowing(server, max_bytes=1_000_000) as fetcher:
             with pytest.raises(SourceError, match="larger than 1,000,000 bytes"):
                 await fetcher.fetch(server.url("/endless"))
@@ -415,13 +417,13 @@ async def test_a_slow_drip_is_cut_at_the_time_limit(server: LoopbackServer) -> N
             handler.wfile.write(b"x")
 
     server.respond("/drip", drip)
-    started = time.monotonic()
-    with anyio.fail_after(5):
+    # The drip never ends by itself (a byte every 50 ms until the server stops): the fetch returning
+    # at all, with this error, shows the cut. The bound only keeps a broken cut from hanging the suite;
+    # it decides nothing on a loaded machine.
+    with anyio.fail_after(60):
         async with allowing(server, timeout=1.0) as fetcher:
             with pytest.raises(SourceError, match="took longer than 1 s"):
                 await fetcher.fetch(server.url("/drip"))
-
-    assert time.monotonic() - started < 2.5
 
 
 async def test_a_gzip_bomb_is_refused_without_being_inflated(server: LoopbackServer) -> None:
@@ -434,7 +436,7 @@ async def test_a_gzip_bomb_is_refused_without_being_inflated(server: LoopbackSer
     tracemalloc.reset_peak()
     baseline, _ = tracemalloc.get_traced_memory()
     try:
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_S):
             async with allowing(server, max_bytes=1_000_000) as fetcher:
                 with pytest.raises(SourceError, match="larger than 1,000,000 bytes"):
                     await fetcher.fetch(server.url("/bomb"))

@@ -58,7 +58,9 @@ def test_a_pdf_with_a_10_mb_content_stream_is_stopped_at_the_time_limit() -> Non
             parser.extract(hostile.huge_stream_pdf(10), "application/pdf", "stream.pdf")
         elapsed = time.monotonic() - started
         assert parser.extract(GOOD, "application/pdf", "tides.pdf")[1] == "Tides"  # a new worker
-    assert elapsed < 10  # unbounded, it runs for minutes
+    # Unbounded, it runs for minutes; a loaded machine may take seconds to start a worker: the
+    # bound tells the two apart without deciding on the machine's speed.
+    assert elapsed < 60
 
 
 def test_a_document_that_needs_more_memory_than_the_limit_is_a_named_source_error() -> None:

@@ -8,15 +8,19 @@ from __future__ import annotations
 import gzip
 import shutil
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from research_mcp.answering.passages import Passage, document_kind, split_passages
+from research_mcp.sources.asciidoc import looks_like_asciidoc
 from research_mcp.sources.corpus import Corpus
 from research_mcp.sources.parsing import DocumentParser
-from research_mcp.answering.passages import Passage, split_passages
 from research_mcp.sources.readers import ASCIIDOC, READER_VERSION, read_file
+from research_mcp.sources.text import extract_text
 from research_mcp.storage.store import Store
+from tests.sources import hostile
 
 REALDOCS = Path(__file__).parents[1] / "fixtures" / "realdocs"
 SOFT = "Does not touch the index file or the working tree at all (but resets the head to <commit>"
@@ -99,7 +103,10 @@ def test_an_include_inside_the_corpus_is_followed_and_one_outside_it_is_not(
     folder = tmp_path / "docs"
     shutil.copytree(REALDOCS / "git-doc", folder)
     (tmp_path / "private.txt").write_text("The vault code is 7741.\n")
-    (folder / "leaky.adoc").write_text("= Leaky\n\nBefore.\n\ninclude::../private.txt[]\n\nAfter.\n")
+    (folder / "leaky.adoc").write_text(
+        "= Leaky\n\nBefore.\n\ninclude::../private.txt[]\n\ninclude::link.inc[]\n\nAfter.\n"
+    )
+    (folder / "link.inc").symlink_to(tmp_path / "private.txt")  # inside by name, outside in fact
     (folder / "a.adoc").write_text("= A\n\nAlpha text.\n\ninclude::b.adoc[]\n")  # a cycle: a -> b -> a
     (folder / "b.adoc").write_text("Beta text.\n\ninclude::a.adoc[]\n")
     stored = _stored(store, folder, parser)
@@ -160,3 +167,73 @@ def test_a_roff_page_past_the_readers_memory_limit_is_reported_and_the_others_in
     [error] = report.errors
     assert error.startswith("huge.5.gz: 'huge.5.gz' could not be parsed"), error
     assert "memory" in error
+
+
+def test_a_fetched_xhtml_page_is_titled_by_its_title_not_its_first_heading() -> None:
+    # Served over HTTP, git's XHTML page was decoded, and lxml refused a string that declares its
+    # encoding: the page was titled by trafilatura's first line, "SYNOPSIS".
+    kind, title, _ = extract_text((REALDOCS / "git-doc" / "git-reset.html").read_bytes(), "text/html", "u")
+    assert (kind, title) == ("text/html", "git-reset(1)")
+
+
+def test_a_changelog_is_told_from_a_manual_whose_lines_hold_numbers() -> None:
+    manual = (
+        "## 9.1. Core functionality\n\nText.\n\n## 9.2. Compilers\n\nText.\n\n| 100 | CONTINUE | HTTP/1.1 |\n"
+    )
+    news = "## 2.1.0 (2024-05-01)\n\n- Faster.\n\n## 2.0.1 (2024-02-11)\n\n- Fixed.\n"
+    assert (document_kind(manual, "NEWS"), document_kind(news, "guide")) == ("document", "changelog")
+
+
+def test_only_asciidoc_reads_as_asciidoc() -> None:
+    asciidoc = (REALDOCS / "git-doc" / "git-reset.txt").read_text(encoding="utf-8")
+    fragment = (REALDOCS / "git-doc" / "merge-strategies.txt").read_text(encoding="utf-8")
+    restructured = (
+        "Tides\n=====\n\n.. note::\n\n   Spring tides::\n      follow the moon.\n\nSee :func:`spring`.\n"
+    )
+    texinfo_menu = "@menu\n* Introduction::\n* Options::\n@end menu\n"
+    events = "2019-01-01 Bind <<Invoke>> and <<ThemeChanged>> (virtual events)\n"
+    assert [
+        looks_like_asciidoc(text) for text in (asciidoc, fragment, restructured, texinfo_menu, events)
+    ] == [
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]
+
+
+def test_a_document_that_stalls_its_reader_holds_up_none_of_the_others(store: Store, tmp_path: Path) -> None:
+    # Read first (names are walked in order), the stalling PDF holds one reading thread until the
+    # parser's limit stops it; the notes read meanwhile are stored before it is given up.
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a-stall.pdf").write_bytes(hostile.slow_pdf(pages=12))
+    for name in ("b", "c", "d"):
+        (folder / f"{name}.md").write_text(
+            f"# Note {name}\n\nSpring tides follow the new and the full moon.\n"
+        )
+    with DocumentParser(timeout=6) as parser:
+        report = Corpus(store, [folder], parser=parser).index()
+    assert report.added == 3
+    [error] = report.errors
+    assert error.startswith("a-stall.pdf: 'a-stall.pdf' took longer than 6 s to parse"), error
+    [failure] = store.corpus_failures(str(folder.resolve())).values()
+    stored = [datetime.fromisoformat(row["indexed_at"]) for row in store.db.table("corpus_documents").rows]
+    assert all(indexed.timestamp() < failure.failed_at for indexed in stored)
+
+
+def test_a_page_in_two_formats_is_found_once(store: Store, tmp_path: Path, parser: DocumentParser) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name in ("git-reset.txt", "git-reset.html"):
+        shutil.copy(REALDOCS / "git-doc" / name, folder / name)
+    (folder / "tides.md").write_text("# Tides\n\nSpring tides do not touch the index of the harbour.\n")
+    corpus = Corpus(store, [folder], parser=parser)
+    assert corpus.index().added == 3
+    hits = corpus.search("does not touch the index file or the working tree", limit=5, mode="lexical")
+    assert [hit.path for hit in hits if hit.path.startswith("git-reset.")] in (
+        ["git-reset.txt"],
+        ["git-reset.html"],
+    )
+    assert "tides.md" in [hit.path for hit in hits]  # the next page takes the place the copy left

@@ -132,6 +132,13 @@ def test_an_added_id_that_exists_is_replaced_not_duplicated(index: KnowledgeInde
     assert hit.score > 0.3
 
 
+def test_held_values_give_each_held_id_its_payload_value_under_a_key(index: KnowledgeIndex) -> None:
+    index.add("facts", FACTS)
+    index.add("facts", [(9, "no run recorded", {"source": 13})])
+
+    assert index.held_values("facts", [1, 3, 9, 99], "run") == {1: "r1", 3: "r2", 9: None}
+
+
 def test_facts_and_chunks_are_separate_collections(index: KnowledgeIndex) -> None:
     index.add("facts", FACTS)
     index.add("chunks", [(1, "Chunk about interest rates and central banks", {"document": "d1"})])

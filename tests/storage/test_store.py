@@ -39,7 +39,11 @@ def test_migrations_on_a_fresh_database_create_the_tables_with_their_columns() -
         "attempt": int,
         "iteration": int,
         "error": str,
+        "kept_after": str,
+        "caller": str,
     }
+    for table in ("runs", "plans"):  # who made it (research_mcp/callers.py)
+        assert db[table].columns_dict["caller"] is str, table
     for table in ("runs", "plans", "nodes", "sources", "facts", "events", "model_calls"):
         assert db[table].exists(), table
     assert [row["name"] for row in db["_migrations"].rows] == applied

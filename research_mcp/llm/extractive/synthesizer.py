@@ -42,6 +42,9 @@ COVERED_CONFIDENCE = ANSWERED
 LINES_PER_QUESTION = 6
 #: Characters of evidence the report's first page carries across its questions.
 FIRST_PAGE = 2400
+#: The most, and the least, characters a line of evidence shows (the facts view has it whole).
+LEAD_CHARS = 900
+LINE_CHARS = 160
 MAX_FINDINGS = 15
 MAX_GAPS = 10
 CHILD_LINES = 6
@@ -103,7 +106,7 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
     corroborated = 0
     levels: list = []  # each question's level
     asked_count = max(1, sum(question != OTHER for question in lines))
-    limit = max(200, min(900, FIRST_PAGE // (asked_count * 2)))
+    budget = FIRST_PAGE // asked_count
     for question, question_lines in lines.items():
         cited = [line for line in question_lines if line.verified_ids]
         if question != OTHER:
@@ -115,20 +118,18 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
             continue
         if normalize(question).rstrip("?. ") != normalize(payload.title).rstrip("?. "):
             sections.append(f"## {clip(question, 300)}")  # the title's own question is not said twice
+        limits = _line_limits(len(cited), budget)
         if cited:
             sections.append(
-                "\n".join(
-                    line.render(question, limit if rank < 2 else limit // 2)
-                    for rank, line in enumerate(cited[:LINES_PER_QUESTION])
-                )
+                "\n".join(line.render(question, limit) for line, limit in zip(cited, limits, strict=False))
             )
         else:
             sections.append("_No verified fact answers this._")
-        if len(cited) > LINES_PER_QUESTION:
+        if len(cited) > len(limits):
             cuts.append(
                 clip(
-                    f"Cut short: {len(cited) - LINES_PER_QUESTION} more verified lines on {question!r} are "
-                    f"not in the report (it shows {LINES_PER_QUESTION}); the facts view lists them",
+                    f"Cut short: {len(cited) - len(limits)} more verified lines on {question!r} are "
+                    f"not in the report (it shows {len(limits)}); the facts view lists them",
                     500,
                 )
             )
@@ -237,6 +238,17 @@ def _agreeing(question: str, cited: list[Line]) -> int:
             and f.confidence >= ANSWERED
         ]
     )
+
+
+def _line_limits(lines: int, budget: int) -> list[int]:
+    """Characters each of a question's lines may show within `budget`: the best up to half of it
+    (`LEAD_CHARS` at most), each next one an equal share of the rest, none under `LINE_CHARS`."""
+    if not lines:
+        return []
+    first = max(LINE_CHARS, min(LEAD_CHARS, budget // 2))
+    more = min(lines - 1, LINES_PER_QUESTION - 1, max(0, budget - first) // LINE_CHARS)
+    share = min(LEAD_CHARS, (budget - first) // more) if more else 0
+    return [first, *([share] * more)]
 
 
 def _excerpt(text: str, question: str, limit: int) -> str:
