@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import logging
-import os
-import re
-import shlex
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from research_mcp.cli.connect import claude_add_command
 from research_mcp.config import Settings
 from research_mcp.errors import ResearchError
 
@@ -35,25 +31,9 @@ __all__ = [
 PROBLEM = "problem: "  # how a doctor line naming a problem begins; `doctor` then exits 1
 
 
-#: The environment a server takes its settings from (config.py), carried into the connect line.
-SETTINGS_PREFIXES = ("RESEARCH_MCP_", "TAVILY_", "ANTHROPIC_")
-_SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
-
-
 def connect_hint(environ: Mapping[str, str] | None = None) -> str:
-    """How to add this very server to Claude Code: the absolute path of the running script, with
-    the settings this shell has (`-e NAME=value` each: the host starts the server without this
-    shell's environment, so a corpus set here would be missing there). A secret is passed by
-    reference (`"$TAVILY_API_KEY"`), never printed."""
-    script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else Path("research-mcp")
-    command = str(script) if script.name == "research-mcp" and script.exists() else "research-mcp"
-    env = os.environ if environ is None else environ
-    settings = [
-        f'-e {name}="${name}"' if _SECRET.search(name) else f"-e {shlex.quote(f'{name}={value}')}"
-        for name, value in sorted(env.items())
-        if name.startswith(SETTINGS_PREFIXES) and value
-    ]
-    return f"connect it with: claude mcp add research-mcp {' '.join([*settings, '--'])} {command} serve"
+    """How to add this very server to Claude Code, with this shell's settings (`cli/connect.py`)."""
+    return f"connect it with: {claude_add_command(environ)}"
 
 
 def backend_line(settings: Settings) -> str:

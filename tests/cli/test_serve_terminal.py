@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import select
 import signal
 import subprocess
@@ -67,7 +68,11 @@ def test_serve_at_a_terminal_says_what_it_waits_for_and_how_to_connect_on_stderr
     process, leader = serve_at_a_terminal(tmp_path / "home")
     said = read_stderr_until(process, "connect it with:", seconds=90)  # the notice, then the log line
     assert NOTICE in said, said
-    assert f"claude mcp add research-mcp -- {SCRIPT.resolve()} serve" in said
+    # The line that connects this checkout, with this shell's settings (the host has none of them).
+    assert re.search(
+        rf"claude mcp add research-mcp -e .* -- {re.escape(str(SCRIPT.resolve()))} serve\n", said
+    )
+    assert "-e RESEARCH_MCP_MODEL=extractive" in said
     assert "Connect a host" in said and "Ctrl-C to stop" in said
     stdout, stderr = interrupt(process, leader)
     assert stdout == b""  # nothing but the protocol goes to stdout, and no host spoke
