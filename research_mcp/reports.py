@@ -167,6 +167,7 @@ def _metadata(store: Store, run: Run, output: StoredSynthesis) -> ResearchMetada
         searches=searches,
         sources_read=totals.sources,
         llm_calls=totals.llm_calls,
+        reused_answers=totals.reused,
         tokens_in=totals.tokens_in,
         tokens_out=totals.tokens_out,
         cost_usd=round(totals.cost_usd, 6),
@@ -323,7 +324,8 @@ def _run_summary(subject: _RunSubject) -> list[str]:
         *first,
         f"confidence: {result.confidence.level} — {result.confidence.reasoning}",
         f"{len(result.sources)} sources; citations {meta.citations_verified}/{meta.citations_made} verified, "
-        f"{meta.citations_dropped} dropped; {meta.llm_calls} model calls, ${meta.cost_usd:.4f} ({meta.backend})",
+        f"{meta.citations_dropped} dropped; {meta.llm_calls} model calls, ${meta.cost_usd:.4f} ({meta.backend})"
+        + (f"; {meta.reused_answers} answers reused, not asked again" if meta.reused_answers else ""),
     ]
     if run.status == "partial":
         lines.append(
