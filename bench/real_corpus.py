@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +167,18 @@ def serve_session(
     return idle, peak, steady
 
 
+def corpus_text_chars(database: Path) -> int:
+    """Characters of the corpus's text as the store holds it: its documents' text, compressed or not
+    (the same figure for a data folder of any version)."""
+    total = 0
+    with sqlite3.connect(database) as db:
+        for (text,) in db.execute("SELECT text FROM corpus_documents"):
+            total += len(
+                zlib.decompress(text).decode("utf-8", "surrogatepass") if isinstance(text, bytes) else text
+            )
+    return total
+
+
 def du_mb(path: Path) -> float:
     return sum(f.stat().st_blocks * 512 for f in path.rglob("*") if f.is_file()) / 1e6
 
@@ -217,8 +230,7 @@ def measure(code: Path | None, corpus: Path, work: Path, queries: list[str], set
     wall = time.perf_counter() - started - 2 * settle
     print(f"{'serve idle':<22} {'':>7} {idle:>8.0f}")
     print(f"{'serve, the runs':<22} {wall:>7.1f} {peak:>8.0f}       (peak; steady after: {steady:.0f} MB)")
-    with sqlite3.connect(home / "research.db") as db:
-        text = db.execute("SELECT COALESCE(SUM(LENGTH(text)), 0) FROM corpus_chunks").fetchone()[0]
+    text = corpus_text_chars(home / "research.db")
     data, vectors = du_mb(home), du_mb(home / "vectors")
     print(
         f"# data folder {data:.0f} MB (SQLite {data - vectors:.0f} MB, vectors {vectors:.0f} MB) "
