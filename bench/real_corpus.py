@@ -1,22 +1,28 @@
 """Memory, time and disk on a real folder of documents, as a user meets them: index it, index it again
-unchanged, run a no-key research over it, and leave ``serve`` idle on it.
+unchanged, run no-key research over it from the command line, then serve it and run the same
+questions over MCP.
 
 Run from the repository root:
 
-    .venv/bin/python -m bench.real_corpus [--source /usr/share/doc] [--query "..."]
+    .venv/bin/python -m bench.real_corpus [--case usr-share-doc|git-docs] [--query "..."]...
+    .venv/bin/python -m bench.real_corpus --case git-docs --code ../main --code .   # before, after
 
-The corpus is the source folder's files without changelogs and images (Debian's /usr/share/doc
-here: about 2,900 files), copied once into a temporary folder. Each step runs the installed
-``research-mcp`` in its own process on a fresh data folder (the same one through the steps);
+The corpus is the source folder's files without changelogs and images (Debian's /usr/share/doc:
+about 2,900 files; git-doc's /usr/share/doc/git-doc: 537), copied once into a temporary folder.
+Each step runs ``research-mcp`` in its own process on a fresh data folder (the same one through
+the steps), with the research_mcp package of each ``--code`` checkout in turn (PYTHONPATH);
 figures:
 
 - wall s: the command's wall time;
 - peak MB: its peak resident memory (GNU time's maximum resident set size);
 - warnings: lines on its stderr that a library wrote (Python warnings), which should be none;
-- for serve: its resident memory 20 s after it answered ``initialize`` and the start-up rescan of
-  the (already indexed) corpus ended, sampled from /proc;
+- serve idle: its resident memory ``--settle`` s after it answered ``initialize`` (the start-up
+  rescan of the already indexed corpus done), sampled from /proc;
+- serve, the runs: on a fresh data folder, each question planned and run over MCP as a host that
+  cannot elicit would; wall s for them all, the peak (VmHWM over the whole session) and the steady
+  resident memory ``--settle`` s after the last run ended;
 - the data folder on disk (blocks used: the vector engine's files are sparse) beside the corpus's
-  text as the store holds it.
+  text as the store holds it (its documents' text, decompressed).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 decides what to index and how to rank; these methods hold its SQL.
 
 A chunk's text is kept once, in its document's compressed text: a chunk row holds its offsets, and
-the full-text index is contentless (migration 012). The index is written here, with a document's
+the full-text index is contentless (migration 013). The index is written here, with a document's
 chunks when they are saved, and told the text a chunk was indexed with when the chunk goes.
 
 Every query that lists documents takes the configured corpus folders (`roots`), so a document of a

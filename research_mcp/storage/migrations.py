@@ -311,7 +311,7 @@ def m011_facts_by_canonical(db: Database) -> None:
     db.table("facts").create_index(["canonical_id"], if_not_exists=True)
 
 
-def m012_chunk_text_once(db: Database) -> None:
+def m013_chunk_text_once(db: Database) -> None:
     """A chunk's text is kept once, in its document's (compressed) text, not again in `corpus_chunks`
     and a third time for the full-text index: chunks keep their offsets into the document, and the
     index becomes contentless (it ranks and matches; nothing reads text back from it). What it
@@ -358,10 +358,10 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("009_plan_budget", m009_plan_budget),
     ("010_corpus_failures", m010_corpus_failures),
     ("011_facts_by_canonical", m011_facts_by_canonical),
-    ("012_chunk_text_once", m012_chunk_text_once),
+    ("013_chunk_text_once", m013_chunk_text_once),
 ]
 #: Migrations that leave much of the file free: the database is compacted (VACUUM) after them.
-COMPACTING = frozenset({"012_chunk_text_once"})
+COMPACTING = frozenset({"013_chunk_text_once"})
 
 
 def apply_migrations(db: Database, migrations: list[tuple[str, Migration]] = MIGRATIONS) -> list[str]:

@@ -493,7 +493,7 @@ def test_the_corpus_migration_creates_documents_chunks_and_their_full_text_index
         "text": str,
         "indexed_at": str,
     }
-    # A chunk is its offsets into its document's text (migration 012): its text is not kept twice.
+    # A chunk is its offsets into its document's text (migration 013): its text is not kept twice.
     assert store.db.table("corpus_chunks").columns_dict == {
         "id": int,
         "doc_id": int,

@@ -137,10 +137,10 @@ def test_008_source_insights_keeps_what_extractions_stored_before_it_said_their_
 
 
 def _old_corpus_folder(path: Path, texts: dict[str, str]) -> None:
-    """A data folder as 0.x left it before migration 012: each chunk's text and title kept in its row
+    """A data folder as 0.x left it before migration 013: each chunk's text and title kept in its row
     and, through the chunk table, in the full-text index (external content)."""
     old = Database(path)
-    apply_migrations(old, MIGRATIONS[:11])
+    apply_migrations(old, MIGRATIONS[: [name for name, _ in MIGRATIONS].index("013_chunk_text_once")])
     chunk_id = 0
     for doc_id, (name, text) in enumerate(texts.items(), 1):
         old.conn.execute(
@@ -161,7 +161,7 @@ def _old_corpus_folder(path: Path, texts: dict[str, str]) -> None:
     old.conn.close()
 
 
-def test_012_keeps_a_chunks_text_once_and_an_older_folder_searches_and_reads_as_before(
+def test_013_keeps_a_chunks_text_once_and_an_older_folder_searches_and_reads_as_before(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "research.db"
