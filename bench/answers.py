@@ -74,9 +74,6 @@ Figures per set:
   share whose answer recall counted; overconfident misses: answerable questions that missed the
   answer but said medium or high, as a share of answerable questions; answered but low: questions
   whose answer was found whose run said low, as a share of those answered (the price of caution);
-- boilerplate: the share of verified facts that research_mcp.matching.boilerplate calls boilerplate
-  (copyright and contact lines, licence preambles, bare URLs, man-page headers and footers, lone
-  headings, "(link removed)");
 - unanswerable honest: questions with no answer in the corpus whose run ended ``no_sources`` or
   with confidence low, and the sources such runs cite (those with a fact in the run's document).
 """
@@ -122,7 +119,6 @@ class Tally:
     confident_right: int = 0
     overconfident: int = 0
     underconfident: int = 0
-    boilerplate: int = 0
     unanswerable: int = 0
     unanswerable_honest: int = 0
     unanswerable_sources: int = 0
@@ -141,7 +137,6 @@ class Tally:
             "medium/high contain answer": share(self.confident_right, self.confident),
             "overconfident misses": share(self.overconfident, self.answerable),
             "answered but low": share(self.underconfident, self.answered),
-            "boilerplate of verified": share(self.boilerplate, self.verified),
             "unanswerable honest": (
                 f"{self.unanswerable_honest}/{self.unanswerable}" if self.unanswerable else None
             ),
@@ -199,13 +194,10 @@ async def research(client: Client, question: str, corpus_root: Path) -> Run:
 
 
 def score(tally: Tally, question: Question, run: Run, corpus_root: Path) -> bool | None:
-    from research_mcp.matching.boilerplate import is_boilerplate
-
     tally.questions += 1
     tally.statuses[run.status] = tally.statuses.get(run.status, 0) + 1
     verified = [fact for fact in run.facts if fact["verified"]]
     tally.verified += len(verified)
-    tally.boilerplate += sum(1 for fact in verified if is_boilerplate(fact["quote"]))
     if question.gold_sentences:
         found = [s for s in question.gold_sentences if any(matches(f["quote"], s) for f in verified)]
         tally.gold += len(question.gold_sentences)

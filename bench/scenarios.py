@@ -578,7 +578,6 @@ async def execute_tree(
                 run_id=None,
                 wait_seconds=55,
                 cancel=False,
-                budget=None,
                 progress=None,
                 model=lambda: model,
             )
@@ -588,7 +587,6 @@ async def execute_tree(
                     run_id=handle.id,
                     wait_seconds=55,
                     cancel=False,
-                    budget=None,
                     progress=None,
                     model=lambda: model,
                 )

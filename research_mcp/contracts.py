@@ -119,18 +119,18 @@ BUDGET_CAPS = {
 class Budget(_Strict):
     """Limits; unset means none."""
 
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_cost_usd: float | None = Field(default=None, gt=0)
-    max_seconds: float | None = Field(default=None, gt=0)
-    max_sources: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, description="Tokens.")
+    max_cost_usd: float | None = Field(default=None, description="USD.")
+    max_seconds: float | None = Field(default=None, description="Seconds.")
+    max_sources: int | None = Field(default=None, description="Sources.")
 
-    # Checked here rather than with `le=` so that the tool schemas, sent on every turn, stay small.
+    # Checked here rather than with `gt=`/`le=` so that the tool schemas, sent on every turn, stay small.
     @field_validator("max_tokens", "max_cost_usd", "max_seconds", "max_sources")
     @classmethod
     def _finite_and_capped(cls, value: float | None, info: ValidationInfo) -> float | None:
         cap = BUDGET_CAPS[str(info.field_name)]
-        if value is not None and not (math.isfinite(value) and value <= cap):
-            raise ValueError(f"give a finite number of at most {cap:,}")
+        if value is not None and not (math.isfinite(value) and 0 < value <= cap):
+            raise ValueError(f"give a finite number above 0 and at most {cap:,}")
         return value
 
 

@@ -24,11 +24,12 @@ HOP_SOURCES = 2
 
 def leaf_reading(node: PlanNode) -> tuple[int, int]:
     """(first, hop): the sources a leaf reads first and at most on its second hop, within the node's
-    `max_sources`. A leaf given its sources reads them all first; its hop follows only the sources
-    they cite, which cannot be known before they are read, so none is counted for it."""
+    `max_sources`. A leaf given its sources reads them all first (as many as its `max_sources`
+    allows); its hop follows only the sources they cite, which cannot be known before they are read,
+    so none is counted for it."""
     limit = node.budget.max_sources if node.budget is not None else None
     if node.sources:
-        return len(node.sources), 0
+        return len(node.sources) if limit is None else min(len(node.sources), limit), 0
     first = SOURCES_PER_LEAF if limit is None else min(SOURCES_PER_LEAF, limit)
     hop = HOP_SOURCES if limit is None else max(0, min(HOP_SOURCES, limit - first))
     return first, hop

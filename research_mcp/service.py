@@ -135,15 +135,14 @@ class ResearchService:
         run_id: str | None,
         wait_seconds: float,
         cancel: bool,
-        budget: Budget | None,
         progress: Progress | None,
         model: Callable[[], ModelBackend],
         retry: bool = False,
     ) -> CompactReturn:
-        """Start a run of `plan_ids`, or wait on, resume or cancel `run_id` (one of the two is given).
-        `model` is called only when a run starts or resumes."""
+        """Start a run of `plan_ids` within the budget they were planned with, or wait on, resume or
+        cancel `run_id` (one of the two is given). `model` is called only when a run starts or resumes."""
         if run_id is None:
-            run_id = self.runs.start(plan_ids, self.deps(model(), budget), budget, retry=retry)
+            run_id = self.runs.start(plan_ids, self.deps(model()), retry=retry)
         else:
             run = self.store.get_run(run_id)
             if cancel:

@@ -124,11 +124,7 @@ async def _run(
             raise RunFailed(" ".join(plan["summary"]))
         progress.note(f"plan {plan['id']} ({plan['backend']}): " + " · ".join(plan["summary"][:2]))
         state.phase = "starting"
-        start = {
-            "plan_id": plan["id"],
-            "wait_seconds": 0,
-            **({"budget": request.budget} if request.budget else {}),
-        }
+        start = {"plan_id": plan["id"], "wait_seconds": 0}  # the plan's budget binds its run
         handle = _handle(await client.call_tool("execute_plan", start), "starting the run")
         if handle["status"] == "declined":
             raise RunFailed(f"not started: the run was declined; the plan is kept as {plan['id']}")

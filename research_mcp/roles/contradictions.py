@@ -36,6 +36,7 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _IDENTIFIER = re.compile(r"[A-Za-z]+\d+\w*|\d+[A-Za-z]+\w*")
 #: Numbers read as years: a date that differs is a disagreement, a count in another year is not.
 FIRST_YEAR, LAST_YEAR = 1000, 2100
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _NEGATION = re.compile(r"\b(?:not|no|never|none|neither|nor|without|cannot)\b|n't\b", re.IGNORECASE)
 
 
@@ -133,7 +134,14 @@ def _said(fact: Fact) -> str:
 def found_contradictions(facts: Sequence[Fact]) -> list[str]:
     """Pairs of verified facts from different sources that contradict each other, worded for the
     report ("Sources disagree on harbour bridge opened: "…" [F3]; "…" [F7]")."""
-    verified = [fact for fact in facts if fact.verified]
+    # Sentence by sentence: a fact may quote a whole passage, and two passages disagree in one sentence.
+    verified = [
+        fact.model_copy(update={"statement": sentence})
+        for fact in facts
+        if fact.verified
+        for sentence in _SENTENCE_END.split(" ".join(fact.statement.split()))
+        if sentence
+    ]
     found: list[str] = []
     subjects: set[str] = set()
     # In the order of what the facts say, not of their ids: the same facts give the same list.

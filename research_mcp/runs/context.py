@@ -34,6 +34,10 @@ class RunContext:
     take_turns: dict[str, tuple[list[anyio.Event], anyio.Event]] = field(default_factory=dict)
     # Each leaf's share of the run's budget by node id, when priorities divide it (runs/shares.py).
     shares: dict[str, Budget] = field(default_factory=dict)
+    # Sources each leaf (by key) found beyond its own max_sources, left unread (runs/reading.py), and
+    # leads its second hop left unfollowed for the same reason (runs/hops.py).
+    beyond_budget: dict[str, int] = field(default_factory=dict)
+    leads_beyond_budget: dict[str, int] = field(default_factory=dict)
 
 
 def node_key(plan_id: str, node_id: str) -> str:

@@ -157,8 +157,12 @@ async def _choose(
     gap = open_terms(store, extractions, questions) if searched and about is None and choosing.limit else []
     if gap:
         await _follow_open(rc, key, questions[0], gap, leads, choosing)
-    for lead in leads:
+    for at, lead in enumerate(leads):
         if choosing.done:
+            if choosing.limit < HOP_SOURCES and len(choosing.chosen) >= choosing.limit:
+                # The leaf's own max_sources, not HOP_SOURCES, stopped the hop: the leaf says so.
+                left = [other for other in leads[at:] if other.kind == "link" or not node.sources]
+                rc.leads_beyond_budget[key] = len(left)
             break
         if lead.kind != "link" and node.sources:
             continue  # a leaf given its sources reads their links, it does not search
@@ -175,6 +179,7 @@ async def _choose(
             node_id=key,
             chosen=[HopChoice(**asdict(hop)) for hop in choosing.chosen],
             followed=choosing.followed,
+            beyond_budget=rc.leads_beyond_budget.get(key, 0),
         ),
     )
     return choosing.chosen
@@ -333,5 +338,6 @@ def _chosen_before(rc: RunContext, key: str) -> list[Hop] | None:
     """The second hop this leaf chose in an earlier attempt of the run, if any."""
     for recorded in reversed(rc.deps.store.events_for_run(rc.run_id, SecondHop)):
         if recorded.node_id == key:
+            rc.leads_beyond_budget[key] = recorded.beyond_budget
             return [Hop(**choice.model_dump()) for choice in recorded.chosen]
     return None

@@ -30,11 +30,12 @@ RUBRIC_FACTS = 5
 RUBRIC_FACT_CHARS = 240
 
 
-def _chosen_before(rc: RunContext, key: str) -> dict[str, list[str]] | None:
-    """The sources this leaf chose in an earlier attempt of the run, and the searches that failed then."""
+def _chosen_before(rc: RunContext, key: str) -> SourcesChosen | None:
+    """The sources this leaf chose in an earlier attempt of the run, the searches that failed then,
+    and how many its budget left unread."""
     for recorded in reversed(rc.deps.store.events_for_run(rc.run_id, SourcesChosen)):
         if recorded.node_id == key:
-            return {"refs": recorded.refs, "failures": recorded.failures}
+            return recorded
     return None
 
 
@@ -42,11 +43,12 @@ async def leaf_sources(rc: RunContext, node: PlanNode, key: str, discovered: lis
     """The leaf's sources: those it chose before an interruption, else a new choice, recorded."""
     chosen = _chosen_before(rc, key)
     # A choice whose searches failed, or that found nothing, is made again (a retry is meant to).
-    if chosen is not None and chosen["refs"] and not chosen["failures"]:
-        for ref in chosen["refs"]:
+    if chosen is not None and chosen.refs and not chosen.failures:
+        for ref in chosen.refs:
             rc.taken_by.setdefault(ref_key(ref), key)
+        rc.beyond_budget[key] = chosen.beyond_budget
         await taking_turn(rc, key, done=True)
-        return chosen["refs"]
+        return chosen.refs
     refs = await choose_sources(rc, node, discovered, skip=set())
     rc.deps.store.add_event(
         rc.run_id,
@@ -55,9 +57,24 @@ async def leaf_sources(rc: RunContext, node: PlanNode, key: str, discovered: lis
             node_id=key,
             refs=refs,
             failures=list(rc.failures.get(key, [])),
+            beyond_budget=rc.beyond_budget.get(key, 0),
         ),
     )
     return refs
+
+
+def budget_note(rc: RunContext, node: PlanNode, key: str) -> list[str]:
+    """What the leaf says when its own `max_sources` stopped it: how many sources it found were not
+    read, and how many leads its second hop did not follow."""
+    unread, unfollowed = rc.beyond_budget.get(key, 0), rc.leads_beyond_budget.get(key, 0)
+    if not (unread or unfollowed) or node.budget is None or node.budget.max_sources is None:
+        return []
+    cap = node.budget.max_sources
+    left = [
+        *([f"{unread} more found {'were' if unread != 1 else 'was'} not read"] if unread else []),
+        *([f"{unfollowed} lead{'s' * (unfollowed != 1)} not followed"] if unfollowed else []),
+    ]
+    return [f"Stopped at its budget of {cap} source{'s' * (cap != 1)} (max_sources): {'; '.join(left)}."]
 
 
 async def run_leaf(rc: RunContext, node: PlanNode, key: str, discovered: list[str]) -> str:
@@ -94,6 +111,7 @@ async def run_leaf(rc: RunContext, node: PlanNode, key: str, discovered: list[st
         failures=rc.failures.get(key, []),
         task_specs=node.task_specs,
         notes=[
+            *budget_note(rc, node, key),
             *(
                 e.message
                 for e in rc.deps.store.events_for_run(rc.run_id, SpecBudgetSpent)

@@ -54,13 +54,14 @@ async def choose_sources(
     run took is handed to this one only when nothing else is left (it goes last, not first)."""
     skip = {ref_key(ref) for ref in skip}
     key = node_key(rc.plan_id, node.id)
+    limit = leaf_reading(node)[0]  # the leaf's sources, or SOURCES_PER_LEAF, within the node's budget
     if node.sources:
         await taking_turn(rc, key, done=True)
-        return [ref for ref in node.sources if ref_key(ref) not in skip]
-    limit = leaf_reading(node)[0]  # SOURCES_PER_LEAF, within the node's budget
+        return _within_budget(rc, node, key, [ref for ref in node.sources if ref_key(ref) not in skip], limit)
     if discovered:
         await taking_turn(rc, key)
-        return take(rc, key, [ref for ref in discovered if ref_key(ref) not in skip], limit, turn=True)
+        candidates = [ref for ref in discovered if ref_key(ref) not in skip]
+        return _within_budget(rc, node, key, candidates, limit, take(rc, key, candidates, limit, turn=True))
     queries = list(node.search_queries) or leaf_questions(node)[:2]
     refs: list[str] = []
     for query in queries:
@@ -77,7 +78,24 @@ async def choose_sources(
             if ref_key(candidate.ref) not in skip and candidate.ref not in refs:
                 refs.append(candidate.ref)
     await taking_turn(rc, key)
-    return take(rc, key, refs, limit, turn=True)
+    return _within_budget(rc, node, key, refs, limit, take(rc, key, refs, limit, turn=True))
+
+
+def _within_budget(
+    rc: RunContext,
+    node: PlanNode,
+    key: str,
+    candidates: list[str],
+    limit: int,
+    chosen: list[str] | None = None,
+) -> list[str]:
+    """The sources chosen (the first `limit` candidates unless given), counting in `rc.beyond_budget`
+    the candidates the node's own `max_sources` left unread: the leaf says so (runs/leaf.py)."""
+    chosen = candidates[:limit] if chosen is None else chosen
+    cap = node.budget.max_sources if node.budget is not None else None
+    if cap is not None and len(chosen) >= cap and len(candidates) > len(chosen):
+        rc.beyond_budget[key] = rc.beyond_budget.get(key, 0) + len(candidates) - len(chosen)
+    return chosen
 
 
 async def taking_turn(rc: RunContext, key: str, *, done: bool = False) -> None:

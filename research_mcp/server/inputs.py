@@ -10,7 +10,9 @@ The limits (README, "Input limits"):
     source                  a URL of at most 2,048 characters, or text of at most 2,000,000
     ids, cursor             at most 64 characters, of the kind the argument takes
     plan_ids                at most 10
-    suggested_plan          at most 60 nodes, 40 levels of nesting, 500,000 characters as JSON
+    suggested_plan          at most 60 nodes, 40 levels of nesting, 500,000 characters as JSON;
+                            [] means none; a flat node's budget takes max_sources and max_seconds
+    budget                  each limit above 0, finite and at most its cap (contracts.BUDGET_CAPS)
     task_spec               at most 10 levels of nesting, 50,000 characters as JSON; without its own
                             questions, the tool's (at most 10 then, each 3 to 500 characters)
     wait_seconds            0 to 55; limit 1 to 20; max_tokens 200 to 20,000
@@ -312,7 +314,9 @@ def _task_spec(value: Any, info: ValidationInfo) -> Any:
         raise Refused(message, whole=True) from None
 
 
-def _plan_size(plan: PlannerOutput) -> PlannerOutput:
+def _plan_size(plan: PlannerOutput | None) -> PlannerOutput | None:
+    if plan is None:
+        return None
     nodes = len(plan.root.walk())
     if nodes > MAX_PLAN_NODES:
         raise Refused(f"has {nodes} nodes; give at most {MAX_PLAN_NODES}.")
@@ -379,9 +383,10 @@ PageTokens = Annotated[
     MaxTokens | None,
     WithJsonSchema({"maximum": MAX_MAX_TOKENS, "minimum": MIN_MAX_TOKENS, "type": "integer"}),
 ]
-# Published as the flat list of nodes (server/suggested_plan.py); the tree form is accepted as well.
+# Published as the flat list of nodes (server/nested_arguments.py); the tree form is accepted as well.
+# Left out, null or [] (what a strict client sends for none): no suggested plan.
 SuggestedPlan = Annotated[
-    PlannerOutput,
+    PlannerOutput | None,
     WithJsonSchema(
         compact_schema(TypeAdapter(list[SuggestedNode]).json_schema()) | {"maxItems": MAX_PLAN_NODES}
     ),

@@ -8,7 +8,10 @@ A plan is a tree, and a tree's JSON schema is recursive: a `$ref` that strict to
 recursive one never ends), while an open `{type: object}` is refused as permitting undeclared keys.
 So the published shape is a list of nodes, each naming its parent by index: the first node is the
 root, every other node's parent is an earlier node. Its fields are the few a host needs to suggest a
-plan (kind, title, questions, sources); the planner adds the rest (task specs, phases, budgets).
+plan (kind, title, questions, sources) and the node's own budget: the sources it may read and its
+seconds (`NodeBudget`; tokens and cost are the plan's, plan_research's `budget`); the planner adds
+the rest (task specs, phases). Every field is described: the tool definition is all a model reads.
+A node's budget binds as the plan tree's does (runs/engine.py, runs/reading.py).
 
 The tree form, `{"root": {..., "children": [...]}, "rationale": ...}` with every field of a plan
 node, is still accepted as before: a host that sends it gets the same plan.
@@ -28,6 +31,7 @@ from research_mcp.server.schemas import Limits
 __all__ = [
     "PLAN_SHAPE",
     "FlatPlanError",
+    "NodeBudget",
     "SuggestedNode",
     "TaskSpecShape",
     "task_spec_with_questions",
@@ -35,16 +39,33 @@ __all__ = [
 ]
 
 
+class NodeBudget(BaseModel):
+    """A node's own limits, as the flat form publishes them (the plan tree's `Budget` holds them)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_seconds: float | None = Field(default=None, description="Seconds.")
+    max_sources: int | None = Field(default=None, description="Sources.")
+
+
 class SuggestedNode(BaseModel):
     """One node of a suggested plan, in the flat form."""
 
     model_config = ConfigDict(extra="forbid")
 
-    parent: int | None = Field(default=None, description="Index of an earlier node; null for the root.")
-    kind: NodeKind
-    title: Annotated[str, Limits(maxLength=200)]
-    questions: Annotated[list[Annotated[str, Limits(maxLength=500)]], Limits(maxItems=10)] = []
-    sources: Annotated[list[Annotated[str, Limits(maxLength=2000)]], Limits(maxItems=20)] = []
+    parent: int | None = Field(default=None, description="Parent index; null: root.")
+    kind: NodeKind = Field(description="leaf reads, discovery finds.")
+    title: Annotated[str, Limits(maxLength=200)] = Field(description="Name.")
+    questions: Annotated[list[Annotated[str, Limits(maxLength=500)]], Limits(maxItems=10)] = Field(
+        default=[], description="To answer."
+    )
+    sources: Annotated[list[Annotated[str, Limits(maxLength=2000)]], Limits(maxItems=20)] = Field(
+        default=[], description="URLs, corpus:<id>; none: search."
+    )
+    # Published as an object whose empty value means no limit: a strict client sends {} or nulls.
+    budget: NodeBudget = Field(
+        default_factory=NodeBudget, description="Limits.", json_schema_extra={"default": {}}
+    )
 
 
 _NODES = TypeAdapter(list[SuggestedNode])
@@ -67,12 +88,12 @@ def _problem(loc: tuple[int | str, ...], message: str) -> ErrorDetails:
 
 
 def tree_of_nodes(value: Any) -> Any:
-    """A list of flat nodes as the plan tree they describe; anything else unchanged (the tree form
-    is validated as it always was). Raises `FlatPlanError`."""
+    """A list of flat nodes as the plan tree they describe, an empty list as no plan; anything else
+    unchanged (the tree form is validated as it always was). Raises `FlatPlanError`."""
     if not isinstance(value, list):
         return value
     if not value:
-        raise FlatPlanError([_problem((), "is empty: give the root node first, or leave suggested_plan out")])
+        return None  # what a strict client sends for "no plan"
     if len(value) > MAX_NODES:
         raise FlatPlanError([_problem((), f"has {len(value)} nodes; give at most {MAX_NODES}")])
     try:

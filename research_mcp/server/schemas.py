@@ -8,10 +8,12 @@ An input schema (`published_schema`) carries the limits the server enforces (`Li
 portable: one `type` per node (Gemini's OpenAPI subset and `inspector --strict` read no type lists).
 Strict converters (openai-agents, pydantic-ai) make every property required, so an optional value
 needs one a model can send for "not given": its default (cancel, retry, limit, view, max_tokens,
-wait_seconds), its empty value (a list, a text, an object: left unsaid), or null, spelled `anyOf`
-(ids, a plan, a task spec, a budget's limits). Nested objects are not marked closed: the server
-refuses an unknown field by name, and strict converters close them. Output schemas are not in the
-model's context: the whole result models, typed, with `anyOf` (`published_output`).
+wait_seconds), its empty value (a list, a suggested plan, a text, an object: left unsaid), or null,
+spelled `anyOf` (ids, a task spec, a budget's limits). Every property, nested ones included, carries
+its description: the definition is all a model reads of an argument. Nested objects are not marked
+closed: the server refuses an unknown field by name, and strict converters close them. Output
+schemas are not in the model's context: the whole result models, typed, with `anyOf`
+(`published_output`).
 """
 
 from __future__ import annotations
@@ -114,7 +116,7 @@ def _nullable(node: dict[str, Any]) -> dict[str, Any]:
 
 def published_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """An input schema as a tool definition carries it: compact, with the limits the server
-    enforces, descriptions only on the top-level properties, an optional value with a default
+    enforces, a description on every property, an optional value with a default
     published as its type (and the default, unless it is empty), and one without a default nullable,
     spelled `anyOf` (`portable`)."""
     node = compact_schema(schema)
@@ -217,5 +219,5 @@ def _slim(node: Any) -> Any:
         if key != "properties"
         else {name: _slim(sub) for name, sub in value.items()}
         for key, value in node.items()
-        if key not in ("description", "additionalProperties")
+        if key != "additionalProperties"
     }

@@ -192,7 +192,6 @@ async def _go_on(ctx: RequestContext, run_id: str, wait_seconds: float) -> Compa
         run_id=run_id,
         wait_seconds=wait_seconds,
         cancel=False,
-        budget=None,
         progress=None,
         model=lambda: state.model_for(tool_ctx),
     )

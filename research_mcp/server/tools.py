@@ -146,8 +146,7 @@ async def plan_research(
     query: Annotated[inputs.Query, Field(description="The question, narrowed with the user.")],
     ctx: ToolContext,
     suggested_plan: Annotated[
-        inputs.SuggestedPlan | None,
-        Field(description="Nodes, root first; parent: an earlier index."),
+        inputs.SuggestedPlan, Field(description="Nodes, root first.", json_schema_extra=EMPTY_LIST)
     ] = None,
     budget: Annotated[Budget | None, Field(description="Limits.", json_schema_extra=NO_LIMITS)] = None,
 ) -> Compact:
@@ -175,7 +174,6 @@ async def execute_plan(
     ] = None,
     cancel: Annotated[inputs.Flag, Field(description="Stop run_id.")] = False,
     retry: Annotated[inputs.Flag, Field(description="Rerun failed parts.")] = False,
-    budget: Annotated[Budget | None, Field(description="Limits.", json_schema_extra=NO_LIMITS)] = None,
 ) -> Compact:
     """Run plan_id(s), or wait on, resume or cancel run_id."""
     ids = inputs.check_plan_ids(plan_id, plan_ids)
@@ -196,7 +194,6 @@ async def execute_plan(
             run_id=run_id,
             wait_seconds=service.settings.wait_seconds if wait_seconds is None else wait_seconds,
             cancel=bool(cancel),
-            budget=inputs.limits_given(budget),
             progress=progress,
             model=lambda: _model(ctx),
             retry=bool(retry),

@@ -44,6 +44,7 @@ from research_mcp.sources.ranking import (
     query_words,
     snippet,
 )
+from research_mcp.sources.readers import READER_VERSION
 
 if TYPE_CHECKING:
     from research_mcp.contracts import Embedder
@@ -234,6 +235,7 @@ class Corpus:
             size=stat.st_size,
             mtime_ns=stat.st_mtime_ns,
             spans=spans,
+            reader_version=READER_VERSION,
         )
         if old_chunks and self._index is not None:
             self._index.delete("chunks", old_chunks)

@@ -1,11 +1,6 @@
-"""A corpus file's bytes read into a title and a text, and that text cut into chunks.
+"""A corpus file's bytes, capped, decoded, and its text cut into chunks (``readers.py`` reads it).
 
-A document's title is its first Markdown heading (or front-matter ``title:``), its HTML ``<title>``
-or its PDF metadata title, else the file name without extension.
-
-HTML and PDF files are parsed by a :class:`~research_mcp.sources.parsing.DocumentParser` (a worker
-process under a time and a memory limit); plain text and Markdown are decoded here, tolerantly
-(undecodable bytes become U+FFFD), after the corpus has capped their size.
+Text is decoded tolerantly (undecodable bytes become U+FFFD).
 
 Chunks are ~800-1,200 characters cut on paragraph, then sentence, then word boundaries, each with
 its offsets into the document text, so quotes can be located.
@@ -21,11 +16,9 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from research_mcp.errors import SourceError
-from research_mcp.sources.roff import is_roff, render_roff
 
 if TYPE_CHECKING:
-    from research_mcp.sources.folders import DocumentName
-    from research_mcp.sources.parsing import DocumentParser
+    pass
 
 __all__ = [
     "CHUNK_MAX_CHARS",
@@ -36,7 +29,6 @@ __all__ = [
     "decode_text",
     "describe_file_kind",
     "embedding_text",
-    "read_document",
     "read_regular_file",
     "size_cap",
 ]
@@ -51,37 +43,6 @@ MAX_TEXT_FILE_BYTES = 10 * 1024 * 1024
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 _SENTENCE_END = re.compile(r"([.!?…][\"'”’)\]]*)\s+")
-_ATX_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
-_SETEXT_HEADING = re.compile(r"^ {0,3}(\S.*?)[ \t]*\n {0,3}=+[ \t]*$", re.MULTILINE)
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*\n", re.DOTALL)
-_FRONT_MATTER_TITLE = re.compile(r"^title:[ \t]*[\"']?(.+?)[\"']?[ \t]*$", re.MULTILINE)
-_HTML_TITLE = re.compile(rb"<title[^>]*>\s*[^<\s]", re.IGNORECASE)
-
-
-def read_document(
-    data: bytes, named: DocumentName, rel: str, parser: DocumentParser
-) -> tuple[str, str] | None:
-    """``(title, text)`` of a file's (uncompressed) bytes, None for an empty file; SourceError when
-    unreadable. ``named`` says how its name says to read it (``folders.document_name``)."""
-    suffix, stem = named.kind, named.title
-    if not data.strip():
-        return None
-    if suffix in (".html", ".htm", ".pdf"):
-        header = "application/pdf" if suffix == ".pdf" else "text/html"
-        _, title, text = parser.extract(data, header, rel)
-        # extract_text falls back to the first line (or the name given) when a document has no
-        # title of its own; ours falls back to the file name instead.
-        declared = bool(_HTML_TITLE.search(data[:65536])) if suffix != ".pdf" else title != _first_line(text)
-        return (title if declared and title != rel else stem), text
-    if b"\x00" in data[:8192]:
-        raise SourceError("holds binary data, not text; skipped")
-    text = decode_text(data).replace("\r\n", "\n").replace("\r", "\n")
-    if not suffix and is_roff(text):  # a man page's source ("fstab.5.gz"): the text man shows
-        text = render_roff(text)
-    if not text.strip():
-        return None
-    title = _markdown_title(text) if suffix in (".md", ".markdown") else ""
-    return title or stem, text
 
 
 def decode_text(data: bytes) -> str:
@@ -148,27 +109,6 @@ def describe_file_kind(mode: int) -> str:
     if stat_mode.S_ISDIR(mode):
         return "a folder"
     return "a special file"
-
-
-def _markdown_title(text: str) -> str:
-    front = _FRONT_MATTER.match(text)
-    if front:
-        declared = _FRONT_MATTER_TITLE.search(front.group(1))
-        if declared:
-            return _collapse(declared.group(1))
-        text = text[front.end() :]
-    headings = [m for m in (_ATX_HEADING.search(text), _SETEXT_HEADING.search(text)) if m]
-    if not headings:
-        return ""
-    return _collapse(min(headings, key=lambda m: m.start()).group(1))
-
-
-def _collapse(text: str) -> str:
-    return " ".join(text.split())[:TITLE_CHARS]
-
-
-def _first_line(text: str) -> str:
-    return next((_collapse(line) for line in text.split("\n") if line.strip()), "")
 
 
 def embedding_text(title: str, chunk: str) -> str:

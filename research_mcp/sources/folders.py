@@ -1,7 +1,7 @@
 """The corpus folders: which of their files are documents, and whether a path lies inside them.
 
 A document is named for what it holds: ``.md``, ``.markdown``, ``.txt``, ``.text``, ``.rst``,
-``.html``, ``.htm`` or ``.pdf``, or a name with no such suffix at all (``README``, ``COPYING``,
+``.adoc``, ``.asciidoc``, ``.html``, ``.htm`` or ``.pdf``, or a name with no such suffix at all (``README``, ``COPYING``,
 ``GPL-3``, ``LGPL-2.1``, ``README.Debian``), or one that begins with a documentation word whatever
 its suffix (``README.source``, ``README.api``, ``NEWS.old``, ``changelog.Debian``): those are read
 when their first 8 KB look like text (no NUL byte, UTF-8 or else Latin-1/cp1252, almost no control
@@ -41,7 +41,9 @@ __all__ = [
     "storable_name",
 ]
 
-SUFFIXES = frozenset({".md", ".markdown", ".txt", ".text", ".rst", ".html", ".htm", ".pdf"})
+SUFFIXES = frozenset(
+    {".md", ".markdown", ".txt", ".text", ".rst", ".adoc", ".asciidoc", ".html", ".htm", ".pdf"}
+)
 COMPRESSED = ".gz"
 #: Bytes looked at to tell a text file named without a suffix from a binary one.
 SNIFF_BYTES = 8192

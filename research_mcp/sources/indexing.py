@@ -3,7 +3,8 @@
 1. **scan**: walk the folders and ``stat`` every file, reading none. A file whose size and
    modification time match what is stored is up to date; files gone from disk leave the index.
 2. **read**: each new or changed file is read and hashed (sha256); only when the hash changed is
-   it parsed, chunked and committed to SQLite, in a transaction of its own, so it is searchable
+   it parsed (or when the readers changed since it was: ``readers.READER_VERSION``), chunked and
+   committed to SQLite, in a transaction of its own, so it is searchable
    (full text) at once. Its chunks are embedded in batches of :data:`EMBED_BATCH`.
 3. **vectors**: every chunk in SQLite that the vector index lacks is embedded (those an
    interrupted pass left, or all of them once the embedding model changed), and vectors of chunks
@@ -32,12 +33,12 @@ from research_mcp.errors import NotConfigured, SourceError
 from research_mcp.sources.documents import (
     describe_file_kind,
     embedding_text,
-    read_document,
     read_regular_file,
     size_cap,
 )
 from research_mcp.sources.folders import document_name, gunzip, sniff_text_file, storable_name
 from research_mcp.sources.index_progress import CorpusStatus, IndexProgress, IndexReport
+from research_mcp.sources.readers import READER_VERSION, read_document
 from research_mcp.storage.models import CorpusFailure, CorpusFileState
 
 if TYPE_CHECKING:
@@ -210,7 +211,12 @@ def _scan(corpus: Corpus, root: Path, top: Path, tally: _Tally) -> list[_Work]:
                 corpus, tally, row, f"{rel}: {describe_file_kind(stat.st_mode)}, not a regular file; skipped"
             )
             continue
-        if row is not None and row.size == stat.st_size and row.mtime_ns == stat.st_mtime_ns:
+        if (
+            row is not None
+            and row.size == stat.st_size
+            and row.mtime_ns == stat.st_mtime_ns
+            and row.reader_version == READER_VERSION  # else read again: the readers changed since
+        ):
             tally.unchanged += 1
             continue
         failed = failures.get(rel)
@@ -257,12 +263,14 @@ def _read(corpus: Corpus, item: _Work, tally: _Tally, pending: list[Chunk], pars
         return
     tally.read += 1
     digest = hashlib.sha256(data).hexdigest()
-    if row is not None and row.content_hash == digest:
+    if row is not None and row.content_hash == digest and row.reader_version == READER_VERSION:
         corpus.touch_document(row.id, stat)
         tally.unchanged += 1
         return
     try:
-        document = read_document(gunzip(data, cap) if named.gzipped else data, named, rel, parser)
+        document = read_document(
+            gunzip(data, cap) if named.gzipped else data, named, rel, parser, (item.root, item.file)
+        )
     except SourceError as err:
         _fail(corpus, tally, row, _remember(corpus, item, f"{rel}: {err}"))
         return

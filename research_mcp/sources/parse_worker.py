@@ -1,7 +1,8 @@
 """The worker process of ``parsing.DocumentParser``: ``python -m research_mcp.sources.parse_worker MB``.
 
 Says ``ready`` on stdout once the parsers are imported, then reads requests from stdin, each a JSON
-line ``{"name", "content_type", "size", "seconds"}`` followed by ``size`` bytes of document, and
+line ``{"name", "content_type", "size", "seconds"}`` (or, for a corpus file, ``"file_kind"`` in
+place of ``"content_type"``: its suffix, read by ``readers.read_file``) followed by ``size`` bytes of document, and
 answers each with one JSON line on stdout: ``{"status": "ok", "kind", "title", "text"}`` or
 ``{"status": "error", "error": why}``. Exits when stdin closes, and (by SIGALRM) when a document
 runs ``ALARM_GRACE`` seconds past the request's ``seconds``, which only happens when the server that
@@ -16,9 +17,11 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import IO, Any
 
 from research_mcp.errors import SourceError
+from research_mcp.sources.readers import read_file
 from research_mcp.sources.text import extract_text
 
 #: Seconds past its time limit after which a worker still parsing ends itself.
@@ -44,7 +47,11 @@ def main() -> None:
         data = _read_exactly(requests, int(request["size"]))
         # SIGALRM ends this process if the server, which kills it at the limit, is gone meanwhile.
         _alarm(float(request.get("seconds") or 0) + ALARM_GRACE)
-        answer = parse(data, request.get("content_type"), str(request.get("name")))
+        file_kind = request.get("file_kind")
+        if isinstance(file_kind, str):
+            answer = read(data, file_kind, str(request.get("name")))
+        else:
+            answer = parse(data, request.get("content_type"), str(request.get("name")))
         _alarm(0)
         del data
         answers.write(json.dumps(answer).encode() + b"\n")
@@ -64,9 +71,18 @@ def _read_exactly(stream: IO[bytes], size: int) -> bytes:
 
 
 def parse(data: bytes, content_type: str | None, name: str) -> dict[str, Any]:
-    """The answer for one document: its text, or why it cannot be read."""
+    """The answer for one fetched document: its text, or why it cannot be read."""
+    return _answer(lambda: extract_text(data, content_type, name), name)
+
+
+def read(data: bytes, file_kind: str, name: str) -> dict[str, Any]:
+    """The answer for one corpus file: its structured text and its own title ("" if none)."""
+    return _answer(lambda: ("text/plain", *read_file(data, file_kind, name)), name)
+
+
+def _answer(reading: Callable[[], tuple[str, str, str]], name: str) -> dict[str, Any]:
     try:
-        kind, title, text = extract_text(data, content_type, name)
+        kind, title, text = reading()
         return {"status": "ok", "kind": kind, "title": title, "text": text}
     except SourceError as err:
         return {"status": "error", "error": str(err)}

@@ -87,12 +87,33 @@ class DocumentParser:
         ``timeout`` (seconds, default the parser's) bounds the parsing; starting a worker, when none
         is idle, is not counted (it is the server's cost, not the document's) but has its own bound.
         """
+        answer = self._ask(data, {"content_type": content_type_header}, name, timeout)
+        if answer.get("status") == "ok":
+            kind, title, text = answer["kind"], answer["title"], answer["text"]
+            if kind in ("text/html", "application/pdf", "text/plain") and isinstance(title, str):
+                return cast(DocumentType, kind), title, str(text)
+        raise SourceError(str(answer.get("error") or f"{name!r} could not be parsed; try another copy."))
+
+    def read_file(
+        self, data: bytes, kind: str, name: str, *, timeout: float | None = None
+    ) -> tuple[str, str]:
+        """``readers.read_file(data, kind, name)`` in a worker: a corpus file's ``(title, text)``, the
+        title "" when it names none; SourceError on any failure, a stall or a memory blow-up included."""
+        answer = self._ask(data, {"file_kind": kind}, name, timeout)
+        if answer.get("status") == "ok" and isinstance(answer.get("title"), str):
+            return answer["title"], str(answer["text"])
+        raise SourceError(str(answer.get("error") or f"{name!r} could not be read; try another copy."))
+
+    def _ask(
+        self, data: bytes, what: dict[str, str | None], name: str, timeout: float | None
+    ) -> dict[str, Any]:
+        """A worker's answer for one document, within ``timeout`` (default the parser's) seconds."""
         limit = self.timeout if timeout is None else timeout
         with self._slots:
             worker = self._take()
             try:
                 worker.wait_ready()
-                answer = worker.run(data, content_type_header, name, time.monotonic() + limit)
+                answer = worker.run(data, what, name, time.monotonic() + limit)
             except _WorkerLost as lost:
                 worker.kill()
                 raise SourceError(self._lost_message(name, lost, limit)) from None
@@ -100,11 +121,7 @@ class DocumentParser:
                 worker.kill()
                 raise
             self._give_back(worker)
-        if answer.get("status") == "ok":
-            kind, title, text = answer["kind"], answer["title"], answer["text"]
-            if kind in ("text/html", "application/pdf", "text/plain") and isinstance(title, str):
-                return cast(DocumentType, kind), title, str(text)
-        raise SourceError(str(answer.get("error") or f"{name!r} could not be parsed; try another copy."))
+        return answer
 
     def close(self) -> None:
         """Stop every idle worker (one in use stops when its document is done)."""
@@ -230,10 +247,10 @@ class _Worker:
             raise _WorkerLost("it did not say it was ready", timed_out=False, starting=True)
         self._ready = True
 
-    def run(self, data: bytes, content_type_header: str | None, name: str, deadline: float) -> dict[str, Any]:
+    def run(self, data: bytes, what: dict[str, str | None], name: str, deadline: float) -> dict[str, Any]:
         request = {
             "name": name,
-            "content_type": content_type_header,
+            **what,
             "size": len(data),
             "seconds": max(0.0, deadline - time.monotonic()),
         }

@@ -33,7 +33,8 @@ class CorpusTables(StoreDatabase):
     def corpus_files(self, root: str) -> list[CorpusFileState]:
         """What is stored of each document of one corpus folder, to compare with the files on disk."""
         rows = self._all(
-            "SELECT id, path, size, mtime_ns, content_hash FROM corpus_documents WHERE root = ?", (root,)
+            "SELECT id, path, size, mtime_ns, content_hash, reader_version FROM corpus_documents WHERE root = ?",
+            (root,),
         )
         return [CorpusFileState.model_validate(row) for row in rows]
 
@@ -70,6 +71,7 @@ class CorpusTables(StoreDatabase):
         size: int,
         mtime_ns: int,
         spans: Sequence[tuple[int, int]],
+        reader_version: int = 0,
     ) -> tuple[int, list[int], list[int]]:
         """Store a new (`doc_id` None) or changed document and its chunks (`spans` of its text), in one
         transaction. Returns its id, the ids of the chunks it replaced, and its new chunks' ids in order."""
@@ -78,6 +80,7 @@ class CorpusTables(StoreDatabase):
             "content_hash": content_hash,
             "size": size,
             "mtime_ns": mtime_ns,
+            "reader_version": reader_version,
             "text": compress_text(text),
             "indexed_at": now(),
         }

@@ -141,11 +141,13 @@ class SearchFailed(EventBase):
 
 
 class SourcesChosen(EventBase):
-    """The sources a leaf took (reference keys) and what it could not read."""
+    """The sources a leaf took (reference keys), what it could not read, and how many more it found
+    that its own `max_sources` left unread."""
 
     kind: Literal["sources_chosen"] = "sources_chosen"
     refs: list[str]
     failures: list[str] = []
+    beyond_budget: int = 0
 
 
 class NoSources(EventBase):
@@ -201,11 +203,13 @@ class FollowedLead(BaseModel):
 
 
 class SecondHop(EventBase):
-    """The sources a second hop chose, and the leads it followed to them."""
+    """The sources a second hop chose, the leads it followed to them, and how many more leads the
+    leaf's own `max_sources` left unfollowed."""
 
     kind: Literal["second_hop"] = "second_hop"
     chosen: list[HopChoice]
     followed: list[FollowedLead] = []
+    beyond_budget: int = 0
 
 
 # --- phases ----------------------------------------------------------------------------------------

@@ -311,6 +311,13 @@ def m011_facts_by_canonical(db: Database) -> None:
     db.table("facts").create_index(["canonical_id"], if_not_exists=True)
 
 
+def m012_corpus_reader_version(db: Database) -> None:
+    """The version of the readers that made each corpus document's stored text
+    (``sources.readers.READER_VERSION``): a document read by older readers is read again, although its
+    file is unchanged, so a change in how documents are read reaches every index."""
+    db.table("corpus_documents").add_column("reader_version", int, not_null_default=0)
+
+
 def m013_chunk_text_once(db: Database) -> None:
     """A chunk's text is kept once, in its document's (compressed) text, not again in `corpus_chunks`
     and a third time for the full-text index: chunks keep their offsets into the document, and the
@@ -358,6 +365,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("009_plan_budget", m009_plan_budget),
     ("010_corpus_failures", m010_corpus_failures),
     ("011_facts_by_canonical", m011_facts_by_canonical),
+    ("012_corpus_reader_version", m012_corpus_reader_version),
     ("013_chunk_text_once", m013_chunk_text_once),
 ]
 #: Migrations that leave much of the file free: the database is compacted (VACUUM) after them.

@@ -265,6 +265,7 @@ class CorpusFileState(_Row):
     size: int
     mtime_ns: int
     content_hash: str
+    reader_version: int = 0  # the readers' version that made its stored text
 
 
 class CorpusFailure(_Row):

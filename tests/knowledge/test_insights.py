@@ -15,11 +15,9 @@ from research_mcp.config import Settings
 from research_mcp.contracts import ExtractorOutput, FollowUpQuestion, LinkedSource
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
+from research_mcp.role_inputs import ExtractorPayload
 from research_mcp.runs.prior import related
 from research_mcp.server.app import create_server
-from research_mcp.storage.events import InsightsGiven
-from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import Store
 from tests.server.indexing import notes_folder, wait_until_indexed
 from tests.sources.loopback import LoopbackServer
@@ -56,41 +54,6 @@ async def research(client: Client, query: str, plan: dict[str, Any]) -> str:
     )
     assert run.structured_content["status"] == "done", run.structured_content
     return str(run.structured_content["id"])
-
-
-async def test_a_limitation_a_source_names_reaches_a_later_runs_gaps_with_its_source(corpus: Path) -> None:
-    capacity = "What capacity factor do offshore wind farms in the North Sea reach?"
-    async with Client(create_server()) as client:
-        await wait_until_indexed(client)
-        first = await research(client, capacity, one_leaf("North Sea", capacity, "corpus:1"))
-        again = await research(client, capacity, one_leaf("North Sea", capacity, "corpus:1"))
-        second = await research(client, FLOATING, one_leaf("floating wind", FLOATING, HYWIND))
-        gaps = await client.call_tool("report_results", {"id": second, "view": "gaps"})
-        sources = await client.call_tool("report_results", {"id": second, "view": "sources"})
-
-    store = Store(Settings().database_path)
-    # Kept with its source, once: reading the source again (another run) adds nothing.
-    [kept] = [item for item in store.known_insights(kinds=["source_gap"]) if item.text == LIMITATION]
-    assert (kept.ref, kept.run_id, kept.title) == ("corpus:1", first, "Offshore wind in the North Sea")
-    assert store.count_insights(again) == 0
-    # The same plan run again is given nothing new: its own source gives its insights itself.
-    assert not store.events_for_run(again, InsightsGiven)
-
-    # The later run did not read the study, yet its gaps name the study's limitation and the study.
-    assert "North Sea" not in sources.structured_content["text"]
-    text = gaps.structured_content["text"]
-    assert f"(Offshore wind in the North Sea), read by an earlier run, names a gap: {LIMITATION}" in text
-    # Its synthesizer was given it, and its source was asked it.
-    [leaf] = [
-        out
-        for h in store.handoffs_for_run(second, role="synthesizer")
-        if (out := h.output_as(StoredSynthesis)) and h.input.title == "floating wind"  # type: ignore[union-attr]
-    ]
-    assert [(i.kind, i.text, i.earlier) for i in leaf.insights if i.earlier] == [
-        ("gap", LIMITATION, "Offshore wind in the North Sea")
-    ]
-    asked = [h.input_as(ExtractorInput) for h in store.handoffs_for_run(second, role="extractor")]
-    assert any(a is not None and LIMITATION in a.questions for a in asked)
 
 
 PAGE = "<html><head><title>{title}</title></head><body><article><p>{text}</p></article></body></html>"

@@ -112,9 +112,10 @@ async def test_an_iteration_seeks_the_source_that_settles_a_contradiction(
     assert handle["metrics"].get("criteria_unmet", 0) == 0
 
 
-async def test_the_confidence_criterion_is_unmet_by_a_no_model_synthesis_and_says_its_level() -> None:
+async def test_the_confidence_criterion_is_unmet_by_one_source_and_says_its_level() -> None:
+    # One source, however clear, is not high: high needs a second, independent one agreeing.
     async with Client(create_server()) as client:
-        handle = await run(client, bridge_plan(OPENED_1932, RECORDS, min_confidence="high"))
+        handle = await run(client, bridge_plan(OPENED_1932, min_confidence="high"))
     output = final_synthesis(handle["id"])
     assert handle["metrics"]["criteria_unmet"] == 1
     assert any("confidence at least high; the synthesis reached" in gap for gap in output.gaps)

@@ -67,20 +67,6 @@ async def run(
     return model, output
 
 
-async def test_evidence_that_shares_no_term_with_its_question_makes_confidence_low() -> None:
-    # Two sources, verified quotes, confidence 0.9, the synthesizer says "high": but no fact says
-    # anything the question asks (the reported case: GPL-3 and "See the GNU Lesser ... for more details.").
-    _, output = await run(GPL, [LICENSE_A, LICENSE_B], scripted([SEE, COPY, FSF]))
-    assert output.confidence.level == "low", output.confidence
-    reasoning = output.confidence.reasoning
-    assert reasoning.startswith(
-        "Capped at low by code (most terms of 1 question(s) said by no fact extracted"
-    )
-    assert "no fact found for 1 question(s) shares two terms with it" in reasoning
-    assert repr(GPL) in reasoning
-    assert f"Not established by the verified facts: {GPL}" in output.gaps
-
-
 async def test_corroborated_evidence_that_bears_on_the_question_keeps_the_synthesizers_high() -> None:
     _, output = await run(GPL, [LICENSE_A, LICENSE_B], scripted([SEE, COPY, CONVEY]))
     assert output.confidence.level == "high"
@@ -91,12 +77,6 @@ async def test_a_single_source_caps_confidence_at_medium() -> None:
     _, output = await run(GPL, [LICENSE_A], scripted([SEE, COPY, CONVEY]))
     assert output.confidence.level == "medium"
     assert "0 of 1 answered questions backed by two or more sources" in output.confidence.reasoning
-
-
-async def test_weak_evidence_caps_confidence_at_low() -> None:
-    _, output = await run(GPL, [LICENSE_A, LICENSE_B], scripted([SEE, COPY, CONVEY], confidence=0.3))
-    assert output.confidence.level == "low"
-    assert "best evidence per question 0.30 on average, under 0.4" in output.confidence.reasoning
 
 
 async def test_what_sources_leave_open_reaches_the_synthesizer_and_the_runs_gaps_and_followups() -> None:
@@ -139,20 +119,6 @@ async def test_what_sources_leave_open_reaches_the_synthesizer_and_the_runs_gaps
     assert follow_up in output.suggested_followups
 
 
-@pytest.mark.parametrize(("other", "level"), [("GPL-2", "medium"), ("GPL-3", "high")])
-async def test_facts_about_another_version_do_not_corroborate_an_answer_about_the_one_asked(
-    other: str, level: str
-) -> None:
-    # Both facts bear on the question, from two sources; when one source is about the GPL-2 (its
-    # title names it), the answer about the GPL-3 rests on one source. Both about the GPL-3: "high" stays.
-    gpl3 = f"GNU GPL-3 licence text. {CONVEY} {SEE} {COPY}"
-    gpl2 = f"GNU {other} licence text. {MODIFY} {SEE} {COPY}"
-    _, output = await run(GPL, [gpl3, gpl2], scripted([CONVEY, MODIFY, SEE, COPY]))
-    assert output.confidence.level == level, output.confidence
-    if level == "medium":
-        assert "0 of 1 answered questions backed by two or more sources" in output.confidence.reasoning
-
-
 PROTECTED = "What does the Protected field of a dpkg package do?"
 ELSEWHERE = [  # "dpkg" and "package", never the Protected field
     "For more information, please see dpkg --print-avail <package> or apt-cache show <package>.",
@@ -172,24 +138,6 @@ BINDINGS = [
     "To skip building the LibYAML bindings, use --without-libyaml.",
     "With the LibYAML bindings installed, a fast parser and emitter can be used.",
 ]
-
-
-@pytest.mark.parametrize(
-    ("question", "said", "level"),
-    [(PROTECTED, ELSEWHERE, "low"), (PROTECTED, ON_IT, "medium"), (LIBYAML, BINDINGS, "medium")],
-)
-async def test_facts_that_never_mention_what_a_question_names_leave_it_not_established(
-    question: str, said: list[str], level: str
-) -> None:
-    # The LibYAML facts never say "README", but they name most of what the question names.
-    _, output = await run(question, [f"notes. {' '.join(said)}"], scripted(said))
-    assert output.confidence.level == level, output.confidence
-    gap = f"Not established by the verified facts: {question}"
-    if level == "low":
-        assert gap in output.gaps
-        assert "mentions what it names (protect)" in output.confidence.reasoning
-    else:  # one source: medium at most
-        assert gap not in output.gaps
 
 
 async def test_a_question_a_phase_iteration_answered_is_no_longer_a_gap_of_the_run() -> None:
@@ -233,10 +181,9 @@ async def test_a_question_no_fact_answers_is_one_gap_not_two(monkeypatch: pytest
     works, unsupported = "How does fakeroot work?", "What does fakeroot not support?"
     note = "fakeroot runs a command in an environment where it appears to have root privileges for files."
     _, output = await run([works, unsupported], [note], None)
-    # One question is left without a fact of its own: its gap is said once, not in two wordings.
-    assert sorted(len([gap for gap in output.gaps if q in gap]) for q in (works, unsupported)) == [0, 1], (
-        output.gaps
-    )
+    # A question left without a fact of its own has its gap said once, not in two wordings.
+    counts = [len([gap for gap in output.gaps if q in gap]) for q in (works, unsupported)]
+    assert max(counts) == 1 and counts[1] == 1, output.gaps
 
 
 async def test_a_question_nothing_answers_is_not_suggested_again_as_its_own_follow_up() -> None:

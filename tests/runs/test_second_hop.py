@@ -166,36 +166,6 @@ POSITION = (
 )
 
 
-async def test_the_no_model_second_hop_quotes_the_answer_that_refers_back_with_she(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    for name, text in PORTRAYAL_NOTES.items():
-        (folder / f"{name}.txt").write_text(text, encoding="utf-8")
-    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
-    # The no-model backend as a user gets it: lexical and embedding (the shipped MiniLM) relevance.
-    monkeypatch.setenv("RESEARCH_MCP_MODEL", "extractive")
-    async with Client(create_server()) as client:
-        assert (await wait_until_indexed(client))["phase"] == "ready"
-        plan = await client.call_tool("plan_research", {"query": PORTRAYAL})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
-        )
-        assert run.structured_content["status"] == "done", run.structured_content
-        run_id = str(run.structured_content["id"])
-        report = await client.call_tool("report_results", {"id": run_id, "view": "report"})
-    store = Store(Settings().database_path)
-    first = store.events_for_run(run_id, SourcesChosen)[0]
-    assert "temple-biography" not in {store.latest_source(ref).title for ref in first.refs}  # type: ignore[union-attr]
-    facts = store.facts_for_handoffs([h.id for h in store.handoffs_for_run(run_id, role="extractor")])
-    position = next((f for f in facts if f.quote == POSITION), None)
-    # The sentence shares no word with the question; the hop reached its source by the name
-    # "Shirley Temple", and "she" is read as that name, so it is quoted, verified and cited.
-    assert position is not None and position.verified, [f.quote for f in facts]
-    assert f"[F{position.id}]" in report.structured_content["text"]
-
-
 async def test_a_bridge_a_source_already_read_is_about_is_asked_of_that_source_not_searched_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

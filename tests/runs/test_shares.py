@@ -90,10 +90,11 @@ async def test_the_higher_priority_leaf_reads_more_of_a_shared_source_budget(web
         }
     }
     async with Client(create_server(), mode="legacy") as client:  # no key: the extractive backend
-        planned = await client.call_tool("plan_research", {"query": "kelp growth", "suggested_plan": plan})
+        planned = await client.call_tool(
+            "plan_research", {"query": "kelp growth", "suggested_plan": plan, "budget": {"max_sources": 6}}
+        )
         run = await client.call_tool(
-            "execute_plan",
-            {"plan_id": planned.structured_content["id"], "wait_seconds": 50, "budget": {"max_sources": 6}},
+            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 50}
         )
     assert not run.is_error, run.content
     read: dict[str, set[str]] = {}

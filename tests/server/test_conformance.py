@@ -307,7 +307,7 @@ async def test_no_schema_spells_a_type_as_a_list_and_geminis_subset_keeps_every_
         "type": "string",
     }
     assert gemini["plan_research"]["properties"]["budget"]["properties"]["max_tokens"] == {
-        "minimum": 1,
+        "description": "Tokens.",
         "nullable": True,
         "type": "integer",
     }

@@ -147,7 +147,7 @@ class InputProbe:
         """A good call of each tool, with every optional object filled in, for mutations to break."""
         return {
             "plan_research": {"query": "Where do penguins live?", "suggested_plan": PLAN, "budget": BUDGET},
-            "execute_plan": {"plan_id": self.ids["plan"], "wait_seconds": 0, "budget": BUDGET},
+            "execute_plan": {"plan_id": self.ids["plan"], "wait_seconds": 0},
             "extract_source": {
                 "source": TEXT,
                 "questions": ["Where do penguins live?"],
@@ -547,7 +547,7 @@ def test_many_more_broken_inputs_never_crash_the_server(probe: InputProbe, name:
         ("execute_plan", {"plan_id": "{run}"}, "is a run id: pass it as run_id"),
         ("execute_plan", {"run_id": "{plan}"}, "is a plan id: pass it as plan_id"),
         ("execute_plan", {"run_id": "{run}", "wait_seconds": -1}, "wait_seconds must be between 0 and 55"),
-        ("execute_plan", {"plan_id": "{plan}", "budget": {"max_tokens": 10**30}}, "budget.max_tokens"),
+        ("plan_research", {"query": "penguins", "budget": {"max_tokens": 10**30}}, "budget.max_tokens"),
         ("extract_source", {"source": "{plan}", "questions": ["Where?"]}, "is a plan id"),
         ("extract_source", {"source": "S99999999999999999999", "questions": ["Where?"]}, "source"),
         (
@@ -592,7 +592,7 @@ def test_the_smallest_and_largest_budgets_accepted_end_a_run_with_a_report(
     assert not plan.is_error, plan.content
     started = probe.call(
         "execute_plan",
-        {"plan_id": plan.structured_content["id"], "wait_seconds": 0, "budget": budget},  # type: ignore[index]
+        {"plan_id": plan.structured_content["id"], "wait_seconds": 0},  # type: ignore[index]
     )
     run = probe.call("execute_plan", {"run_id": started.structured_content["id"], "wait_seconds": 25})  # type: ignore[index]
     assert run.structured_content["status"] in ("done", "budget_exhausted"), run.content  # type: ignore[index]

@@ -97,7 +97,6 @@ async def test_a_flat_plan_is_planned_exactly_as_the_same_tree_sent_nested() -> 
 @pytest.mark.parametrize(
     ("suggested", "says"),
     [
-        ([], "suggested_plan is empty: give the root node first"),
         ([{"parent": 0, "kind": "executor", "title": "a"}], "suggested_plan[0].parent must be null"),
         (
             [{"kind": "executor", "title": "a"}, {"kind": "leaf", "title": "b"}],

@@ -46,7 +46,7 @@ async def test_the_stdio_server_lists_five_tools_with_output_schemas_in_at_most_
         assert names == ["execute_plan", "extract_source", "plan_research", "report_results", "scout_sources"]
         assert all(tool.output_schema is not None for tool in tools)
         # The design's bound on what the host's model carries every turn: name, title, description
-        # and input schema. 4,083 B; `python -m bench.tool_definitions` prints it per tool.
+        # and input schema. 4,096 B; `python -m bench.tool_definitions` prints it per tool.
         size = sum(
             model_visible_bytes(t.model_dump(mode="json", by_alias=True, exclude_none=True)) for t in tools
         )

@@ -99,9 +99,9 @@ def _closed(schema: Any) -> bool:
 
 async def test_the_nested_arguments_are_typed_objects_that_refuse_unknown_fields() -> None:
     schemas = await input_schemas()
-    (node, _) = schemas["plan_research"]["properties"]["suggested_plan"]["anyOf"]
+    node = schemas["plan_research"]["properties"]["suggested_plan"]
     (spec, _) = schemas["extract_source"]["properties"]["task_spec"]["anyOf"]
-    assert set(node["items"]["properties"]) == {"parent", "kind", "title", "questions", "sources"}
+    assert set(node["items"]["properties"]) == {"parent", "kind", "title", "questions", "sources", "budget"}
     assert set(spec["properties"]) == {"expected_format", "acceptance_criteria", "discovery_intense"}
     assert "$ref" not in str(schemas) and "$defs" not in str(schemas)
     plan = [{"kind": "executor", "title": "penguins", "colour": "blue"}]
@@ -117,16 +117,25 @@ async def test_a_strict_client_plans_with_the_flat_plan_its_schema_gives() -> No
     schemas = await input_schemas()
     strict = openai_agents_strict(schemas["plan_research"])
     assert isinstance(strict, dict)
-    node = strict["properties"]["suggested_plan"]["anyOf"][0]["items"]
-    assert node["required"] == ["parent", "kind", "title", "questions", "sources"]
+    node = strict["properties"]["suggested_plan"]["items"]
+    assert node["required"] == ["parent", "kind", "title", "questions", "sources", "budget"]
+    assert node["properties"]["budget"]["required"] == ["max_seconds", "max_sources"]
     plan = [
-        {"parent": None, "kind": "executor", "title": "penguins", "questions": [], "sources": None},
+        {
+            "parent": None,
+            "kind": "executor",
+            "title": "penguins",
+            "questions": [],
+            "sources": None,
+            "budget": {"max_seconds": None, "max_sources": None},
+        },
         {
             "parent": 0,
             "kind": "leaf",
             "title": "breeding",
             "questions": ["When do emperor penguins breed?"],
             "sources": ["Emperor penguins breed in the Antarctic winter."],
+            "budget": {"max_seconds": None, "max_sources": 1},
         },
     ]
     async with Client(create_server(model=ScriptedModel(team_script))) as client:
@@ -163,7 +172,6 @@ async def test_a_strict_client_may_send_null_for_every_optional_parameter() -> N
         "wait_seconds": None,
         "cancel": None,
         "retry": None,
-        "budget": None,
     }
     async with Client(create_server(model=ScriptedModel(team_script))) as client:
         run = await client.call_tool("execute_plan", nulls)

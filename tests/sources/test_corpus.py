@@ -492,6 +492,7 @@ def test_the_corpus_migration_creates_documents_chunks_and_their_full_text_index
         "mtime_ns": int,
         "text": str,
         "indexed_at": str,
+        "reader_version": int,  # migration 012: a document older readers stored is read again
     }
     # A chunk is its offsets into its document's text (migration 013): its text is not kept twice.
     assert store.db.table("corpus_chunks").columns_dict == {

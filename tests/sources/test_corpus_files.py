@@ -89,7 +89,7 @@ def test_a_man_pages_roff_source_is_read_as_the_text_man_shows(store: Store, fol
     assert (
         "Fields on each line are separated by tabs or spaces. Lines starting with '#' are comments." in text
     )
-    assert "The first field (fs_spec)." in text.split("\n")  # a section heading, a line of its own
+    assert "## The first field (fs_spec)." in text.split("\n")  # a subsection heading, a line of its own
     assert "It\u2019s also possible to use PARTUUID= and PARTLABEL=." in text
     assert not any(line.startswith((".", "'")) for line in text.split("\n")), text[:500]
     assert "\\f" not in text and "\\(" not in text

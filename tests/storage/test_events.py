@@ -102,7 +102,7 @@ def test_the_data_column_holds_the_fields_but_the_columns(tmp_path: Path) -> Non
     store.add_event(run_id, events.NodeDone(message="done", node_id=NODE))
     rows = store.db.execute("SELECT kind, message, node_id, data FROM events ORDER BY id").fetchall()
     assert [(*row[:3], row[3] and json.loads(row[3])) for row in rows] == [
-        ("sources_chosen", "chosen", NODE, {"refs": ["corpus:1"], "failures": []}),
+        ("sources_chosen", "chosen", NODE, {"refs": ["corpus:1"], "failures": [], "beyond_budget": 0}),
         ("node_done", "done", NODE, None),
     ]
 

@@ -1,29 +1,17 @@
-"""The synthesizer without a model: facts grouped by question, near-duplicates merged, cited lines.
+"""The synthesizer without a model: per question, the best passages first, cited; confidence from them.
 
 A fact goes under the question it was extracted for; a fact without one (or with a question not
 asked here) goes under the most similar question. Within a question, facts whose normalised text is
 equal or whose similarity is at least `DUPLICATE` become one line citing all their verified ids,
-unless their numbers or negation differ: "built by 74 masons" and "built by 5 masons" stay two
-lines. Facts are ordered by what they say, never by their ids (which follow the order parallel
-extractions happened to finish in), so the same facts give the same report on every run.
-Lines are ordered verified first, then those that bear on their question (sharing two of its
-terms: a licence's boilerplate "See the GNU Lesser General Public License for more details." is
-corroborated by every licence that carries it, and answers nothing), then by corroborations, then by
-confidence. Only verified facts
-are cited; a group without one is left out of the report and counted. A question is a gap when no
-verified fact under it has confidence of at least `COVERED_CONFIDENCE`. Child reports are carried
-by their cited lines. Contradictions are not detected, and the confidence reasoning says so.
+unless their numbers or negation differ. Lines are ordered by the ranker's probability that they
+hold the answer (research_mcp.answering.ranker), then by corroboration; each is shown as the excerpt
+of its passage that says most of the question's words, so that the report's first page (about
+`FIRST_PAGE` characters) carries the best evidence for every question. Only verified facts are cited.
 
-Confidence is computed from the evidence, and is never `high`: sentences are chosen by their
-similarity to the question, and nothing here can tell whether one answers it ("Fix conffile
-removal-on-upgrade handling" is close to "How does dpkg handle conffiles on upgrade?" and answers
-nothing). `medium` when every question is covered, half of them by two or more sources, and the
-mean of each question's best evidence score is at least `STRONG_EVIDENCE`, or when half the
-questions are covered and that mean reaches `MEDIUM_EVIDENCE`; `low` otherwise. A question's
-evidence is its own facts': one extracted for another question (a lead's, an earlier run's) is
-cited under it, but its score was measured against that other question and does not count. Every
-unanswered question is a gap, and so is every list cut short (lines beyond `LINES_PER_QUESTION`,
-findings beyond `MAX_FINDINGS`, gaps beyond `MAX_GAPS`).
+Confidence follows research_mcp.answering.confidence: each question's level comes from its best
+passage's probability and the number of independent sources (copies count once) agreeing; the
+report's level is the lowest of its questions' and its parts'. A question whose best passage is
+unlikely to hold the answer is a gap. Contradictions are looked for by code after the synthesis.
 """
 
 from __future__ import annotations
@@ -31,12 +19,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from research_mcp.answering.confidence import ANSWERED, independent, level_of, lowest
 from research_mcp.citations import CITATION, normalize, same_claim
 from research_mcp.contracts import (
     NOT_ESTABLISHED,
     UNANSWERED,
     Confidence,
-    ConfidenceLevel,
     Embedder,
     Finding,
     SynthesisOutput,
@@ -44,19 +32,16 @@ from research_mcp.contracts import (
 from research_mcp.ids import fact_label
 from research_mcp.llm.extractive.scoring import Relevance
 from research_mcp.matching.questions import reads_as_question
-from research_mcp.matching.terms import bears_on, clip
+from research_mcp.matching.terms import clip, terms
 from research_mcp.role_inputs import SynthesisFact, SynthesisPayload
 
 __all__ = ["COVERED_CONFIDENCE", "DUPLICATE", "synthesize"]
 
 DUPLICATE = 0.9
-COVERED_CONFIDENCE = 0.4
-#: The mean best evidence `medium` needs, calibrated on the dev sets of bench.answers (HotpotQA part
-#: A, realdocs dev): questions the corpus cannot answer, matched on their common words, reached 0.46
-#: and 0.58 there; few answered questions score under 0.6.
-MEDIUM_EVIDENCE = 0.6
-STRONG_EVIDENCE = 0.6
-LINES_PER_QUESTION = 8
+COVERED_CONFIDENCE = ANSWERED
+LINES_PER_QUESTION = 6
+#: Characters of evidence the report's first page carries across its questions.
+FIRST_PAGE = 2400
 MAX_FINDINGS = 15
 MAX_GAPS = 10
 CHILD_LINES = 6
@@ -64,6 +49,7 @@ MAX_REPORT = 19000
 OTHER = "Other findings"
 
 _SPACE = re.compile(r"\s+")
+_WORD = re.compile(r"\S+")
 _UNVERIFIED_MARK = re.compile(r"\[F\d+, unverified\]")
 
 
@@ -94,9 +80,9 @@ class Line:
     def order(self) -> tuple[bool, int, float, tuple[str, str]]:
         return (not self.verified_ids, -self.corroborations, -self.confidence, _said(self.representative))
 
-    def render(self) -> str:
-        statement = _SPACE.sub(" ", self.representative.statement).strip()
-        return f"- {statement} " + "".join(f"[{fact_label(fact_id)}]" for fact_id in self.verified_ids)
+    def render(self, question: str, limit: int) -> str:
+        shown = _excerpt(self.representative.quote, question, limit)
+        return f"- {shown} " + "".join(f"[{fact_label(fact_id)}]" for fact_id in self.verified_ids)
 
 
 def _said(fact: SynthesisFact) -> tuple[str, str]:
@@ -115,25 +101,27 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
     gaps: list[str] = []
     cuts: list[str] = []
     corroborated = 0
-    best: list[float] = []  # each question's strongest verified evidence
+    levels: list = []  # each question's level
+    asked_count = max(1, sum(question != OTHER for question in lines))
+    limit = max(200, min(900, FIRST_PAGE // (asked_count * 2)))
     for question, question_lines in lines.items():
         cited = [line for line in question_lines if line.verified_ids]
         if question != OTHER:
             # The lines found for this question first, the strongest for it first ("License: GPL-2+"
             # of ed's copyright file before other files' warranty lines); then those that share
             # the question's terms (a stable sort: corroborated lines first among equals).
-            cited.sort(
-                key=lambda line: (
-                    -_evidence(question, [line]),
-                    not bears_on(f"{line.representative.statement} {line.representative.quote}", question),
-                )
-            )
+            cited.sort(key=lambda line: -_evidence(question, [line]))
         if question == OTHER and not cited:
             continue
         if normalize(question).rstrip("?. ") != normalize(payload.title).rstrip("?. "):
             sections.append(f"## {clip(question, 300)}")  # the title's own question is not said twice
         if cited:
-            sections.append("\n".join(line.render() for line in cited[:LINES_PER_QUESTION]))
+            sections.append(
+                "\n".join(
+                    line.render(question, limit if rank < 2 else limit // 2)
+                    for rank, line in enumerate(cited[:LINES_PER_QUESTION])
+                )
+            )
         else:
             sections.append("_No verified fact answers this._")
         if len(cited) > LINES_PER_QUESTION:
@@ -144,15 +132,17 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
                     500,
                 )
             )
-        covered = any(line.confidence >= COVERED_CONFIDENCE for line in cited)
+        covered = _evidence(question, cited) >= ANSWERED or (
+            question == OTHER and any(line.confidence >= ANSWERED for line in cited)
+        )
         if question != OTHER:
-            best.append(_evidence(question, cited))
+            levels.append(level_of(_evidence(question, cited), agreeing=_agreeing(question, cited)))
         if question != OTHER and not cited:
             # No line at all: unanswered, which a later reading (a phase's iteration) may answer.
             gaps.append(clip(f"{UNANSWERED}{question}", 500))
         elif question != OTHER and not covered:
             gaps.append(clip(f"{NOT_ESTABLISHED}{question}", 500))
-        if covered and cited[0].corroborations >= 2:
+        if covered and _agreeing(question, cited) >= 2:
             corroborated += 1
         for line in cited[:2]:
             findings.append(
@@ -211,7 +201,7 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
     return SynthesisOutput(
         report=report,
         key_findings=findings[:MAX_FINDINGS],
-        confidence=_confidence(asked, question_gaps, corroborated, payload, len(verified), best),
+        confidence=_confidence(asked, question_gaps, corroborated, payload, len(verified), levels),
         gaps=_bounded([*question_gaps, *cuts, *(gap for gap in gaps if gap not in question_gaps)]),
         contradictions=[],
         suggested_followups=[q for q in map(_as_question, question_gaps[:5]) if reads_as_question(q)],
@@ -221,16 +211,56 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
 def _evidence(question: str, cited: list[Line]) -> float:
     """The strongest verified fact extracted for `question`: a fact found for another question (a
     lead's, an earlier run's) was scored against that one, and its score says nothing of this one."""
+    return max(_scored(question, cited), default=0.0)
+
+
+def _scored(question: str, cited: list[Line]) -> list[float]:
     asked = normalize(question)
-    return max(
-        (
-            f.confidence
+    return [
+        f.confidence
+        for line in cited
+        for f in line.facts
+        if f.verified and (f.question is None or normalize(f.question) == asked)
+    ]
+
+
+def _agreeing(question: str, cited: list[Line]) -> int:
+    """Independent sources with a passage likely to answer `question` (copies count once)."""
+    asked = normalize(question)
+    return independent(
+        [
+            (f.source_id, f.quote)
             for line in cited
             for f in line.facts
-            if f.verified and normalize(f.question or "") == asked
-        ),
-        default=0.0,
+            if f.verified
+            and (f.question is None or normalize(f.question) == asked)
+            and f.confidence >= ANSWERED
+        ]
     )
+
+
+def _excerpt(text: str, question: str, limit: int) -> str:
+    """At most `limit` characters of `text` (whitespace collapsed): the window saying most of the
+    question's terms, cut at word boundaries, with an ellipsis where text was left out."""
+    text = _SPACE.sub(" ", text).strip()
+    if len(text) <= limit:
+        return text
+    asked = set(terms(question))
+    words = [(match.start(), match.end()) for match in _WORD.finditer(text)]
+    hits = [i for i, (a, b) in enumerate(words) if asked and any(t in asked for t in terms(text[a:b]))]
+    start = 0
+    if hits:
+        best, best_count = 0, -1
+        for h in hits:
+            count = sum(1 for other in hits if 0 <= words[other][0] - words[h][0] < limit)
+            if count > best_count:
+                best, best_count = h, count
+        start = max(0, words[best][0] - limit // 4)
+        start = text.rfind(" ", 0, start) + 1 if start else 0
+    piece = text[start : start + limit]
+    if start + limit < len(text):
+        piece = piece.rsplit(" ", 1)[0] + " …"
+    return ("… " if start else "") + piece
 
 
 def _truncated(report: str) -> str:
@@ -330,44 +360,22 @@ def _confidence(
     corroborated: int,
     payload: SynthesisPayload,
     verified: int,
-    best: list[float],
+    levels: list,
 ) -> Confidence:
-    """From the evidence: the questions covered, how strong each one's best evidence is (the mean of
-    the best scores, 0 for a question without one), and how many are corroborated by two sources."""
-    covered = len(asked) - len(gaps)
+    """The lowest of the questions' levels and the parts'; a plain sentence on what was found."""
     children = [child.confidence for child in payload.child_reports]
-    strength = sum(best) / len(best) if best else 0.0
     if asked:
-        if covered == len(asked) and corroborated * 2 >= len(asked) and strength >= STRONG_EVIDENCE:
-            level: ConfidenceLevel = "high"
-        elif covered * 2 >= len(asked) and strength >= MEDIUM_EVIDENCE:
-            level = "medium"
-        else:
-            level = "low"
+        level = lowest([*levels, *children])
     elif children:
-        level = "low" if "low" in children else ("high" if set(children) == {"high"} else "medium")
+        level = lowest(children)
     else:
         level = "low" if not verified else "medium"
-    if children and level == "high" and "high" not in children:
-        level = "medium"
-    strong = level == "high"
-    if strong:
-        level = "medium"  # see the module's docstring: similarity is not an answer
+    covered = len(asked) - len(gaps)
     reasoning = (
-        f"{covered} of {len(asked)} questions answered by a verified fact with confidence at least "
-        f"{COVERED_CONFIDENCE}; best evidence per question {', '.join(f'{b:.2f}' for b in best) or 'none'} "
-        f"(mean {strength:.2f}; strong from {STRONG_EVIDENCE}); "
-        f"{corroborated} of them corroborated by two or more sources; "
-        f"{verified} verified facts"
+        f"{covered} of {len(asked)} questions have a passage likely to hold the answer"
+        + (f", {corroborated} of them in two or more independent sources" if asked else "")
         + (f"; parts: {', '.join(children)}" if children else "")
-        + (
-            ". Strong, corroborated evidence, but medium at most: the no-model backend picks sentences by "
-            "similarity and cannot judge whether they answer the question"
-            if strong
-            else ""
-        )
-        + ". Contradictions between sources are looked for by code after the synthesis"
-        " (roles/contradictions.py)."
+        + ". Passages are ranked by how likely they are to hold the answer, not read by a model."
     )
     return Confidence(level=level, reasoning=clip(reasoning, 1000))
 
