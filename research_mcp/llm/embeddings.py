@@ -227,6 +227,9 @@ class MiniLMEmbedder:
         # the batch at hand (bounded by batch_size x max_tokens) and is given back after it.
         options.enable_cpu_mem_arena = self._memory_arena
         options.log_severity_level = 3  # errors only; stdout and stderr are not ours to fill
+        # Threads that wait for work sleep instead of spinning: a spinning pool burned CPU that the
+        # run's other threads (and, on a shared machine, other processes) needed.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return options
 
     def _session(self, model_path: Path) -> onnxruntime.InferenceSession:
