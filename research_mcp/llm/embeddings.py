@@ -137,6 +137,9 @@ class MiniLMEmbedder:
                 self._calls -= 1
                 self._last_call = time.monotonic()
                 self._arm_reaper(self.idle_seconds)
+                quiet = self._calls == 0
+            if quiet:  # the batches' working memory, freed, goes back to the system
+                _give_back_freed_memory()
 
     def _embed(self, texts: Sequence[str], vectors: np.ndarray) -> np.ndarray:
         session, tokenizer, input_names, output = self._load()
