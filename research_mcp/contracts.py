@@ -357,6 +357,7 @@ class ResearchMetadata(BaseModel):
     searches: int = 0
     sources_read: int = 0
     llm_calls: int = 0
+    reused_answers: int = 0  # answers read back from an earlier identical request: no model call
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0

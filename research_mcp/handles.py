@@ -114,7 +114,12 @@ def plan_handle(
                 if len(leaves) == len(scope.facets)
                 else f"Too broad ({scope.reason}): split it with the user, e.g. into {facets}"
             )
-        if known:
+        if record.reused:
+            summary.append(
+                "the plan this query was given before, reused (no model call)"
+                + (f"; {known} known facts bear on it" if known else "")
+            )
+        elif known:
             summary.append(f"{known} known facts already bear on this query; leaves reuse them")
         elif searches_nothing:
             summary.append(NO_SOURCES)
@@ -194,6 +199,8 @@ def run_handle(snapshot: RunSnapshot, result: Handoff | None, error: str | None)
         "tokens": totals.tokens,
         "cost_usd": round(totals.cost_usd, 4),
     }
+    if totals.reused:
+        metrics["reused"] = totals.reused
     output = result.output_as(StoredSynthesis) if result else None
     if status == "no_sources":
         summary = [str(error), "nothing was researched: no search found a source"]

@@ -171,6 +171,7 @@ def _metadata(store: Store, run: Run, output: StoredSynthesis) -> ResearchMetada
         searches=searches,
         sources_read=totals.sources,
         llm_calls=totals.llm_calls,
+        reused_answers=totals.reused,
         tokens_in=totals.tokens_in,
         tokens_out=totals.tokens_out,
         cost_usd=round(totals.cost_usd, 6),
@@ -332,7 +333,8 @@ def _run_summary(subject: _RunSubject) -> list[str]:
         *summary_parts(result.findings, contradictions),
         f"{len(result.sources)} sources cited of {meta.sources_read} read; "
         f"citations {meta.citations_verified}/{meta.citations_made} verified, "
-        f"{meta.citations_dropped} dropped; {meta.llm_calls} model calls, ${meta.cost_usd:.4f} ({meta.backend})",
+        f"{meta.citations_dropped} dropped; {meta.llm_calls} model calls, ${meta.cost_usd:.4f} ({meta.backend})"
+        + (f"; {meta.reused_answers} answers reused, not asked again" if meta.reused_answers else ""),
     ]
     if result.gaps:
         lines.append(f"{len(result.gaps)} gap{'s' if len(result.gaps) > 1 else ''}: the gaps view lists them")

@@ -76,6 +76,8 @@ def research_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     home = tmp_path / "home"
     monkeypatch.setenv("RESEARCH_MCP_HOME", str(home))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # The optimized embedding model a first session saves (llm/saved_model.py): not the user's cache.
+    monkeypatch.setenv("RESEARCH_MCP_CACHE_DIR", str(tmp_path / "cache"))
     yield home
 
 

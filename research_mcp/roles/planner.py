@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from research_mcp.contracts import Budget, PlannerOutput, PlanNode
 from research_mcp.errors import InvalidInput
 from research_mcp.feasibility import assign_ids, check_feasible, leaf_reading
 from research_mcp.role_inputs import PlannerInput
-from research_mcp.roles.base import Role, RoleDeps, perform
+from research_mcp.roles.base import Role, RoleDeps, cache_key, perform
 from research_mcp.roles.extractor import MAX_SOURCE_CHARS
 from research_mcp.sources.library import classify_ref
 from research_mcp.storage.models import PlanEstimate
@@ -45,6 +46,7 @@ class PlanRecord:
     reasons: list[str]
     estimate: PlanEstimate
     handoff_id: str
+    reused: bool = False  # the plan an identical earlier request was given, read back: no model call
 
 
 def _source_tokens(ref: str | None) -> int:
@@ -137,7 +139,7 @@ async def plan_research(
             )
     violations: list[str] = []
     result = None
-    for _ in range(MAX_PLAN_REPAIRS + 1):
+    for attempt in range(MAX_PLAN_REPAIRS + 1):
         planner_input = PlannerInput(
             query=query,
             suggested_plan=suggested,
@@ -148,6 +150,9 @@ async def plan_research(
         result = await perform(deps, Planning(planner_input))
         violations = check_feasible(result.output.root)
         if not violations:
+            if attempt and deps.knowledge is not None:  # the repaired plan answers the request itself
+                key = cache_key(deps, Planning.name, _request_material(planner_input))
+                deps.knowledge.remember_output(key, Planning.name, result.handoff_id)
             break
     assert result is not None
     plan_id = new_id("plan")
@@ -173,7 +178,8 @@ async def plan_research(
         budget=budget,
         caller=deps.caller,
     )
-    return PlanRecord(plan_id, status, root, violations, estimate, result.handoff_id)
+    reused = result.stored is not None and result.stored.cached
+    return PlanRecord(plan_id, status, root, violations, estimate, result.handoff_id, reused)
 
 
 class Planning(Role[PlannerOutput, StoredPlanning]):
@@ -192,6 +198,23 @@ class Planning(Role[PlannerOutput, StoredPlanning]):
 
     def summary(self, output: PlannerOutput) -> list[str]:
         return _summary(output)
+
+    def reuse_key(self, deps: RoleDeps) -> str | None:
+        """The same request is given the same plan. The count of known facts is left out of the key:
+        it grows with every run, so a question asked again would be planned anew (a model's plan
+        differs), and every extraction and synthesis below it with it. A plan's leaves meet the
+        knowledge base's facts when they run (prior findings), whatever the count said. A repair is
+        asked afresh: the same violations asked again may be fixed the second time."""
+        if self.planner_input.violations:
+            return None
+        return cache_key(deps, self.name, _request_material(self.planner_input))
+
+    def worth_reusing(self, output: PlannerOutput) -> bool:
+        return not check_feasible(output.root)
+
+
+def _request_material(planner_input: PlannerInput) -> dict[str, Any]:
+    return planner_input.model_dump(mode="json", exclude={"known_facts", "violations"})
 
 
 def _prompt(planner_input: PlannerInput) -> str:

@@ -93,6 +93,7 @@ class RunTotals:
     tokens_in: int = 0
     tokens_out: int = 0
     llm_calls: int = 0
+    reused: int = 0  # answers read back from earlier identical requests instead of asking a model
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -225,6 +226,7 @@ def read_snapshot(store: Store, run: Run | str) -> RunSnapshot:
         tokens_in=usage.tokens_in,
         tokens_out=usage.tokens_out,
         llm_calls=usage.llm_calls,
+        reused=usage.reused,
     )
     return RunSnapshot(
         id=run.id,

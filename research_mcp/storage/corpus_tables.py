@@ -1,5 +1,9 @@
-"""The local corpus's tables: documents, their chunks and the FTS5 index over them (a document's chunks
-enter it in one statement when saved; triggers keep it in step on delete and update). `sources/corpus.py` decides what to index and how to rank; these methods hold its SQL.
+"""The local corpus's tables: documents, their chunks and the FTS5 index over them. `sources/corpus.py`
+decides what to index and how to rank; these methods hold its SQL.
+
+A chunk's text is kept once, in its document's compressed text: a chunk row holds its offsets, and
+the full-text index is contentless (migration 013). The index is written here, with a document's
+chunks when they are saved, and told the text a chunk was indexed with when the chunk goes.
 
 Every query that lists documents takes the configured corpus folders (`roots`), so a document of a
 folder no longer configured is never found.
@@ -17,6 +21,7 @@ from research_mcp.storage.models import (
     CorpusFileState,
     StoredCorpusDocument,
     compress_text,
+    decompress_text,
 )
 
 __all__ = ["CorpusTables"]
@@ -79,41 +84,71 @@ class CorpusTables(StoreDatabase):
             "text": compress_text(text),
             "indexed_at": now(),
         }
-        documents, chunks = self.db.table("corpus_documents"), self.db.table("corpus_chunks")
+        documents = self.db.table("corpus_documents")
         with self.write() as conn:
             if doc_id is None:
                 doc_id = int(documents.insert({**values, "root": root, "path": path}).last_rowid or 0)
                 old: list[int] = []
             else:
+                old = self._unindex_chunks(doc_id)  # with the text they were indexed with, first
                 documents.update(doc_id, values)
-                old = [r[0] for r in conn.execute("SELECT id FROM corpus_chunks WHERE doc_id = ?", (doc_id,))]
-                chunks.delete_where("doc_id = ?", [doc_id])
             first = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM corpus_chunks").fetchone()[0]
+            new = list(range(first, first + len(spans)))
             conn.executemany(
-                'INSERT INTO corpus_chunks (id, doc_id, ordinal, title, text, start, "end") VALUES (?, ?, ?, ?, ?, ?, ?)',
+                'INSERT INTO corpus_chunks (id, doc_id, ordinal, start, "end") VALUES (?, ?, ?, ?, ?)',
                 (
-                    (first + ordinal, doc_id, ordinal, title, text[start:end], start, end)
+                    (first + ordinal, doc_id, ordinal, start, end)
                     for ordinal, (start, end) in enumerate(spans)
                 ),
             )
-            # One statement for the whole document (migration 006: no per-row trigger).
-            conn.execute(
-                "INSERT INTO corpus_chunks_fts (rowid, text, title) SELECT id, text, title FROM corpus_chunks"
-                " WHERE doc_id = ?",
-                (doc_id,),
+            # One statement, one transaction: FTS5 flushes its pending terms once for the document.
+            conn.executemany(
+                "INSERT INTO corpus_chunks_fts (rowid, text, title) VALUES (?, ?, ?)",
+                (
+                    (chunk_id, text[start:end], title)
+                    for chunk_id, (start, end) in zip(new, spans, strict=True)
+                ),
             )
-            new = list(range(first, first + len(spans)))
         return doc_id, old, new
 
     def delete_corpus_document(self, doc_id: int) -> list[int]:
         """Remove a document and its chunks; the ids of the chunks removed."""
-        with self.write() as conn:
-            chunk_ids = [
-                r[0] for r in conn.execute("SELECT id FROM corpus_chunks WHERE doc_id = ?", (doc_id,))
-            ]
-            self.db.table("corpus_chunks").delete_where("doc_id = ?", [doc_id])
+        with self.write():
+            chunk_ids = self._unindex_chunks(doc_id)
             self.db.table("corpus_documents").delete_where("id = ?", [doc_id])
         return chunk_ids
+
+    def _unindex_chunks(self, doc_id: int) -> list[int]:
+        """Take a stored document's chunks out of the full-text index and the chunk table (in the
+        caller's transaction); their ids. A contentless index removes a row's terms only when told
+        the text the row was indexed with: the document's text as stored, cut at the chunks' offsets."""
+        conn = self.db.conn
+        chunks = conn.execute(
+            'SELECT id, start, "end" FROM corpus_chunks WHERE doc_id = ? ORDER BY id', (doc_id,)
+        ).fetchall()
+        if chunks:
+            title, text = self._document_texts([doc_id])[doc_id]
+            conn.executemany(
+                "INSERT INTO corpus_chunks_fts (corpus_chunks_fts, rowid, text, title) VALUES ('delete', ?, ?, ?)",
+                ((chunk_id, text[start:end], title) for chunk_id, start, end in chunks),
+            )
+            conn.execute("DELETE FROM corpus_chunks WHERE doc_id = ?", (doc_id,))
+        return [chunk_id for chunk_id, _, _ in chunks]
+
+    def _document_texts(self, doc_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+        """(title, whole text) of these documents, by id."""
+        if not doc_ids:
+            return {}
+        rows = self._all(
+            f"SELECT id, title, text FROM corpus_documents WHERE id IN ({marks(doc_ids)})", list(doc_ids)
+        )
+        return {
+            row["id"]: (
+                row["title"],
+                decompress_text(text) if isinstance(text := row["text"], bytes) else text,
+            )
+            for row in rows
+        }
 
     def corpus_chunk_count(self) -> int:
         row = self._one("SELECT COUNT(*) AS n FROM corpus_chunks")
@@ -131,10 +166,19 @@ class CorpusTables(StoreDatabase):
     def corpus_chunks_after(self, after: int, limit: int) -> list[CorpusChunk]:
         """Chunks with ids above `after`, in order, at most `limit` (to page through all of them)."""
         rows = self._all(
-            "SELECT id, doc_id, title, text FROM corpus_chunks WHERE id > ? ORDER BY id LIMIT ?",
+            'SELECT id, doc_id, start, "end" FROM corpus_chunks WHERE id > ? ORDER BY id LIMIT ?',
             (after, limit),
         )
-        return [CorpusChunk.model_validate(row) for row in rows]
+        documents = self._document_texts(sorted({row["doc_id"] for row in rows}))
+        return [
+            CorpusChunk(
+                id=row["id"],
+                doc_id=row["doc_id"],
+                title=documents[row["doc_id"]][0],
+                text=documents[row["doc_id"]][1][row["start"] : row["end"]],
+            )
+            for row in rows
+        ]
 
     def corpus_chunks_by_id(self, chunk_ids: Sequence[int]) -> list[CorpusChunk]:
         """These chunks, those the store still holds, in id order."""
@@ -200,11 +244,12 @@ class CorpusTables(StoreDatabase):
     def corpus_chunk_texts(self, chunk_ids: Sequence[int], first_of: Sequence[int]) -> dict[int, str]:
         """Chunk texts by document: the chunks `chunk_ids`, and the first chunk of the documents `first_of`."""
         rows = self._all(
-            f"SELECT doc_id, text FROM corpus_chunks WHERE id IN ({marks(chunk_ids)})"
+            f'SELECT doc_id, start, "end" FROM corpus_chunks WHERE id IN ({marks(chunk_ids)})'
             f" OR (ordinal = 0 AND doc_id IN ({marks(first_of)}))",
             [*chunk_ids, *first_of],
         )
-        return {row["doc_id"]: row["text"] for row in rows}
+        documents = self._document_texts(sorted({row["doc_id"] for row in rows}))
+        return {row["doc_id"]: documents[row["doc_id"]][1][row["start"] : row["end"]] for row in rows}
 
     def corpus_bm25(
         self, match: str, roots: Sequence[str], *, weights: tuple[float, float], limit: int, chunks: int

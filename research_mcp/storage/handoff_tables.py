@@ -141,6 +141,7 @@ class HandoffTables(StoreDatabase):
     def run_usage(self, run_id: str) -> RunUsage:
         row = self._one(
             "SELECT COUNT(*) AS handoffs, COALESCE(SUM(tokens_in), 0) AS tokens_in,"
+            " COALESCE(SUM(COALESCE(json_extract(output, '$.cached'), 0)), 0) AS reused,"
             " COALESCE(SUM(tokens_out), 0) AS tokens_out, COALESCE(SUM(cost_usd), 0) AS cost_usd"
             " FROM handoffs WHERE run_id = ?",
             (run_id,),

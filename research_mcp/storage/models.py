@@ -181,6 +181,7 @@ class RunUsage(_Row):
     tokens_out: int = 0
     cost_usd: float = 0.0
     llm_calls: int = 0
+    reused: int = 0  # handoffs answered with an earlier identical one's output, no model asked
 
 
 # --- sources and facts ---------------------------------------------------------------------------

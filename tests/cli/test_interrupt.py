@@ -189,7 +189,9 @@ def test_ctrl_c_cancels_the_run_exits_130_and_run_resume_finishes_it_without_red
     resumed = cli("run", "--resume", run_id, env=env)
 
     assert resumed.returncode == 0, resumed.stderr
-    assert resumed.stdout.startswith("The crossings are described in the notes.")
+    # The report, after the line saying its confidence first.
+    assert resumed.stdout.startswith("**Confidence:** ")
+    assert "\n\nThe crossings are described in the notes." in resumed.stdout
     assert run_status(database, run_id) == "done"
     assert api.count("PlannerOutput", since=before) == 0
     assert api.count("ExtractorOutput", "ALPHA", since=before) == 0  # the finished leaf is not run again

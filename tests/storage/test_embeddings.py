@@ -125,6 +125,47 @@ def test_the_onnx_session_keeps_no_arena_so_memory_follows_the_batch_at_hand(
     assert (embedder.batch_size, embedder.batch_tokens, embedder.max_tokens) == (16, 512, 256)
 
 
+def test_a_later_embedder_maps_the_optimized_model_the_first_saved_and_embeds_the_same(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    first = MiniLMEmbedder(cache_dir=tmp_path)
+    built = first.embed([CAT, STOCKS])
+    [saved] = tmp_path.iterdir()  # one folder, published whole: no staging left beside it
+    later = MiniLMEmbedder(cache_dir=tmp_path)
+    mapped = later.embed([CAT, STOCKS])
+
+    assert (first.session_source, later.session_source) == ("built", "saved")
+    assert sorted(path.name for path in saved.iterdir()) == ["model.onnx", "model.weights"]
+    weights = saved / "model.weights"
+    assert any(str(weights) in line for line in Path("/proc/self/maps").read_text().splitlines())
+    np.testing.assert_allclose(mapped, built, atol=1e-5)
+    np.testing.assert_allclose(mapped, embedder.embed([CAT, STOCKS]), atol=1e-5)
+
+
+def test_a_damaged_saved_model_is_built_and_saved_again(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+    MiniLMEmbedder(cache_dir=tmp_path).embed([CAT])
+    [saved] = tmp_path.iterdir()
+    (saved / "model.weights").write_bytes(b"not weights")
+
+    again = MiniLMEmbedder(cache_dir=tmp_path)
+    vectors = again.embed([CAT, KITTEN])
+
+    assert again.session_source == "built"
+    np.testing.assert_allclose(vectors, embedder.embed([CAT, KITTEN]), atol=1e-5)
+    assert MiniLMEmbedder(cache_dir=tmp_path).embed([CAT]).shape == (1, 384)
+    assert (saved / "model.weights").stat().st_size > 50_000_000
+
+
+def test_a_cache_folder_that_cannot_be_made_leaves_the_embedder_working(tmp_path: Path) -> None:
+    blocked = tmp_path / "a file"
+    blocked.write_text("in the way")
+
+    embedder = MiniLMEmbedder(cache_dir=blocked / "cache")
+
+    assert embedder.embed([CAT]).shape == (1, 384)
+    assert embedder.session_source == "built"
+
+
 def test_long_texts_go_two_at_a_time_and_short_ones_sixteen_so_a_batch_stays_small() -> None:
     # A batch's working memory follows its padded tokens (16 texts of 256 tokens: 330 MB).
     embedder = MiniLMEmbedder()

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
+from research_mcp.sources.documents import chunk_spans
 from research_mcp.storage.migrations import MIGRATIONS, apply_migrations
-from research_mcp.storage.models import Citation
+from research_mcp.storage.models import Citation, compress_text
 from research_mcp.storage.store import NewFact, Store
 
 
@@ -132,4 +133,66 @@ def test_008_source_insights_keeps_what_extractions_stored_before_it_said_their_
         ("follow_up", "How do floating turbines fare?", "corpus:1", "Wind", "h_1", "run_1"),
         ("source_gap", "No floating turbines.", "corpus:1", "Wind", "h_1", "run_1"),
     ]
+    store.close()
+
+
+def _old_corpus_folder(path: Path, texts: dict[str, str]) -> None:
+    """A data folder as 0.x left it before migration 013: each chunk's text and title kept in its row
+    and, through the chunk table, in the full-text index (external content)."""
+    old = Database(path)
+    apply_migrations(old, MIGRATIONS[: [name for name, _ in MIGRATIONS].index("015_chunk_text_once")])
+    chunk_id = 0
+    for doc_id, (name, text) in enumerate(texts.items(), 1):
+        old.conn.execute(
+            "INSERT INTO corpus_documents (id, root, path, title, content_hash, size, mtime_ns, text, indexed_at)"
+            " VALUES (?, 'notes', ?, ?, ?, ?, 1, ?, 'then')",
+            (doc_id, f"{name}.md", name.title(), name, len(text), compress_text(text)),
+        )
+        for ordinal, (start, end) in enumerate(chunk_spans(text)):
+            chunk_id += 1
+            old.conn.execute(
+                'INSERT INTO corpus_chunks (id, doc_id, ordinal, title, text, start, "end") VALUES (?, ?, ?, ?, ?, ?, ?)',
+                (chunk_id, doc_id, ordinal, name.title(), text[start:end], start, end),
+            )
+    old.conn.execute(
+        "INSERT INTO corpus_chunks_fts (rowid, text, title) SELECT id, text, title FROM corpus_chunks"
+    )
+    old.conn.commit()
+    old.conn.close()
+
+
+def test_015_keeps_a_chunks_text_once_and_an_older_folder_searches_and_reads_as_before(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "research.db"
+    tides = "\n\n".join(
+        f"Paragraph {i}: spring tides follow the new and the full moon. " * 12 for i in range(30)
+    )
+    reefs = "\n\n".join(f"Paragraph {i}: coral reefs bleach when the sea warms. " * 12 for i in range(30))
+    _old_corpus_folder(path, {"tides": tides, "reefs": reefs})
+    before = path.stat().st_size
+
+    store = Store(path)
+
+    assert store.db.table("corpus_chunks").columns_dict == {
+        "id": int,
+        "doc_id": int,
+        "ordinal": int,
+        "start": int,
+        "end": int,
+    }
+    # Compacted: the chunk texts' pages went back to the file system, none is left free in the file.
+    assert path.stat().st_size < before
+    assert store.db.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    found = store.corpus_bm25("coral", ["notes"], weights=(1.0, 2.0), limit=10, chunks=100)
+    assert [doc_id for doc_id, _ in found] == [2]
+    assert store.corpus_bm25("reefs", ["notes"], weights=(1.0, 2.0), limit=10, chunks=100)  # the title
+    chunks = store.corpus_chunks_after(0, 1000)
+    assert " ".join(chunk.text for chunk in chunks if chunk.doc_id == 1).split() == tides.split()
+    assert {chunk.title for chunk in chunks} == {"Tides", "Reefs"}
+    # A chunk indexed before the migration leaves the index with its document.
+    store.delete_corpus_document(2)
+    assert store.corpus_bm25("coral", ["notes"], weights=(1.0, 2.0), limit=10, chunks=100) == []
+    with store.write() as conn:
+        conn.execute("INSERT INTO corpus_chunks_fts (corpus_chunks_fts) VALUES ('integrity-check')")
     store.close()
