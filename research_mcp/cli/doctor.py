@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from research_mcp.cli.connect import claude_add_command
 from research_mcp.config import Settings
 from research_mcp.errors import ResearchError
 
@@ -33,6 +32,8 @@ PROBLEM = "problem: "  # how a doctor line naming a problem begins; `doctor` the
 
 def connect_hint(environ: Mapping[str, str] | None = None) -> str:
     """How to add this very server to Claude Code, with this shell's settings (`cli/connect.py`)."""
+    from research_mcp.cli.connect import claude_add_command
+
     return f"connect it with: {claude_add_command(environ)}"
 
 
