@@ -29,6 +29,7 @@ from research_mcp.matching.terms import terms
 
 REPO = Path(__file__).resolve().parents[1]
 ROWS_VERSION = 1
+REUSE_ROWS = False
 
 
 @dataclass
@@ -226,16 +227,35 @@ def collected(name: str, questions: list[dict], documents: dict[str, Document], 
         + (REPO / "research_mcp/answering/passages.py").read_bytes()
     ).hexdigest()[:16]
     kept = cache_folder() / "fit-ranker" / f"rows-{name}-{key}.pickle"
+    if (
+        REUSE_ROWS and not kept.exists()
+    ):  # --reuse-rows: the newest rows kept for this set, whatever their key
+        newest = sorted(kept.parent.glob(f"rows-{name}-*.pickle"), key=lambda path: path.stat().st_mtime)
+        kept = newest[-1] if newest else kept
     if kept.exists():
-        return pickle.loads(kept.read_bytes())
+        return _with_document_size(pickle.loads(kept.read_bytes()))
     rows = collect(questions, documents, embedder)
     kept.parent.mkdir(parents=True, exist_ok=True)
     kept.write_bytes(pickle.dumps(rows))
     return rows
 
 
-def fit(x: np.ndarray, y: np.ndarray, l2: float = 1.0) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
-    mean, scale = x.mean(axis=0), x.std(axis=0)
+def _with_document_size(rows: dict[str, Rows]) -> dict[str, Rows]:
+    """Rows collected before the `passages` feature: each document's matrix gains it (log of its rows)."""
+    for half in rows.values():
+        half.x = [
+            m if m.shape[1] == len(FEATURES) else np.column_stack([m, np.full(len(m), np.log1p(len(m)))])
+            for m in half.x
+        ]
+    return rows
+
+
+def fit(
+    x: np.ndarray, y: np.ndarray, l2: float = 1.0, *, standardise: bool = True
+) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+    mean, scale = (
+        (x.mean(axis=0), x.std(axis=0)) if standardise else (np.zeros(x.shape[1]), np.ones(x.shape[1]))
+    )
     scale[scale < 1e-9] = 1.0
     z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
     w = np.zeros(z.shape[1])
@@ -284,9 +304,14 @@ def fit_listwise(
             q /= q.sum()
             gradient += (p - q) @ z[a:b]
         w -= rate * gradient / max(len(groups), 1)
+    # Across documents: the order's score with the document-level features, calibrated together.
     score = z @ w
-    slope, bias = _platt(score, y)
-    return w * slope, bias, mean, scale
+    document_level = [FEATURES.index("title"), FEATURES.index("passages")]
+    stage = np.column_stack([score, z[:, document_level]])
+    coefficients, bias, _, _ = fit(stage, y, l2=1.0, standardise=False)
+    final = w * coefficients[0]
+    final[document_level] += coefficients[1:]
+    return final, bias, mean, scale
 
 
 def _platt(score: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -329,7 +354,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--pointwise", action="store_true", help="fit the probability directly (no listwise step)"
     )
+    parser.add_argument(
+        "--reuse-rows", action="store_true", help="the newest rows kept per set, whatever changed since"
+    )
     args = parser.parse_args(argv)
+    global REUSE_ROWS
+    REUSE_ROWS = args.reuse_rows
     from research_mcp.llm.embeddings import MiniLMEmbedder
 
     embedder = None if args.no_dense else MiniLMEmbedder()

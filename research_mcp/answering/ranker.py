@@ -13,11 +13,15 @@ Each (question, passage) pair is described by a handful of features that hold in
 - ``title``: the share said by the document's title (the same for every passage of a document:
   it tells documents apart, not passages);
 - ``first``: the passage opens its section; ``definition``, ``listy`` (list item or table row):
-  its kind; ``length``: log of its length.
+  its kind; ``length``: log of its length;
+- ``passages``: log of how many passages the document has (the best of a one-paragraph note holds
+  the answer far more often than the best of a long manual page).
 
 A logistic model over them gives the probability that the passage holds the answer. Its weights
 (``weights.json``) are fitted by ``bench/fit_ranker.py`` on the dev halves of every evaluation set
-together and checked on the held-out halves; nothing here names a corpus, a product or a file.
+together and checked on the held-out halves: first the order of a document's passages (listwise),
+then the probability across documents (the document-level features ``title`` and ``passages`` with
+that order's score); nothing here names a corpus, a product or a file.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ FEATURES = (
     "definition",
     "listy",
     "length",
+    "passages",
 )
 #: Passages embedded per question and document: the best by BM25 (the rest take the lowest cosine).
 EMBED_LIMIT = 40
@@ -111,6 +116,7 @@ def features(
         matrix[row, 9] = float(passage.kind == "definition")
         matrix[row, 10] = float(passage.kind in ("list_item", "table_row"))
         matrix[row, 11] = math.log1p((passage.end - passage.start) / 200)
+    matrix[:, 12] = math.log1p(count)
     matrix[:, 1] = bm25 - bm25.max()
     matrix[:, 3] = dense - dense.max()
     return matrix

@@ -41,7 +41,7 @@ def test_the_passage_holding_the_answer_ranks_first(
 
 
 def test_a_defined_term_the_question_names_is_a_feature_of_its_passage() -> None:
-    text = "OPTIONS\n\n--soft\n    Does not touch the index file or the working tree at all.\n\n--hard\n    Resets the index and working tree.\n"
+    text = "# OPTIONS\n\n--soft\n    Does not touch the index file or the working tree at all.\n\n--hard\n    Resets the index and working tree.\n"
     passages = split_passages(text)
     matrix = features("What does --soft do?", text, "git-reset", passages, None)
     term = FEATURES.index("term")
