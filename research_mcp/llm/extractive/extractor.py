@@ -43,7 +43,7 @@ MAX_FACTS = 40
 K_BY_PRIORITY = {1: 4, 2: 3}
 DEFAULT_K = 3
 #: A passage past the first is quoted when its probability is at least this share of the best one's.
-RELATIVE = 0.35
+RELATIVE = 0.1
 #: Passages whose probability is under this are never quoted (a source that does not bear on the question).
 FLOOR = 0.02
 #: A changelog's passages count this much for a question that does not ask about history.
