@@ -165,19 +165,46 @@ def _dense(
     return dense
 
 
-class Ranker:
-    """A logistic model over FEATURES: weights, a bias, and each feature's mean and scale."""
+#: A document's only passage has no rival: its margin is this (a rival's is a difference of scores).
+LONE_MARGIN = 3.0
 
-    def __init__(self, weights: Sequence[float], bias: float, mean: Sequence[float], scale: Sequence[float]):
+
+def margins(order: np.ndarray) -> np.ndarray:
+    """Each passage's order score less the best of the document's other passages' (capped at LONE_MARGIN)."""
+    if len(order) < 2:
+        return np.full(len(order), LONE_MARGIN)
+    top, second = np.sort(order)[-1], np.sort(order)[-2]
+    rivals = np.where(order >= top, second, top)
+    return np.minimum(order - rivals, LONE_MARGIN)
+
+
+class Ranker:
+    """A logistic model over FEATURES: how a document's passages are ordered (`order` weights), and
+    the probability that one holds the answer: the features' `weights`, its `margin` over the
+    document's next best passage, and a bias (each feature standardised by its mean and scale)."""
+
+    def __init__(
+        self,
+        weights: Sequence[float],
+        bias: float,
+        mean: Sequence[float],
+        scale: Sequence[float],
+        order: Sequence[float] | None = None,
+        margin: float = 0.0,
+    ):
         self.weights = np.asarray(weights, dtype=np.float64)
         self.bias = float(bias)
         self.mean = np.asarray(mean, dtype=np.float64)
         self.scale = np.asarray(scale, dtype=np.float64)
+        self.order = np.asarray(order if order is not None else weights, dtype=np.float64)
+        self.margin = float(margin)
 
     def probabilities(self, matrix: np.ndarray) -> np.ndarray:
+        """One document's passages' probabilities of holding the answer."""
         if not len(matrix):
             return np.zeros(0)
-        logits = ((matrix - self.mean) / self.scale) @ self.weights + self.bias
+        z = (matrix - self.mean) / self.scale
+        logits = z @ self.weights + self.margin * margins(z @ self.order) + self.bias
         return np.round(1 / (1 + np.exp(-logits)), 4)
 
 
@@ -185,4 +212,6 @@ def load_ranker(path: Path = _WEIGHTS) -> Ranker:
     data = json.loads(path.read_text())
     if list(data["features"]) != list(FEATURES):
         raise ValueError(f"{path.name} was fitted on other features: refit with bench/fit_ranker.py")
-    return Ranker(data["weights"], data["bias"], data["mean"], data["scale"])
+    return Ranker(
+        data["weights"], data["bias"], data["mean"], data["scale"], data.get("order"), data.get("margin", 0.0)
+    )
