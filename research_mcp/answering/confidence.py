@@ -16,7 +16,7 @@ from research_mcp.contracts import ConfidenceLevel
 
 __all__ = ["ANSWERED", "HIGH", "LEVELS", "independent", "level_of", "lowest"]
 
-ANSWERED = 0.35
+ANSWERED = 0.4
 HIGH = 0.6
 LEVELS: tuple[ConfidenceLevel, ...] = ("low", "medium", "high")
 
