@@ -23,10 +23,10 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from research_mcp.answering.terms import bears_on, same_term, terms
 from research_mcp.citations import normalize
 from research_mcp.contracts import NOT_ESTABLISHED, UNANSWERED, Confidence, ConfidenceLevel, Fact
 from research_mcp.llm.embeddings import english_words
-from research_mcp.matching.terms import bears_on, same_term, terms
 from research_mcp.storage.outputs import AcceptanceCheck
 
 __all__ = [

@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from research_mcp.answering.terms import bears_on, terms
 from research_mcp.copies import Fingerprint, copy_clusters
-from research_mcp.matching.terms import bears_on, terms
 from research_mcp.role_inputs import ScoutCandidate
 from research_mcp.sources.library import Candidate
 

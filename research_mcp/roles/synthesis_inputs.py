@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from research_mcp.answering.questions import reads_as_question
 from research_mcp.citations import normalize
 from research_mcp.ids import source_label
-from research_mcp.matching.questions import reads_as_question
 from research_mcp.role_inputs import ChildReport, ExtractorInput, SourceInsight, SynthesisInput
 from research_mcp.roles.base import RoleDeps
 from research_mcp.roles.evidence import bears_on

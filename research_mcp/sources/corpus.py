@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from research_mcp.answering.terms import terms
 from research_mcp.errors import InvalidInput, NotConfigured, NotFound, shown
 from research_mcp.ids import corpus_ref
-from research_mcp.matching.terms import terms
 from research_mcp.sources.chunk_vectors import chunk_point
 from research_mcp.sources.documents import chunk_spans, size_cap
 from research_mcp.sources.folders import (

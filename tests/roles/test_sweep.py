@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from research_mcp.answering.terms import terms
 from research_mcp.config import Settings
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.matching.terms import terms
 from research_mcp.role_inputs import (
     ExtractorInput,
     ScoutCandidate,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 
+from research_mcp.answering.terms import STOPWORDS, clip
 from research_mcp.contracts import PlannerOutput, PlanNode
 from research_mcp.feasibility import check_feasible
 from research_mcp.llm.extractive.decompose import Comparison, Part, decompose
@@ -31,7 +32,6 @@ from research_mcp.llm.extractive.plan_shapes import (
     discovery_leaf,
     with_task_spec,
 )
-from research_mcp.matching.terms import STOPWORDS, clip
 from research_mcp.role_inputs import PlannerInput
 from research_mcp.scope import judge_scope
 

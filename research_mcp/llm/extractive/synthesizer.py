@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass, field
 
 from research_mcp.answering.confidence import ANSWERED, independent, level_of, lowest
+from research_mcp.answering.questions import reads_as_question
+from research_mcp.answering.terms import clip, terms
 from research_mcp.citations import CITATION, normalize, same_claim
 from research_mcp.contracts import (
     NOT_ESTABLISHED,
@@ -31,8 +33,6 @@ from research_mcp.contracts import (
 )
 from research_mcp.ids import fact_label
 from research_mcp.llm.extractive.scoring import Relevance
-from research_mcp.matching.questions import reads_as_question
-from research_mcp.matching.terms import clip, terms
 from research_mcp.role_inputs import SynthesisFact, SynthesisPayload
 
 __all__ = ["COVERED_CONFIDENCE", "DUPLICATE", "synthesize"]
