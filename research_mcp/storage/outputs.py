@@ -24,6 +24,7 @@ from research_mcp.contracts import (
     ScoutOutput,
     SynthesisOutput,
 )
+from research_mcp.gaps import Gap, GapList
 from research_mcp.role_inputs import ExtractorInput, PlannerInput, ScoutInput, SourceInsight, SynthesisInput
 
 __all__ = [
@@ -136,12 +137,20 @@ class StoredSynthesis(SynthesisOutput, _Reusable):
     finished_nodes: list[str] = Field(default_factory=list)
     unmet_criteria: list[str] = Field(default_factory=list)
     acceptance: list[AcceptanceCheck] = Field(default_factory=list)
-    evidence_gaps: list[str] = Field(default_factory=list)
+    evidence_gaps: GapList = Field(default_factory=list)
+    #: `gaps` with their kinds, one for one (none for a synthesis stored before gaps were typed).
+    typed_gaps: GapList = Field(default_factory=list)
     insights: list[SourceInsight] = Field(default_factory=list)
     #: The reasons the backend and code gave for the confidence level, rule by rule (`confidence`'s
     #: reasoning is the plain sentence a person reads), and what that sentence counts.
     confidence_reasons: list[str] = Field(default_factory=list)
     confidence_counts: ConfidenceCounts | None = None
+
+    def as_gaps(self) -> list[Gap]:
+        """Each of `gaps` with its kind; stored before gaps were typed, each of kind `other`."""
+        if len(self.typed_gaps) == len(self.gaps):
+            return list(self.typed_gaps)
+        return [Gap(text=text) for text in self.gaps]
 
 
 class CuratedSource(BaseModel):

@@ -19,6 +19,7 @@ from research_mcp.contracts import (
 )
 from research_mcp.errors import ModelError
 from research_mcp.feasibility import check_feasible
+from research_mcp.gaps import Gap
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.extractive import ExtractiveModel
 from research_mcp.llm.extractive.extractor import NO_ANSWER
@@ -316,7 +317,7 @@ async def test_a_part_that_found_nothing_is_not_carried_as_unanswered_where_the_
         title=CAFFEINE_QUESTION,
         report=f"# {CAFFEINE_QUESTION}\n\n_No verified fact answers this._",
         confidence="low",
-        gaps=[f"No verified fact was found for: {CAFFEINE_QUESTION}", "Is tea healthy?"],
+        gaps=[Gap.unanswered(CAFFEINE_QUESTION), Gap(text="Is tea healthy?")],
     )
     payload = SynthesisPayload(
         title="Drinks",
@@ -330,6 +331,9 @@ async def test_a_part_that_found_nothing_is_not_carried_as_unanswered_where_the_
 
     assert not any("No verified fact was found" in gap for gap in output.gaps), output.gaps
     assert f"{CAFFEINE_QUESTION}: Is tea healthy?" in output.gaps
+    # The part's gap is carried up typed: under its part's title, of its kind.
+    carried = next(gap for gap in output.as_gaps() if gap.text == f"{CAFFEINE_QUESTION}: Is tea healthy?")
+    assert (carried.kind, carried.part) == ("other", CAFFEINE_QUESTION)
 
 
 # --- planner (more in tests/llm/test_extractive_planner.py) ------------------------------
