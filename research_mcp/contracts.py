@@ -30,6 +30,7 @@ __all__ = [
     "Budget",
     "CompactReturn",
     "Confidence",
+    "ConfidenceCap",
     "CriterionVerdict",
     "Embedder",
     "ExtractedFact",
@@ -272,6 +273,17 @@ class Answer(_Strict):
 class Confidence(_Strict):
     level: ConfidenceLevel
     reasoning: str = Field(max_length=1000)
+
+
+class ConfidenceCap(BaseModel):
+    """A rule of code capping a synthesis's confidence: `rule`, its stable name (what tests and code
+    match on); `level`, the highest confidence it allows; `reason`, what it found, in words."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rule: str
+    level: ConfidenceLevel
+    reason: str
 
 
 class FollowUpQuestion(_Strict):

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from research_mcp.answering.terms import bears_on, same_term, terms
 from research_mcp.citations import normalize
-from research_mcp.contracts import Confidence, ConfidenceLevel, Fact
+from research_mcp.contracts import Confidence, ConfidenceCap, ConfidenceLevel, Fact
 from research_mcp.gaps import NEVER_MENTIONED, NOT_ESTABLISHED, UNANSWERED, Gap
 from research_mcp.llm.embeddings import english_words
 from research_mcp.storage.outputs import AcceptanceCheck
@@ -61,14 +61,14 @@ class Evidence:
     """What code found missing in a synthesis's evidence, and the confidence caps it implies."""
 
     gaps: list[Gap] = field(default_factory=list)
-    caps: list[tuple[ConfidenceLevel, str]] = field(default_factory=list)
+    caps: list[ConfidenceCap] = field(default_factory=list)
 
     def cap(self, confidence: Confidence) -> Confidence:
         """`confidence` no higher than the lowest cap, the reasoning naming every rule that caps it."""
         if not self.caps:
             return confidence
-        level = min((level for level, _ in self.caps), key=_LEVELS.__getitem__)
-        why = "; ".join(reason for cap, reason in self.caps if _LEVELS[cap] < _LEVELS[confidence.level])
+        level = min((cap.level for cap in self.caps), key=_LEVELS.__getitem__)
+        why = "; ".join(cap.reason for cap in self.caps if _LEVELS[cap.level] < _LEVELS[confidence.level])
         return cap_confidence(confidence, level, why)
 
 
@@ -163,11 +163,14 @@ def judge_evidence(
             )
         )
     if not verified:
-        evidence.caps.append(("low", "no verified fact in its input"))
+        evidence.caps.append(
+            ConfidenceCap(rule="no_verified_fact", level="low", reason="no verified fact in its input")
+        )
         return evidence
     if unanswered:
         share = f"{len(unanswered)} of {len(asked)} questions without a verified fact"
-        evidence.caps.append(("low" if len(unanswered) * 2 > len(asked) else "medium", share))
+        level: ConfidenceLevel = "low" if len(unanswered) * 2 > len(asked) else "medium"
+        evidence.caps.append(ConfidenceCap(rule="unanswered_questions", level=level, reason=share))
     groups = [by_question[normalize(q)] for q in judged] or [verified]
     sources_of = cited_in or {}
     corroborated = sum(
@@ -176,13 +179,16 @@ def judge_evidence(
         if len({source for fact in group for source in [fact.source_id, *sources_of.get(fact.id, ())]}) > 1
     )
     if corroborated * 2 < len(groups):
-        evidence.caps.append(
-            ("medium", f"{corroborated} of {len(groups)} answered questions backed by two or more sources")
-        )
+        why = f"{corroborated} of {len(groups)} answered questions backed by two or more sources"
+        evidence.caps.append(ConfidenceCap(rule="corroboration", level="medium", reason=why))
     unmet = [check for check in acceptance if check.met is False]
     if unmet:
-        level: ConfidenceLevel = "low" if len(unmet) == len(acceptance) else "medium"
-        evidence.caps.append((level, f"{len(unmet)} of {len(acceptance)} acceptance criteria unmet"))
+        why = f"{len(unmet)} of {len(acceptance)} acceptance criteria unmet"
+        evidence.caps.append(
+            ConfidenceCap(
+                rule="acceptance", level="low" if len(unmet) == len(acceptance) else "medium", reason=why
+            )
+        )
     return evidence
 
 

@@ -7,7 +7,14 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from research_mcp.citations import CitationChecker, normalize
-from research_mcp.contracts import Confidence, ConfidenceLevel, ExtractorTaskSpec, Fact, SynthesisOutput
+from research_mcp.contracts import (
+    Confidence,
+    ConfidenceCap,
+    ConfidenceLevel,
+    ExtractorTaskSpec,
+    Fact,
+    SynthesisOutput,
+)
 from research_mcp.gaps import Gap
 from research_mcp.ids import fact_label, source_label
 from research_mcp.role_inputs import (
@@ -159,9 +166,7 @@ def _unestablished(gaps: Sequence[Gap]) -> set[str]:
     return {normalize(question).rstrip("?. ") for question in found}
 
 
-def _never_mentioned_caps(
-    questions: Sequence[str], notes: Sequence[Gap]
-) -> list[tuple[ConfidenceLevel, str]]:
+def _never_mentioned_caps(questions: Sequence[str], notes: Sequence[Gap]) -> list[ConfidenceCap]:
     """The caps of words no document of the corpus holds (runs/leaf.py), this node's leaf's or its
     parts' carried up: never `high`; `low` when every question of the node asks about a name no
     document holds (roles/evidence.py: `never_mentioned_cap`), else `medium`."""
@@ -174,7 +179,7 @@ def _never_mentioned_caps(
         if note.question and never_mentioned_cap(note) == "low"
     }
     every = bool(questions) and all(normalize(q).rstrip("?. ") in named for q in questions)
-    return [("low" if every else "medium", said[0].text)]
+    return [ConfidenceCap(rule="never_mentioned", level="low" if every else "medium", reason=said[0].text)]
 
 
 def _unique(gaps: Iterable[Gap]) -> list[Gap]:
@@ -423,9 +428,10 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
             suggested=output.suggested_followups,
         )
         evidence.caps += _never_mentioned_caps(questions, [*self.notes, *found_gaps])
-        output.confidence = _capped(
-            evidence.cap(output.confidence), output, cites_verified=bool(check.verified)
-        )
+        output.confidence = evidence.cap(output.confidence)
+        report_caps = _report_caps(output, cites_verified=bool(check.verified))
+        for cap in report_caps:
+            output.confidence = cap_confidence(output.confidence, cap.level, cap.reason)
         # A person reads one plain sentence; the reasons rule by rule stay in the structured output.
         counts = self._counts(context.deps, output, check.cited, found_gaps)
         reasons = [output.confidence.reasoning]
@@ -435,6 +441,7 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
         return self.stored(
             output,
             confidence_reasons=reasons,
+            confidence_caps=[cap.model_dump() for cap in [*evidence.caps, *report_caps]],
             confidence_counts=counts.model_dump(),
             failures=scope.failed,
             fact_ids=sorted(scope.allowed),
@@ -541,13 +548,19 @@ def _add_gaps(output: SynthesisOutput, failed: Sequence[str], found: Sequence[Ga
     )
 
 
-def _capped(confidence: Confidence, output: SynthesisOutput, *, cites_verified: bool) -> Confidence:
+def _report_caps(output: SynthesisOutput, *, cites_verified: bool) -> list[ConfidenceCap]:
+    """The caps of the checked report itself: no verified fact cited, contradictions unresolved."""
+    caps = []
     if not cites_verified:
-        confidence = cap_confidence(confidence, "low", "the report cites no verified fact")
+        caps.append(
+            ConfidenceCap(
+                rule="cites_no_verified_fact", level="low", reason="the report cites no verified fact"
+            )
+        )
     if output.contradictions:
         why = f"{len(output.contradictions)} contradictions between sources are unresolved"
-        confidence = cap_confidence(confidence, "medium", why)
-    return confidence
+        caps.append(ConfidenceCap(rule="contradictions", level="medium", reason=why))
+    return caps
 
 
 def _still_open(carried: Sequence[Gap], facts: Sequence[Fact]) -> list[Gap]:

@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from research_mcp.contracts import (
+    ConfidenceCap,
     ExtractorOutput,
     Finding,
     HandoffStatus,
@@ -145,6 +146,8 @@ class StoredSynthesis(SynthesisOutput, _Reusable):
     #: reasoning is the plain sentence a person reads), and what that sentence counts.
     confidence_reasons: list[str] = Field(default_factory=list)
     confidence_counts: ConfidenceCounts | None = None
+    #: The caps code's rules put on `confidence`, each by its rule's name (none stored before caps were).
+    confidence_caps: list[ConfidenceCap] = Field(default_factory=list)
 
     def as_gaps(self) -> list[Gap]:
         """Each of `gaps` with its kind; stored before gaps were typed, each of kind `other`."""
