@@ -20,15 +20,15 @@ import research_mcp
 
 #: A concept's defining fields, and the one model that may hold them all.
 ONE_MODEL = {
-    "gap": ({"kind", "question", "part"}, {"research_mcp.gaps.Gap"}),
-    "confidence cap": ({"level", "reason"}, {"research_mcp.contracts.ConfidenceCap"}),
+    "gap": ({"kind", "question", "part"}, {"research_mcp.core.gaps.Gap"}),
+    "confidence cap": ({"level", "reason"}, {"research_mcp.core.contracts.ConfidenceCap"}),
 }
 #: The fact models as they stand (issue 48.4 folds them): none may be added.
 FACT_FIELDS = {"statement", "quote"}
 FACT_MODELS = {
-    "research_mcp.contracts.ExtractedFact",
-    "research_mcp.contracts.Fact",
-    "research_mcp.role_inputs.SynthesisFact",
+    "research_mcp.core.contracts.ExtractedFact",
+    "research_mcp.core.contracts.Fact",
+    "research_mcp.core.role_inputs.SynthesisFact",
     "research_mcp.run_document.ViewFact",
     "research_mcp.storage.models.NewFact",
 }

@@ -1,8 +1,8 @@
-"""A gap is typed where code writes it (research_mcp/gaps.py): its kind and question are read, never
+"""A gap is typed where code writes it (research_mcp/core/gaps.py): its kind and question are read, never
 its sentence; a synthesis stored before gaps were typed still loads."""
 
-from research_mcp.contracts import Confidence, SynthesisOutput
-from research_mcp.gaps import NOT_ESTABLISHED, UNANSWERED, Gap
+from research_mcp.core.contracts import Confidence, SynthesisOutput
+from research_mcp.core.gaps import NOT_ESTABLISHED, UNANSWERED, Gap
 from research_mcp.storage.outputs import StoredSynthesis
 
 MEDIUM = Confidence(level="medium", reasoning="two sources")

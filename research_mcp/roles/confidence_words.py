@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from research_mcp.contracts import Confidence, ConfidenceCap, ConfidenceLevel
+from research_mcp.core.contracts import Confidence, ConfidenceCap, ConfidenceLevel
 from research_mcp.roles.evidence import cap_confidence
 from research_mcp.storage.outputs import ConfidenceCounts, StoredSynthesis
 

@@ -24,9 +24,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from research_mcp.answering.terms import bears_on, same_term, terms
-from research_mcp.citations import normalize
-from research_mcp.contracts import Confidence, ConfidenceCap, ConfidenceLevel, Fact
-from research_mcp.gaps import NEVER_MENTIONED, NOT_ESTABLISHED, UNANSWERED, Gap
+from research_mcp.core.citations import normalize
+from research_mcp.core.contracts import Confidence, ConfidenceCap, ConfidenceLevel, Fact
+from research_mcp.core.gaps import NEVER_MENTIONED, NOT_ESTABLISHED, UNANSWERED, Gap
 from research_mcp.llm.embeddings import english_words
 from research_mcp.storage.outputs import AcceptanceCheck
 

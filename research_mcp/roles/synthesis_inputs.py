@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from typing import Literal
 
 from research_mcp.answering.questions import reads_as_question
-from research_mcp.citations import normalize
-from research_mcp.gaps import Gap
-from research_mcp.ids import source_label
-from research_mcp.role_inputs import ChildReport, ExtractorInput, SourceInsight, SynthesisInput
+from research_mcp.core.citations import normalize
+from research_mcp.core.gaps import Gap
+from research_mcp.core.ids import source_label
+from research_mcp.core.role_inputs import ChildReport, ExtractorInput, SourceInsight, SynthesisInput
 from research_mcp.roles.base import RoleDeps
 from research_mcp.roles.evidence import bears_on
 from research_mcp.storage.models import KnownInsight

@@ -6,8 +6,8 @@ import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
-from research_mcp.citations import CitationChecker, normalize
-from research_mcp.contracts import (
+from research_mcp.core.citations import CitationChecker, normalize
+from research_mcp.core.contracts import (
     Confidence,
     ConfidenceCap,
     ConfidenceLevel,
@@ -15,9 +15,9 @@ from research_mcp.contracts import (
     Fact,
     SynthesisOutput,
 )
-from research_mcp.gaps import Gap
-from research_mcp.ids import fact_label, source_label
-from research_mcp.role_inputs import (
+from research_mcp.core.gaps import Gap
+from research_mcp.core.ids import fact_label, source_label
+from research_mcp.core.role_inputs import (
     ChildReport,
     SourceInsight,
     SynthesisFact,

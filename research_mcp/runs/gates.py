@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 from research_mcp.answering.answer_type import number_words, states_number
 from research_mcp.answering.terms import said_terms, terms
-from research_mcp.citations import normalize
-from research_mcp.contracts import Budget, Phase
+from research_mcp.core.citations import normalize
+from research_mcp.core.contracts import Budget, Phase
 from research_mcp.roles.evidence import named_terms, technical_terms
 from research_mcp.runs.context import RunContext
 from research_mcp.storage.outputs import StoredSynthesis

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import anyio
 
-from research_mcp.contracts import PlanNode
-from research_mcp.gaps import Gap
-from research_mcp.ids import source_label
+from research_mcp.core.contracts import PlanNode
+from research_mcp.core.gaps import Gap
+from research_mcp.core.ids import source_label
 from research_mcp.roles.acceptance import numbered_criteria
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, leaf_questions

@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from research_mcp.citations import WRITTEN_CITATION
-from research_mcp.contracts import ConfidenceLevel, Phase, PlanNode, SynthesisOutput
-from research_mcp.errors import BudgetExhausted, ModelError, NodeBudgetExhausted
-from research_mcp.feasibility import leaf_reading
-from research_mcp.gaps import Gap, GapKind
-from research_mcp.ids import source_label
-from research_mcp.role_inputs import ExtractorInput
+from research_mcp.core.citations import WRITTEN_CITATION
+from research_mcp.core.contracts import ConfidenceLevel, Phase, PlanNode, SynthesisOutput
+from research_mcp.core.errors import BudgetExhausted, ModelError, NodeBudgetExhausted
+from research_mcp.core.feasibility import leaf_reading
+from research_mcp.core.gaps import Gap, GapKind
+from research_mcp.core.ids import source_label
+from research_mcp.core.role_inputs import ExtractorInput
 from research_mcp.roles.base import RoleResult
 from research_mcp.roles.contradictions import settling_question
 from research_mcp.roles.evidence import STRONG_EVIDENCE

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from research_mcp.contracts import PlanNode, SynthesisOutput
-from research_mcp.errors import ModelError
-from research_mcp.role_inputs import SynthesisInput
+from research_mcp.core.contracts import PlanNode, SynthesisOutput
+from research_mcp.core.errors import ModelError
+from research_mcp.core.role_inputs import SynthesisInput
 from research_mcp.roles.acceptance import numbered_criteria
 from research_mcp.roles.base import RoleResult
 from research_mcp.roles.synthesizer import synthesize

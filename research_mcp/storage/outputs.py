@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from research_mcp.contracts import (
+from research_mcp.core.contracts import (
     ConfidenceCap,
     ExtractorOutput,
     Finding,
@@ -25,8 +25,14 @@ from research_mcp.contracts import (
     ScoutOutput,
     SynthesisOutput,
 )
-from research_mcp.gaps import Gap, GapList
-from research_mcp.role_inputs import ExtractorInput, PlannerInput, ScoutInput, SourceInsight, SynthesisInput
+from research_mcp.core.gaps import Gap, GapList
+from research_mcp.core.role_inputs import (
+    ExtractorInput,
+    PlannerInput,
+    ScoutInput,
+    SourceInsight,
+    SynthesisInput,
+)
 
 __all__ = [
     "OUTPUTS",
@@ -174,7 +180,7 @@ class CuratedSource(BaseModel):
     #: What the extractor's quick scan found in it (one line), when it was scanned.
     scan: str = ""
     #: Copies of it folded into it (the same document under another name or in another format):
-    #: one source with it, never a second one (research_mcp/copies.py).
+    #: one source with it, never a second one (research_mcp/core/copies.py).
     copies: list[str] = Field(default_factory=list)
 
 

@@ -8,8 +8,8 @@ import pytest
 from pydantic import BaseModel
 
 from research_mcp.answering.confidence import ANSWERED, HIGH
-from research_mcp.citations import CITATION, locate_quote
-from research_mcp.contracts import (
+from research_mcp.core.citations import CITATION, locate_quote
+from research_mcp.core.contracts import (
     ExtractorOutput,
     ExtractorTaskSpec,
     PlannerOutput,
@@ -17,14 +17,10 @@ from research_mcp.contracts import (
     ScoutOutput,
     SynthesisOutput,
 )
-from research_mcp.errors import ModelError
-from research_mcp.feasibility import check_feasible
-from research_mcp.gaps import Gap
-from research_mcp.llm.base import ModelRequest
-from research_mcp.llm.extractive import ExtractiveModel
-from research_mcp.llm.extractive.extractor import NO_ANSWER
-from research_mcp.llm.extractive.synthesizer import LINES_PER_QUESTION
-from research_mcp.role_inputs import (
+from research_mcp.core.errors import ModelError
+from research_mcp.core.feasibility import check_feasible
+from research_mcp.core.gaps import Gap
+from research_mcp.core.role_inputs import (
     ChildReport,
     ExtractorPayload,
     PlannerInput,
@@ -33,6 +29,10 @@ from research_mcp.role_inputs import (
     SynthesisFact,
     SynthesisPayload,
 )
+from research_mcp.llm.base import ModelRequest
+from research_mcp.llm.extractive import ExtractiveModel
+from research_mcp.llm.extractive.extractor import NO_ANSWER
+from research_mcp.llm.extractive.synthesizer import LINES_PER_QUESTION
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from research_mcp.contracts import CriterionVerdict, ExtractorTaskSpec, Fact, Finding
-from research_mcp.gaps import Gap
-from research_mcp.role_inputs import SourceInsight
+from research_mcp.core.contracts import CriterionVerdict, ExtractorTaskSpec, Fact, Finding
+from research_mcp.core.gaps import Gap
+from research_mcp.core.role_inputs import SourceInsight
 from research_mcp.roles.acceptance import Criterion, judge, numbered_criteria, reshape, summary_asked
 from research_mcp.roles.synthesis_inputs import insight_followups, source_gaps
 

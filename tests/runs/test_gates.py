@@ -3,9 +3,9 @@ evidence, and the phase's own budget."""
 
 from __future__ import annotations
 
-from research_mcp.citations import normalize
-from research_mcp.contracts import Budget, Confidence, Finding, Phase, PhaseCriteria
-from research_mcp.gaps import Gap
+from research_mcp.core.citations import normalize
+from research_mcp.core.contracts import Budget, Confidence, Finding, Phase, PhaseCriteria
+from research_mcp.core.gaps import Gap
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.runs.gates import (
     PhaseSpending,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mcp import Client
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from tests.gate import ReadGate
 from tests.server.indexing import corpus_status
 from tests.server.test_stdio import script, server_params

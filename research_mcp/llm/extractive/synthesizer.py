@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from research_mcp.answering.confidence import ANSWERED, independent, level_of, lowest
 from research_mcp.answering.questions import reads_as_question
 from research_mcp.answering.terms import clip, terms
-from research_mcp.citations import CITATION, normalize, same_claim
-from research_mcp.contracts import Confidence, Embedder, Finding, SynthesisOutput
-from research_mcp.gaps import Gap
-from research_mcp.ids import fact_label
+from research_mcp.core.citations import CITATION, normalize, same_claim
+from research_mcp.core.contracts import Confidence, Embedder, Finding, SynthesisOutput
+from research_mcp.core.gaps import Gap
+from research_mcp.core.ids import fact_label
+from research_mcp.core.role_inputs import SynthesisFact, SynthesisPayload
 from research_mcp.llm.extractive.scoring import Relevance
-from research_mcp.role_inputs import SynthesisFact, SynthesisPayload
 
 __all__ = ["COVERED_CONFIDENCE", "DUPLICATE", "synthesize"]
 

@@ -8,8 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from research_mcp.contracts import Budget, ConfidenceLevel, ExtractorTaskSpec, PlannerOutput
-from research_mcp.gaps import GapList
+from research_mcp.core.contracts import Budget, ConfidenceLevel, ExtractorTaskSpec, PlannerOutput
+from research_mcp.core.gaps import GapList
 
 __all__ = [
     "ChildReport",

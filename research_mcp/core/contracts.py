@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
 
-from research_mcp.gaps import NOT_ESTABLISHED, UNANSWERED, Gap
+from research_mcp.core.gaps import NOT_ESTABLISHED, UNANSWERED, Gap
 
 if TYPE_CHECKING:
     import numpy as np
