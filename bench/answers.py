@@ -98,7 +98,7 @@ from mcp import Client
 
 from bench.eval_extractive import matches, read_view, wait_until_indexed
 from bench.retrieval import DEFAULT_DATA, served_corpus
-from research_mcp.citations import normalize
+from research_mcp.core.citations import normalize
 
 COMMAND = ".venv/bin/python -m bench.answers --hotpot ../shared/eval/hotpotqa_dev_distractor_part_a.json"
 REALDOCS = Path(__file__).resolve().parent / "data" / "realdocs"
@@ -169,7 +169,7 @@ class Run:
 
 
 async def research(client: Client, question: str, corpus_root: Path) -> Run:
-    from research_mcp.config import Settings
+    from research_mcp.core.config import Settings
     from research_mcp.run_document import run_document
     from research_mcp.storage.store import Store
 

@@ -25,8 +25,8 @@ import numpy as np
 from research_mcp.answering.lexicon import Lexicon
 from research_mcp.answering.passages import split_passages
 from research_mcp.answering.ranker import _WEIGHTS, FEATURES, Ranker, features, margins, passage_lexicon
-from research_mcp.citations import normalize
-from research_mcp.matching.terms import terms
+from research_mcp.answering.terms import terms
+from research_mcp.core.citations import normalize
 
 REPO = Path(__file__).resolve().parents[1]
 ROWS_VERSION = 1

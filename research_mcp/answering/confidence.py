@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from research_mcp.citations import normalize
-from research_mcp.contracts import ConfidenceLevel
+from research_mcp.core.citations import normalize
+from research_mcp.core.contracts import ConfidenceLevel
 
 __all__ = ["ANSWERED", "HIGH", "LEVELS", "independent", "level_of", "lowest"]
 

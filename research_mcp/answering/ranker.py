@@ -36,8 +36,8 @@ import numpy as np
 
 from research_mcp.answering.lexicon import Lexicon
 from research_mcp.answering.passages import Passage
-from research_mcp.contracts import Embedder
-from research_mcp.matching.terms import terms
+from research_mcp.answering.terms import terms
+from research_mcp.core.contracts import Embedder
 
 __all__ = ["FEATURES", "RankedPassage", "Ranker", "features", "load_ranker"]
 

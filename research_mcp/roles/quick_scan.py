@@ -18,10 +18,10 @@ from dataclasses import dataclass, field, replace
 import anyio
 
 from research_mcp.answering.confidence import ANSWERED
-from research_mcp.contracts import ExtractorOutput, Source
-from research_mcp.errors import BudgetExhausted, ModelError, ResearchError
+from research_mcp.core.contracts import ExtractorOutput, Source
+from research_mcp.core.errors import BudgetExhausted, ModelError, ResearchError
+from research_mcp.core.role_inputs import ExtractorInput
 from research_mcp.llm.base import Usage
-from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.base import BudgetTracker, HandoffContext, Place, RoleDeps, cache_key, perform
 from research_mcp.roles.extractor import MAX_QUESTIONS, Extraction, located_facts
 from research_mcp.sources.library import Candidate, ref_key

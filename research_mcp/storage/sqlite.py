@@ -13,7 +13,7 @@ import socket
 import sqlite3
 from pathlib import Path
 
-from research_mcp.errors import StoreBusy, StoreError, StoreFull, StoreIOError, StoreReadOnly
+from research_mcp.core.errors import StoreBusy, StoreError, StoreFull, StoreIOError, StoreReadOnly
 from research_mcp.storage.disk import no_room, writable
 
 __all__ = [

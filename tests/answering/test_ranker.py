@@ -11,7 +11,7 @@ import pytest
 
 from research_mcp.answering.passages import split_passages
 from research_mcp.answering.ranker import FEATURES, features, load_ranker
-from research_mcp.contracts import Embedder
+from research_mcp.core.contracts import Embedder
 from research_mcp.llm.embeddings import default_embedder
 
 REALDOCS = Path(__file__).resolve().parents[1] / "fixtures" / "realdocs"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import research_mcp
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.server.app import open_knowledge_index
 from research_mcp.sources.indexing import EMBED_BATCH
 from tests.cli.conftest import SCRIPT, cli, cli_env, write_corpus

@@ -17,7 +17,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.server.app import create_server
 from tests.reliability.killharness import (
     SCRIPT,

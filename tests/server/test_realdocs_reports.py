@@ -14,10 +14,10 @@ import pytest
 from markdown_it import MarkdownIt
 from mcp import Client
 
+from research_mcp.answering.questions import reads_as_question
 from research_mcp.cli.exports import render_html
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.llm.extractive import ExtractiveModel
-from research_mcp.matching.questions import reads_as_question
 from research_mcp.reports import report_markdown, safe_markdown
 from research_mcp.roles.synthesizer import NOT_ANSWERED_HERE, NOT_ESTABLISHED_HERE
 from research_mcp.run_document import run_document

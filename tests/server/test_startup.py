@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 from mcp import Client
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from tests.gate import ReadGate
 from tests.server.indexing import corpus_status
 from tests.server.test_stdio import script, server_params

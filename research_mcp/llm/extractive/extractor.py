@@ -24,7 +24,8 @@ from research_mcp.answering.confidence import ANSWERED, level_of
 from research_mcp.answering.lexicon import Lexicon
 from research_mcp.answering.passages import Passage, document_kind, split_passages
 from research_mcp.answering.ranker import features, load_ranker, passage_lexicon
-from research_mcp.contracts import (
+from research_mcp.answering.terms import clip
+from research_mcp.core.contracts import (
     Answer,
     Confidence,
     Embedder,
@@ -33,8 +34,7 @@ from research_mcp.contracts import (
     FollowUpQuestion,
     LinkedSource,
 )
-from research_mcp.matching.terms import clip
-from research_mcp.role_inputs import ExtractorPayload
+from research_mcp.core.role_inputs import ExtractorPayload
 
 __all__ = ["NO_ANSWER", "extract"]
 
