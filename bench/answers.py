@@ -193,17 +193,24 @@ async def research(client: Client, question: str, corpus_root: Path) -> Run:
     return Run(status, confidence["level"], confidence["reasoning"], facts, cited, sources)
 
 
+def quotes(quote: str, sentence: str) -> bool:
+    """A verified fact quotes a gold sentence when the sentence is in it (a fact quotes a passage: a
+    paragraph, or a sentence of one) or it is most of the sentence (`matches`)."""
+    said = normalize(sentence).strip(" .")
+    return bool(said) and (said in normalize(quote) or matches(quote, sentence))
+
+
 def score(tally: Tally, question: Question, run: Run, corpus_root: Path) -> bool | None:
     tally.questions += 1
     tally.statuses[run.status] = tally.statuses.get(run.status, 0) + 1
     verified = [fact for fact in run.facts if fact["verified"]]
     tally.verified += len(verified)
     if question.gold_sentences:
-        found = [s for s in question.gold_sentences if any(matches(f["quote"], s) for f in verified)]
+        found = [s for s in question.gold_sentences if any(quotes(f["quote"], s) for f in verified)]
         tally.gold += len(question.gold_sentences)
         tally.gold_found += len(found)
         tally.verified_gold += sum(
-            1 for f in verified if any(matches(f["quote"], s) for s in question.gold_sentences)
+            1 for f in verified if any(quotes(f["quote"], s) for s in question.gold_sentences)
         )
     elif question.gold_files:
         gold = {str((corpus_root / name).resolve()) for name in question.gold_files}
