@@ -192,7 +192,7 @@ def score(row: Row, question: Question, outcome: Outcome, bm25: BM25) -> dict[st
 
 async def research(client: Client, question: str, root: Path) -> Outcome:
     """One question researched through the MCP tools; the report's first page and the sources read."""
-    from research_mcp.config import Settings
+    from research_mcp.core.config import Settings
     from research_mcp.run_document import run_document
     from research_mcp.storage.store import Store
 

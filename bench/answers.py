@@ -98,7 +98,7 @@ from mcp import Client
 
 from bench.eval_extractive import matches, read_view, wait_until_indexed
 from bench.retrieval import DEFAULT_DATA, served_corpus
-from research_mcp.citations import normalize
+from research_mcp.core.citations import normalize
 
 COMMAND = ".venv/bin/python -m bench.answers --hotpot ../shared/eval/hotpotqa_dev_distractor_part_a.json"
 REALDOCS = Path(__file__).resolve().parent / "data" / "realdocs"
@@ -169,7 +169,7 @@ class Run:
 
 
 async def research(client: Client, question: str, corpus_root: Path) -> Run:
-    from research_mcp.config import Settings
+    from research_mcp.core.config import Settings
     from research_mcp.run_document import run_document
     from research_mcp.storage.store import Store
 
@@ -193,17 +193,24 @@ async def research(client: Client, question: str, corpus_root: Path) -> Run:
     return Run(status, confidence["level"], confidence["reasoning"], facts, cited, sources)
 
 
+def quotes(quote: str, sentence: str) -> bool:
+    """A verified fact quotes a gold sentence when the sentence is in it (a fact quotes a passage: a
+    paragraph, or a sentence of one) or it is most of the sentence (`matches`)."""
+    said = normalize(sentence).strip(" .")
+    return bool(said) and (said in normalize(quote) or matches(quote, sentence))
+
+
 def score(tally: Tally, question: Question, run: Run, corpus_root: Path) -> bool | None:
     tally.questions += 1
     tally.statuses[run.status] = tally.statuses.get(run.status, 0) + 1
     verified = [fact for fact in run.facts if fact["verified"]]
     tally.verified += len(verified)
     if question.gold_sentences:
-        found = [s for s in question.gold_sentences if any(matches(f["quote"], s) for f in verified)]
+        found = [s for s in question.gold_sentences if any(quotes(f["quote"], s) for f in verified)]
         tally.gold += len(question.gold_sentences)
         tally.gold_found += len(found)
         tally.verified_gold += sum(
-            1 for f in verified if any(matches(f["quote"], s) for s in question.gold_sentences)
+            1 for f in verified if any(quotes(f["quote"], s) for s in question.gold_sentences)
         )
     elif question.gold_files:
         gold = {str((corpus_root / name).resolve()) for name in question.gold_files}

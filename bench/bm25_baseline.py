@@ -9,7 +9,7 @@ Okapi BM25 with k1 = 0.9 and b = 0.4 (the Anserini/Pyserini defaults) and Lucene
 ``log(1 + (N - df + 0.5) / (df + 0.5))``. Nothing here was fitted to a question set.
 
 A question's ranked chunks hold its answer at a budget when every answer part (one of its
-alternatives) appears, normalised as ``research_mcp.citations.normalize`` does, in the ranked
+alternatives) appears, normalised as ``research_mcp.core.citations.normalize`` does, in the ranked
 chunks' texts joined by blank lines: the first k chunks, or that join cut to a number of bytes.
 """
 
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from research_mcp.citations import normalize
-from research_mcp.errors import SourceError
+from research_mcp.core.citations import normalize
+from research_mcp.core.errors import SourceError
 from research_mcp.sources.documents import MAX_TEXT_FILE_BYTES
 from research_mcp.sources.folders import document_name, gunzip, sniff_text_file
 from research_mcp.sources.parsing import DocumentParser

@@ -15,7 +15,7 @@ Checked, for every question:
   list of parts each a non-empty list of strings, ``files`` a list of paths inside the corpus;
 - an unanswerable question has no answers and no files; any other has both;
 - each file exists, and each answer part has an alternative that occurs in the text read from one of
-  the question's files, compared as the benchmark compares (``research_mcp.citations.normalize``:
+  the question's files, compared as the benchmark compares (``research_mcp.core.citations.normalize``:
   NFKC, typographic quotes and dashes folded, whitespace collapsed, case folded).
 
 The text is what the server reads from the file: HTML and PDF through ``extract_text`` (with the
@@ -35,8 +35,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from research_mcp.citations import normalize
-from research_mcp.errors import SourceError
+from research_mcp.core.citations import normalize
+from research_mcp.core.errors import SourceError
 from research_mcp.sources.documents import decode_text
 from research_mcp.sources.text import extract_text
 

@@ -39,7 +39,7 @@ import anyio
 from mcp import Client
 
 from bench.retrieval import DEFAULT_DATA, served_corpus
-from research_mcp.citations import normalize
+from research_mcp.core.citations import normalize
 
 COMMAND = ".venv/bin/python -m bench.eval_extractive"
 # "F12 [verified] S3 statement | "quote"", with ", corroborated by N sources" in the brackets and
@@ -159,8 +159,8 @@ async def evaluate(
 def _sources_read(run_id: str) -> list[str]:
     """The titles of the sources the run's extractors read, in the order they were asked (read from
     the server's store, for --explain only: the figures come from the tools)."""
-    from research_mcp.config import Settings
-    from research_mcp.role_inputs import ExtractorInput
+    from research_mcp.core.config import Settings
+    from research_mcp.core.role_inputs import ExtractorInput
     from research_mcp.storage.store import Store
 
     if not run_id:

@@ -14,6 +14,7 @@ answer (top-1, top-3), beside plain BM25's order of the same passages, and the f
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from dataclasses import dataclass, field
@@ -23,12 +24,14 @@ import numpy as np
 
 from research_mcp.answering.lexicon import Lexicon
 from research_mcp.answering.passages import split_passages
-from research_mcp.answering.ranker import _WEIGHTS, FEATURES, features, passage_lexicon
-from research_mcp.citations import normalize
-from research_mcp.matching.terms import terms
+from research_mcp.answering.ranker import _WEIGHTS, FEATURES, Ranker, features, margins, passage_lexicon
+from research_mcp.answering.terms import terms
+from research_mcp.core.citations import normalize
 
 REPO = Path(__file__).resolve().parents[1]
 ROWS_VERSION = 1
+REUSE_ROWS = False
+FITTED: dict = {}  # the order weights and the margin's weight of the last listwise fit
 
 
 @dataclass
@@ -188,8 +191,8 @@ def calibration(per_set: dict[str, dict[str, Rows]], probability) -> None:
                 rows = halves[half]
                 if not rows.x:
                     continue
-                x, y = np.vstack(rows.x), np.concatenate(rows.y)
-                p = probability(x)
+                y = np.concatenate(rows.y)
+                p = probability(rows)
                 for start, end, is_answerable in rows.questions:
                     if end <= start:
                         continue
@@ -226,16 +229,35 @@ def collected(name: str, questions: list[dict], documents: dict[str, Document], 
         + (REPO / "research_mcp/answering/passages.py").read_bytes()
     ).hexdigest()[:16]
     kept = cache_folder() / "fit-ranker" / f"rows-{name}-{key}.pickle"
+    if (
+        REUSE_ROWS and not kept.exists()
+    ):  # --reuse-rows: the newest rows kept for this set, whatever their key
+        newest = sorted(kept.parent.glob(f"rows-{name}-*.pickle"), key=lambda path: path.stat().st_mtime)
+        kept = newest[-1] if newest else kept
     if kept.exists():
-        return pickle.loads(kept.read_bytes())
+        return _with_document_size(pickle.loads(kept.read_bytes()))
     rows = collect(questions, documents, embedder)
     kept.parent.mkdir(parents=True, exist_ok=True)
     kept.write_bytes(pickle.dumps(rows))
     return rows
 
 
-def fit(x: np.ndarray, y: np.ndarray, l2: float = 1.0) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
-    mean, scale = x.mean(axis=0), x.std(axis=0)
+def _with_document_size(rows: dict[str, Rows]) -> dict[str, Rows]:
+    """Rows collected before the `passages` feature: each document's matrix gains it (log of its rows)."""
+    for half in rows.values():
+        half.x = [
+            m if m.shape[1] == len(FEATURES) else np.column_stack([m, np.full(len(m), np.log1p(len(m)))])
+            for m in half.x
+        ]
+    return rows
+
+
+def fit(
+    x: np.ndarray, y: np.ndarray, l2: float = 1.0, *, standardise: bool = True
+) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+    mean, scale = (
+        (x.mean(axis=0), x.std(axis=0)) if standardise else (np.zeros(x.shape[1]), np.ones(x.shape[1]))
+    )
     scale[scale < 1e-9] = 1.0
     z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
     w = np.zeros(z.shape[1])
@@ -284,9 +306,18 @@ def fit_listwise(
             q /= q.sum()
             gradient += (p - q) @ z[a:b]
         w -= rate * gradient / max(len(groups), 1)
+    # Across documents: the order's score, its margin over the document's next best passage and the
+    # document-level features, calibrated together.
     score = z @ w
-    slope, bias = _platt(score, y)
-    return w * slope, bias, mean, scale
+    offsets = np.cumsum([0] + [len(m) for r in rows for m in r.x])
+    margin = np.concatenate([margins(score[a:b]) for a, b in itertools.pairwise(offsets)])
+    document_level = [FEATURES.index("title"), FEATURES.index("passages")]
+    stage = np.column_stack([score, margin, z[:, document_level]])
+    coefficients, bias, _, _ = fit(stage, y, l2=1.0, standardise=False)
+    final = w * coefficients[0]
+    final[document_level] += coefficients[2:]
+    FITTED["order"], FITTED["margin"] = w, float(coefficients[1])
+    return final, bias, mean, scale
 
 
 def _platt(score: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -329,7 +360,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--pointwise", action="store_true", help="fit the probability directly (no listwise step)"
     )
+    parser.add_argument(
+        "--reuse-rows", action="store_true", help="the newest rows kept per set, whatever changed since"
+    )
     args = parser.parse_args(argv)
+    global REUSE_ROWS
+    REUSE_ROWS = args.reuse_rows
     from research_mcp.llm.embeddings import MiniLMEmbedder
 
     embedder = None if args.no_dense else MiniLMEmbedder()
@@ -352,6 +388,11 @@ def main(argv: list[str] | None = None) -> int:
         fit(x, y) if args.pointwise else fit_listwise([rows["dev"] for rows in per_set.values()])
     )
     print(f"fitted on {len(y)} dev passages ({int(y.sum())} hold an answer)")
+    ranker = Ranker(weights, bias, mean, scale, FITTED.get("order"), FITTED.get("margin", 0.0))
+
+    def probability(rows: Rows) -> np.ndarray:
+        return np.concatenate([ranker.probabilities(m) for m in rows.x])
+
     print("| set | half | questions | ranker top-1 | ranker top-3 | BM25 top-1 | BM25 top-3 |")
     print("|---|---|---|---|---|---|---|")
     for name, halves in per_set.items():
@@ -359,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
             if not rows.x:
                 continue
             hx, hy = np.vstack(rows.x), np.concatenate(rows.y)
-            logits = ((hx - mean) / scale) @ weights + bias
+            logits = probability(rows)
             bm25 = hx[:, 0] + 1e-6 * hx[:, 2]
             cells = [top_hits(rows, s, hy, k) for s in (logits, bm25) for k in (1, 3)]
             total = cells[0][1]
@@ -368,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
                 + " | ".join(f"{h / max(total, 1):.2f}" for h, _ in cells)
                 + " |"
             )
-    calibration(per_set, lambda m: 1 / (1 + np.exp(-(((m - mean) / scale) @ weights + bias))))
+    calibration(per_set, probability)
     print(
         "weights:",
         {f: round(float(w), 3) for f, w in zip(FEATURES, weights, strict=True)},
@@ -384,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
                     "bias": round(bias, 5),
                     "mean": [round(float(v), 5) for v in mean],
                     "scale": [round(float(v), 5) for v in scale],
+                    "order": [round(float(v), 5) for v in FITTED.get("order", weights)],
+                    "margin": round(FITTED.get("margin", 0.0), 5),
                     "fitted_on": wanted,
                 },
                 indent=1,

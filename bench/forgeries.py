@@ -42,9 +42,9 @@ TEXT = (
 
 
 def script_for(field: str, forged: str) -> Any:
-    from research_mcp.contracts import Confidence, Finding, SynthesisOutput
+    from research_mcp.core.contracts import Confidence, Finding, SynthesisOutput
+    from research_mcp.core.role_inputs import SynthesisPayload
     from research_mcp.llm.scripted import team_script
-    from research_mcp.role_inputs import SynthesisPayload
 
     def script(request: Any) -> Any:
         if not isinstance(request.payload, SynthesisPayload):
@@ -65,7 +65,7 @@ def script_for(field: str, forged: str) -> Any:
 
 async def one(field: str, forged: str) -> dict[str, int]:
     from research_mcp.cli.exports import export_run
-    from research_mcp.config import Settings
+    from research_mcp.core.config import Settings
     from research_mcp.llm.scripted import ScriptedModel
     from research_mcp.server.app import create_server
     from research_mcp.storage.store import Store

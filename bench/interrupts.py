@@ -282,7 +282,7 @@ def sigint_point(template: Path, home: Path, corpus: Path, point: Point, clean: 
 async def mcp_run(
     home: Path, corpus: Path, point: Point | None, *, phased: bool = False
 ) -> tuple[str, Point | None]:
-    from research_mcp.config import Settings
+    from research_mcp.core.config import Settings
     from research_mcp.server.app import create_server
 
     settings = Settings.model_validate(

@@ -25,7 +25,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.llm.embeddings import default_embedder
 from research_mcp.storage.healing import IndexDrift, heal
 from research_mcp.storage.knowledge_base import KnowledgeBase

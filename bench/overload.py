@@ -20,11 +20,11 @@ from dataclasses import replace
 import anyio
 import anyio.lowlevel
 
-from research_mcp.contracts import ExtractorOutput
-from research_mcp.errors import ModelError
+from research_mcp.core.contracts import ExtractorOutput
+from research_mcp.core.errors import ModelError
+from research_mcp.core.retry import BACKGROUND, INTERACTIVE, RetryPolicy, patience
 from research_mcp.llm.anthropic import AnthropicModel
 from research_mcp.llm.base import ModelRequest
-from research_mcp.retry import BACKGROUND, INTERACTIVE, RetryPolicy, patience
 from tests.llm.fake_anthropic import FakeMessagesAPI
 
 ANSWER = {"facts": [], "answers": [], "confidence": {"level": "low", "reasoning": "none"}}

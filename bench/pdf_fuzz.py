@@ -25,7 +25,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from research_mcp.errors import SourceError
+from research_mcp.core.errors import SourceError
 from research_mcp.sources.parsing import DocumentParser
 from research_mcp.sources.text import extract_text
 from tests.sources.hostile import mutated_pdfs

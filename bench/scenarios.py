@@ -28,8 +28,8 @@ from typing import Any
 
 from mcp import Client
 
-from research_mcp.config import Settings
-from research_mcp.contracts import (
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import (
     Answer,
     Confidence,
     ExtractedFact,
@@ -39,10 +39,10 @@ from research_mcp.contracts import (
     PlanNode,
     SynthesisOutput,
 )
-from research_mcp.feasibility import MAX_NODES, assign_ids, check_feasible
+from research_mcp.core.feasibility import MAX_NODES, assign_ids, check_feasible
+from research_mcp.core.role_inputs import ExtractorPayload, PlannerInput, SynthesisPayload
 from research_mcp.llm.base import ModelBackend, ModelRequest
 from research_mcp.llm.scripted import ScriptedModel
-from research_mcp.role_inputs import ExtractorPayload, PlannerInput, SynthesisPayload
 from research_mcp.roles.planner import estimate_plan
 from research_mcp.server.app import create_server
 from research_mcp.service import ResearchService

@@ -52,7 +52,7 @@ def gold_of(question: dict[str, Any], paths: dict[tuple[str, str], str]) -> set[
 
 async def scout_all(questions: list[dict[str, Any]], paths: dict[tuple[str, str], str]) -> dict[str, Any]:
     import research_mcp.roles.scout as scout_module
-    from research_mcp.config import Settings
+    from research_mcp.core.config import Settings
     from research_mcp.server.app import create_server
     from research_mcp.storage.outputs import StoredCuration
     from research_mcp.storage.store import Store

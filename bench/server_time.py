@@ -46,7 +46,7 @@ from bench.scenarios import (
     seed_sources,
     served,
 )
-from research_mcp.citations import locate_quote
+from research_mcp.core.citations import locate_quote
 from research_mcp.llm.scripted import ScriptedModel
 from research_mcp.roles.extractor import extract
 from research_mcp.roles.synthesizer import synthesize

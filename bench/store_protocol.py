@@ -43,16 +43,16 @@ from bench.scenarios import (
     save_plan,
     seed_sources,
 )
-from research_mcp.contracts import PlannerOutput, PlanNode
-from research_mcp.llm.base import ModelRequest
-from research_mcp.llm.scripted import ScriptedModel
-from research_mcp.role_inputs import (
+from research_mcp.core.contracts import PlannerOutput, PlanNode
+from research_mcp.core.role_inputs import (
     ChildReport,
     ExtractorPayload,
     SynthesisFact,
     SynthesisInput,
     SynthesisPayload,
 )
+from research_mcp.llm.base import ModelRequest
+from research_mcp.llm.scripted import ScriptedModel
 from research_mcp.runs.context import node_key, plan_nodes
 from research_mcp.server.app import create_server
 from research_mcp.storage.outputs import StoredSynthesis, stored_output

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from research_mcp.contracts import FINISHED, CompactReturn
+from research_mcp.core.contracts import FINISHED, CompactReturn
+from research_mcp.core.scope import judge_scope
 from research_mcp.roles.planner import PlanRecord
 from research_mcp.runs.snapshot import RunSnapshot
-from research_mcp.scope import judge_scope
 from research_mcp.storage.models import StoredPlan
 from research_mcp.storage.outputs import Handoff, StoredCuration, StoredSynthesis
 

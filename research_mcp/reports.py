@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
-from research_mcp.citations import WRITTEN_CITATION
-from research_mcp.contracts import (
+from research_mcp.core.citations import WRITTEN_CITATION
+from research_mcp.core.contracts import (
     FINISHED,
     Fact,
     PlanNode,
@@ -28,10 +28,10 @@ from research_mcp.contracts import (
     SynthesisOutput,
     View,
 )
-from research_mcp.errors import InvalidInput, NotFound
-from research_mcp.ids import NodeKey, fact_label, kind_of_id, source_label
-from research_mcp.report_parts import summary_parts
-from research_mcp.role_inputs import ExtractorInput
+from research_mcp.core.errors import InvalidInput, NotFound
+from research_mcp.core.ids import NodeKey, fact_label, kind_of_id, source_label
+from research_mcp.core.report_parts import summary_parts
+from research_mcp.core.role_inputs import ExtractorInput
 from research_mcp.roles.curation import curation_behind
 from research_mcp.runs.snapshot import read_snapshot
 from research_mcp.storage.events import AcceptanceRejudged, IterationDone, Searched, data_of

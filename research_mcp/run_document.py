@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from research_mcp.citations import CITATION
-from research_mcp.contracts import Confidence, Fact, ResearchMetadata, Source
-from research_mcp.ids import fact_label, source_label
+from research_mcp.core.citations import CITATION
+from research_mcp.core.contracts import Confidence, Fact, ResearchMetadata, Source
+from research_mcp.core.ids import fact_label, source_label
 from research_mcp.reports import assemble, source_name
 from research_mcp.runs.snapshot import PlanTree, RunTotals, plan_tree, read_snapshot, run_totals
 from research_mcp.storage.models import Citation

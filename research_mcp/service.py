@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 import anyio
 
 from research_mcp import handles
-from research_mcp.callers import SHARED_KINDS, USER, may_read
-from research_mcp.config import Settings
-from research_mcp.contracts import (
+from research_mcp.core.callers import SHARED_KINDS, USER, may_read
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import (
     Budget,
     CompactReturn,
     ExtractorTaskSpec,
@@ -27,8 +27,8 @@ from research_mcp.contracts import (
     ReportPage,
     View,
 )
-from research_mcp.errors import InvalidInput, NotFound
-from research_mcp.ids import kind_of_id, source_label, source_number
+from research_mcp.core.errors import InvalidInput, NotFound
+from research_mcp.core.ids import kind_of_id, source_label, source_number
 from research_mcp.llm.base import ModelBackend
 from research_mcp.llm.pricing import FALLBACK_PRICE, price_for
 from research_mcp.reports import page_of, report_markdown, view_items

@@ -26,7 +26,7 @@ from typing import Any
 from mcp import Client
 
 from research_mcp.cli.exports import export_run
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
 from tests.llm.fake_anthropic import FakeMessagesAPI, ScriptedResponse, error_response, tool_use_response

@@ -1,4 +1,4 @@
-from research_mcp.contracts import CompactReturn, PlanNode
+from research_mcp.core.contracts import CompactReturn, PlanNode
 
 
 def test_a_compact_return_refuses_more_than_three_summary_lines() -> None:

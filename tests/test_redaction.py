@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from research_mcp.config import Settings
-from research_mcp.redaction import MARK, Redactor, redact_logs, weak_secrets
+from research_mcp.core.config import Settings
+from research_mcp.core.redaction import MARK, Redactor, redact_logs, weak_secrets
 
 KEY = "sk-ant-api03-Xq7RkP2mWv9LtB4nYc8JhD3sFg6AzE1uKo5"
 OTHER = "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"

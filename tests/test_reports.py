@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from research_mcp.errors import InvalidInput
+from research_mcp.core.errors import InvalidInput
 from research_mcp.reports import approx_tokens, page_of
 
 

@@ -16,12 +16,12 @@ import anyio.lowlevel
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
-from research_mcp.contracts import ExtractorOutput
-from research_mcp.errors import ModelError, SourceError
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import ExtractorOutput
+from research_mcp.core.errors import ModelError, SourceError
+from research_mcp.core.retry import BACKGROUND, INTERACTIVE, RetryPolicy, patience, recording_retries
 from research_mcp.llm.anthropic import AnthropicModel
 from research_mcp.llm.base import ModelRequest
-from research_mcp.retry import BACKGROUND, INTERACTIVE, RetryPolicy, patience, recording_retries
 from research_mcp.server.app import create_server
 from research_mcp.sources.search import WebSearch
 from research_mcp.storage.store import Store

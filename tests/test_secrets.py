@@ -14,7 +14,7 @@ import pytest
 from anyio.streams.text import TextReceiveStream
 from mcp import Client
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.server.app import create_server
 from tests.handshake import INITIALIZE
 from tests.llm.fake_anthropic import FakeMessagesAPI

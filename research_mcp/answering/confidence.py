@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from research_mcp.citations import normalize
-from research_mcp.contracts import ConfidenceLevel
+from research_mcp.core.citations import normalize
+from research_mcp.core.contracts import ConfidenceLevel
 
 __all__ = ["ANSWERED", "HIGH", "LEVELS", "independent", "level_of", "lowest"]
 
-ANSWERED = 0.3
+ANSWERED = 0.4
 HIGH = 0.6
 LEVELS: tuple[ConfidenceLevel, ...] = ("low", "medium", "high")
 

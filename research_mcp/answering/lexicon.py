@@ -4,7 +4,7 @@ Lexical relevance is the share of a query's IDF mass that a text covers, with BM
 saturation and length normalisation (Anserini's k1 = 0.9, b = 0.4); IDF comes from the collection
 being ranked, and a query term the collection never uses keeps the highest IDF, so missing key terms
 cost the most. A matched term earns its full IDF at average length and frequency one, less in a long
-text, never more than its IDF. Terms are research_mcp.matching.terms'.
+text, never more than its IDF. Terms are research_mcp.answering.terms'.
 """
 
 from __future__ import annotations

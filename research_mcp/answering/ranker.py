@@ -13,11 +13,15 @@ Each (question, passage) pair is described by a handful of features that hold in
 - ``title``: the share said by the document's title (the same for every passage of a document:
   it tells documents apart, not passages);
 - ``first``: the passage opens its section; ``definition``, ``listy`` (list item or table row):
-  its kind; ``length``: log of its length.
+  its kind; ``length``: log of its length;
+- ``passages``: log of how many passages the document has (the best of a one-paragraph note holds
+  the answer far more often than the best of a long manual page).
 
 A logistic model over them gives the probability that the passage holds the answer. Its weights
 (``weights.json``) are fitted by ``bench/fit_ranker.py`` on the dev halves of every evaluation set
-together and checked on the held-out halves; nothing here names a corpus, a product or a file.
+together and checked on the held-out halves: first the order of a document's passages (listwise),
+then the probability across documents (the document-level features ``title`` and ``passages`` with
+that order's score); nothing here names a corpus, a product or a file.
 """
 
 from __future__ import annotations
@@ -32,8 +36,8 @@ import numpy as np
 
 from research_mcp.answering.lexicon import Lexicon
 from research_mcp.answering.passages import Passage
-from research_mcp.contracts import Embedder
-from research_mcp.matching.terms import terms
+from research_mcp.answering.terms import terms
+from research_mcp.core.contracts import Embedder
 
 __all__ = ["FEATURES", "RankedPassage", "Ranker", "features", "load_ranker"]
 
@@ -50,6 +54,7 @@ FEATURES = (
     "definition",
     "listy",
     "length",
+    "passages",
 )
 #: Passages embedded per question and document: the best by BM25 (the rest take the lowest cosine).
 EMBED_LIMIT = 40
@@ -111,6 +116,7 @@ def features(
         matrix[row, 9] = float(passage.kind == "definition")
         matrix[row, 10] = float(passage.kind in ("list_item", "table_row"))
         matrix[row, 11] = math.log1p((passage.end - passage.start) / 200)
+    matrix[:, 12] = math.log1p(count)
     matrix[:, 1] = bm25 - bm25.max()
     matrix[:, 3] = dense - dense.max()
     return matrix
@@ -159,19 +165,46 @@ def _dense(
     return dense
 
 
-class Ranker:
-    """A logistic model over FEATURES: weights, a bias, and each feature's mean and scale."""
+#: A document's only passage has no rival: its margin is this (a rival's is a difference of scores).
+LONE_MARGIN = 3.0
 
-    def __init__(self, weights: Sequence[float], bias: float, mean: Sequence[float], scale: Sequence[float]):
+
+def margins(order: np.ndarray) -> np.ndarray:
+    """Each passage's order score less the best of the document's other passages' (capped at LONE_MARGIN)."""
+    if len(order) < 2:
+        return np.full(len(order), LONE_MARGIN)
+    top, second = np.sort(order)[-1], np.sort(order)[-2]
+    rivals = np.where(order >= top, second, top)
+    return np.minimum(order - rivals, LONE_MARGIN)
+
+
+class Ranker:
+    """A logistic model over FEATURES: how a document's passages are ordered (`order` weights), and
+    the probability that one holds the answer: the features' `weights`, its `margin` over the
+    document's next best passage, and a bias (each feature standardised by its mean and scale)."""
+
+    def __init__(
+        self,
+        weights: Sequence[float],
+        bias: float,
+        mean: Sequence[float],
+        scale: Sequence[float],
+        order: Sequence[float] | None = None,
+        margin: float = 0.0,
+    ):
         self.weights = np.asarray(weights, dtype=np.float64)
         self.bias = float(bias)
         self.mean = np.asarray(mean, dtype=np.float64)
         self.scale = np.asarray(scale, dtype=np.float64)
+        self.order = np.asarray(order if order is not None else weights, dtype=np.float64)
+        self.margin = float(margin)
 
     def probabilities(self, matrix: np.ndarray) -> np.ndarray:
+        """One document's passages' probabilities of holding the answer."""
         if not len(matrix):
             return np.zeros(0)
-        logits = ((matrix - self.mean) / self.scale) @ self.weights + self.bias
+        z = (matrix - self.mean) / self.scale
+        logits = z @ self.weights + self.margin * margins(z @ self.order) + self.bias
         return np.round(1 / (1 + np.exp(-logits)), 4)
 
 
@@ -179,4 +212,6 @@ def load_ranker(path: Path = _WEIGHTS) -> Ranker:
     data = json.loads(path.read_text())
     if list(data["features"]) != list(FEATURES):
         raise ValueError(f"{path.name} was fitted on other features: refit with bench/fit_ranker.py")
-    return Ranker(data["weights"], data["bias"], data["mean"], data["scale"])
+    return Ranker(
+        data["weights"], data["bias"], data["mean"], data["scale"], data.get("order"), data.get("margin", 0.0)
+    )

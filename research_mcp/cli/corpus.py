@@ -16,8 +16,8 @@ from typing import IO
 
 import click
 
-from research_mcp.config import Settings
-from research_mcp.printable import printable
+from research_mcp.core.config import Settings
+from research_mcp.core.printable import printable
 from research_mcp.sources.index_progress import CorpusStatus, IndexProgress, IndexReport
 
 __all__ = ["corpus_problems", "doctor_lines", "index_folder"]
@@ -28,7 +28,7 @@ PLAIN_EVERY_S = 5.0
 
 def index_folder(settings: Settings, folder: Path, *, stream: IO[str] | None = None) -> None:
     """Index ``folder`` into the corpus of ``settings``, showing progress on ``stream`` (stderr)."""
-    from research_mcp.errors import ResearchError
+    from research_mcp.core.errors import ResearchError
     from research_mcp.sources.opening import open_corpus, open_knowledge_index, open_parser
     from research_mcp.storage.store import Store
 
@@ -119,7 +119,7 @@ def doctor_lines(settings: Settings) -> list[str]:
     """What `doctor` says about the corpus: the index's state, then each folder's problem and its fix."""
     if not settings.corpus:
         return []
-    from research_mcp.errors import ResearchError
+    from research_mcp.core.errors import ResearchError
     from research_mcp.storage.store import Store
 
     roots = [str(Path(folder).expanduser().resolve()) for folder in settings.corpus]

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from research_mcp.config import Settings
-from research_mcp.errors import ResearchError
+from research_mcp.core.config import Settings
+from research_mcp.core.errors import ResearchError
 
 if TYPE_CHECKING:
     from research_mcp.storage.store import Store

@@ -22,7 +22,7 @@ from mcp.client.session import ClientRequestContext
 from mcp_types import ElicitRequestParams, ElicitResult
 
 from research_mcp.cli.progress import LiveProgress
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 
 __all__ = ["Interrupted", "RunFailed", "RunRequest", "drive"]
 

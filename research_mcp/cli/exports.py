@@ -20,8 +20,8 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from research_mcp.citations import normalize
-from research_mcp.ids import fact_label
+from research_mcp.core.citations import normalize
+from research_mcp.core.ids import fact_label
 from research_mcp.reports import report_markdown
 from research_mcp.run_document import DocumentSource, RunDocument, ViewFact, ViewNode, run_document
 from research_mcp.storage.store import Store

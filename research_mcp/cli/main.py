@@ -18,12 +18,12 @@ import click
 
 from research_mcp import __version__
 from research_mcp.cli.doctor import backend_line, connect_hint
-from research_mcp.config import Settings
-from research_mcp.contracts import FINISHED, RETRYABLE
-from research_mcp.errors import ResearchError, bounded
-from research_mcp.ids import kind_of_id
-from research_mcp.printable import printable
-from research_mcp.redaction import Redactor, redact_logs
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import FINISHED, RETRYABLE
+from research_mcp.core.errors import ResearchError, bounded
+from research_mcp.core.ids import kind_of_id
+from research_mcp.core.printable import printable
+from research_mcp.core.redaction import Redactor, redact_logs
 
 if TYPE_CHECKING:
     from research_mcp.cli.driver import RunRequest
@@ -85,7 +85,7 @@ def main(verbose: bool) -> None:
 )
 def serve(http_address: str | None) -> None:
     """Serve the MCP tools on stdio (what a host runs), or over HTTP with --http."""
-    from research_mcp.memory import limit_heap_arenas
+    from research_mcp.core.memory import limit_heap_arenas
     from research_mcp.server.app import create_server
 
     limit_heap_arenas()  # a long-lived process: its memory comes back after the work (memory.py)
@@ -115,7 +115,7 @@ def serve(http_address: str | None) -> None:
 def _check_store(settings: Settings) -> None:
     """Open (and migrate) the store once before serving, so a folder that cannot hold it is one line
     saying what to do rather than a traceback from inside the server."""
-    from research_mcp.errors import ResearchError
+    from research_mcp.core.errors import ResearchError
     from research_mcp.storage.store import Store
 
     try:
@@ -209,7 +209,7 @@ def _open_store() -> Store:
 
 def _user_error(error: ResearchError) -> click.ClickException:
     """A research error as one line on stderr (exit 1) that says what to do."""
-    from research_mcp.errors import NotFound
+    from research_mcp.core.errors import NotFound
 
     if isinstance(error, NotFound):
         return click.ClickException(

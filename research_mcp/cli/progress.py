@@ -22,8 +22,8 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from research_mcp.ids import FINAL_NODE
-from research_mcp.printable import printable
+from research_mcp.core.ids import FINAL_NODE
+from research_mcp.core.printable import printable
 from research_mcp.runs.snapshot import NodeState, PlanTree, RunRow, RunTotals, read_snapshot
 from research_mcp.storage.models import Run
 from research_mcp.storage.store import Store

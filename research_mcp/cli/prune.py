@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 
 __all__ = ["prune_runs", "runs_to_prune"]
 
@@ -37,7 +37,7 @@ def runs_to_prune(settings: Settings, run_ids: Sequence[str], older_than: float 
 def prune_runs(settings: Settings, run_ids: Sequence[str]) -> tuple[list[str], int]:
     """Delete these runs (see the module doc): one line per run (what it deleted, or why it could
     not), then what became of the vectors; and how many could not be pruned."""
-    from research_mcp.errors import ResearchError, clipped
+    from research_mcp.core.errors import ResearchError, clipped
     from research_mcp.sources.opening import open_knowledge_index
     from research_mcp.storage.knowledge_base import KnowledgeBase
     from research_mcp.storage.store import Store

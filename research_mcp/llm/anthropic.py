@@ -38,13 +38,13 @@ from anthropic.types import (
 )
 from pydantic import BaseModel
 
-from research_mcp.config import Settings
-from research_mcp.errors import ModelError, NotConfigured
+from research_mcp.core.config import Settings
+from research_mcp.core.errors import ModelError, NotConfigured
+from research_mcp.core.redaction import Redactor
+from research_mcp.core.retry import RetryingTransport, RetryPolicy, current_policy
 from research_mcp.llm.anthropic_errors import api_error, message_text, raise_on_stop
 from research_mcp.llm.base import Generation, ModelRequest, OutputT, Usage, validated
 from research_mcp.llm.pricing import cost_usd, pricing_note
-from research_mcp.redaction import Redactor
-from research_mcp.retry import RetryingTransport, RetryPolicy, current_policy
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_TOKENS",

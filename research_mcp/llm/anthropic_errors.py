@@ -8,9 +8,9 @@ from typing import Any
 import anthropic
 from anthropic.types import Message, TextBlock
 
-from research_mcp.errors import ModelError
+from research_mcp.core.errors import ModelError
+from research_mcp.core.retry import RetryPolicy, retry_outcome
 from research_mcp.llm.base import ModelRequest
-from research_mcp.retry import RetryPolicy, retry_outcome
 
 __all__ = ["api_error", "message_text", "raise_on_stop"]
 

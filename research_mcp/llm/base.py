@@ -15,7 +15,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from research_mcp.errors import ModelError
+from research_mcp.core.errors import ModelError
 
 __all__ = [
     "Generation",

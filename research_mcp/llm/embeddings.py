@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from research_mcp.contracts import Embedder
-from research_mcp.errors import NotConfigured
+from research_mcp.core.contracts import Embedder
+from research_mcp.core.errors import NotConfigured
 from research_mcp.llm import saved_model
 
 if TYPE_CHECKING:

@@ -18,9 +18,9 @@ import anyio
 import mcp.types as types
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
-from research_mcp.errors import ModelError
+from research_mcp.core.errors import ModelError
+from research_mcp.core.redaction import Redactor
 from research_mcp.llm.base import Generation, ModelRequest, OutputT, Usage, validated
-from research_mcp.redaction import Redactor
 
 __all__ = ["SamplingModel", "parse_json_answer"]
 

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel
 
-from research_mcp.ids import fact_label
+from research_mcp.core.ids import fact_label
 from research_mcp.llm.base import Generation, ModelRequest, OutputT, Usage, validated
 
 __all__ = ["ScriptedModel"]
@@ -64,7 +64,7 @@ def team_script(request: ModelRequest[Any]) -> BaseModel:
     Planner: one leaf asking the query. Extractor: the first sentences of the source as facts with
     verbatim quotes. Synthesizer: a report citing every fact it was given. Scout: candidates in order.
     """
-    from research_mcp.contracts import (
+    from research_mcp.core.contracts import (
         Answer,
         Confidence,
         ExtractedFact,
@@ -76,7 +76,7 @@ def team_script(request: ModelRequest[Any]) -> BaseModel:
         ScoutOutput,
         SynthesisOutput,
     )
-    from research_mcp.role_inputs import ExtractorPayload, PlannerInput, ScoutInput, SynthesisPayload
+    from research_mcp.core.role_inputs import ExtractorPayload, PlannerInput, ScoutInput, SynthesisPayload
 
     payload = request.payload
     if isinstance(payload, PlannerInput):

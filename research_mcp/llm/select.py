@@ -6,10 +6,10 @@ from typing import Any
 
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from research_mcp.config import Settings
-from research_mcp.errors import NotConfigured
+from research_mcp.core.config import Settings
+from research_mcp.core.errors import NotConfigured
+from research_mcp.core.redaction import Redactor
 from research_mcp.llm.base import ModelBackend
-from research_mcp.redaction import Redactor
 
 __all__ = ["choose_backend", "client_can_sample"]
 

@@ -24,8 +24,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from research_mcp.contracts import CriterionVerdict, ExtractorTaskSpec, Fact, Finding
-from research_mcp.ids import fact_label, source_label
+from research_mcp.core.contracts import CriterionVerdict, ExtractorTaskSpec, Fact, Finding
+from research_mcp.core.ids import fact_label, source_label
 from research_mcp.storage.outputs import AcceptanceCheck
 
 __all__ = ["Criterion", "judge", "numbered_criteria", "reshape", "summary_asked"]

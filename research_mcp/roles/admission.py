@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 
 import anyio
 
-from research_mcp.errors import AtCapacity
+from research_mcp.core.errors import AtCapacity
 
 __all__ = ["MAX_WAIT_S", "QUEUE_PER_SLOT", "PlanningDesk"]
 

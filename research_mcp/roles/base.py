@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from research_mcp.contracts import HandoffStatus, RoleName
-from research_mcp.errors import BudgetExhausted, ModelError, ResearchError
+from research_mcp.core.contracts import HandoffStatus, RoleName
+from research_mcp.core.errors import BudgetExhausted, ModelError, ResearchError
+from research_mcp.core.redaction import Redactor
+from research_mcp.core.retry import recording_retries
 from research_mcp.llm.base import Generation, InvalidAnswer, ModelBackend, ModelRequest, Usage
-from research_mcp.redaction import Redactor
-from research_mcp.retry import recording_retries
 from research_mcp.roles.node_budgets import charge_nodes, check_nodes
 from research_mcp.storage.outputs import StoredOutput, stored_output
 
 if TYPE_CHECKING:
-    from research_mcp.config import Settings
-    from research_mcp.contracts import Budget
+    from research_mcp.core.config import Settings
+    from research_mcp.core.contracts import Budget
     from research_mcp.sources.library import SourceLibrary
     from research_mcp.storage.knowledge_base import KnowledgeBase
     from research_mcp.storage.models import RunUsage
@@ -127,7 +127,7 @@ class RoleDeps:
     budget: BudgetTracker = field(default_factory=BudgetTracker)
     # Facts merged and found again across runs, and role outputs reused; None: neither.
     knowledge: KnowledgeBase | None = None
-    caller: str | None = None  # who asked (research_mcp/callers.py); kept with what is made
+    caller: str | None = None  # who asked (research_mcp/core/callers.py); kept with what is made
 
 
 @dataclass

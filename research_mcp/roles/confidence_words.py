@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from research_mcp.contracts import Confidence, ConfidenceLevel
+from research_mcp.core.contracts import Confidence, ConfidenceCap, ConfidenceLevel
 from research_mcp.roles.evidence import cap_confidence
 from research_mcp.storage.outputs import ConfidenceCounts, StoredSynthesis
 
@@ -93,10 +93,12 @@ def gated_confidence(output: StoredSynthesis, cap: ConfidenceLevel, unmet: list[
     again with them, the reason added to the structured ones."""
     why = f"phase criteria unmet: {', '.join(unmet)}"
     capped = cap_confidence(output.confidence, cap, why)
+    caps = [*output.confidence_caps, ConfidenceCap(rule="phase_criteria", level=cap, reason=why)]
     if capped.level == output.confidence.level or output.confidence_counts is None:
-        return {"confidence": capped}
+        return {"confidence": capped, "confidence_caps": caps}
     counts = output.confidence_counts.model_copy(update={"unmet_criteria": len(unmet)})
     return {
+        "confidence_caps": caps,
         "confidence": Confidence(level=capped.level, reasoning=plain_confidence(capped.level, counts)),
         "confidence_reasons": [*output.confidence_reasons, f"Capped at {cap}: {why}"],
         "confidence_counts": counts,

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
-from research_mcp.contracts import Fact
-from research_mcp.ids import fact_label
-from research_mcp.matching.terms import stem, terms
+from research_mcp.answering.terms import stem, terms
+from research_mcp.core.contracts import Fact
+from research_mcp.core.ids import fact_label
 
 __all__ = ["Disagreement", "disagreements", "found_contradictions", "settling_question"]
 

@@ -12,8 +12,8 @@ were read.
 
 from __future__ import annotations
 
-from research_mcp.contracts import Confidence, ConfidenceLevel
-from research_mcp.role_inputs import SynthesisInput
+from research_mcp.core.contracts import Confidence, ConfidenceLevel
+from research_mcp.core.role_inputs import SynthesisInput
 from research_mcp.roles.base import RoleDeps
 from research_mcp.storage.outputs import StoredCuration, StoredSynthesis
 from research_mcp.storage.store import Store

@@ -23,10 +23,11 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from research_mcp.citations import normalize
-from research_mcp.contracts import NOT_ESTABLISHED, UNANSWERED, Confidence, ConfidenceLevel, Fact
+from research_mcp.answering.terms import bears_on, same_term, terms
+from research_mcp.core.citations import normalize
+from research_mcp.core.contracts import Confidence, ConfidenceCap, ConfidenceLevel, Fact
+from research_mcp.core.gaps import NEVER_MENTIONED, NOT_ESTABLISHED, UNANSWERED, Gap
 from research_mcp.llm.embeddings import english_words
-from research_mcp.matching.terms import bears_on, same_term, terms
 from research_mcp.storage.outputs import AcceptanceCheck
 
 __all__ = [
@@ -41,17 +42,12 @@ __all__ = [
     "fact_titles",
     "judge_evidence",
     "named_terms",
-    "never_mentioned",
     "never_mentioned_cap",
     "same_term",
     "technical",
     "technical_terms",
 ]
 
-#: How a leaf's note begins when words its question asks about are in no document of the corpus.
-NEVER_MENTIONED = "No document of the corpus mentions "
-_NOTE = re.compile(r"^.*?" + NEVER_MENTIONED + r"(?P<words>.*) \(asked: (?P<question>.*)\)$")
-_QUOTED_WORD = re.compile(r"'([^']+)'")
 #: A fact at least this confident is strong evidence (a phase's iteration does not ask its question again).
 STRONG_EVIDENCE = 0.6
 COVERED_EVIDENCE = 0.4
@@ -64,29 +60,19 @@ _LEVELS: dict[ConfidenceLevel, int] = {"low": 0, "medium": 1, "high": 2}
 class Evidence:
     """What code found missing in a synthesis's evidence, and the confidence caps it implies."""
 
-    gaps: list[str] = field(default_factory=list)
-    caps: list[tuple[ConfidenceLevel, str]] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
+    caps: list[ConfidenceCap] = field(default_factory=list)
 
     def cap(self, confidence: Confidence) -> Confidence:
         """`confidence` no higher than the lowest cap, the reasoning naming every rule that caps it."""
         if not self.caps:
             return confidence
-        level = min((level for level, _ in self.caps), key=_LEVELS.__getitem__)
-        why = "; ".join(reason for cap, reason in self.caps if _LEVELS[cap] < _LEVELS[confidence.level])
+        level = min((cap.level for cap in self.caps), key=_LEVELS.__getitem__)
+        why = "; ".join(cap.reason for cap in self.caps if _LEVELS[cap.level] < _LEVELS[confidence.level])
         return cap_confidence(confidence, level, why)
 
 
-def never_mentioned(note: str) -> tuple[list[str], str] | None:
-    """The words and the question of a note that no document of the corpus mentions them (runs/
-    leaf.py writes it: "No document of the corpus mentions 'umask' (asked: <question>)", perhaps
-    carried up under a part's title), None for any other text."""
-    found = _NOTE.match(note)
-    if found is None:
-        return None
-    return _QUOTED_WORD.findall(found.group("words")), found.group("question")
-
-
-def never_mentioned_cap(note: str) -> ConfidenceLevel:
+def never_mentioned_cap(gap: Gap) -> ConfidenceLevel:
     """How far a note that the corpus never mentions some of a question's words caps its confidence:
     `low` when one is a name the question gives (capitalised after its first word, in capitals, an
     identifier joined by "_", "." or "-": "PASS_WARN_AGE", "Australia", or said after a capitalised
@@ -95,10 +81,9 @@ def never_mentioned_cap(note: str) -> ConfidenceLevel:
     other things; `medium` for a common word ("people", "harbour") or two run together
     ("timeframe", which documents may write "time frame"), which a small folder may answer a
     question without."""
-    parsed = never_mentioned(note)
-    if parsed is None:
+    if gap.kind != "never_mentioned" or gap.question is None:
         return "medium"
-    words, question = parsed
+    words, question = gap.words, gap.question
     later = " ".join(question.split()[1:])
     for word in words:
         joined = any(mark in word for mark in "_.-")
@@ -168,18 +153,24 @@ def judge_evidence(
     # Judged only where facts were extracted for these questions (task specs may ask others).
     judged = [q for q in asked if normalize(q) in by_question]
     unanswered = [q for q in asked if normalize(q) not in by_question] if judged else []
-    evidence.gaps += [f"{UNANSWERED}{q}"[:500] for q in unanswered]
+    evidence.gaps += [Gap.unanswered(q) for q in unanswered]
     if in_scope > read:
         evidence.gaps.append(
-            f"Cut short: {in_scope - read} of {in_scope} facts in scope were not given to the "
-            f"synthesis (at most {read}; the least verified and corroborated were left out)"
+            Gap(
+                kind="cut_short",
+                text=f"Cut short: {in_scope - read} of {in_scope} facts in scope were not given to the "
+                f"synthesis (at most {read}; the least verified and corroborated were left out)",
+            )
         )
     if not verified:
-        evidence.caps.append(("low", "no verified fact in its input"))
+        evidence.caps.append(
+            ConfidenceCap(rule="no_verified_fact", level="low", reason="no verified fact in its input")
+        )
         return evidence
     if unanswered:
         share = f"{len(unanswered)} of {len(asked)} questions without a verified fact"
-        evidence.caps.append(("low" if len(unanswered) * 2 > len(asked) else "medium", share))
+        level: ConfidenceLevel = "low" if len(unanswered) * 2 > len(asked) else "medium"
+        evidence.caps.append(ConfidenceCap(rule="unanswered_questions", level=level, reason=share))
     groups = [by_question[normalize(q)] for q in judged] or [verified]
     sources_of = cited_in or {}
     corroborated = sum(
@@ -188,13 +179,16 @@ def judge_evidence(
         if len({source for fact in group for source in [fact.source_id, *sources_of.get(fact.id, ())]}) > 1
     )
     if corroborated * 2 < len(groups):
-        evidence.caps.append(
-            ("medium", f"{corroborated} of {len(groups)} answered questions backed by two or more sources")
-        )
+        why = f"{corroborated} of {len(groups)} answered questions backed by two or more sources"
+        evidence.caps.append(ConfidenceCap(rule="corroboration", level="medium", reason=why))
     unmet = [check for check in acceptance if check.met is False]
     if unmet:
-        level: ConfidenceLevel = "low" if len(unmet) == len(acceptance) else "medium"
-        evidence.caps.append((level, f"{len(unmet)} of {len(acceptance)} acceptance criteria unmet"))
+        why = f"{len(unmet)} of {len(acceptance)} acceptance criteria unmet"
+        evidence.caps.append(
+            ConfidenceCap(
+                rule="acceptance", level="low" if len(unmet) == len(acceptance) else "medium", reason=why
+            )
+        )
     return evidence
 
 

@@ -7,7 +7,7 @@ from collections.abc import Collection, Sequence
 
 import anyio
 
-from research_mcp.citations import (
+from research_mcp.core.citations import (
     CitationChecker,
     QuoteLocator,
     cited_in,
@@ -15,9 +15,9 @@ from research_mcp.citations import (
     meaningful_quote,
     whole_field_line,
 )
-from research_mcp.contracts import ExtractorOutput, ExtractorTaskSpec, Source
-from research_mcp.ids import source_label
-from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
+from research_mcp.core.contracts import ExtractorOutput, ExtractorTaskSpec, Source
+from research_mcp.core.ids import source_label
+from research_mcp.core.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.roles.acceptance import summary_asked
 from research_mcp.roles.base import HandoffContext, Place, Role, RoleDeps, RoleResult, cache_key, perform
 from research_mcp.roles.framing import frame

@@ -21,11 +21,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from research_mcp.citations import normalize
-from research_mcp.contracts import Fact
-from research_mcp.ids import source_label
-from research_mcp.matching.questions import reads_as_question
-from research_mcp.role_inputs import SourceInsight
+from research_mcp.answering.questions import reads_as_question
+from research_mcp.core.citations import normalize
+from research_mcp.core.contracts import Fact
+from research_mcp.core.ids import source_label
+from research_mcp.core.role_inputs import SourceInsight
 from research_mcp.roles.contradictions import Disagreement
 
 __all__ = ["MAX_FOLLOWUPS", "followups"]

@@ -25,8 +25,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from research_mcp.contracts import Fact, PlanNode, Source
-from research_mcp.matching.terms import stem
+from research_mcp.answering.terms import stem
+from research_mcp.core.contracts import Fact, PlanNode, Source
 
 __all__ = ["ItemScope", "facts_of_items", "item_scope", "names_item", "of_item"]
 

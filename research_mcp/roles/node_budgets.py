@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from research_mcp.contracts import Budget
-from research_mcp.errors import NodeBudgetExhausted
+from research_mcp.core.contracts import Budget
+from research_mcp.core.errors import NodeBudgetExhausted
 from research_mcp.llm.base import Usage
 
 __all__ = ["NodeSpending", "charge_nodes", "check_nodes", "node_budget", "node_budget_spent"]

@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from research_mcp.contracts import Budget, PlannerOutput, PlanNode
-from research_mcp.errors import InvalidInput
-from research_mcp.feasibility import assign_ids, check_feasible, leaf_reading
-from research_mcp.role_inputs import PlannerInput
+from research_mcp.core.contracts import Budget, PlannerOutput, PlanNode
+from research_mcp.core.errors import InvalidInput
+from research_mcp.core.feasibility import assign_ids, check_feasible, leaf_reading
+from research_mcp.core.role_inputs import PlannerInput
 from research_mcp.roles.base import Role, RoleDeps, cache_key, perform
 from research_mcp.roles.extractor import MAX_SOURCE_CHARS
 from research_mcp.sources.library import classify_ref

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field, replace
 
 import anyio
 
-from research_mcp.contracts import ExtractorOutput, Source
-from research_mcp.errors import BudgetExhausted, ModelError, ResearchError
+from research_mcp.answering.confidence import ANSWERED
+from research_mcp.core.contracts import ExtractorOutput, Source
+from research_mcp.core.errors import BudgetExhausted, ModelError, ResearchError
+from research_mcp.core.role_inputs import ExtractorInput
 from research_mcp.llm.base import Usage
-from research_mcp.role_inputs import ExtractorInput
 from research_mcp.roles.base import BudgetTracker, HandoffContext, Place, RoleDeps, cache_key, perform
 from research_mcp.roles.extractor import MAX_QUESTIONS, Extraction, located_facts
 from research_mcp.sources.library import Candidate, ref_key
@@ -35,8 +36,9 @@ SCAN_CHARS = 4000
 #: The most a scan moves a candidate's score (0..1): what a fully confident verified answer gains,
 #: and what a failed scan (quotes none of them in the text, an unreadable page) loses.
 SCAN_WEIGHT = 0.2
-#: The confidence above which a scan's best verified fact counts as an answer.
-CONFIDENT = 0.5
+#: The confidence from which a scan's best verified fact counts as an answer: where the no-key
+#: ranker's calibrated probability earns `medium` (a model's confidences are higher still).
+CONFIDENT = ANSWERED
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class ScanFinding:
     @property
     def strength(self) -> float:
         """How well the opening answers a question: the confidence of its best verified fact when
-        above 0.5, else 0 (a weaker answer says little: a page a question needs may be a bridge to
+        above CONFIDENT, else 0 (a weaker answer says little: a page a question needs may be a bridge to
         its answer). A discovery leaf's questions are its siblings': a source need answer only one."""
         best = max(self.best, default=0.0)
         return best if best > CONFIDENT else 0.0
@@ -129,15 +131,17 @@ class QuickScan(Extraction):
 def rescored(ranked: Sequence[tuple[str, float, bool]], scans: Scans) -> list[float]:
     """The scores of the ranked candidates, each `(ref key, the ranker's score, included)`, after
     the scans: one whose scan found a verified answer given with confidence gains up to
-    SCAN_WEIGHT (`ScanFinding.strength`), one whose scan failed loses SCAN_WEIGHT, the others keep
+    SCAN_WEIGHT (`ScanFinding.strength` from CONFIDENT, as a share of the strongest scan's), one whose scan failed loses SCAN_WEIGHT, the others keep
     theirs."""
     scores = []
+    strongest = max((finding.strength for finding in scans.found.values()), default=0.0)
     for key, score, _ in ranked:
         finding = scans.found.get(key)
         if finding is not None and finding.failed:
             score -= SCAN_WEIGHT
         elif finding is not None and finding.strength:
-            score += SCAN_WEIGHT * (2 * finding.strength - 1)
+            # The strongest scanned answer gains all of it, a weaker one its share above CONFIDENT.
+            score += SCAN_WEIGHT * (finding.strength - CONFIDENT) / max(strongest - CONFIDENT, 1e-9)
         scores.append(round(min(1.0, max(0.0, score)), 4))
     return scores
 

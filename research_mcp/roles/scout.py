@@ -10,8 +10,8 @@ from typing import Any
 
 import anyio
 
-from research_mcp.contracts import RankedCandidate, ScoutOutput
-from research_mcp.role_inputs import ScoutCandidate, ScoutInput
+from research_mcp.core.contracts import RankedCandidate, ScoutOutput
+from research_mcp.core.role_inputs import ScoutCandidate, ScoutInput
 from research_mcp.roles.base import HandoffContext, Place, Role, RoleDeps, RoleResult, perform
 from research_mcp.roles.framing import frame
 from research_mcp.roles.quick_scan import Scans, quick_scan, rescored

@@ -14,7 +14,7 @@ crawls, and which of the questions each candidate covers.
 - **Clusters**: near-duplicates (the same title once a site suffix is dropped, or titles sharing
   `SAME_TITLE` of their words) fold into the first found; a site's candidates beyond `PER_SITE`
   go after every other site's, so one site cannot fill the list the ranker reads. Copies of one
-  document (the same text under another name, the same page in two formats: research_mcp/copies.py)
+  document (the same text under another name, the same page in two formats: research_mcp/core/copies.py)
   fold into the first found too, so the scout lists them as one cluster.
 - **Box**: the sweep has its own time (`RESEARCH_MCP_SWEEP_SECONDS`); what it found when the box
   closes is ranked, and the searches it did not make are named.
@@ -27,9 +27,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from research_mcp.copies import Fingerprint, copy_clusters
-from research_mcp.matching.terms import bears_on, terms
-from research_mcp.role_inputs import ScoutCandidate
+from research_mcp.answering.terms import bears_on, terms
+from research_mcp.core.copies import Fingerprint, copy_clusters
+from research_mcp.core.role_inputs import ScoutCandidate
 from research_mcp.sources.library import Candidate
 
 __all__ = [
@@ -130,7 +130,7 @@ def covered(candidate: ScoutCandidate, questions: Sequence[str], led: Sequence[s
 @dataclass(frozen=True)
 class Folded:
     """A near-duplicate candidate folded into the one kept for it: its title nearly the same
-    ("near-duplicate"), or its text a copy of the other's ("copy": research_mcp/copies.py)."""
+    ("near-duplicate"), or its text a copy of the other's ("copy": research_mcp/core/copies.py)."""
 
     candidate: Candidate
     into: Candidate
@@ -140,7 +140,7 @@ class Folded:
 def fold_copies(
     candidates: Sequence[Candidate], fingerprint_of: Callable[[str], Fingerprint | None]
 ) -> tuple[list[Candidate], list[Folded]]:
-    """The candidates with copies of one document (research_mcp/copies.py: the same text under
+    """The candidates with copies of one document (research_mcp/core/copies.py: the same text under
     another name, the same page in another format) folded into the first of each, order kept; a
     candidate without a fingerprint (a web result, not read yet) stands alone."""
     prints = [(n, fingerprint_of(candidate.ref)) for n, candidate in enumerate(candidates)]

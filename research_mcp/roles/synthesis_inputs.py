@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from research_mcp.citations import normalize
-from research_mcp.ids import source_label
-from research_mcp.matching.questions import reads_as_question
-from research_mcp.role_inputs import ChildReport, ExtractorInput, SourceInsight, SynthesisInput
+from research_mcp.answering.questions import reads_as_question
+from research_mcp.core.citations import normalize
+from research_mcp.core.gaps import Gap
+from research_mcp.core.ids import source_label
+from research_mcp.core.role_inputs import ChildReport, ExtractorInput, SourceInsight, SynthesisInput
 from research_mcp.roles.base import RoleDeps
 from research_mcp.roles.evidence import bears_on
 from research_mcp.storage.models import KnownInsight
@@ -38,7 +39,7 @@ class Inputs:
         self.fact_ids: list[int] = []
         self.reports: list[ChildReport] = []
         self.failures: list[str] = []
-        self.evidence_gaps: list[str] = []
+        self.evidence_gaps: list[Gap] = []
         self.insights: list[SourceInsight] = []
         self.read_refs: set[str] = set()
 
@@ -62,7 +63,7 @@ def read_inputs(deps: RoleDeps, handoff_ids: list[str]) -> Inputs:
                     title=asked.title if asked else "",
                     report=synthesis.report,
                     confidence=synthesis.confidence.level,
-                    gaps=synthesis.gaps,
+                    gaps=synthesis.as_gaps(),
                 )
             )
             found.evidence_gaps.extend(synthesis.evidence_gaps)
@@ -94,14 +95,17 @@ def _insights_of(extraction: StoredExtraction, source_id: int) -> list[SourceIns
     ]
 
 
-def source_gaps(insights: Sequence[SourceInsight], questions: Sequence[str]) -> list[str]:
+def source_gaps(insights: Sequence[SourceInsight], questions: Sequence[str]) -> list[Gap]:
     """The gaps sources name themselves (their limitations, their open questions), with the source:
     those that share two terms with a question asked here (a licence's "without limitation" or a
     warranty disclaimer is no gap in what was asked), at most MAX_SOURCE_GAPS."""
     named = [
         item for item in insights if item.kind == "gap" and any(bears_on(item.text, q) for q in questions)
     ]
-    return [f"Source {_named(item)} names a gap: {item.text}"[:500] for item in named[:MAX_SOURCE_GAPS]]
+    return [
+        Gap(kind="source_gap", text=f"Source {_named(item)} names a gap: {item.text}"[:500])
+        for item in named[:MAX_SOURCE_GAPS]
+    ]
 
 
 def _named(item: SourceInsight) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from research_mcp.citations import CITATION
-from research_mcp.contracts import SynthesisOutput
+from research_mcp.core.citations import CITATION
+from research_mcp.core.contracts import SynthesisOutput
 
 __all__ = ["NOT_COVERED", "synthesis_summary"]
 

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
-from research_mcp.citations import CitationChecker, normalize
-from research_mcp.contracts import Confidence, ConfidenceLevel, ExtractorTaskSpec, Fact, SynthesisOutput
-from research_mcp.ids import fact_label, source_label
-from research_mcp.role_inputs import (
+from research_mcp.core.citations import CitationChecker, normalize
+from research_mcp.core.contracts import (
+    Confidence,
+    ConfidenceCap,
+    ConfidenceLevel,
+    ExtractorTaskSpec,
+    Fact,
+    SynthesisOutput,
+)
+from research_mcp.core.gaps import Gap
+from research_mcp.core.ids import fact_label, source_label
+from research_mcp.core.role_inputs import (
     ChildReport,
     SourceInsight,
     SynthesisFact,
@@ -21,12 +29,10 @@ from research_mcp.roles.base import HandoffContext, Place, Role, RoleDeps, RoleR
 from research_mcp.roles.confidence_words import gated_confidence, plain_confidence
 from research_mcp.roles.contradictions import Disagreement, disagreements
 from research_mcp.roles.evidence import (
-    NOT_ESTABLISHED,
     UNANSWERED,
     Evidence,
     cap_confidence,
     judge_evidence,
-    never_mentioned,
     never_mentioned_cap,
 )
 from research_mcp.roles.followups import followups
@@ -100,7 +106,7 @@ def _prompt(payload: SynthesisPayload, criteria: Sequence[Criterion], prior: Col
         ]
         lines.append(frame("WHAT THE SOURCES LEAVE OPEN", "\n".join(open_lines)))
     for report in payload.child_reports:
-        gaps = "\n\nGaps:\n" + "\n".join(f"- {gap}" for gap in report.gaps) if report.gaps else ""
+        gaps = "\n\nGaps:\n" + "\n".join(f"- {gap.text}" for gap in report.gaps) if report.gaps else ""
         lines.append(frame(f"REPORT {report.title!r} (confidence {report.confidence})", report.report + gaps))
     return "\n".join(lines)
 
@@ -136,46 +142,52 @@ NOT_ESTABLISHED_HERE = (
 _HEADING = re.compile(r"^#{1,3} (.+)$")
 
 
-def _unanswered(questions: Sequence[str], gaps: Sequence[str], notes: Sequence[str]) -> set[str]:
+def _unanswered(questions: Sequence[str], gaps: Sequence[Gap], notes: Sequence[Gap]) -> set[str]:
     """The questions (normalised) code found unanswered: a "No verified fact was found" gap's, and
     those asking about a name or a technical term no document holds (the note names its question).
     Not a common word no document holds ("safer" where the documents say "safe") nor the lexical
     "Not established" judgements: a right answer in other words ("login(1) will allow access only
     to root" for "What does /etc/nologin restrict?") gets one."""
-    found = {gap.split(UNANSWERED, 1)[1] for gap in gaps if UNANSWERED in gap}
+    found = {gap.question for gap in gaps if gap.kind == "unanswered" and gap.question}
     found |= {
-        parsed[1]
+        note.question
         for note in [*notes, *gaps]
-        if (parsed := never_mentioned(note)) and never_mentioned_cap(note) == "low"
+        if note.kind == "never_mentioned" and note.question and never_mentioned_cap(note) == "low"
     }
     return {normalize(question).rstrip("?. ") for question in found}
 
 
-def _unestablished(gaps: Sequence[str]) -> set[str]:
+def _unestablished(gaps: Sequence[Gap]) -> set[str]:
     """The questions (normalised) a "Not established by the verified facts" gap names. Not the parts
     of an unmet "cover every part" criterion (no verified finding says all their words): it took
     "This field is used by fsck(8) to determine the order ..." for no answer to "What does the sixth
     field of fstab determine?", which it lacks "sixth" for."""
-    found = {gap.split(NOT_ESTABLISHED, 1)[1] for gap in gaps if NOT_ESTABLISHED in gap}
+    found = {gap.question for gap in gaps if gap.kind == "not_established" and gap.question}
     return {normalize(question).rstrip("?. ") for question in found}
 
 
-def _never_mentioned_caps(
-    questions: Sequence[str], notes: Sequence[str]
-) -> list[tuple[ConfidenceLevel, str]]:
+def _never_mentioned_caps(questions: Sequence[str], notes: Sequence[Gap]) -> list[ConfidenceCap]:
     """The caps of words no document of the corpus holds (runs/leaf.py), this node's leaf's or its
     parts' carried up: never `high`; `low` when every question of the node asks about a name no
     document holds (roles/evidence.py: `never_mentioned_cap`), else `medium`."""
-    said = list(dict.fromkeys(note for note in notes if never_mentioned(note)))
+    said = _unique(note for note in notes if note.kind == "never_mentioned")
     if not said:
         return []
     named = {
-        normalize(parsed[1]).rstrip("?. ")
+        normalize(note.question).rstrip("?. ")
         for note in said
-        if never_mentioned_cap(note) == "low" and (parsed := never_mentioned(note))
+        if note.question and never_mentioned_cap(note) == "low"
     }
     every = bool(questions) and all(normalize(q).rstrip("?. ") in named for q in questions)
-    return [("low" if every else "medium", said[0])]
+    return [ConfidenceCap(rule="never_mentioned", level="low" if every else "medium", reason=said[0].text)]
+
+
+def _unique(gaps: Iterable[Gap]) -> list[Gap]:
+    """The gaps, each text once (the first gap saying it)."""
+    kept: dict[str, Gap] = {}
+    for gap in gaps:
+        kept.setdefault(gap.text, gap)
+    return list(kept.values())
 
 
 def _marked_unanswered(
@@ -221,7 +233,7 @@ async def synthesize(
     prior_facts: Sequence[int] = (),
     failures: Sequence[str] = (),
     task_specs: Sequence[ExtractorTaskSpec] = (),
-    notes: Sequence[str] = (),
+    notes: Sequence[str | Gap] = (),
     known: Sequence[KnownInsight] = (),
     outline: Sequence[str] = (),
     items: Mapping[str, ItemScope] | None = None,
@@ -259,7 +271,8 @@ async def synthesize(
         known=known,
         items=items or {},
     )
-    role = Synthesis(synthesis_input, scope, notes=list(dict.fromkeys(notes)), outline=list(outline))
+    said = _unique(note if isinstance(note, Gap) else Gap(text=note) for note in notes)
+    role = Synthesis(synthesis_input, scope, notes=said, outline=list(outline))
     return await perform(deps, role, Place(run_id, node_id, iteration))
 
 
@@ -321,7 +334,7 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
     max_tokens = 8192
 
     def __init__(
-        self, asked: SynthesisInput, scope: _Scope, *, notes: list[str], outline: list[str] | None = None
+        self, asked: SynthesisInput, scope: _Scope, *, notes: list[Gap], outline: list[str] | None = None
     ) -> None:
         payload = SynthesisPayload(
             **asked.model_dump(),
@@ -352,8 +365,8 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
                 "payload": self.payload.model_dump(mode="json", exclude={"input_handoffs"}),
                 "prior": self.scope.prior,
                 "failures": self.scope.failed,
-                "carried": self.scope.below.evidence_gaps,
-                "notes": self.notes,
+                "carried": [gap.model_dump(mode="json") for gap in self.scope.below.evidence_gaps],
+                "notes": [note.model_dump(mode="json") for note in self.notes],
                 "outline": self.outline,
             },
         )
@@ -371,19 +384,17 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
         acceptance, evidence = self._judged(context.deps, output, check.report)
         # What code knows is missing, whatever the backend said: unanswered questions, cut lists,
         # criteria unmet or unchecked, what the sources say they leave open, and the same from below.
-        found_gaps = list(
-            dict.fromkeys(
-                [
-                    *evidence.gaps,
-                    *self.notes,
-                    *format_gaps,
-                    *outline_gaps(self.outline, check.report),
-                    *_acceptance_gaps(acceptance),
-                    *source_gaps(_scrubbed(scope.below.insights, checker), questions),
-                    *source_gaps(_scrubbed(scope.earlier, checker), questions),
-                    *_still_open(scope.below.evidence_gaps, scope.facts),
-                ]
-            )
+        found_gaps = _unique(
+            [
+                *evidence.gaps,
+                *self.notes,
+                *(Gap(kind="requirement", text=gap) for gap in format_gaps),
+                *(Gap(text=gap) for gap in outline_gaps(self.outline, check.report)),
+                *_acceptance_gaps(acceptance),
+                *source_gaps(_scrubbed(scope.below.insights, checker), questions),
+                *source_gaps(_scrubbed(scope.earlier, checker), questions),
+                *_still_open(scope.below.evidence_gaps, scope.facts),
+            ]
         )
         # Contradictions between verified facts that code can see, whatever the backend saw.
         # Copies of one document are one source: a copy neither contradicts nor settles (copies.py).
@@ -395,7 +406,9 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
         unanswered = _unanswered(questions, found_gaps, self.notes)
         output.report = _with_contradictions(
             _with_failures(
-                _marked_unanswered(check.report, unanswered, _unestablished([*found_gaps, *output.gaps])),
+                _marked_unanswered(
+                    check.report, unanswered, _unestablished([*found_gaps, *output.as_gaps()])
+                ),
                 scope.failed,
             ),
             disagreeing,
@@ -406,7 +419,7 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
         cited = set(check.cited)
         output.suggested_followups = followups(
             asked=questions,
-            open_questions=[_open_question(gap) for gap in [*found_gaps, *output.gaps]],
+            open_questions=[_open_question(gap) for gap in [*found_gaps, *output.as_gaps()]],
             disagreements=self.disagreements,
             insights=_scrubbed(scope.below.insights, checker),
             read=scope.below.read_refs | links,
@@ -415,9 +428,10 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
             suggested=output.suggested_followups,
         )
         evidence.caps += _never_mentioned_caps(questions, [*self.notes, *found_gaps])
-        output.confidence = _capped(
-            evidence.cap(output.confidence), output, cites_verified=bool(check.verified)
-        )
+        output.confidence = evidence.cap(output.confidence)
+        report_caps = _report_caps(output, cites_verified=bool(check.verified))
+        for cap in report_caps:
+            output.confidence = cap_confidence(output.confidence, cap.level, cap.reason)
         # A person reads one plain sentence; the reasons rule by rule stay in the structured output.
         counts = self._counts(context.deps, output, check.cited, found_gaps)
         reasons = [output.confidence.reasoning]
@@ -427,6 +441,7 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
         return self.stored(
             output,
             confidence_reasons=reasons,
+            confidence_caps=[cap.model_dump() for cap in [*evidence.caps, *report_caps]],
             confidence_counts=counts.model_dump(),
             failures=scope.failed,
             fact_ids=sorted(scope.allowed),
@@ -439,16 +454,17 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
             ).model_dump(),
             prior_fact_ids=scope.prior,
             acceptance=[item.model_dump() for item in acceptance],
-            evidence_gaps=found_gaps,
+            evidence_gaps=[gap.model_dump(mode="json") for gap in found_gaps],
+            typed_gaps=[gap.model_dump(mode="json") for gap in output.as_gaps()],
             insights=[item.model_dump() for item in scope.insights],
         )
 
     def _counts(
-        self, deps: RoleDeps, output: SynthesisOutput, cited_ids: Sequence[int], gaps: Sequence[str]
+        self, deps: RoleDeps, output: SynthesisOutput, cited_ids: Sequence[int], gaps: Sequence[Gap]
     ) -> ConfidenceCounts:
         """What the confidence stands on, counted for the sentence a person reads."""
         questions = self.asked.questions
-        said = [*gaps, *output.gaps]
+        said = [*gaps, *output.as_gaps()]
         unanswered = _unanswered(questions, said, self.notes)
         asked = {normalize(question).rstrip("?. ") for question in questions}
         unclear = (_unestablished(said) & asked) - unanswered
@@ -502,7 +518,13 @@ def _checked_texts(output: SynthesisOutput, checker: CitationChecker) -> str:
     in the confidence reasoning would reach the exports as surely as one in the report. Returns the
     report checked (its citation counts are taken from it)."""
     report = checker.text(output.report)
-    output.gaps = checker.texts(output.gaps)
+    typed = output.as_gaps()
+    output.set_gaps(
+        [
+            gap.model_copy(update={"text": text})
+            for gap, text in zip(typed, checker.texts(output.gaps), strict=True)
+        ]
+    )
     output.contradictions = checker.texts(output.contradictions)
     output.suggested_followups = checker.texts(output.suggested_followups)
     output.confidence.reasoning = checker.text(output.confidence.reasoning)
@@ -513,47 +535,58 @@ def _checked_texts(output: SynthesisOutput, checker: CitationChecker) -> str:
     return report
 
 
-def _add_gaps(output: SynthesisOutput, failed: Sequence[str], found: Sequence[str]) -> None:
+def _add_gaps(output: SynthesisOutput, failed: Sequence[str], found: Sequence[Gap]) -> None:
     # A failure a gap already names (a child's gap arrives prefixed with its title) is not added twice.
-    output.gaps = [*output.gaps, *(f for f in failed if not any(f in gap for gap in output.gaps))]
+    gaps = output.as_gaps()
+    gaps += [Gap(kind="failure", text=f) for f in failed if not any(f in gap.text for gap in gaps)]
     # A gap a lower synthesis gave (prefixed with its title, perhaps clipped) is not added twice.
-    output.gaps += [gap for gap in found if not any(_says(said, gap) for said in output.gaps)]
-    output.gaps = coverage_said_once(output.gaps)  # each part's search saw its own count
+    gaps += [gap for gap in found if not any(_says(said, gap) for said in gaps)]
+    typed = {gap.text: gap for gap in gaps}
+    # Each part's search saw its own count: one line of the corpus's coverage (a failure) is kept.
+    output.set_gaps(
+        [typed.get(text) or Gap(kind="failure", text=text) for text in coverage_said_once(list(typed))]
+    )
 
 
-def _capped(confidence: Confidence, output: SynthesisOutput, *, cites_verified: bool) -> Confidence:
+def _report_caps(output: SynthesisOutput, *, cites_verified: bool) -> list[ConfidenceCap]:
+    """The caps of the checked report itself: no verified fact cited, contradictions unresolved."""
+    caps = []
     if not cites_verified:
-        confidence = cap_confidence(confidence, "low", "the report cites no verified fact")
+        caps.append(
+            ConfidenceCap(
+                rule="cites_no_verified_fact", level="low", reason="the report cites no verified fact"
+            )
+        )
     if output.contradictions:
         why = f"{len(output.contradictions)} contradictions between sources are unresolved"
-        confidence = cap_confidence(confidence, "medium", why)
-    return confidence
+        caps.append(ConfidenceCap(rule="contradictions", level="medium", reason=why))
+    return caps
 
 
-def _still_open(carried: Sequence[str], facts: Sequence[Fact]) -> list[str]:
+def _still_open(carried: Sequence[Gap], facts: Sequence[Fact]) -> list[Gap]:
     """The gaps carried from below, but a question this synthesis has a verified fact for (a phase
     iteration found one since the part was synthesized) no longer named unanswered."""
     answered = {normalize(fact.question) for fact in facts if fact.verified and fact.question}
     return [
-        gap
-        for gap in carried
-        if not (gap.startswith(UNANSWERED) and normalize(gap.removeprefix(UNANSWERED)) in answered)
+        gap for gap in carried if not (gap.kind == "unanswered" and normalize(gap.question or "") in answered)
     ]
 
 
-def _says(said: str, gap: str) -> bool:
+def _says(said: Gap, gap: Gap) -> bool:
     """Whether the gap `said` already says `gap`: with a part's title before it, or clipped after,
     or the same question left open in other words ("No verified fact was found for: Q" after "Not
     established by the verified facts: Q")."""
     question = _open_question(gap)
-    return gap[-80:] in said or gap[:80] in said or (bool(question) and question == _open_question(said))
+    text, saying = gap.text, said.text
+    return (
+        text[-80:] in saying or text[:80] in saying or (bool(question) and question == _open_question(said))
+    )
 
 
-def _open_question(gap: str) -> str:
-    """The question a gap says is unanswered or not established, else ''."""
-    for marker in (UNANSWERED, NOT_ESTABLISHED):
-        if marker in gap:
-            return normalize(gap.split(marker, 1)[1])
+def _open_question(gap: Gap) -> str:
+    """The question a gap says is unanswered or not established (normalized), else ''."""
+    if gap.kind in ("unanswered", "not_established") and gap.question:
+        return normalize(gap.question)
     return ""
 
 
@@ -577,13 +610,15 @@ def _source_titles(deps: RoleDeps) -> Callable[[int], tuple[str, str]]:
     return source_of
 
 
-def _acceptance_gaps(acceptance: Sequence[AcceptanceCheck]) -> list[str]:
+def _acceptance_gaps(acceptance: Sequence[AcceptanceCheck]) -> list[Gap]:
     gaps = []
     for check in acceptance:
         if check.met is False:
-            gaps.append(f"{CRITERION_UNMET}: {check.criterion!r}: {check.evidence}"[:500])
+            text = f"{CRITERION_UNMET}: {check.criterion!r}: {check.evidence}"[:500]
+            gaps.append(Gap(kind="criterion_unmet", text=text))
         elif check.met is None:
-            gaps.append(f"Acceptance criterion not checked: {check.criterion!r} ({check.evidence})"[:500])
+            text = f"Acceptance criterion not checked: {check.criterion!r} ({check.evidence})"[:500]
+            gaps.append(Gap(kind="requirement", text=text))
     return gaps
 
 
@@ -592,7 +627,7 @@ def gate_synthesis(
     handoff_id: str,
     *,
     unmet: list[str],
-    gaps: list[str],
+    gaps: list[Gap],
     cap: ConfidenceLevel,
     run_id: str | None,
     node_id: str | None,
@@ -605,9 +640,12 @@ def gate_synthesis(
     output = kept.output_as(StoredSynthesis)
     if output is None:
         raise ValueError(f"handoff {handoff_id} is no finished synthesis")
+    said = {gap.text for gap in gaps}
+    kept_gaps = [*gaps, *(gap for gap in output.as_gaps() if gap.text not in said)]
     gated = output.model_copy(
         update={
-            "gaps": [*gaps, *(gap for gap in output.gaps if gap not in gaps)],
+            "gaps": [gap.text for gap in kept_gaps],
+            "typed_gaps": kept_gaps,
             **gated_confidence(output, cap, unmet),
             "unmet_criteria": unmet,
             "cached": False,

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from research_mcp.contracts import Budget, PlanNode
-from research_mcp.ids import NodeKey
+from research_mcp.core.contracts import Budget, PlanNode
+from research_mcp.core.ids import NodeKey
 from research_mcp.roles.base import RoleDeps
 from research_mcp.roles.outline import sections
 from research_mcp.roles.planner import TOKENLESS

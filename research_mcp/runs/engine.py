@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 import anyio
 
-from research_mcp.contracts import PlanNode
-from research_mcp.errors import BudgetExhausted, ModelError, ResearchError
-from research_mcp.matching.terms import said_terms, terms
+from research_mcp.answering.terms import said_terms, terms
+from research_mcp.core.contracts import PlanNode
+from research_mcp.core.errors import BudgetExhausted, ModelError, ResearchError
 from research_mcp.roles.curation import curate, curation_behind
 from research_mcp.roles.node_budgets import node_budget
 from research_mcp.roles.scout import scout

@@ -8,10 +8,10 @@ import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from research_mcp.citations import normalize
-from research_mcp.contracts import NOT_ESTABLISHED, Budget, Phase
-from research_mcp.matching.answer_type import number_words, states_number
-from research_mcp.matching.terms import said_terms, terms
+from research_mcp.answering.answer_type import number_words, states_number
+from research_mcp.answering.terms import said_terms, terms
+from research_mcp.core.citations import normalize
+from research_mcp.core.contracts import Budget, Phase
 from research_mcp.roles.evidence import named_terms, technical_terms
 from research_mcp.runs.context import RunContext
 from research_mcp.storage.outputs import StoredSynthesis
@@ -70,9 +70,9 @@ def answered(output: StoredSynthesis, extracted_for: Collection[str]) -> set[str
     of a part, carried up under the part's title) says are not established. A gap saying no fact was
     found for one is a part's first reading, which a later one (the phase's iteration) answered."""
     found = {normalize(question) for question in extracted_for if question}
-    for gap in output.gaps:
-        if NOT_ESTABLISHED in gap:
-            found.discard(normalize(gap.split(NOT_ESTABLISHED, 1)[1]))
+    for gap in output.as_gaps():
+        if gap.kind == "not_established" and gap.question:
+            found.discard(normalize(gap.question))
     return found
 
 

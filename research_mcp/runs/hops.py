@@ -32,13 +32,13 @@ from dataclasses import asdict, dataclass, field
 
 import anyio
 
-from research_mcp.citations import cited_in
-from research_mcp.contracts import PlanNode
-from research_mcp.errors import NotFound
-from research_mcp.feasibility import HOP_SOURCES
-from research_mcp.ids import source_label
-from research_mcp.matching.terms import said_terms, terms
-from research_mcp.role_inputs import ExtractorInput
+from research_mcp.answering.terms import said_terms, terms
+from research_mcp.core.citations import cited_in
+from research_mcp.core.contracts import PlanNode
+from research_mcp.core.errors import NotFound
+from research_mcp.core.feasibility import HOP_SOURCES
+from research_mcp.core.ids import source_label
+from research_mcp.core.role_inputs import ExtractorInput
 from research_mcp.runs.context import RunContext
 from research_mcp.runs.leads import Lead, leads_from, mentions, open_terms, still_open
 from research_mcp.runs.reading import extract_sources, ref_key

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Literal
 
-from research_mcp.citations import normalize
-from research_mcp.contracts import Fact
-from research_mcp.matching.names import NOT_NAMES, WORD_TOKEN, name_spans, named_entities
-from research_mcp.matching.terms import said_terms, terms
-from research_mcp.role_inputs import ExtractorInput
+from research_mcp.answering.names import NOT_NAMES, WORD_TOKEN, name_spans, named_entities
+from research_mcp.answering.terms import said_terms, terms
+from research_mcp.core.citations import normalize
+from research_mcp.core.contracts import Fact
+from research_mcp.core.role_inputs import ExtractorInput
 from research_mcp.storage.outputs import StoredExtraction
 from research_mcp.storage.store import Store
 

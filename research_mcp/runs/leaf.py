@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import anyio
 
-from research_mcp.contracts import PlanNode
-from research_mcp.ids import source_label
+from research_mcp.core.contracts import PlanNode
+from research_mcp.core.gaps import Gap
+from research_mcp.core.ids import source_label
 from research_mcp.roles.acceptance import numbered_criteria
-from research_mcp.roles.evidence import NEVER_MENTIONED
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.hops import follow_leads
@@ -125,7 +125,7 @@ async def run_leaf(rc: RunContext, node: PlanNode, key: str, discovered: list[st
     return result.handoff_id
 
 
-async def _never_mentioned(rc: RunContext, questions: list[str], refs: list[str]) -> list[str]:
+async def _never_mentioned(rc: RunContext, questions: list[str], refs: list[str]) -> list[Gap]:
     """A note for each question asking about words no document of the corpus holds, where the corpus
     is all the leaf reads ("umask" of "What is the default umask for new users?" over man pages
     that never say it): the answer is not in the documents, whatever shares the question's other
@@ -136,12 +136,11 @@ async def _never_mentioned(rc: RunContext, questions: list[str], refs: list[str]
         return []
     if not all(classify_ref(ref) in ("corpus", "path") for ref in refs):
         return []
-    notes = []
+    notes: list[Gap] = []
     for question in questions:
         words = await anyio.to_thread.run_sync(corpus.unmentioned, question)
         if words:
-            said = ", ".join(repr(word) for word in words)
-            notes.append(f"{NEVER_MENTIONED}{said} (asked: {question[:200]})")
+            notes.append(Gap.never_mentioned(words, question))
     return notes
 
 

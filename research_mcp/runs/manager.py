@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 import anyio
 import anyio.abc
 
-from research_mcp.contracts import FINISHED, RETRYABLE, Budget, PlanNode
-from research_mcp.errors import BudgetExhausted, InvalidInput, ResearchError
-from research_mcp.ids import FINAL_NODE
-from research_mcp.memory import give_back_freed_memory
-from research_mcp.retry import BACKGROUND, patience
+from research_mcp.core.contracts import FINISHED, RETRYABLE, Budget, PlanNode
+from research_mcp.core.errors import BudgetExhausted, InvalidInput, ResearchError
+from research_mcp.core.ids import FINAL_NODE
+from research_mcp.core.memory import give_back_freed_memory
+from research_mcp.core.retry import BACKGROUND, patience
 from research_mcp.roles.base import BudgetTracker, RoleDeps
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, node_key, plan_nodes

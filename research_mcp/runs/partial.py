@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from research_mcp.contracts import Confidence, Fact
-from research_mcp.ids import fact_label
-from research_mcp.role_inputs import SynthesisInput
+from research_mcp.core.contracts import Confidence, Fact
+from research_mcp.core.ids import fact_label
+from research_mcp.core.role_inputs import SynthesisInput
 from research_mcp.storage.models import RunNode
 from research_mcp.storage.outputs import CitationCounts, StoredSynthesis
 from research_mcp.storage.store import Store

@@ -18,18 +18,19 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from research_mcp.citations import WRITTEN_CITATION
-from research_mcp.contracts import ConfidenceLevel, Phase, PlanNode, SynthesisOutput
-from research_mcp.errors import BudgetExhausted, ModelError, NodeBudgetExhausted
-from research_mcp.feasibility import leaf_reading
-from research_mcp.ids import source_label
-from research_mcp.role_inputs import ExtractorInput
+from research_mcp.core.citations import WRITTEN_CITATION
+from research_mcp.core.contracts import ConfidenceLevel, Phase, PlanNode, SynthesisOutput
+from research_mcp.core.errors import BudgetExhausted, ModelError, NodeBudgetExhausted
+from research_mcp.core.feasibility import leaf_reading
+from research_mcp.core.gaps import Gap, GapKind
+from research_mcp.core.ids import source_label
+from research_mcp.core.role_inputs import ExtractorInput
 from research_mcp.roles.base import RoleResult
 from research_mcp.roles.contradictions import settling_question
-from research_mcp.roles.evidence import NEVER_MENTIONED, NOT_ESTABLISHED, STRONG_EVIDENCE
+from research_mcp.roles.evidence import STRONG_EVIDENCE
 from research_mcp.roles.node_budgets import node_budget_spent
 from research_mcp.roles.scout import scout
-from research_mcp.roles.synthesizer import UNANSWERED, gate_synthesis, synthesize
+from research_mcp.roles.synthesizer import gate_synthesis, synthesize
 from research_mcp.runs.context import RunContext, leaf_questions, node_key, report_outline
 from research_mcp.runs.gates import PhaseSpending, answered, corroboration, criteria_status, unmet_gap
 from research_mcp.runs.leaf import RUBRIC_FACTS, rubric
@@ -51,12 +52,8 @@ __all__ = ["follow_ups_of", "raised_by_source", "run_phases"]
 #: Follow-up questions and source-named gaps one leaf asks in one iteration.
 MAX_FOLLOW_UPS = 3
 #: Gaps code writes that are not questions to ask again.
-_NOT_QUESTIONS = (
-    "Cut short:",
-    "Acceptance criterion",
-    "Expected format not met",
-    " names a gap: ",
-    NEVER_MENTIONED,
+_NOT_QUESTIONS: frozenset[GapKind] = frozenset(
+    {"cut_short", "criterion_unmet", "requirement", "source_gap", "never_mentioned", "failure"}
 )
 
 
@@ -105,13 +102,12 @@ def _gap_questions(output: StoredSynthesis) -> list[str]:
     the acceptance criteria, the gaps sources name (asked of them already) or the phase's own notes
     code added (those are no questions)."""
     questions = []
-    for gap in output.gaps:
-        if gap in output.failures or gap.startswith("Phase ") or any(note in gap for note in _NOT_QUESTIONS):
+    for gap in output.as_gaps():
+        if gap.kind in _NOT_QUESTIONS or gap.text in output.failures:
             continue
-        for marker in (UNANSWERED, NOT_ESTABLISHED):
-            if marker in gap:
-                gap = gap.split(marker, 1)[1]
-        questions.append(gap)
+        questions.append(
+            gap.question if gap.kind in ("unanswered", "not_established") and gap.question else gap.text
+        )
     return list(dict.fromkeys(questions))
 
 
@@ -330,10 +326,10 @@ def _close_phase(rc: RunContext, key: str, phase: Phase, best: _Kept, stopped: _
     )
     output, source_of = _synthesis(rc, handoff_id)
     cap: ConfidenceLevel = "medium" if len(unmet) < len(status) else "low"
-    gaps = [unmet_gap(phase, name, output, source_of) for name in unmet]
+    gaps = [Gap(kind="requirement", text=unmet_gap(phase, name, output, source_of)) for name in unmet]
     if stop is StopReason.BUDGET:
         store.add_event(rc.run_id, PhaseBudgetSpent(message=f"phase {phase.name!r} {said}", node_id=key))
-        gaps.append(f"Phase {phase.name!r} {said}")
+        gaps.append(Gap(kind="requirement", text=f"Phase {phase.name!r} {said}"))
     return gate_synthesis(
         rc.deps,
         handoff_id,

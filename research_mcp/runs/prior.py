@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import anyio
 
-from research_mcp.callers import may_read
-from research_mcp.contracts import PlanNode
-from research_mcp.errors import NotFound
-from research_mcp.ids import source_label
-from research_mcp.matching.terms import said_terms, terms
+from research_mcp.answering.terms import said_terms, terms
+from research_mcp.core.callers import may_read
+from research_mcp.core.contracts import PlanNode
+from research_mcp.core.errors import NotFound
+from research_mcp.core.ids import source_label
 from research_mcp.roles.items import ItemScope, facts_of_items, item_scope
 from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.reading import stored_ref

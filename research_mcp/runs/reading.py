@@ -15,10 +15,10 @@ from collections.abc import Collection, Mapping, Sequence
 
 import anyio
 
-from research_mcp.contracts import ExtractorTaskSpec, PlanNode, Source
-from research_mcp.errors import ModelError, NodeBudgetExhausted, NotConfigured, SourceError
-from research_mcp.feasibility import SOURCES_PER_LEAF, leaf_reading
-from research_mcp.role_inputs import ExtractorInput
+from research_mcp.core.contracts import ExtractorTaskSpec, PlanNode, Source
+from research_mcp.core.errors import ModelError, NodeBudgetExhausted, NotConfigured, SourceError
+from research_mcp.core.feasibility import SOURCES_PER_LEAF, leaf_reading
+from research_mcp.core.role_inputs import ExtractorInput
 from research_mcp.roles.extractor import SpecSpending, asked_questions, extract
 from research_mcp.roles.node_budgets import node_budget_spent
 from research_mcp.runs.context import RunContext, leaf_questions, node_key

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from research_mcp.contracts import PlanNode, SynthesisOutput
-from research_mcp.errors import ModelError
-from research_mcp.role_inputs import SynthesisInput
+from research_mcp.core.contracts import PlanNode, SynthesisOutput
+from research_mcp.core.errors import ModelError
+from research_mcp.core.role_inputs import SynthesisInput
 from research_mcp.roles.acceptance import numbered_criteria
 from research_mcp.roles.base import RoleResult
-from research_mcp.roles.synthesizer import CRITERION_UNMET, synthesize
+from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, leaf_questions
 from research_mcp.runs.prior import recorded_insights
 from research_mcp.storage.events import AcceptanceRejudged, SpecBudgetSpent
@@ -60,7 +60,7 @@ def criteria_questions(rc: RunContext, leaf: PlanNode, handoff_id: str | None) -
 
 def unmet_acceptance(output: StoredSynthesis) -> int:
     """How many acceptance criteria a synthesis (or those below it) left unmet."""
-    return sum(1 for gap in output.evidence_gaps if gap.startswith(CRITERION_UNMET))
+    return sum(1 for gap in output.evidence_gaps if gap.kind == "criterion_unmet")
 
 
 async def rejudge(

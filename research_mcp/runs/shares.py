@@ -8,7 +8,7 @@ they would without this rule; the run's own limits hold over all of them either 
 
 from __future__ import annotations
 
-from research_mcp.contracts import Budget, ExtractorTaskSpec, PlanNode
+from research_mcp.core.contracts import Budget, ExtractorTaskSpec, PlanNode
 
 __all__ = ["leaf_priority", "priority_shares"]
 

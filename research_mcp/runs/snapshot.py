@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from research_mcp.contracts import PlanNode
-from research_mcp.errors import NotFound
-from research_mcp.ids import FINAL_NODE
+from research_mcp.core.contracts import PlanNode
+from research_mcp.core.errors import NotFound
+from research_mcp.core.ids import FINAL_NODE
 from research_mcp.storage.models import Run
 from research_mcp.storage.store import Store
 

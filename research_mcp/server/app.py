@@ -14,12 +14,12 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 
 from research_mcp import __version__
-from research_mcp.config import Settings
-from research_mcp.errors import ResearchError
+from research_mcp.core.config import Settings
+from research_mcp.core.errors import ResearchError
+from research_mcp.core.printable import PrintableFilter
+from research_mcp.core.redaction import RedactingFilter, Redactor, redact_logs, weak_secrets
 from research_mcp.llm.base import ModelBackend
 from research_mcp.llm.select import choose_backend
-from research_mcp.printable import PrintableFilter
-from research_mcp.redaction import RedactingFilter, Redactor, redact_logs, weak_secrets
 from research_mcp.runs.manager import RunManager
 from research_mcp.server.context import ServerState
 from research_mcp.server.host_log import HostLog

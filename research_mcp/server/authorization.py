@@ -14,7 +14,7 @@ from typing import Any
 from mcp.server.mcpserver.resolve import Elicit
 from pydantic import BaseModel, Field
 
-from research_mcp.errors import ResearchError
+from research_mcp.core.errors import ResearchError
 from research_mcp.server import inputs
 from research_mcp.server.context import ToolContext, caller_of
 

@@ -11,7 +11,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.mcpserver import Context
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 
-from research_mcp.callers import user as user_caller
+from research_mcp.core.callers import user as user_caller
 from research_mcp.llm.base import ModelBackend
 from research_mcp.service import ResearchService
 
@@ -34,7 +34,7 @@ ToolContext = Context[ServerState]
 
 
 def caller_of(request_context: Any) -> str | None:
-    """Who is asking (research_mcp/callers.py): the user a bearer token names (`user:<name>`), else
+    """Who is asking (research_mcp/core/callers.py): the user a bearer token names (`user:<name>`), else
     the streamable HTTP session (`session:<id>`), else `anonymous` over HTTP; None over stdio and in
     memory, where one host holds the connection."""
     request = getattr(request_context, "request", None)

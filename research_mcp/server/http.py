@@ -10,7 +10,7 @@ Three rules keep a remote server safe:
 - With a token set, every request carries `Authorization: Bearer <token>` or gets 401
   (`BearerTokenMiddleware`, compared in constant time). RESEARCH_MCP_HTTP_TOKENS gives each user a
   token of their own ("name=token,..."); the request then goes on as that user (the ASGI `user`,
-  which the SDK binds sessions to, and research_mcp/callers.py binds plans, runs and tasks to).
+  which the SDK binds sessions to, and research_mcp/core/callers.py binds plans, runs and tasks to).
   RESEARCH_MCP_HTTP_TOKEN alone is one user, `token`.
 - DNS-rebinding protection: the SDK's transport security refuses a Host header (421) or an Origin
   (403) naming anything but this machine's loopback names, the bound address, and the names in
@@ -34,7 +34,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 
 __all__ = [
     "BearerTokenMiddleware",

@@ -43,10 +43,10 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
-from research_mcp.contracts import Budget, ExtractorTaskSpec, PlannerOutput, View
-from research_mcp.errors import InvalidInput, shown
-from research_mcp.feasibility import MAX_NODES
-from research_mcp.ids import kind_of_id
+from research_mcp.core.contracts import Budget, ExtractorTaskSpec, PlannerOutput, View
+from research_mcp.core.errors import InvalidInput, shown
+from research_mcp.core.feasibility import MAX_NODES
+from research_mcp.core.ids import kind_of_id
 from research_mcp.reports import MAX_MAX_TOKENS, MIN_MAX_TOKENS
 from research_mcp.server.nested_arguments import (
     PLAN_SHAPE,

@@ -24,8 +24,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
-from research_mcp.contracts import NodeKind, PlannerOutput
-from research_mcp.feasibility import MAX_NODES
+from research_mcp.core.contracts import NodeKind, PlannerOutput
+from research_mcp.core.feasibility import MAX_NODES
 from research_mcp.server.schemas import Limits
 
 __all__ = [

@@ -9,7 +9,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
-from research_mcp.errors import shown
+from research_mcp.core.errors import shown
 from research_mcp.roles.base import load_prompt
 
 __all__ = ["PROMPTS", "UnknownPrompts", "register_prompts"]

@@ -11,7 +11,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent
 from mcp_types import INVALID_PARAMS
 
-from research_mcp.errors import ECHO_LIMIT, bounded, clipped, shown, without_echoes
+from research_mcp.core.errors import ECHO_LIMIT, bounded, clipped, shown, without_echoes
 
 __all__ = ["UNPAGED_LISTS", "BoundedEchoes", "UnknownTools", "UnpagedLists"]
 

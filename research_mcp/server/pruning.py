@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import anyio
 
-from research_mcp.errors import ResearchError
+from research_mcp.core.errors import ResearchError
 from research_mcp.storage.knowledge_base import KnowledgeBase
 
 __all__ = ["PRUNE_EVERY_S", "keep_pruned", "prune_expired"]

@@ -10,8 +10,8 @@ from typing import Any
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
-from research_mcp.errors import NotFound, ResearchError
-from research_mcp.printable import printable
+from research_mcp.core.errors import NotFound, ResearchError
+from research_mcp.core.printable import printable
 from research_mcp.server.context import ToolContext, caller_of
 from research_mcp.server.tools import shown_to_host
 from research_mcp.service import ResearchService

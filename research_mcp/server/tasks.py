@@ -15,7 +15,7 @@ Two wire forms, one store:
 A call without either is served exactly as before (the polling flow: `execute_plan(run_id)`).
 
 Isolation, as the tasks spec asks: over streamable HTTP a task is bound to the caller that created
-it (research_mcp/callers.py), recorded with the run in the store, so it outlives the server process:
+it (research_mcp/core/callers.py), recorded with the run in the store, so it outlives the server process:
 the user its bearer token names, else its session (`mcp-session-id`), else the anonymous caller of
 requests with neither, whatever the protocol version. Another caller's `tasks/list` does not show it,
 and its `tasks/get`, `tasks/result`, `tasks/cancel` and `tasks/update` get the same "no task" error
@@ -42,9 +42,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND, RequestParams
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from research_mcp.callers import may_see_task
-from research_mcp.contracts import FINISHED, CompactReturn
-from research_mcp.errors import NotFound, ResearchError, shown
+from research_mcp.core.callers import may_see_task
+from research_mcp.core.contracts import FINISHED, CompactReturn
+from research_mcp.core.errors import NotFound, ResearchError, shown
 from research_mcp.server.context import ServerState, caller_of
 
 __all__ = ["TASKS_EXTENSION", "RunTasks", "TaskRequests"]

@@ -14,10 +14,10 @@ from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from research_mcp.contracts import Budget, CompactReturn, ReportPage
-from research_mcp.errors import InvalidInput, ResearchError, shown
+from research_mcp.core.contracts import Budget, CompactReturn, ReportPage
+from research_mcp.core.errors import InvalidInput, ResearchError, shown
+from research_mcp.core.printable import printable
 from research_mcp.llm.base import ModelBackend
-from research_mcp.printable import printable
 from research_mcp.server import inputs
 from research_mcp.server.authorization import RunAuthorization, authorize_run
 from research_mcp.server.context import ToolContext, caller_of

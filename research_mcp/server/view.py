@@ -20,7 +20,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from research_mcp.printable import printable
+from research_mcp.core.printable import printable
 from research_mcp.run_document import RunView
 from research_mcp.server import inputs
 from research_mcp.server.context import ToolContext, caller_of

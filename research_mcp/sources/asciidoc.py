@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from research_mcp.errors import SourceError
+from research_mcp.core.errors import SourceError
 from research_mcp.sources.documents import decode_text, read_regular_file
 
 __all__ = ["MAX_INCLUDE_DEPTH", "expand_includes", "looks_like_asciidoc", "render_asciidoc"]

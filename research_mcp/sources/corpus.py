@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from research_mcp.errors import InvalidInput, NotConfigured, NotFound, shown
-from research_mcp.ids import corpus_ref
-from research_mcp.matching.terms import terms
+from research_mcp.answering.terms import terms
+from research_mcp.core.errors import InvalidInput, NotConfigured, NotFound, shown
+from research_mcp.core.ids import corpus_ref
 from research_mcp.sources.chunk_vectors import chunk_point
 from research_mcp.sources.documents import chunk_spans, size_cap
 from research_mcp.sources.folders import (
@@ -49,7 +49,7 @@ from research_mcp.sources.ranking import (
 from research_mcp.sources.readers import READER_VERSION
 
 if TYPE_CHECKING:
-    from research_mcp.contracts import Embedder
+    from research_mcp.core.contracts import Embedder
     from research_mcp.storage.models import CorpusDocumentInfo, CorpusFailure, CorpusFileState
     from research_mcp.storage.store import Store
     from research_mcp.storage.vectors import KnowledgeIndex

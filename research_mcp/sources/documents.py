@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from research_mcp.errors import SourceError
+from research_mcp.core.errors import SourceError
 
 if TYPE_CHECKING:
     pass

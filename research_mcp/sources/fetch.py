@@ -48,8 +48,8 @@ import anyio
 import anyio.to_thread
 import httpx
 
-from research_mcp.errors import SourceError
-from research_mcp.redaction import Redactor
+from research_mcp.core.errors import SourceError
+from research_mcp.core.redaction import Redactor
 from research_mcp.sources.parsing import DocumentParser
 
 __all__ = ["FetchedDocument", "SafeFetcher", "check_address"]

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from research_mcp.errors import InvalidInput, SourceError
+from research_mcp.core.errors import InvalidInput, SourceError
 
 __all__ = [
     "SUFFIXES",

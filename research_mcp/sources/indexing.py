@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
 
-from research_mcp.errors import NotConfigured, SourceError
+from research_mcp.core.errors import NotConfigured, SourceError
 from research_mcp.sources.chunk_vectors import check_chunk_vectors, chunk_point
 from research_mcp.sources.documents import (
     describe_file_kind,

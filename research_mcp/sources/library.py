@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
-from research_mcp.contracts import Source
-from research_mcp.copies import Fingerprint, fingerprint, stem_of
-from research_mcp.errors import InvalidInput, NotConfigured, ResearchError, SourceError, shown
-from research_mcp.ids import corpus_number, corpus_ref, kind_of_id, source_number
+from research_mcp.core.contracts import Source
+from research_mcp.core.copies import Fingerprint, fingerprint, stem_of
+from research_mcp.core.errors import InvalidInput, NotConfigured, ResearchError, SourceError, shown
+from research_mcp.core.ids import corpus_number, corpus_ref, kind_of_id, source_number
 from research_mcp.sources.corpus import RELEVANCE_FLOOR
 from research_mcp.sources.openings import opening, page_title
 
@@ -277,7 +277,7 @@ class SourceLibrary:
             return ""
 
     def fingerprint_of(self, ref: str) -> Fingerprint | None:
-        """A corpus document's fingerprint (research_mcp/copies.py: which documents are copies of
+        """A corpus document's fingerprint (research_mcp/core/copies.py: which documents are copies of
         one another), its path giving the stem; None for any other reference or a document gone."""
         if self.corpus is None or classify_ref(ref) != "corpus":
             return None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.sources.parsing import DocumentParser
 from research_mcp.storage.store import Store
 from research_mcp.storage.vectors import KnowledgeIndex

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 from typing import IO, Any
 
-from research_mcp.errors import SourceError
+from research_mcp.core.errors import SourceError
 from research_mcp.sources.readers import read_file
 from research_mcp.sources.text import extract_text
 

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import IO, Any, cast
 
-from research_mcp.errors import SourceError
+from research_mcp.core.errors import SourceError
 from research_mcp.sources.text import DocumentType
 
 __all__ = ["DEFAULT_MEMORY_MB", "DocumentParser"]

@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from research_mcp.errors import SourceError
+from research_mcp.core.errors import SourceError
 from research_mcp.sources.asciidoc import expand_includes, looks_like_asciidoc
 from research_mcp.sources.documents import MAX_TEXT_FILE_BYTES, decode_text
 

@@ -44,14 +44,14 @@ from typing import TYPE_CHECKING, Any, Self, cast
 
 import httpx
 
-from research_mcp.errors import InvalidInput, NotConfigured, SourceError
-from research_mcp.redaction import Redactor
-from research_mcp.retry import RetryingTransport, RetryPolicy, retry_outcome
+from research_mcp.core.errors import InvalidInput, NotConfigured, SourceError
+from research_mcp.core.redaction import Redactor
+from research_mcp.core.retry import RetryingTransport, RetryPolicy, retry_outcome
 
 if TYPE_CHECKING:
     from tavily import AsyncTavilyClient
 
-    from research_mcp.config import Settings
+    from research_mcp.core.config import Settings
 
 __all__ = ["DEFAULT_BASE_URL", "SearchHit", "WebSearch"]
 

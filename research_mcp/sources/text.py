@@ -18,7 +18,7 @@ import re
 from email.message import Message
 from typing import Literal
 
-from research_mcp.errors import SourceError
+from research_mcp.core.errors import SourceError
 
 __all__ = ["DocumentType", "extract_text"]
 

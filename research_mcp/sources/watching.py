@@ -12,7 +12,7 @@ import time
 
 import anyio
 
-from research_mcp.errors import ResearchError
+from research_mcp.core.errors import ResearchError
 from research_mcp.sources.index_progress import IndexReport
 from research_mcp.sources.indexing import Corpus
 

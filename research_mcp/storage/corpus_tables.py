@@ -185,10 +185,19 @@ class CorpusTables(StoreDatabase):
         if not chunk_ids:
             return []
         rows = self._all(
-            f"SELECT id, doc_id, title, text FROM corpus_chunks WHERE id IN ({marks(chunk_ids)}) ORDER BY id",
+            f'SELECT id, doc_id, start, "end" FROM corpus_chunks WHERE id IN ({marks(chunk_ids)}) ORDER BY id',
             list(chunk_ids),
         )
-        return [CorpusChunk.model_validate(row) for row in rows]
+        documents = self._document_texts(sorted({row["doc_id"] for row in rows}))
+        return [
+            CorpusChunk(
+                id=row["id"],
+                doc_id=row["doc_id"],
+                title=documents[row["doc_id"]][0],
+                text=documents[row["doc_id"]][1][row["start"] : row["end"]],
+            )
+            for row in rows
+        ]
 
     def corpus_chunks_among(self, chunk_ids: Sequence[int]) -> set[int]:
         """Which of these chunk ids the store holds."""

@@ -21,8 +21,8 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from research_mcp.errors import StoreError, StoreFull, StoreReadOnly
-from research_mcp.ids import new_id
+from research_mcp.core.errors import StoreError, StoreFull, StoreReadOnly
+from research_mcp.core.ids import new_id
 from research_mcp.storage.migrations import apply_migrations
 from research_mcp.storage.sqlite import connect, connect_read_only, map_os_error, store_error
 

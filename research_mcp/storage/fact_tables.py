@@ -11,11 +11,11 @@ import json
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from research_mcp.citations import normalize
-from research_mcp.contracts import Fact, Source
-from research_mcp.copies import Fingerprint, fingerprint, independent_count, representatives
-from research_mcp.errors import NotFound
-from research_mcp.ids import source_label
+from research_mcp.core.citations import normalize
+from research_mcp.core.contracts import Fact, Source
+from research_mcp.core.copies import Fingerprint, fingerprint, independent_count, representatives
+from research_mcp.core.errors import NotFound
+from research_mcp.core.ids import source_label
 from research_mcp.storage.database import StoreDatabase, as_json, marks, now
 from research_mcp.storage.models import Citation, KnownFact, NewFact, compress_text, decompress_text
 
@@ -74,7 +74,7 @@ class FactTables(StoreDatabase):
 
     def source_copies(self, source_ids: Collection[int]) -> dict[int, int]:
         """Each of these sources mapped to the first (lowest id) of them holding the same document
-        (research_mcp/copies.py: a copy under another name, the same page in another format), or to
+        (research_mcp/core/copies.py: a copy under another name, the same page in another format), or to
         itself: ``len(set(mapping.values()))`` is how many independent sources they are."""
         ids = sorted(set(source_ids))
         if len(ids) < 2:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from research_mcp.errors import NotFound
+from research_mcp.core.errors import NotFound
 from research_mcp.storage.database import StoreDatabase, as_json, new_id, now
 from research_mcp.storage.models import RunUsage
 from research_mcp.storage.outputs import CachedOutput, Handoff, StoredOutput

@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from research_mcp.citations import normalize
+from research_mcp.core.citations import normalize
 from research_mcp.storage.database import StoreDatabase, marks, now
 from research_mcp.storage.models import InsightKind, KnownInsight, NewInsight
 

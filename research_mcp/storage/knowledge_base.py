@@ -40,10 +40,10 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from research_mcp.callers import may_lend
-from research_mcp.citations import same_claim
-from research_mcp.contracts import Fact
-from research_mcp.errors import ResearchError
+from research_mcp.core.callers import may_lend
+from research_mcp.core.citations import same_claim
+from research_mcp.core.contracts import Fact
+from research_mcp.core.errors import ResearchError
 from research_mcp.storage.models import KnownFact, NewFact
 from research_mcp.storage.outputs import CachedOutput
 from research_mcp.storage.store import PrunedRun, Store
@@ -197,7 +197,7 @@ class KnowledgeBase:
         caller: str | None = None,
     ) -> list[Fact]:
         """Known verified fresh facts bearing on these questions, best first; those `caller` may be
-        lent (research_mcp/callers.py: from a source every caller reads, or found by their research).
+        lent (research_mcp/core/callers.py: from a source every caller reads, or found by their research).
 
         A fact found only by extractions asking ``others`` (questions other leaves of the same run
         ask) and none of ``own`` is left out: it reaches the parent synthesis through those leaves.

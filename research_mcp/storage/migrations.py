@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from research_mcp.citations import normalize
+from research_mcp.core.citations import normalize
 
 logger = logging.getLogger(__name__)
 

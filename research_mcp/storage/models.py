@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from research_mcp.contracts import Budget, NodeKind, PlannerOutput, RunStatus
+from research_mcp.core.contracts import Budget, NodeKind, PlannerOutput, RunStatus
 
 __all__ = [
     "Citation",

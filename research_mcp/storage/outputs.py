@@ -15,7 +15,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from research_mcp.contracts import (
+from research_mcp.core.contracts import (
+    ConfidenceCap,
     ExtractorOutput,
     Finding,
     HandoffStatus,
@@ -24,7 +25,14 @@ from research_mcp.contracts import (
     ScoutOutput,
     SynthesisOutput,
 )
-from research_mcp.role_inputs import ExtractorInput, PlannerInput, ScoutInput, SourceInsight, SynthesisInput
+from research_mcp.core.gaps import Gap, GapList
+from research_mcp.core.role_inputs import (
+    ExtractorInput,
+    PlannerInput,
+    ScoutInput,
+    SourceInsight,
+    SynthesisInput,
+)
 
 __all__ = [
     "OUTPUTS",
@@ -136,12 +144,22 @@ class StoredSynthesis(SynthesisOutput, _Reusable):
     finished_nodes: list[str] = Field(default_factory=list)
     unmet_criteria: list[str] = Field(default_factory=list)
     acceptance: list[AcceptanceCheck] = Field(default_factory=list)
-    evidence_gaps: list[str] = Field(default_factory=list)
+    evidence_gaps: GapList = Field(default_factory=list)
+    #: `gaps` with their kinds, one for one (none for a synthesis stored before gaps were typed).
+    typed_gaps: GapList = Field(default_factory=list)
     insights: list[SourceInsight] = Field(default_factory=list)
     #: The reasons the backend and code gave for the confidence level, rule by rule (`confidence`'s
     #: reasoning is the plain sentence a person reads), and what that sentence counts.
     confidence_reasons: list[str] = Field(default_factory=list)
     confidence_counts: ConfidenceCounts | None = None
+    #: The caps code's rules put on `confidence`, each by its rule's name (none stored before caps were).
+    confidence_caps: list[ConfidenceCap] = Field(default_factory=list)
+
+    def as_gaps(self) -> list[Gap]:
+        """Each of `gaps` with its kind; stored before gaps were typed, each of kind `other`."""
+        if len(self.typed_gaps) == len(self.gaps):
+            return list(self.typed_gaps)
+        return [Gap(text=text) for text in self.gaps]
 
 
 class CuratedSource(BaseModel):
@@ -162,7 +180,7 @@ class CuratedSource(BaseModel):
     #: What the extractor's quick scan found in it (one line), when it was scanned.
     scan: str = ""
     #: Copies of it folded into it (the same document under another name or in another format):
-    #: one source with it, never a second one (research_mcp/copies.py).
+    #: one source with it, never a second one (research_mcp/core/copies.py).
     copies: list[str] = Field(default_factory=list)
 
 

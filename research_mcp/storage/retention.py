@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from research_mcp.errors import InvalidInput, NotFound
+from research_mcp.core.errors import InvalidInput, NotFound
 from research_mcp.storage.database import StoreDatabase, marks
 
 __all__ = ["PrunedRun", "RetentionTables"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypeVar, overload
 
-from research_mcp.contracts import Budget, PlannerOutput
-from research_mcp.errors import NotFound
+from research_mcp.core.contracts import Budget, PlannerOutput
+from research_mcp.core.errors import NotFound
 from research_mcp.storage.database import StoreDatabase, as_json, new_id, now
 from research_mcp.storage.events import (
     AttemptStarted,

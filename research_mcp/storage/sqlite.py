@@ -13,7 +13,7 @@ import socket
 import sqlite3
 from pathlib import Path
 
-from research_mcp.errors import StoreBusy, StoreError, StoreFull, StoreIOError, StoreReadOnly
+from research_mcp.core.errors import StoreBusy, StoreError, StoreFull, StoreIOError, StoreReadOnly
 from research_mcp.storage.disk import no_room, writable
 
 __all__ = [
@@ -59,7 +59,7 @@ def store_error(error: sqlite3.Error, path: Path | str) -> StoreError | None:
     text = str(error).lower()
     if primary == _FULL or "database or disk is full" in text:
         return StoreFull(
-            f"The disk holding the data folder {folder} is full, so research-mcp could not save its work "
+            f"The disk is full at the data folder {folder}: research-mcp could not save its work "
             "(the write was rolled back; earlier results are intact). Free some disk space, or set "
             "RESEARCH_MCP_HOME to a folder on a disk with room, then try again.",
             folder,

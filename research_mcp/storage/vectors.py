@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from research_mcp.contracts import Embedder
+from research_mcp.core.contracts import Embedder
 from research_mcp.storage.vector_engine import EngineBusy, EngineUnavailable, IndexedHit, VectorEngine
 
 if TYPE_CHECKING:  # numpy takes a while to import: only when first used

@@ -11,7 +11,7 @@ import pytest
 
 from research_mcp.answering.passages import split_passages
 from research_mcp.answering.ranker import FEATURES, features, load_ranker
-from research_mcp.contracts import Embedder
+from research_mcp.core.contracts import Embedder
 from research_mcp.llm.embeddings import default_embedder
 
 REALDOCS = Path(__file__).resolve().parents[1] / "fixtures" / "realdocs"
@@ -41,7 +41,7 @@ def test_the_passage_holding_the_answer_ranks_first(
 
 
 def test_a_defined_term_the_question_names_is_a_feature_of_its_passage() -> None:
-    text = "OPTIONS\n\n--soft\n    Does not touch the index file or the working tree at all.\n\n--hard\n    Resets the index and working tree.\n"
+    text = "# OPTIONS\n\n--soft\n    Does not touch the index file or the working tree at all.\n\n--hard\n    Resets the index and working tree.\n"
     passages = split_passages(text)
     matrix = features("What does --soft do?", text, "git-reset", passages, None)
     term = FEATURES.index("term")

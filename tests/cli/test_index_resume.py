@@ -10,12 +10,13 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 import research_mcp
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.server.app import open_knowledge_index
 from research_mcp.sources.indexing import EMBED_BATCH
 from tests.cli.conftest import SCRIPT, cli, cli_env, write_corpus
@@ -57,6 +58,10 @@ def test_an_interrupted_index_keeps_its_documents_and_the_next_reads_only_the_re
     )
     try:
         gate.wait_held_sync(lambda: indexing.poll() is None)
+        # Two files are read at once: the 20th may still be on its way to the store.
+        deadline = time.monotonic() + 60
+        while documents(home) < COMMITTED_BEFORE_CTRL_C and time.monotonic() < deadline:
+            time.sleep(0.05)
         at_ctrl_c = documents(home)
         indexing.send_signal(signal.SIGINT)
         _, stderr = indexing.communicate(timeout=120)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from research_mcp.contracts import Source
+from research_mcp.core.contracts import Source
 from research_mcp.storage.knowledge_base import KnowledgeBase
 from research_mcp.storage.store import NewFact, Store
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from research_mcp.citations import same_claim
+from research_mcp.core.citations import same_claim
 from research_mcp.llm.embeddings import default_embedder
 from research_mcp.storage.knowledge_base import DEDUP_THRESHOLD, KnowledgeBase
 from research_mcp.storage.models import Citation
@@ -217,7 +217,7 @@ def test_a_fact_found_again_for_a_later_question_is_read_as_found_for_it_by_a_re
 
 
 def _page(seed: int) -> str:
-    """A page of prose long enough for its copies to be recognised (research_mcp/copies.py)."""
+    """A page of prose long enough for its copies to be recognised (research_mcp/core/copies.py)."""
     words = [f"word{(seed * 7919 + n * 104729) % 997}" for n in range(400)]
     return " ".join(words)
 

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from research_mcp.cli.main import main
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.llm.embeddings import default_embedder
 from research_mcp.storage.healing import IndexDrift, heal, keep_healed
 from research_mcp.storage.knowledge_base import KnowledgeBase

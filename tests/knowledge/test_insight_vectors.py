@@ -8,12 +8,12 @@ from typing import Any
 
 from mcp import Client
 
-from research_mcp.config import Settings
-from research_mcp.contracts import ExtractorOutput, FollowUpQuestion
+from research_mcp.answering.terms import terms
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import ExtractorOutput, FollowUpQuestion
+from research_mcp.core.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.matching.terms import terms
-from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.runs.prior import related
 from research_mcp.server.app import create_server
 from research_mcp.sources.opening import open_knowledge_index

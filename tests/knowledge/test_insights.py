@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
-from research_mcp.contracts import ExtractorOutput, FollowUpQuestion, LinkedSource
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import ExtractorOutput, FollowUpQuestion, LinkedSource
+from research_mcp.core.role_inputs import ExtractorPayload
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.role_inputs import ExtractorPayload
 from research_mcp.runs.prior import related
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store

@@ -10,7 +10,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.llm.embeddings import StaticEmbedder, corpus_embedder, default_embedder
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from mcp import Client
 
 from research_mcp.cli.main import main
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.llm.embeddings import default_embedder
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server
@@ -86,7 +86,7 @@ def test_reindex_says_what_to_do_when_the_index_is_held_by_a_server(monkeypatch:
 SECOND_PROCESS = textwrap.dedent(
     """
     import hashlib, sys
-    from research_mcp.config import Settings
+    from research_mcp.core.config import Settings
     from research_mcp.server.app import open_knowledge_index
     from research_mcp.storage.knowledge_base import KnowledgeBase
     from research_mcp.storage.store import NewFact, Store

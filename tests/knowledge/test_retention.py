@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
-from research_mcp.errors import InvalidInput
+from research_mcp.core.config import Settings
+from research_mcp.core.errors import InvalidInput
 from research_mcp.llm.embeddings import default_embedder
 from research_mcp.reports import view_items
 from research_mcp.server.app import create_server

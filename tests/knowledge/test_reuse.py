@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.reports import assemble_result
 from research_mcp.roles import base

@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from research_mcp.contracts import Embedder
+from research_mcp.core.contracts import Embedder
 from research_mcp.llm.embeddings import default_embedder
 from research_mcp.llm.extractive import ExtractiveModel
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from research_mcp.config import Settings
-from research_mcp.contracts import ExtractorOutput
-from research_mcp.errors import ModelError, NotConfigured
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import ExtractorOutput
+from research_mcp.core.errors import ModelError, NotConfigured
+from research_mcp.core.retry import INTERACTIVE, NO_RETRY
 from research_mcp.llm.anthropic import AnthropicModel
 from research_mcp.llm.base import InvalidAnswer, ModelRequest, Usage
 from research_mcp.llm.pricing import cost_usd, pricing_note
-from research_mcp.retry import INTERACTIVE, NO_RETRY
 
 from .fake_anthropic import FakeMessagesAPI, message_usage
 

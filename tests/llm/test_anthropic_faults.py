@@ -39,11 +39,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from research_mcp.config import Settings
-from research_mcp.contracts import Source
-from research_mcp.errors import ModelError
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import Source
+from research_mcp.core.errors import ModelError
+from research_mcp.core.retry import BACKGROUND, INTERACTIVE, NO_RETRY
 from research_mcp.llm.anthropic import AnthropicModel
-from research_mcp.retry import BACKGROUND, INTERACTIVE, NO_RETRY
 from research_mcp.roles.base import RoleDeps
 from research_mcp.roles.extractor import extract
 from research_mcp.sources.library import SourceLibrary

@@ -8,8 +8,8 @@ import pytest
 from pydantic import BaseModel
 
 from research_mcp.answering.confidence import ANSWERED, HIGH
-from research_mcp.citations import CITATION, locate_quote
-from research_mcp.contracts import (
+from research_mcp.core.citations import CITATION, locate_quote
+from research_mcp.core.contracts import (
     ExtractorOutput,
     ExtractorTaskSpec,
     PlannerOutput,
@@ -17,13 +17,10 @@ from research_mcp.contracts import (
     ScoutOutput,
     SynthesisOutput,
 )
-from research_mcp.errors import ModelError
-from research_mcp.feasibility import check_feasible
-from research_mcp.llm.base import ModelRequest
-from research_mcp.llm.extractive import ExtractiveModel
-from research_mcp.llm.extractive.extractor import NO_ANSWER
-from research_mcp.llm.extractive.synthesizer import LINES_PER_QUESTION
-from research_mcp.role_inputs import (
+from research_mcp.core.errors import ModelError
+from research_mcp.core.feasibility import check_feasible
+from research_mcp.core.gaps import Gap
+from research_mcp.core.role_inputs import (
     ChildReport,
     ExtractorPayload,
     PlannerInput,
@@ -32,6 +29,10 @@ from research_mcp.role_inputs import (
     SynthesisFact,
     SynthesisPayload,
 )
+from research_mcp.llm.base import ModelRequest
+from research_mcp.llm.extractive import ExtractiveModel
+from research_mcp.llm.extractive.extractor import NO_ANSWER
+from research_mcp.llm.extractive.synthesizer import LINES_PER_QUESTION
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 
@@ -316,7 +317,7 @@ async def test_a_part_that_found_nothing_is_not_carried_as_unanswered_where_the_
         title=CAFFEINE_QUESTION,
         report=f"# {CAFFEINE_QUESTION}\n\n_No verified fact answers this._",
         confidence="low",
-        gaps=[f"No verified fact was found for: {CAFFEINE_QUESTION}", "Is tea healthy?"],
+        gaps=[Gap.unanswered(CAFFEINE_QUESTION), Gap(text="Is tea healthy?")],
     )
     payload = SynthesisPayload(
         title="Drinks",
@@ -330,6 +331,9 @@ async def test_a_part_that_found_nothing_is_not_carried_as_unanswered_where_the_
 
     assert not any("No verified fact was found" in gap for gap in output.gaps), output.gaps
     assert f"{CAFFEINE_QUESTION}: Is tea healthy?" in output.gaps
+    # The part's gap is carried up typed: under its part's title, of its kind.
+    carried = next(gap for gap in output.as_gaps() if gap.text == f"{CAFFEINE_QUESTION}: Is tea healthy?")
+    assert (carried.kind, carried.part) == ("other", CAFFEINE_QUESTION)
 
 
 # --- planner (more in tests/llm/test_extractive_planner.py) ------------------------------

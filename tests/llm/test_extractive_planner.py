@@ -10,10 +10,10 @@ import re
 import pytest
 from mcp import Client
 
-from research_mcp.contracts import PlannerOutput, PlanNode
-from research_mcp.feasibility import check_feasible
+from research_mcp.core.contracts import PlannerOutput, PlanNode
+from research_mcp.core.feasibility import check_feasible
+from research_mcp.core.role_inputs import PlannerInput
 from research_mcp.llm.extractive.planner import plan
-from research_mcp.role_inputs import PlannerInput
 from research_mcp.server.app import create_server
 
 WHOLE, PARTS, COMPARISON = "whole", "parts", "comparison"

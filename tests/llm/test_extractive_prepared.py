@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from research_mcp.core.role_inputs import ExtractorPayload
 from research_mcp.llm.embeddings import default_embedder
 from research_mcp.llm.extractive import extractor
-from research_mcp.role_inputs import ExtractorPayload
 
 FSTAB = (Path(__file__).resolve().parents[1] / "fixtures" / "realdocs" / "fstab.5.txt").read_text(
     encoding="utf-8"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from research_mcp.contracts import Confidence
-from research_mcp.errors import StoreBusy, StoreFull
+from research_mcp.core.contracts import Confidence
+from research_mcp.core.errors import StoreBusy, StoreFull
 from research_mcp.storage.models import NewNode, Recovery
 from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import INTERRUPTED, NewFact, Store, process_owner

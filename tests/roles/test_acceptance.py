@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from research_mcp.contracts import CriterionVerdict, ExtractorTaskSpec, Fact, Finding
-from research_mcp.role_inputs import SourceInsight
+from research_mcp.core.contracts import CriterionVerdict, ExtractorTaskSpec, Fact, Finding
+from research_mcp.core.gaps import Gap
+from research_mcp.core.role_inputs import SourceInsight
 from research_mcp.roles.acceptance import Criterion, judge, numbered_criteria, reshape, summary_asked
 from research_mcp.roles.synthesis_inputs import insight_followups, source_gaps
 
@@ -110,5 +111,8 @@ def test_a_gap_a_source_names_is_a_gap_of_the_research_only_when_it_bears_on_a_q
         SourceInsight(source_id=1, kind="gap", text="Whether patent rights survive a fork remains unclear."),
     ]
     assert source_gaps(insights, [question]) == [
-        "Source S1 names a gap: Whether patent rights survive a fork remains unclear."
+        Gap(
+            kind="source_gap",
+            text="Source S1 names a gap: Whether patent rights survive a fork remains unclear.",
+        )
     ]

@@ -1,4 +1,4 @@
-from research_mcp.citations import QuoteLocator, check_report_citations
+from research_mcp.core.citations import QuoteLocator, check_report_citations
 
 SOURCE = "The “Golden Gate”   Bridge\nopened in 1937. It is 2,737 metres long."
 

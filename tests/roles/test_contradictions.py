@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
-from research_mcp.contracts import Fact
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import Fact
 from research_mcp.roles.contradictions import found_contradictions, settling_question
 from research_mcp.server.app import create_server
 from research_mcp.storage.events import IterationDone, data_of

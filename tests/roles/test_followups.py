@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from research_mcp.matching.questions import reads_as_question
-from research_mcp.role_inputs import SourceInsight
+from research_mcp.answering.questions import reads_as_question
+from research_mcp.core.role_inputs import SourceInsight
 from research_mcp.roles.synthesis_inputs import insight_followups
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from research_mcp.contracts import Fact
-from research_mcp.role_inputs import SourceInsight
+from research_mcp.core.contracts import Fact
+from research_mcp.core.role_inputs import SourceInsight
 from research_mcp.roles.contradictions import disagreements
 from research_mcp.roles.followups import followups
 

@@ -11,14 +11,14 @@ import pytest
 from markdown_it import MarkdownIt
 from mcp import Client
 
-from research_mcp.citations import CitationChecker, meaningful_quote
 from research_mcp.cli.exports import export_run
-from research_mcp.contracts import Confidence, ExtractedFact, ExtractorOutput, Finding, SynthesisOutput
+from research_mcp.core.citations import CitationChecker, meaningful_quote
+from research_mcp.core.contracts import Confidence, ExtractedFact, ExtractorOutput, Finding, SynthesisOutput
+from research_mcp.core.role_inputs import ExtractorPayload, SynthesisFact, SynthesisPayload
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.extractive.synthesizer import synthesize as extractive_synthesis
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.reports import safe_markdown
-from research_mcp.role_inputs import ExtractorPayload, SynthesisFact, SynthesisPayload
 from research_mcp.server.app import create_server
 from research_mcp.storage.outputs import StoredSynthesis
 
@@ -104,7 +104,7 @@ def test_a_whole_field_line_of_the_source_verifies_with_two_words() -> None:
     # line of its source verifies; two words that are not a whole field line do not.
     from datetime import UTC, datetime
 
-    from research_mcp.contracts import Source
+    from research_mcp.core.contracts import Source
     from research_mcp.roles.extractor import located_facts
 
     text = (Path(__file__).resolve().parents[1] / "fixtures" / "realdocs" / "curl.copyright").read_text()
@@ -163,7 +163,7 @@ async def test_a_page_title_goes_inside_the_untrusted_frame_with_its_forged_mark
 
 def test_a_licence_or_later_is_not_the_same_claim_as_that_licence_alone() -> None:
     # bzip2's Debian copyright file gives "License: GPL-2" for some files, ed's "License: GPL-2+".
-    from research_mcp.citations import same_claim
+    from research_mcp.core.citations import same_claim
 
     assert not same_claim("License: GPL-2+", "License: GPL-2")
     assert same_claim("License: GPL-2+", "Files: * License: GPL-2+")

@@ -15,7 +15,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.roles.base import load_prompt
 from research_mcp.roles.framing import frame
 from research_mcp.server.app import create_server
@@ -206,7 +206,7 @@ def test_a_forged_boundary_with_a_guessed_tag_is_defused_and_the_real_tag_remove
 
 
 def test_a_quote_of_defused_text_is_still_found_in_the_stored_source() -> None:
-    from research_mcp.citations import locate_quote
+    from research_mcp.core.citations import locate_quote
 
     source = "Python prompts look like >>> print(1) in the docs."
     assert locate_quote("look like \u203a\u203a\u203a print(1)", source) == (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from research_mcp.contracts import Fact, PlanNode
+from research_mcp.core.contracts import Fact, PlanNode
 from research_mcp.roles.items import item_scope, names_item, of_item
 
 COMPARISON = PlanNode(

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.server.app import create_server
 from research_mcp.storage.events import IterationDone, PhaseMet, PhaseUnmet, SourcesChosen
 from research_mcp.storage.store import Store

@@ -8,11 +8,11 @@ from typing import Any
 
 from mcp import Client
 
-from research_mcp.config import Settings
-from research_mcp.contracts import Confidence, SynthesisOutput
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import Confidence, SynthesisOutput
+from research_mcp.core.role_inputs import SynthesisPayload
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.role_inputs import SynthesisPayload
 from research_mcp.roles.base import load_prompt
 from research_mcp.roles.outline import outline_gaps, sections
 from research_mcp.server.app import create_server

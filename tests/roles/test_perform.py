@@ -17,9 +17,9 @@ import mcp.types as types
 import pytest
 from pydantic import BaseModel
 
-from research_mcp.config import Settings
-from research_mcp.contracts import Confidence, ExtractorOutput
-from research_mcp.errors import BudgetExhausted, ModelError
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import Confidence, ExtractorOutput
+from research_mcp.core.errors import BudgetExhausted, ModelError
 from research_mcp.llm.anthropic import AnthropicModel
 from research_mcp.llm.base import ModelBackend, ModelRequest
 from research_mcp.llm.sampling import SamplingModel

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from research_mcp.core.scope import judge_scope
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.scope import judge_scope
 from research_mcp.server.app import create_server
 
 BROAD = "Survey the entire history of energy technology"

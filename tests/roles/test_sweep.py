@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
-from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.matching.terms import terms
-from research_mcp.role_inputs import (
+from research_mcp.answering.terms import terms
+from research_mcp.core.config import Settings
+from research_mcp.core.role_inputs import (
     ExtractorInput,
     ScoutCandidate,
     ScoutInput,
     SynthesisInput,
     SynthesisPayload,
 )
+from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.roles.sweep import angles, covered, key_terms, sites_named
 from research_mcp.server.app import create_server
 from research_mcp.sources.openings import opening, page_title

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
-from research_mcp.contracts import (
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import (
     Confidence,
     ExtractedFact,
     ExtractorOutput,
@@ -17,13 +18,14 @@ from research_mcp.contracts import (
     PlanNode,
     SynthesisOutput,
 )
+from research_mcp.core.role_inputs import ExtractorPayload, PlannerInput, SynthesisInput, SynthesisPayload
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.role_inputs import ExtractorPayload, PlannerInput, SynthesisInput, SynthesisPayload
 from research_mcp.server.app import create_server
 from research_mcp.storage.events import IterationDone
 from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis
 from research_mcp.storage.store import Store
+from tests.server.indexing import wait_until_indexed
 
 TEXT_A = (
     "Solar panels convert sunlight into electricity using photovoltaic cells. "
@@ -52,7 +54,10 @@ def plan_of(*children: dict[str, Any], **root: Any) -> dict[str, Any]:
 
 
 async def run_plan(client: Client, suggested: dict[str, Any], **planned: Any) -> dict[str, Any]:
-    """Plan (with the run's budget, if given: a plan's budget is the run's) and run it."""
+    """Plan (with the run's budget, if given: a plan's budget is the run's) and run it, once the
+    corpus (if any) is indexed: a search made while notes are still being read finds fewer of them."""
+    if os.environ.get("RESEARCH_MCP_CORPUS"):
+        await wait_until_indexed(client)
     plan = await client.call_tool(
         "plan_research", {"query": "energy sources", "suggested_plan": suggested, **planned}
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.storage.store import Store
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from research_mcp.contracts import ExtractorTaskSpec, PlanNode
+from research_mcp.core.contracts import ExtractorTaskSpec, PlanNode
 from research_mcp.runs.context import leaf_questions, node_key, plan_nodes
 from tests.runs.walk import PLAN_ID, leaf, tree
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from research_mcp.errors import ModelError
+from research_mcp.core.errors import ModelError
+from research_mcp.core.role_inputs import SynthesisPayload
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.role_inputs import SynthesisPayload
 from research_mcp.runs.context import node_key
 from research_mcp.runs.engine import execute_node
 from research_mcp.storage.events import NodeFailed

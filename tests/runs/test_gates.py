@@ -3,10 +3,10 @@ evidence, and the phase's own budget."""
 
 from __future__ import annotations
 
-from research_mcp.citations import normalize
-from research_mcp.contracts import Budget, Confidence, Finding, Phase, PhaseCriteria
+from research_mcp.core.citations import normalize
+from research_mcp.core.contracts import Budget, Confidence, Finding, Phase, PhaseCriteria
+from research_mcp.core.gaps import Gap
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.roles.evidence import NOT_ESTABLISHED, UNANSWERED
 from research_mcp.runs.gates import (
     PhaseSpending,
     answered,
@@ -142,7 +142,10 @@ def test_a_theme_the_synthesis_answered_by_its_evidence_rules_is_covered_though_
     }
     # A cited fact extracted for a question the synthesis says it did not establish, in its own gap or
     # in one a part carried up under its title, answers nothing.
-    for gap in (f"{NOT_ESTABLISHED}{skel}", f"{skel}: {NOT_ESTABLISHED}{skel}"):
-        assert answered(synthesis(gaps=[gap]), [skel, mode]) == {normalize(mode)}
+    for gap in (Gap.not_established(skel), Gap.not_established(skel).under("Skeletons")):
+        assert answered(synthesis(gaps=[gap.text], typed_gaps=[gap]), [skel, mode]) == {normalize(mode)}
     # A part that found no fact for it at first (a phase's iteration did): its gap does not undo it.
-    assert answered(synthesis(gaps=[f"{skel}: {UNANSWERED}{skel}"]), [skel]) == {normalize(skel)}
+    unanswered = Gap.unanswered(skel).under("Skeletons")
+    assert answered(synthesis(gaps=[unanswered.text], typed_gaps=[unanswered]), [skel]) == {normalize(skel)}
+    # Only the kind is read, never the text: a model's gap that reads like code's is no judgement.
+    assert answered(synthesis(gaps=[Gap.not_established(skel).text]), [skel]) == {normalize(skel)}

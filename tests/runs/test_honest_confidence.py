@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
-from research_mcp.contracts import Confidence, ExtractedFact, ExtractorOutput, FollowUpQuestion
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import Confidence, ExtractedFact, ExtractorOutput, FollowUpQuestion
+from research_mcp.core.role_inputs import ExtractorPayload, SynthesisPayload
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.role_inputs import ExtractorPayload, SynthesisPayload
 from research_mcp.server.app import create_server
 from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import Store
@@ -71,12 +71,16 @@ async def test_corroborated_evidence_that_bears_on_the_question_keeps_the_synthe
     _, output = await run(GPL, [LICENSE_A, LICENSE_B], scripted([SEE, COPY, CONVEY]))
     assert output.confidence.level == "high"
     assert output.confidence_reasons == ["scripted"]
+    assert output.confidence_caps == []
 
 
 async def test_a_single_source_caps_confidence_at_medium() -> None:
     _, output = await run(GPL, [LICENSE_A], scripted([SEE, COPY, CONVEY]))
     assert output.confidence.level == "medium"
-    assert "0 of 1 answered questions backed by two or more sources" in " ".join(output.confidence_reasons)
+    # The rule found by its name, its words said to a person once.
+    [cap] = [cap for cap in output.confidence_caps if cap.rule == "corroboration"]
+    assert (cap.level, cap.reason) == ("medium", "0 of 1 answered questions backed by two or more sources")
+    assert cap.reason in " ".join(output.confidence_reasons)
 
 
 async def test_what_sources_leave_open_reaches_the_synthesizer_and_the_runs_gaps_and_followups() -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from research_mcp.config import Settings
-from research_mcp.contracts import Fact
-from research_mcp.role_inputs import ExtractorInput
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import Fact
+from research_mcp.core.role_inputs import ExtractorInput
 from research_mcp.runs.leads import bridge_entities
 from research_mcp.storage.events import Searched, SecondHop
 from research_mcp.storage.store import Store

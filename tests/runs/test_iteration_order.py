@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
-from research_mcp.contracts import Confidence, FollowUpQuestion
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import Confidence, FollowUpQuestion
+from research_mcp.core.role_inputs import ExtractorInput
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.role_inputs import ExtractorInput
 from research_mcp.runs.context import node_key
 from research_mcp.runs.phases import MAX_FOLLOW_UPS, follow_ups_of, raised_by_source
 from research_mcp.server.app import create_server

@@ -3,7 +3,7 @@ synthesized; and the rubric its extractors are told (what the findings must meet
 
 from __future__ import annotations
 
-from research_mcp.contracts import ExtractorTaskSpec
+from research_mcp.core.contracts import ExtractorTaskSpec
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.runs.context import node_key
 from research_mcp.runs.leaf import leaf_sources, rubric, run_leaf

@@ -16,11 +16,11 @@ from urllib.parse import quote
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
-from research_mcp.contracts import ExtractorOutput, FollowUpQuestion, LinkedSource
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import ExtractorOutput, FollowUpQuestion, LinkedSource
+from research_mcp.core.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.server.app import create_server
 from research_mcp.storage.outputs import StoredExtraction
 from research_mcp.storage.store import Store

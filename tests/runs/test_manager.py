@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import anyio
 
-from research_mcp.contracts import Budget, PlannerOutput
-from research_mcp.errors import BudgetExhausted, ModelError
+from research_mcp.core.contracts import Budget, PlannerOutput
+from research_mcp.core.errors import BudgetExhausted, ModelError
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.runs.manager import RunManager, final_roles, first_error, next_progress, planned_budget
 from research_mcp.storage.models import PlanEstimate, StoredPlan

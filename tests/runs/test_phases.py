@@ -4,7 +4,7 @@ confidence capped."""
 
 from __future__ import annotations
 
-from research_mcp.contracts import Phase, PhaseCriteria, PlanNode
+from research_mcp.core.contracts import Phase, PhaseCriteria, PlanNode
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.roles.synthesizer import synthesize
 from research_mcp.runs.context import RunContext, node_key

@@ -10,11 +10,17 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
-from research_mcp.contracts import Confidence, ExtractedFact, ExtractorOutput, FollowUpQuestion, LinkedSource
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import (
+    Confidence,
+    ExtractedFact,
+    ExtractorOutput,
+    FollowUpQuestion,
+    LinkedSource,
+)
+from research_mcp.core.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.runs.reading import SOURCES_PER_LEAF
 from research_mcp.server.app import create_server
 from research_mcp.storage.events import IterationDone, SourcesChosen

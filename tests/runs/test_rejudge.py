@@ -4,7 +4,7 @@ the next iteration asks."""
 
 from __future__ import annotations
 
-from research_mcp.contracts import ExtractorTaskSpec
+from research_mcp.core.contracts import ExtractorTaskSpec
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.runs.context import node_key
 from research_mcp.runs.leaf import run_leaf

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
-from research_mcp.contracts import Answer, Confidence, ExtractedFact, ExtractorOutput, Fact
-from research_mcp.feasibility import HOP_SOURCES, SOURCES_PER_LEAF
+from research_mcp.answering.terms import terms
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import Answer, Confidence, ExtractedFact, ExtractorOutput, Fact
+from research_mcp.core.feasibility import HOP_SOURCES, SOURCES_PER_LEAF
+from research_mcp.core.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.matching.terms import terms
-from research_mcp.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.runs.leads import bridge_entities, named_entities
 from research_mcp.server.app import create_server
 from research_mcp.storage.events import SecondHop, SourcesChosen

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
-from research_mcp.contracts import Budget, ExtractorTaskSpec, PlanNode
-from research_mcp.role_inputs import ExtractorInput
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import Budget, ExtractorTaskSpec, PlanNode
+from research_mcp.core.role_inputs import ExtractorInput
 from research_mcp.runs.shares import priority_shares
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store

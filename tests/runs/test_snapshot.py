@@ -8,7 +8,7 @@ import re
 from mcp import Client
 
 from research_mcp.cli.progress import LiveProgress
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.run_document import run_document
 from research_mcp.runs.snapshot import latest_run_id, read_snapshot, recent_runs

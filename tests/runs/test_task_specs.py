@@ -11,18 +11,18 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
-from research_mcp.contracts import (
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import (
     Confidence,
     CriterionVerdict,
     ExtractedFact,
     ExtractorOutput,
     SynthesisOutput,
 )
-from research_mcp.errors import ModelError
+from research_mcp.core.errors import ModelError
+from research_mcp.core.role_inputs import ExtractorPayload, SynthesisPayload
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.role_inputs import ExtractorPayload, SynthesisPayload
 from research_mcp.server.app import create_server
 from research_mcp.storage.events import AcceptanceRejudged, IterationDone
 from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis

@@ -7,9 +7,9 @@ from typing import Any
 
 import anyio
 
-from research_mcp.config import Settings
-from research_mcp.contracts import PlanNode
-from research_mcp.feasibility import assign_ids
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import PlanNode
+from research_mcp.core.feasibility import assign_ids
 from research_mcp.llm.base import ModelBackend
 from research_mcp.roles.base import BudgetTracker, RoleDeps
 from research_mcp.runs.context import RunContext, plan_nodes

@@ -12,7 +12,7 @@ import anyio
 import uvicorn
 from mcp.server import MCPServer
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.server.http import build_app, parse_bind
 
 

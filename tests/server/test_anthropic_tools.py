@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
 from tests.llm.fake_anthropic import FakeMessagesAPI

@@ -11,7 +11,7 @@ from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp_types import CallToolResult, ElicitRequest, ElicitRequestParams, ElicitResult, InputRequiredResult
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store

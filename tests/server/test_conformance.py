@@ -34,7 +34,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND
 from pydantic_ai.profiles.google import GoogleOpenAPISchemaTransformer
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.runs import manager
 from research_mcp.runs.manager import next_progress, progress_message

@@ -51,7 +51,13 @@ async def test_a_no_key_user_researches_their_own_notes_and_gets_a_cited_report(
         sources = await client.call_tool(
             "report_results", {"id": run.structured_content["id"], "view": "sources"}
         )
-    assert "60 centimetres in a single day. [F" in report.structured_content["text"]
+    # The passage saying it, quoted on a line that cites its fact.
+    [line] = [
+        line
+        for line in report.structured_content["text"].splitlines()
+        if "60 centimetres in a single day" in line
+    ]
+    assert re.search(r"\[F\d+\]", line), line
     metadata = json.loads(report.structured_content["text"].split("metadata: ", 1)[1])
     assert metadata["searches"] >= 1 and metadata["sources_read"] >= 1  # the leaf searched the corpus
     assert "Kelp forests (kelp forests.md) <corpus:" in sources.structured_content["text"]

@@ -16,8 +16,8 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from research_mcp.errors import ECHO_LIMIT, MESSAGE_LIMIT
-from research_mcp.printable import LOG_LIMIT
+from research_mcp.core.errors import ECHO_LIMIT, MESSAGE_LIMIT
+from research_mcp.core.printable import LOG_LIMIT
 from research_mcp.server.app import create_server
 
 

@@ -17,12 +17,12 @@ import pytest
 from mcp import Client
 from mcp.types import TextContent
 
-from research_mcp.config import Settings
-from research_mcp.errors import ModelError
+from research_mcp.core.config import Settings
+from research_mcp.core.errors import ModelError
+from research_mcp.core.retry import BACKGROUND
+from research_mcp.core.role_inputs import ExtractorPayload, SynthesisPayload
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.retry import BACKGROUND
-from research_mcp.role_inputs import ExtractorPayload, SynthesisPayload
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
 from tests.fake_http import ScriptedResponse

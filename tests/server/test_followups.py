@@ -7,9 +7,9 @@ from typing import Any
 
 from mcp import Client
 
+from research_mcp.core.role_inputs import SynthesisPayload
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.role_inputs import SynthesisPayload
 from research_mcp.server.app import create_server
 from tests.server.test_runs import plan, three_leaf_plan
 

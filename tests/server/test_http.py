@@ -25,7 +25,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.server.http import BindAddress, parse_bind, refusal
 from tests.handshake import INITIALIZE
 

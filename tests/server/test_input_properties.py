@@ -44,8 +44,8 @@ from hypothesis_jsonschema import from_schema
 from mcp import Client
 from mcp.types import CallToolResult, Tool
 
-from research_mcp.config import Settings
-from research_mcp.contracts import BUDGET_CAPS
+from research_mcp.core.config import Settings
+from research_mcp.core.contracts import BUDGET_CAPS
 from research_mcp.llm.extractive import ExtractiveModel
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.reports import MAX_MAX_TOKENS, MIN_MAX_TOKENS

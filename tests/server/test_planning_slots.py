@@ -8,10 +8,10 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
+from research_mcp.core.role_inputs import ExtractorPayload, PlannerInput
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.role_inputs import ExtractorPayload, PlannerInput
 from research_mcp.roles.admission import QUEUE_PER_SLOT
 from research_mcp.server.app import create_server
 from tests.server.test_runs import three_leaf_plan

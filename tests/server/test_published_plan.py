@@ -11,7 +11,7 @@ from typing import Any
 
 from mcp import Client
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.llm.scripted import ScriptedModel
 from research_mcp.server.app import create_server
 from research_mcp.storage.events import SecondHop

@@ -14,11 +14,11 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from research_mcp.errors import ModelError
+from research_mcp.core.errors import ModelError
+from research_mcp.core.retry import BACKGROUND
+from research_mcp.core.role_inputs import ExtractorPayload, SynthesisPayload
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.retry import BACKGROUND
-from research_mcp.role_inputs import ExtractorPayload, SynthesisPayload
 from research_mcp.server.app import create_server
 from tests.fake_http import ScriptedResponse
 from tests.llm.fake_anthropic import FakeMessagesAPI, error_response, tool_use_response

@@ -10,7 +10,7 @@ import mcp.types as types
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
 
@@ -95,8 +95,8 @@ async def test_a_sampling_host_serves_a_whole_run_and_a_malformed_answer_is_repa
 async def test_a_host_that_never_answers_a_sampling_request_fails_the_call_instead_of_hanging() -> None:
     import anyio
 
-    from research_mcp.contracts import ExtractorOutput
-    from research_mcp.errors import ModelError
+    from research_mcp.core.contracts import ExtractorOutput
+    from research_mcp.core.errors import ModelError
     from research_mcp.llm.base import ModelRequest
     from research_mcp.llm.sampling import SamplingModel
 

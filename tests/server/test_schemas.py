@@ -1,4 +1,4 @@
-from research_mcp.contracts import Budget, ExtractorTaskSpec
+from research_mcp.core.contracts import Budget, ExtractorTaskSpec
 from research_mcp.server.schemas import compact_schema
 
 
@@ -22,7 +22,7 @@ def test_a_compacted_schema_keeps_fields_and_constraints_without_titles_and_spel
 
 
 def test_a_property_named_title_is_kept() -> None:
-    from research_mcp.contracts import PlanNode
+    from research_mcp.core.contracts import PlanNode
 
     schema = compact_schema(PlanNode.model_json_schema())
     assert "title" in schema["properties"]

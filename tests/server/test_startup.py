@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import anyio
 from mcp import Client
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from tests.gate import ReadGate
 from tests.server.indexing import corpus_status
 from tests.server.test_stdio import script, server_params
@@ -54,7 +55,11 @@ async def test_serve_answers_before_indexing_ends_and_a_search_says_how_much_it_
         try:
             tools = (await client.list_tools()).tools
             at_start = await corpus_status(client)
-            await gate.wait_held()  # 40 notes committed, the 41st being read
+            await gate.wait_held()  # 40 notes read, the 41st held
+            # Two files are read at once: the 40th may still be on its way to the store.
+            with anyio.fail_after(60):
+                while (await corpus_status(client))["documents_indexed"] < HELD_AFTER:
+                    await anyio.sleep(0.05)
             scouted = await client.call_tool("scout_sources", {"topic": "glacier retreat survey"})
             later = await corpus_status(client)
         finally:

@@ -11,7 +11,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 import research_mcp
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 
 SCRIPT = Path(sys.executable).with_name("research-mcp")
 #: The checkout whose research_mcp the tests imported, first on the server's path: the server runs the

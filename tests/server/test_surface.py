@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.handles import fit_compact, result_bytes
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.roles.framing import frame
@@ -87,7 +87,7 @@ async def test_the_report_and_handoffs_are_resources_and_the_research_prompt_gui
 
 
 def test_a_compact_return_is_cut_to_1000_bytes_whatever_its_summary() -> None:
-    from research_mcp.contracts import CompactReturn
+    from research_mcp.core.contracts import CompactReturn
 
     huge = CompactReturn(
         id="run_x",

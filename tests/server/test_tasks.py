@@ -227,7 +227,7 @@ async def test_the_2026_tasks_extension_serves_a_run_as_a_task_to_clients_that_d
 
 
 async def test_tasks_list_pages_through_every_run_newest_first_with_an_opaque_cursor() -> None:
-    from research_mcp.config import Settings
+    from research_mcp.core.config import Settings
     from research_mcp.server.tasks import LIST_PAGE
     from research_mcp.storage.store import Store
 

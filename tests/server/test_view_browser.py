@@ -24,10 +24,10 @@ from mcp import Client
 from mcp.client.extension import advertise
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
+from research_mcp.core.role_inputs import ExtractorPayload, SynthesisPayload
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
-from research_mcp.role_inputs import ExtractorPayload, SynthesisPayload
 from research_mcp.server.app import create_server
 from tests.cdp import Browser, chromium_path
 from tests.server.apps_host import AppsHost, serve

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from research_mcp.cli.main import main
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.llm.embeddings import StaticEmbedder, default_embedder
 from research_mcp.sources.chunk_vectors import FINGERPRINT, ChunkDrift, check_chunk_vectors, fingerprint
 from research_mcp.sources.corpus import Corpus

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from research_mcp.contracts import Embedder
-from research_mcp.errors import InvalidInput, NotFound, SourceError
+from research_mcp.core.contracts import Embedder
+from research_mcp.core.errors import InvalidInput, NotFound, SourceError
 from research_mcp.llm.embeddings import MiniLMEmbedder, StaticEmbedder, default_embedder
 from research_mcp.sources import indexing
 from research_mcp.sources.corpus import (

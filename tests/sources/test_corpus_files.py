@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from research_mcp.errors import InvalidInput, SourceError
+from research_mcp.core.errors import InvalidInput, SourceError
 from research_mcp.sources.corpus import Corpus
 from research_mcp.sources.folders import document_name, gunzip
 from research_mcp.storage.store import Store

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from research_mcp.errors import SourceError
+from research_mcp.core.errors import SourceError
 from research_mcp.sources import fetch
 from research_mcp.sources.fetch import FetchedDocument, SafeFetcher, check_address
 from research_mcp.sources.text import extract_text

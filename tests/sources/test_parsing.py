@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from research_mcp.errors import SourceError
+from research_mcp.core.errors import SourceError
 from research_mcp.sources.parse_worker import ALARM_GRACE
 from research_mcp.sources.parsing import DocumentParser
 from research_mcp.sources.text import MAX_PDF_PAGES

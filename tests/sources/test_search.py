@@ -9,9 +9,9 @@ from typing import Any
 import anyio
 import pytest
 
-from research_mcp.config import Settings
-from research_mcp.errors import InvalidInput, NotConfigured, SourceError
-from research_mcp.retry import RetryPolicy
+from research_mcp.core.config import Settings
+from research_mcp.core.errors import InvalidInput, NotConfigured, SourceError
+from research_mcp.core.retry import RetryPolicy
 from research_mcp.sources.search import SearchHit, WebSearch
 
 from .fake_tavily import FakeTavily

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from research_mcp.contracts import Embedder
-from research_mcp.errors import NotConfigured
+from research_mcp.core.contracts import Embedder
+from research_mcp.core.errors import NotConfigured
 from research_mcp.llm.embeddings import (
     STATIC_PATH,
     MiniLMEmbedder,

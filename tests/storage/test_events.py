@@ -2,7 +2,7 @@ import json
 import typing
 from pathlib import Path
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.runs.context import node_key
 from research_mcp.runs.leaf import leaf_sources

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from research_mcp.contracts import Confidence
-from research_mcp.role_inputs import SynthesisInput
+from research_mcp.core.contracts import Confidence
+from research_mcp.core.role_inputs import SynthesisInput
 from research_mcp.storage.events import NodeStarted
 from research_mcp.storage.migrations import MIGRATIONS, apply_migrations
 from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis, stored_output
@@ -42,7 +42,7 @@ def test_migrations_on_a_fresh_database_create_the_tables_with_their_columns() -
         "kept_after": str,
         "caller": str,
     }
-    for table in ("runs", "plans"):  # who made it (research_mcp/callers.py)
+    for table in ("runs", "plans"):  # who made it (research_mcp/core/callers.py)
         assert db[table].columns_dict["caller"] is str, table
     for table in ("runs", "plans", "nodes", "sources", "facts", "events", "model_calls"):
         assert db[table].exists(), table

@@ -16,7 +16,7 @@ import platformdirs
 import pytest
 from mcp import Client
 
-from research_mcp.config import Settings
+from research_mcp.core.config import Settings
 from research_mcp.server.app import create_server
 from research_mcp.storage.models import Run, RunEvent, RunNode, StoredPlan
 from research_mcp.storage.outputs import (

@@ -27,14 +27,14 @@ import anyio.to_thread
 import numpy as np
 from pydantic import BaseModel
 
-from research_mcp.contracts import Embedder, ExtractorOutput, PlannerOutput, ScoutOutput, SynthesisOutput
-from research_mcp.errors import ModelError
+from research_mcp.core.contracts import Embedder, ExtractorOutput, PlannerOutput, ScoutOutput, SynthesisOutput
+from research_mcp.core.errors import ModelError
+from research_mcp.core.role_inputs import ExtractorPayload, PlannerInput, ScoutInput, SynthesisPayload
 from research_mcp.llm.base import Generation, ModelRequest, OutputT, Usage
 from research_mcp.llm.extractive.extractor import extract
 from research_mcp.llm.extractive.planner import plan
 from research_mcp.llm.extractive.scout import scout
 from research_mcp.llm.extractive.synthesizer import synthesize
-from research_mcp.role_inputs import ExtractorPayload, PlannerInput, ScoutInput, SynthesisPayload
 
 __all__ = ["CancellableEmbedder", "ExtractiveModel"]
 

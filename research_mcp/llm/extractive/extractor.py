@@ -24,7 +24,8 @@ from research_mcp.answering.confidence import ANSWERED, level_of
 from research_mcp.answering.lexicon import Lexicon
 from research_mcp.answering.passages import Passage, document_kind, split_passages
 from research_mcp.answering.ranker import features, load_ranker, passage_lexicon
-from research_mcp.contracts import (
+from research_mcp.answering.terms import clip
+from research_mcp.core.contracts import (
     Answer,
     Confidence,
     Embedder,
@@ -33,8 +34,7 @@ from research_mcp.contracts import (
     FollowUpQuestion,
     LinkedSource,
 )
-from research_mcp.matching.terms import clip
-from research_mcp.role_inputs import ExtractorPayload
+from research_mcp.core.role_inputs import ExtractorPayload
 
 __all__ = ["NO_ANSWER", "extract"]
 
@@ -43,7 +43,7 @@ MAX_FACTS = 40
 K_BY_PRIORITY = {1: 4, 2: 3}
 DEFAULT_K = 3
 #: A passage past the first is quoted when its probability is at least this share of the best one's.
-RELATIVE = 0.35
+RELATIVE = 0.1
 #: Passages whose probability is under this are never quoted (a source that does not bear on the question).
 FLOOR = 0.02
 #: A changelog's passages count this much for a question that does not ask about history.

@@ -8,8 +8,8 @@
 
 from __future__ import annotations
 
-from research_mcp.contracts import ExtractorTaskSpec, Phase, PhaseCriteria, PlanNode
-from research_mcp.matching.terms import clip
+from research_mcp.answering.terms import clip
+from research_mcp.core.contracts import ExtractorTaskSpec, Phase, PhaseCriteria, PlanNode
 
 __all__ = ["COVERAGE_ITERATIONS", "LEAF_FORMAT", "coverage_phase", "discovery_leaf", "with_task_spec"]
 

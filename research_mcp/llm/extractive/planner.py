@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import re
 
-from research_mcp.contracts import PlannerOutput, PlanNode
-from research_mcp.feasibility import check_feasible
+from research_mcp.answering.terms import STOPWORDS, clip
+from research_mcp.core.contracts import PlannerOutput, PlanNode
+from research_mcp.core.feasibility import check_feasible
+from research_mcp.core.role_inputs import PlannerInput
+from research_mcp.core.scope import judge_scope
 from research_mcp.llm.extractive.decompose import Comparison, Part, decompose
 from research_mcp.llm.extractive.plan_shapes import (
     COVERAGE_ITERATIONS,
@@ -31,9 +34,6 @@ from research_mcp.llm.extractive.plan_shapes import (
     discovery_leaf,
     with_task_spec,
 )
-from research_mcp.matching.terms import STOPWORDS, clip
-from research_mcp.role_inputs import PlannerInput
-from research_mcp.scope import judge_scope
 
 __all__ = ["plan"]
 

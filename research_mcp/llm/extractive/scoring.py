@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from research_mcp.answering.lexicon import Lexicon
-from research_mcp.contracts import Embedder
-from research_mcp.matching.terms import terms
+from research_mcp.answering.terms import terms
+from research_mcp.core.contracts import Embedder
 
 __all__ = ["Lexicon", "Relevance", "select_diverse", "semantic_scale"]
 

@@ -20,10 +20,10 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from research_mcp.citations import normalize
-from research_mcp.contracts import Embedder, RankedCandidate, ScoutOutput
+from research_mcp.core.citations import normalize
+from research_mcp.core.contracts import Embedder, RankedCandidate, ScoutOutput
+from research_mcp.core.role_inputs import ScoutCandidate, ScoutInput
 from research_mcp.llm.extractive.scoring import Relevance
-from research_mcp.role_inputs import ScoutCandidate, ScoutInput
 
 __all__ = ["OFF_TOPIC", "SAME_TITLE", "scout"]
 

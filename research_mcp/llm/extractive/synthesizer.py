@@ -20,20 +20,14 @@ import re
 from dataclasses import dataclass, field
 
 from research_mcp.answering.confidence import ANSWERED, independent, level_of, lowest
-from research_mcp.citations import CITATION, normalize, same_claim
-from research_mcp.contracts import (
-    NOT_ESTABLISHED,
-    UNANSWERED,
-    Confidence,
-    Embedder,
-    Finding,
-    SynthesisOutput,
-)
-from research_mcp.ids import fact_label
+from research_mcp.answering.questions import reads_as_question
+from research_mcp.answering.terms import clip, terms
+from research_mcp.core.citations import CITATION, normalize, same_claim
+from research_mcp.core.contracts import Confidence, Embedder, Finding, SynthesisOutput
+from research_mcp.core.gaps import Gap
+from research_mcp.core.ids import fact_label
+from research_mcp.core.role_inputs import SynthesisFact, SynthesisPayload
 from research_mcp.llm.extractive.scoring import Relevance
-from research_mcp.matching.questions import reads_as_question
-from research_mcp.matching.terms import clip, terms
-from research_mcp.role_inputs import SynthesisFact, SynthesisPayload
 
 __all__ = ["COVERED_CONFIDENCE", "DUPLICATE", "synthesize"]
 
@@ -101,8 +95,8 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
 
     sections = [f"# {payload.title}"]
     findings: list[Finding] = []
-    gaps: list[str] = []
-    cuts: list[str] = []
+    gaps: list[Gap] = []
+    cuts: list[Gap] = []
     corroborated = 0
     levels: list = []  # each question's level
     asked_count = max(1, sum(question != OTHER for question in lines))
@@ -126,13 +120,11 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
         else:
             sections.append("_No verified fact answers this._")
         if len(cited) > len(limits):
-            cuts.append(
-                clip(
-                    f"Cut short: {len(cited) - len(limits)} more verified lines on {question!r} are "
-                    f"not in the report (it shows {len(limits)}); the facts view lists them",
-                    500,
-                )
+            cut = (
+                f"Cut short: {len(cited) - len(limits)} more verified lines on {question!r} are "
+                f"not in the report (it shows {len(limits)}); the facts view lists them"
             )
+            cuts.append(Gap(kind="cut_short", text=clip(cut, 500)))
         covered = _evidence(question, cited) >= ANSWERED or (
             question == OTHER and any(line.confidence >= ANSWERED for line in cited)
         )
@@ -140,9 +132,9 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
             levels.append(level_of(_evidence(question, cited), agreeing=_agreeing(question, cited)))
         if question != OTHER and not cited:
             # No line at all: unanswered, which a later reading (a phase's iteration) may answer.
-            gaps.append(clip(f"{UNANSWERED}{question}", 500))
+            gaps.append(Gap.unanswered(question))
         elif question != OTHER and not covered:
-            gaps.append(clip(f"{NOT_ESTABLISHED}{question}", 500))
+            gaps.append(Gap.not_established(question))
         if covered and _agreeing(question, cited) >= 2:
             corroborated += 1
         for line in cited[:2]:
@@ -167,11 +159,12 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
         # A child's gap this synthesis found itself (the same list cut short here) is not said twice.
         # Nor one saying no line was found for a question this synthesis has verified lines for (a
         # phase's iteration read what the part's first reading missed).
+        said = {gap.text for gap in [*gaps, *cuts]}
         gaps.extend(
-            clip(f"{child.title}: {gap}", 500)
+            gap.under(child.title)
             for gap in child.gaps
-            if gap not in {*gaps, *cuts}
-            and not (gap.startswith(UNANSWERED) and normalize(gap.removeprefix(UNANSWERED)) in found)
+            if gap.text not in said
+            and not (gap.part is None and gap.kind == "unanswered" and normalize(gap.question or "") in found)
         )
         new_lines = [
             line
@@ -194,19 +187,24 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
         report = _truncated(report)
 
     asked = [question for question in lines if question != OTHER]
-    question_gaps = [gap for gap in gaps if gap.startswith((UNANSWERED, NOT_ESTABLISHED))]
+    # This synthesis's own questions left open (a part's, carried up under its title, are the part's).
+    question_gaps = [
+        gap for gap in gaps if gap.part is None and gap.kind in ("unanswered", "not_established")
+    ]
     if len(findings) > MAX_FINDINGS:
-        cuts.append(
-            f"Cut short: {len(findings) - MAX_FINDINGS} key findings beyond {MAX_FINDINGS} not listed"
-        )
-    return SynthesisOutput(
+        cut = f"Cut short: {len(findings) - MAX_FINDINGS} key findings beyond {MAX_FINDINGS} not listed"
+        cuts.append(Gap(kind="cut_short", text=cut))
+    output = SynthesisOutput(
         report=report,
         key_findings=findings[:MAX_FINDINGS],
         confidence=_confidence(asked, question_gaps, corroborated, payload, len(verified), levels),
-        gaps=_bounded([*question_gaps, *cuts, *(gap for gap in gaps if gap not in question_gaps)]),
         contradictions=[],
-        suggested_followups=[q for q in map(_as_question, question_gaps[:5]) if reads_as_question(q)],
+        suggested_followups=[
+            q for q in (clip(gap.question or "", 300) for gap in question_gaps[:5]) if reads_as_question(q)
+        ],
     )
+    output.set_gaps(_bounded([*question_gaps, *cuts, *(gap for gap in gaps if gap not in question_gaps)]))
+    return output
 
 
 def _evidence(question: str, cited: list[Line]) -> float:
@@ -359,16 +357,17 @@ def _key_lines(report: str, verified: set[int]) -> list[str]:
     return carried
 
 
-def _bounded(gaps: list[str]) -> list[str]:
+def _bounded(gaps: list[Gap]) -> list[Gap]:
     """At most MAX_GAPS gaps; when more, the last one says how many more were not listed."""
     if len(gaps) <= MAX_GAPS:
         return gaps
-    return [*gaps[: MAX_GAPS - 1], f"Cut short: {len(gaps) - MAX_GAPS + 1} more gaps not listed"]
+    cut = Gap(kind="cut_short", text=f"Cut short: {len(gaps) - MAX_GAPS + 1} more gaps not listed")
+    return [*gaps[: MAX_GAPS - 1], cut]
 
 
 def _confidence(
     asked: list[str],
-    gaps: list[str],
+    gaps: list[Gap],
     corroborated: int,
     payload: SynthesisPayload,
     verified: int,
@@ -390,8 +389,3 @@ def _confidence(
         + ". Passages are ranked by how likely they are to hold the answer, not read by a model."
     )
     return Confidence(level=level, reasoning=clip(reasoning, 1000))
-
-
-def _as_question(gap: str) -> str:
-    """The question a gap names; kept as a follow-up only if it reads as one (`reads_as_question`)."""
-    return clip(gap.split(": ", 1)[-1].strip(), 300)

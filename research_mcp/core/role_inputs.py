@@ -8,7 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from research_mcp.contracts import Budget, ConfidenceLevel, ExtractorTaskSpec, PlannerOutput
+from research_mcp.core.contracts import Budget, ConfidenceLevel, ExtractorTaskSpec, PlannerOutput
+from research_mcp.core.gaps import GapList
 
 __all__ = [
     "ChildReport",
@@ -64,7 +65,7 @@ class ChildReport(BaseModel):
     title: str
     report: str
     confidence: ConfidenceLevel
-    gaps: list[str] = Field(default_factory=list)
+    gaps: GapList = Field(default_factory=list)
 
 
 class SourceInsight(BaseModel):

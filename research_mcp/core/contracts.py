@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
+
+from research_mcp.core.gaps import NOT_ESTABLISHED, UNANSWERED, Gap
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,6 +30,7 @@ __all__ = [
     "Budget",
     "CompactReturn",
     "Confidence",
+    "ConfidenceCap",
     "CriterionVerdict",
     "Embedder",
     "ExtractedFact",
@@ -272,6 +275,17 @@ class Confidence(_Strict):
     reasoning: str = Field(max_length=1000)
 
 
+class ConfidenceCap(BaseModel):
+    """A rule of code capping a synthesis's confidence: `rule`, its stable name (what tests and code
+    match on); `level`, the highest confidence it allows; `reason`, what it found, in words."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rule: str
+    level: ConfidenceLevel
+    reason: str
+
+
 class FollowUpQuestion(_Strict):
     question: str = Field(max_length=500)
     confidence: float = Field(ge=0, le=1)
@@ -310,13 +324,6 @@ class CriterionVerdict(_Strict):
     evidence: str = Field(default="", max_length=300, description="Why, citing facts as [F12].")
 
 
-#: How a synthesis's gap begins when no verified fact was found for one of its questions, and when
-#: the facts found do not answer it: the prefixes code reads back (roles/evidence.py, runs/phases.py,
-#: the no-model synthesis), whichever backend wrote the gap.
-UNANSWERED = "No verified fact was found for: "
-NOT_ESTABLISHED = "Not established by the verified facts: "
-
-
 class SynthesisOutput(_Strict):
     """A synthesizer's report over its inputs; cites facts as [F<id>] only."""
 
@@ -331,6 +338,16 @@ class SynthesisOutput(_Strict):
     criteria: list[CriterionVerdict] = Field(
         default_factory=list, max_length=20, description="A verdict on each acceptance criterion given."
     )
+    _typed: dict[str, Gap] = PrivateAttr(default_factory=dict)  # by text: never in a model's schema
+
+    def set_gaps(self, gaps: Sequence[Gap]) -> None:
+        """The gaps as code typed them (the no-model backend writes them so): their texts in `gaps`."""
+        self.gaps = [gap.text for gap in gaps]
+        self._typed = {gap.text: gap for gap in gaps}
+
+    def as_gaps(self) -> list[Gap]:
+        """Each of `gaps` with its kind: as code typed it, else (a language model's words) `other`."""
+        return [self._typed.get(text) or Gap(text=text) for text in self.gaps]
 
 
 class RankedCandidate(_Strict):

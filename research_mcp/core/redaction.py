@@ -31,10 +31,10 @@ import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from research_mcp.printable import PrintableFilter
+from research_mcp.core.printable import PrintableFilter
 
 if TYPE_CHECKING:
-    from research_mcp.config import Settings
+    from research_mcp.core.config import Settings
 
 __all__ = [
     "MARK",

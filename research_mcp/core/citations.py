@@ -16,7 +16,7 @@ import unicodedata
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from research_mcp.ids import fact_label
+from research_mcp.core.ids import fact_label
 
 __all__ = [
     "CITATION",

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import re
 
-from research_mcp.errors import bounded
+from research_mcp.core.errors import bounded
 
 __all__ = ["LOG_LIMIT", "PrintableFilter", "printable"]
 

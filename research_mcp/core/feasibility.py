@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from research_mcp.contracts import PlanNode
+from research_mcp.core.contracts import PlanNode
 
 __all__ = [
     "HOP_SOURCES",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from research_mcp.matching.terms import STOPWORDS
+from research_mcp.answering.terms import STOPWORDS
 
 __all__ = ["NOT_NAMES", "WORD_TOKEN", "name_spans", "named_entities"]
 

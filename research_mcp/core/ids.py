@@ -17,7 +17,7 @@ import re
 import secrets
 from typing import Literal, NamedTuple
 
-from research_mcp.errors import InvalidInput, shown
+from research_mcp.core.errors import InvalidInput, shown
 
 __all__ = [
     "FINAL_NODE",

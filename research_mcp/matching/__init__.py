@@ -1,1 +1,0 @@
-"""Shared text matching: terms, stems, names, clipping, and what is never a finding."""

@@ -1,0 +1,83 @@
+"""One model per concept (issue 48.4): a gap and a confidence cap are each defined once, and code
+that needs one uses it rather than a copy with the same fields. A concept is told by the fields that
+make it one: every pydantic model of the package holding them is listed, and must be the one.
+
+Facts still have several models (what the extractor says, the stored fact, the synthesizer's,
+the view's, the one written): they are listed as they stand, so that a new copy fails here and
+folding one in shortens the list."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import re
+from pathlib import Path
+
+from pydantic import BaseModel
+
+import research_mcp
+
+#: A concept's defining fields, and the one model that may hold them all.
+ONE_MODEL = {
+    "gap": ({"kind", "question", "part"}, {"research_mcp.core.gaps.Gap"}),
+    "confidence cap": ({"level", "reason"}, {"research_mcp.core.contracts.ConfidenceCap"}),
+}
+#: The fact models as they stand (issue 48.4 folds them): none may be added.
+FACT_FIELDS = {"statement", "quote"}
+FACT_MODELS = {
+    "research_mcp.core.contracts.ExtractedFact",
+    "research_mcp.core.contracts.Fact",
+    "research_mcp.core.role_inputs.SynthesisFact",
+    "research_mcp.run_document.ViewFact",
+    "research_mcp.storage.models.NewFact",
+}
+
+
+def package_models() -> dict[str, set[str]]:
+    """Every pydantic model defined in the package, by dotted name, with its field names."""
+    found = {}
+    for module_info in pkgutil.walk_packages(research_mcp.__path__, "research_mcp."):
+        module = importlib.import_module(module_info.name)
+        for value in vars(module).values():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, BaseModel)
+                and value.__module__ == module.__name__
+            ):
+                found[f"{value.__module__}.{value.__qualname__}"] = set(value.model_fields)
+    return found
+
+
+def holding(fields: set[str], models: dict[str, set[str]]) -> set[str]:
+    """The models whose fields include `fields`."""
+    return {name for name, own in models.items() if fields <= own}
+
+
+def test_a_gap_and_a_confidence_cap_each_have_one_model() -> None:
+    models = package_models()
+    assert len(models) > 50  # the walk found the package's models
+    for concept, (fields, one) in ONE_MODEL.items():
+        assert holding(fields, models) == one, f"a second model of a {concept}: use {one}"
+
+
+def test_no_new_fact_model_is_added() -> None:
+    assert holding(FACT_FIELDS, package_models()) == FACT_MODELS
+
+
+def test_no_gap_or_cap_is_a_bare_string_or_pair_in_a_signature() -> None:
+    """The typed-in-name-only forms the models replaced: a cap as a (level, reason) pair, and the
+    prefixes of a gap's text read back (`startswith`/`split` on them)."""
+    source = Path(research_mcp.__file__).parent
+    pair = re.compile(r"tuple\[ConfidenceLevel, str\]")
+    read_back = re.compile(
+        r"(startswith|removeprefix|split)\((UNANSWERED|NOT_ESTABLISHED|NEVER_MENTIONED)"
+        r"|(UNANSWERED|NOT_ESTABLISHED|NEVER_MENTIONED) in "
+    )
+    found = [
+        f"{path.relative_to(source)}:{number}"
+        for path in sorted(source.rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if pair.search(line) or read_back.search(line)
+    ]
+    assert found == []
