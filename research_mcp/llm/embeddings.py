@@ -97,7 +97,7 @@ class MiniLMEmbedder:
         self._vocab_path = vocab_path
         self.batch_size = batch_size
         # A batch's working memory grows with its padded tokens: 16 texts of 256 tokens took 330 MB
-        # over the session, 2 of them 20 MB, in about the same time (BENCHMARKS.md, "MiniLM batches").
+        # over the session, 2 of them 20 MB, in about the same time (BENCHMARKS.md history before 0.2.0, "MiniLM batches").
         self.batch_tokens = max(batch_tokens, max_tokens)
         self.max_tokens = max_tokens
         self._threads = threads or min(2, os.cpu_count() or 1)

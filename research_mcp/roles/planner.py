@@ -20,7 +20,7 @@ from research_mcp.storage.store import new_id
 __all__ = ["PlanRecord", "Planning", "estimate_plan", "plan_research"]
 
 MAX_PLAN_REPAIRS = 2
-# Figures behind the estimate (see README "Estimates"): the typical size of each role's prompt and
+# Figures behind the estimate (see docs/how-it-works.md, "Estimates"): the typical size of each role's prompt and
 # answer in tokens. The sources a leaf reads, first and on its second hop, are feasibility.leaf_reading's.
 TOKENS = {
     "planner": (1_500, 800),
@@ -30,7 +30,7 @@ TOKENS = {
 }
 EXTRACTOR_PROMPT_TOKENS = 700  # the extractor's system prompt, questions and framing
 # Seconds per call by backend. The extractive figure is measured: bench.answers' real documents take
-# 2.8-2.9 s a question on a quiet 2-core machine for about 6 calls (BENCHMARKS.md, "Answers a person
+# 2.8-2.9 s a question on a quiet 2-core machine for about 6 calls (BENCHMARKS.md before 0.2.0, "Answers a person
 # can use"), HotpotQA's one-paragraph documents 0.5 s.
 SECONDS_PER_CALL = {"anthropic": 12.0, "sampling": 15.0, "extractive": 0.5}
 #: Backends that run no language model: their calls cost no tokens and no money.

@@ -2,7 +2,7 @@
 signatures is one of the `Annotated` types below, whose validators hold the limits and say what to
 give instead. The arguments are validated strictly (the string "5" is not the number 5).
 
-The limits (README, "Input limits"):
+The limits (docs/tools.md, "Input limits"):
 
     query, topic            at most 2,000 characters (a query at least 3, a topic at least 3)
     questions               at most 20, each at most 1,000 characters

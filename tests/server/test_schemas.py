@@ -13,7 +13,7 @@ def test_a_compacted_schema_keeps_fields_and_constraints_without_titles_and_spel
         "minimum": 1,
         "type": "integer",
     }
-    # A budget's bounds are enforced, not published (README, "Input limits"): the schema stays small.
+    # A budget's bounds are enforced, not published (docs/tools.md, "Input limits"): the schema stays small.
     assert schema["properties"]["budget"]["properties"]["max_tokens"] == {
         "description": "Tokens.",
         "type": ["integer", "null"],
