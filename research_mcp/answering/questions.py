@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["reads_as_question"]
+__all__ = ["QUESTION_OPENERS", "reads_as_question"]
 
-_OPENERS = frozenset(
+QUESTION_OPENERS = frozenset(
     [
         "what",
         "which",
@@ -54,4 +54,4 @@ def reads_as_question(text: str) -> bool:
     head = text.split("?", 1)[0]
     if re.match(r"^[^\s:]{1,40}:\s", head):
         return False
-    return words[0].casefold() in _OPENERS
+    return words[0].casefold() in QUESTION_OPENERS

@@ -25,6 +25,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from research_mcp.answering.questions import QUESTION_OPENERS
 from research_mcp.answering.terms import stem
 from research_mcp.core.contracts import Fact, PlanNode, Source
 
@@ -37,45 +38,25 @@ _TOKEN = re.compile(r"[^\W_][\w.+#-]*[\w+#]|[^\W_]")
 _WORD = re.compile(r"[^\W_]+")
 _SENTENCE_END = re.compile(r"[.;:!?]\s+")
 _IDENTIFIER = re.compile(r"(?<![\w-])([A-Za-z]{2,})[-\u2010\u2011]?v?(\d+(?:\.\d+)*)(?![\w.-]*\d)")
-_QUESTION_WORDS = frozenset(
+_QUESTION_WORDS = QUESTION_OPENERS | frozenset(
+    # What else opens a question or joins what it names, besides a question's own opening words.
     [
-        "what",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "how",
-        "why",
-        "when",
-        "where",
-        "is",
-        "are",
-        "was",
-        "were",
-        "do",
-        "does",
-        "did",
-        "can",
-        "could",
-        "should",
-        "would",
-        "will",
-        "the",
         "a",
+        "about",
         "an",
         "and",
-        "or",
-        "of",
-        "for",
-        "in",
-        "on",
-        "to",
-        "about",
+        "between",
         "compare",
         "comparing",
+        "for",
+        "in",
+        "of",
+        "on",
+        "or",
+        "the",
+        "to",
         "versus",
         "vs",
-        "between",
     ]
 )
 

@@ -12,6 +12,7 @@ folder no longer configured is never found.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from research_mcp.storage.database import StoreDatabase, marks, now
 from research_mcp.storage.models import (
@@ -169,6 +170,10 @@ class CorpusTables(StoreDatabase):
             'SELECT id, doc_id, start, "end" FROM corpus_chunks WHERE id > ? ORDER BY id LIMIT ?',
             (after, limit),
         )
+        return self._chunks_of(rows)
+
+    def _chunks_of(self, rows: Sequence[Any]) -> list[CorpusChunk]:
+        """Chunk rows (id, doc_id, start, end) with their text and title, read from their documents."""
         documents = self._document_texts(sorted({row["doc_id"] for row in rows}))
         return [
             CorpusChunk(
@@ -188,16 +193,7 @@ class CorpusTables(StoreDatabase):
             f'SELECT id, doc_id, start, "end" FROM corpus_chunks WHERE id IN ({marks(chunk_ids)}) ORDER BY id',
             list(chunk_ids),
         )
-        documents = self._document_texts(sorted({row["doc_id"] for row in rows}))
-        return [
-            CorpusChunk(
-                id=row["id"],
-                doc_id=row["doc_id"],
-                title=documents[row["doc_id"]][0],
-                text=documents[row["doc_id"]][1][row["start"] : row["end"]],
-            )
-            for row in rows
-        ]
+        return self._chunks_of(rows)
 
     def corpus_chunks_among(self, chunk_ids: Sequence[int]) -> set[int]:
         """Which of these chunk ids the store holds."""
