@@ -14,7 +14,7 @@ _QUANTITY = re.compile(
     r"^\s*(?:how\s+(?:many|much|long|old|often|big|large|far|soon|fast)\b"
     r"|when\b|since\s+when\b"
     r"|(?:what|which|since\s+which|in\s+which|from\s+which)\s+(?:year|years|date|version|release|number|port|age|size)\b"
-    # one word may name what the number is of: "Which TCP port ...?" (not "Which Debian release ...?",
+    # one word may name what the number is of: "Which TCP port ...?" (not "Which distribution release ...?",
     # which a name answers)
     r"|(?:what|which)\s+[\w-]+\s+(?:port|number|size|age)\b)",
     re.IGNORECASE,

@@ -100,7 +100,9 @@ async def test_an_address_a_model_composes_from_a_private_note_is_never_fetched_
     assert EVIL not in shown and "/leak" not in shown  # the report may quote the note: it is the user's
 
 
-async def test_a_link_its_source_writes_is_still_read(sink: LoopbackServer) -> None:
+def survey_citing_a_report(sink: LoopbackServer) -> tuple[str, str, Any]:
+    """A report page served, a survey note whose text gives its address, and a model that lists that
+    address among the survey's linked sources: (the address, the survey, the model's script)."""
     report = sink.url("/sihwa.html")
     sink.serve(
         "/sihwa.html", PAGE.format(title="Sihwa Lake", text="Sihwa Lake makes 254 megawatts.").encode()
@@ -113,6 +115,12 @@ async def test_a_link_its_source_writes_is_still_read(sink: LoopbackServer) -> N
             assert isinstance(output, ExtractorOutput)
             output.linked_candidate_sources = [LinkedSource(ref=report, context="the Sihwa Lake report")]
         return output
+
+    return report, survey, script
+
+
+async def test_a_link_its_source_writes_is_still_read(sink: LoopbackServer) -> None:
+    report, survey, script = survey_citing_a_report(sink)
 
     async with Client(create_server(model=ScriptedModel(script))) as client:
         run_id = await research(
@@ -131,18 +139,7 @@ async def test_a_link_an_older_store_kept_is_not_followed_unless_its_source_give
 ) -> None:
     """A store written before the rule may hold a composed link among a source's insights; a later
     run bearing on that source does not fetch it (`follow_leads` checks the citing text)."""
-    report = sink.url("/sihwa.html")
-    sink.serve(
-        "/sihwa.html", PAGE.format(title="Sihwa Lake", text="Sihwa Lake makes 254 megawatts.").encode()
-    )
-    survey = f"Tidal power stations are few. The Sihwa Lake report ({report}) gives the output."
-
-    def script(request: ModelRequest[Any]) -> Any:
-        output = team_script(request)
-        if isinstance(request.payload, ExtractorPayload) and request.payload.source_text == survey:
-            assert isinstance(output, ExtractorOutput)
-            output.linked_candidate_sources = [LinkedSource(ref=report, context="the Sihwa Lake report")]
-        return output
+    _, survey, script = survey_citing_a_report(sink)
 
     async with Client(create_server(model=ScriptedModel(script))) as client:
         await research(

@@ -8,7 +8,7 @@ pronouns, comparison cues), never by examples:
   auxiliary and has a verb of its own. Question words coordinated over one predicate ("Which year
   and which conference was the paper presented at?") leave a part with no verb ("Which year"), so
   the question stays whole. A comma alone splits only a list ("A, B, and C"): "When the disk is
-  full, what does dpkg do?" is one question.
+  full, what does the installer do?" is one question.
 - **Carry** the first part's topic into a later part that leans on a pronoun ("it", "its", "they",
   "each", "this", ...): "What is CRISPR? How does it edit genes?" asks "How does CRISPR edit genes?".
 - **Compare**: "Compare A and B [on X][: …]", "A vs B", "differences between A and B", "How does A
@@ -124,8 +124,8 @@ def _clauses(sentence: str) -> list[str]:
 
 
 def main_clause(question: str) -> str:
-    """The question a clause before it leads into ("When the disk is full, what does dpkg do?":
-    "what does dpkg do?"), or the question itself."""
+    """The question a clause before it leads into ("When the disk is full, what does the installer do?":
+    "what does the installer do?"), or the question itself."""
     head, _, last = question.rpartition(", ")
     if head and is_question(last) and not is_question(head.split(", ")[0]):
         return last
@@ -220,7 +220,7 @@ def topic_of(question: str) -> str | None:
     start = next((at for at in range(1, len(words)) if _is_name(words[at])), None)
     if start is not None:
         end = next((at for at in range(start, len(words)) if not _is_name(words[at])), len(words))
-        if lowered[start - 1] == "the":  # a name inside a noun phrase: "the Linux kernel"
+        if lowered[start - 1] == "the":  # a name inside a noun phrase: "the Rust compiler"
             start -= 1
             if end < len(words) - 1 and not re.fullmatch(rf"{AUX}|{PREPOSITION}", lowered[end]):
                 end += 1
@@ -236,7 +236,7 @@ def topic_of(question: str) -> str | None:
 def _subject(words: list[str], *, plural: bool) -> str | None:
     """The subject after an auxiliary: a determiner and one word ("How does the kernel schedule
     tasks?"), or after a plural auxiliary up to the first plural word ("How do central banks set
-    rates?"); after "I", "you" or "we", what they act on ("How do I install debian?")."""
+    rates?"); after "I", "you" or "we", what they act on ("How do I install the package?")."""
     if words and words[0].casefold() in PERSONAL:
         return _phrase(words[2:])
     start = 1 if words and words[0].casefold() in DETERMINERS else 0
