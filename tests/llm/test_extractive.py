@@ -506,3 +506,28 @@ async def test_the_report_shows_every_questions_best_passage_first_within_three_
         first_line = section.strip().splitlines()[0]
         assert f"The {name} valve controls the {name} coolant loop." in first_line  # the excerpt says it
         assert f"[F{10 * q}]" in first_line  # the most likely passage leads
+
+
+async def test_a_parts_list_cut_short_on_a_question_the_synthesis_lists_is_said_once(
+    model: ExtractiveModel,
+) -> None:
+    question = "Which moons does Saturn have?"
+    facts = [
+        fact(index, f"Moon {index} of Saturn has {index + 3} known craters.", question=question, source=index)
+        for index in range(1, 11)
+    ]
+    part_cut = f"Cut short: 4 more verified lines on {question!r} are not in the report (it shows 6)"
+    child = ChildReport(
+        title="moons",
+        report="# moons",
+        confidence="medium",
+        gaps=[Gap(kind="cut_short", text=part_cut, question=question)],
+    )
+    payload = SynthesisPayload(
+        title="Saturn", questions=[question], input_handoffs=[], facts=facts, child_reports=[child]
+    )
+
+    output = await ask(model, SynthesisOutput, payload)
+
+    cuts = [gap for gap in output.gaps if gap.startswith("Cut short") or "Cut short" in gap]
+    assert len(cuts) == 1 and "moons:" not in cuts[0], output.gaps

@@ -124,7 +124,7 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
                 f"Cut short: {len(cited) - len(limits)} more verified lines on {question!r} are "
                 f"not in the report (it shows {len(limits)}); the facts view lists them"
             )
-            cuts.append(Gap(kind="cut_short", text=clip(cut, 500)))
+            cuts.append(Gap(kind="cut_short", text=clip(cut, 500), question=question))
         covered = _evidence(question, cited) >= ANSWERED or (
             question == OTHER and any(line.confidence >= ANSWERED for line in cited)
         )
@@ -158,13 +158,16 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
     for child in payload.child_reports:
         # A child's gap this synthesis found itself (the same list cut short here) is not said twice.
         # Nor one saying no line was found for a question this synthesis has verified lines for (a
-        # phase's iteration read what the part's first reading missed).
+        # phase's iteration read what the part's first reading missed). Nor a part's list cut short on
+        # a question this synthesis lists itself: its own cut says what it shows.
         said = {gap.text for gap in [*gaps, *cuts]}
+        listed = {normalize(question) for question in lines if question != OTHER}
         gaps.extend(
             gap.under(child.title)
             for gap in child.gaps
             if gap.text not in said
             and not (gap.part is None and gap.kind == "unanswered" and normalize(gap.question or "") in found)
+            and not (gap.kind == "cut_short" and normalize(gap.question or "") in listed)
         )
         new_lines = [
             line
