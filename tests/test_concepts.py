@@ -1,4 +1,4 @@
-"""One model per concept (issue 48.4): a gap and a confidence cap are each defined once, and code
+"""One model per concept (issue 48.4): a gap, a confidence cap and a hop are each defined once, and code
 that needs one uses it rather than a copy with the same fields. A concept is told by the fields that
 make it one: every pydantic model of the package holding them is listed, and must be the one.
 
@@ -8,6 +8,7 @@ folding one in shortens the list."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import pkgutil
@@ -22,6 +23,7 @@ import research_mcp
 ONE_MODEL = {
     "gap": ({"kind", "question", "part"}, {"research_mcp.core.gaps.Gap"}),
     "confidence cap": ({"level", "reason"}, {"research_mcp.core.contracts.ConfidenceCap"}),
+    "hop": ({"ref", "context", "question", "again"}, {"research_mcp.storage.events.HopChoice"}),
 }
 #: The fact models as they stand (issue 48.4 folds them): none may be added.
 FACT_FIELDS = {"statement", "quote"}
@@ -35,17 +37,19 @@ FACT_MODELS = {
 
 
 def package_models() -> dict[str, set[str]]:
-    """Every pydantic model defined in the package, by dotted name, with its field names."""
+    """Every pydantic model and dataclass defined in the package, by dotted name, with its field
+    names (a copy as a dataclass is a copy too)."""
     found = {}
     for module_info in pkgutil.walk_packages(research_mcp.__path__, "research_mcp."):
         module = importlib.import_module(module_info.name)
         for value in vars(module).values():
-            if (
-                inspect.isclass(value)
-                and issubclass(value, BaseModel)
-                and value.__module__ == module.__name__
-            ):
-                found[f"{value.__module__}.{value.__qualname__}"] = set(value.model_fields)
+            if not inspect.isclass(value) or value.__module__ != module.__name__:
+                continue
+            name = f"{value.__module__}.{value.__qualname__}"
+            if issubclass(value, BaseModel):
+                found[name] = set(value.model_fields)
+            elif dataclasses.is_dataclass(value):
+                found[name] = {field.name for field in dataclasses.fields(value)}
     return found
 
 
@@ -54,7 +58,7 @@ def holding(fields: set[str], models: dict[str, set[str]]) -> set[str]:
     return {name for name, own in models.items() if fields <= own}
 
 
-def test_a_gap_and_a_confidence_cap_each_have_one_model() -> None:
+def test_a_gap_a_confidence_cap_and_a_hop_each_have_one_model() -> None:
     models = package_models()
     assert len(models) > 50  # the walk found the package's models
     for concept, (fields, one) in ONE_MODEL.items():

@@ -44,23 +44,12 @@ from research_mcp.runs.leads import Lead, leads_from, mentions, open_terms, stil
 from research_mcp.runs.reading import extract_sources, ref_key
 from research_mcp.sources.library import Candidate
 from research_mcp.storage.events import FollowedLead, HopChoice, Searched, SecondHop
+from research_mcp.storage.models import KnownInsight
 
 __all__ = ["HOP_SOURCES", "follow_leads"]
 
 #: Leads tried (each costing a search) before the hop gives up looking.
 MAX_LEADS = 6
-
-
-@dataclass(frozen=True)
-class Hop:
-    """A source the second hop reads: why (the context its extractor is told) and what it is asked
-    besides the leaf's questions (for a bridge, the question with the name that led there)."""
-
-    ref: str
-    context: str
-    question: str = ""
-    # A source the first pass read, asked again with what a bridge leads to ask it.
-    again: bool = False
 
 
 async def follow_leads(
@@ -70,17 +59,17 @@ async def follow_leads(
     questions: list[str],
     refs: list[str],
     extractions: list[str],
-    known_links: Sequence[tuple[str, str, int]] = (),
+    insights: Sequence[KnownInsight] = (),
 ) -> list[str]:
     """The second hop's extractions (none when nothing leads anywhere new), in the order chosen.
-    `known_links`: sources that sources read by earlier runs cite (address, context, citing source),
-    bearing on the leaf: followed after the links of the leaf's own sources."""
+    `insights`: what sources read by earlier runs left open, bearing on the leaf: the sources they cite
+    (their "linked_source" insights) are followed after the links of the leaf's own sources."""
     chosen = _chosen_before(rc, key)
     if chosen is None:
-        chosen = await _choose(rc, node, key, questions, refs, extractions, known_links)
+        chosen = await _choose(rc, node, key, questions, refs, extractions, insights)
     found: dict[int, list[str]] = {}
 
-    async def read(position: int, hop: Hop) -> None:
+    async def read(position: int, hop: HopChoice) -> None:
         # A source a bridge led to is asked what the bridge leaves open (the leaf's questions were put
         # to the sources found for them): its other sentences are not quoted as answers to them. A
         # leaf's task specs are asked as given, the bridge's question after them.
@@ -117,7 +106,7 @@ class _Choosing:
 
     read: set[str]
     limit: int
-    chosen: list[Hop] = field(default_factory=list)
+    chosen: list[HopChoice] = field(default_factory=list)
     followed: list[FollowedLead] = field(default_factory=list)
     asked_again: set[str] = field(default_factory=set)
     tried: int = 0  # leads that cost a search
@@ -126,7 +115,7 @@ class _Choosing:
     def done(self) -> bool:
         return len(self.chosen) >= self.limit or self.tried >= MAX_LEADS
 
-    def take(self, hop: Hop, followed: FollowedLead) -> None:
+    def take(self, hop: HopChoice, followed: FollowedLead) -> None:
         self.chosen.append(hop)
         self.followed.append(followed)
 
@@ -138,15 +127,15 @@ async def _choose(
     questions: list[str],
     refs: list[str],
     extractions: list[str],
-    known_links: Sequence[tuple[str, str, int]],
-) -> list[Hop]:
+    insights: Sequence[KnownInsight],
+) -> list[HopChoice]:
     store = rc.deps.store
     first = [
         asked
         for handoff_id in extractions
         if (asked := store.get_handoff(handoff_id).input_as(ExtractorInput)) is not None
     ]
-    leads = _ranked_leads(rc, extractions, questions, first, known_links)
+    leads = _ranked_leads(rc, extractions, questions, first, insights)
     if (about := _subject_read(node, first)) is not None:
         # The leaf asks about one thing and has read that thing's own source: what the leaf asks is
         # there, and the names it gives lead away from it. A source it cites is still read.
@@ -179,7 +168,7 @@ async def _choose(
         SecondHop(
             message=f"second hop of {node.title!r}: {len(choosing.chosen)} sources from {len(leads)} leads{why}",
             node_id=key,
-            chosen=[HopChoice(**asdict(hop)) for hop in choosing.chosen],
+            chosen=choosing.chosen,
             followed=choosing.followed,
             beyond_budget=rc.leads_beyond_budget.get(key, 0),
         ),
@@ -192,7 +181,7 @@ def _ranked_leads(
     extractions: list[str],
     questions: list[str],
     first: list[ExtractorInput],
-    known_links: Sequence[tuple[str, str, int]],
+    insights: Sequence[KnownInsight],
 ) -> list[Lead]:
     """The leaf's leads in the order they are followed: the links its own sources give, then those
     sources read by earlier runs cite, then the rest (bridges, follow-ups)."""
@@ -200,9 +189,9 @@ def _ranked_leads(
     own_links = sum(1 for lead in leads if lead.kind == "link")
     cited = {lead.text for lead in leads if lead.kind == "link"}
     earlier = [
-        Lead("link", ref, 0.5, source_id, f"read by an earlier run: {context}")
-        for ref, context, source_id in known_links
-        if ref not in cited
+        Lead("link", link.text, 0.5, link.source_id, f"read by an earlier run: {link.context}")
+        for link in insights
+        if link.kind == "linked_source" and link.text not in cited
     ]
     texts: dict[int, str] = {}
     return [lead for lead in [*leads[:own_links], *earlier, *leads[own_links:]] if _given(rc, lead, texts)]
@@ -236,9 +225,11 @@ async def _follow_open(
     said = f"{found.title} {found.snippet}"
     bridge = next((lead for lead in leads if lead.kind == "bridge" and mentions(said, lead.text)), None)
     if bridge is not None:
-        hop = Hop(found.ref, _context(bridge), _hop_question(bridge, question))
+        hop = HopChoice(ref=found.ref, context=_context(bridge), question=_hop_question(bridge, question))
     else:
-        hop = Hop(found.ref, f"Found by searching for what the first sources left open: {' '.join(gap)}")
+        hop = HopChoice(
+            ref=found.ref, context=f"Found by searching for what the first sources left open: {' '.join(gap)}"
+        )
     choosing.take(hop, FollowedLead(kind="open", text=" ".join(gap), ref=found.ref))
 
 
@@ -255,7 +246,9 @@ async def _follow(
     if lead.kind == "bridge" and (again := _about(lead, first, choosing.asked_again)) is not None:
         choosing.asked_again.add(again)
         choosing.take(
-            Hop(again, _context(lead), _hop_question(lead, questions[0]), again=True),
+            HopChoice(
+                ref=again, context=_context(lead), question=_hop_question(lead, questions[0]), again=True
+            ),
             FollowedLead(**asdict(lead), ref=again),
         )
         return
@@ -265,7 +258,8 @@ async def _follow(
         return
     choosing.read.add(ref_key(ref))
     choosing.take(
-        Hop(ref, _context(lead), _hop_question(lead, questions[0])), FollowedLead(**asdict(lead), ref=ref)
+        HopChoice(ref=ref, context=_context(lead), question=_hop_question(lead, questions[0])),
+        FollowedLead(**asdict(lead), ref=ref),
     )
 
 
@@ -352,10 +346,10 @@ def _context(lead: Lead) -> str:
     return f"Found by searching for a question source {source_label(lead.source_id)} left open: {lead.text}"
 
 
-def _chosen_before(rc: RunContext, key: str) -> list[Hop] | None:
+def _chosen_before(rc: RunContext, key: str) -> list[HopChoice] | None:
     """The second hop this leaf chose in an earlier attempt of the run, if any."""
     for recorded in reversed(rc.deps.store.events_for_run(rc.run_id, SecondHop)):
         if recorded.node_id == key:
             rc.leads_beyond_budget[key] = recorded.beyond_budget
-            return [Hop(**choice.model_dump()) for choice in recorded.chosen]
+            return recorded.chosen
     return None

@@ -98,8 +98,7 @@ async def run_leaf(rc: RunContext, node: PlanNode, key: str, discovered: list[st
         contexts=contexts,
         known=known,
     )
-    links = [(item.text, item.context, item.source_id) for item in insights if item.kind == "linked_source"]
-    extractions += await follow_leads(rc, node, key, questions, refs, extractions, known_links=links)
+    extractions += await follow_leads(rc, node, key, questions, refs, extractions, insights=insights)
     result = await synthesize(
         rc.deps,
         title=node.title,

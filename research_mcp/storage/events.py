@@ -179,7 +179,10 @@ class InsightsGiven(EventBase):
 
 
 class HopChoice(BaseModel):
-    """One source a leaf's second hop reads, why, and what it is asked (`runs.hops.Hop`)."""
+    """One source a leaf's second hop reads (runs/hops.py): why (`context`, what its extractor is
+    told) and what it is asked besides the leaf's questions (`question`: for a bridge, the name that
+    led there); `again`, a source the first pass read, asked again with what a bridge leads to ask.
+    The hop chooses these, records them in its `SecondHop` event and reads them back as they are."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
