@@ -1,10 +1,20 @@
-"""One model per concept (issue 48.4): a gap, a confidence cap and a hop are each defined once, and code
-that needs one uses it rather than a copy with the same fields. A concept is told by the fields that
-make it one: every pydantic model of the package holding them is listed, and must be the one.
+"""One model per concept (issue 48.4): a gap, a confidence cap, a hop and a fact are each defined
+once, and code that needs one uses it rather than a copy with the same fields. A concept is told by
+the fields that make it one: every pydantic model and dataclass of the package holding them is
+listed, and must be the one.
 
-Facts still have several models (what the extractor says, the stored fact, the synthesizer's,
-the view's, the one written): they are listed as they stand, so that a new copy fails here and
-folding one in shortens the list."""
+A fact is `Fact`: an extraction makes it, the store keeps it as is and gives it back to every reader
+(the synthesizer's payload included). Two other models hold a statement and a quote, and are not it:
+
+- `ClaimedFact` is what an extractor model claims, before code checks it: the model's answer schema
+  (`ExtractorOutput`, whose limits and field descriptions the model is shown, and the shape of a
+  stored extraction). It names no source, its quote is not yet looked up in one, and its question is
+  an index into those the model was asked; `roles.extractor.located_facts` makes the `Fact`.
+- `ViewFact` is a fact as the run document publishes it: `run_view`'s output schema (the view's
+  TypeScript types are generated from it) and the JSON export spell ids as the labels a reader sees
+  (F12, S3) and add the other places the fact is quoted (`also_in`). It is a published format, not
+  another kind of fact: it goes when those formats carry a `Fact` as it is.
+"""
 
 from __future__ import annotations
 
@@ -25,14 +35,12 @@ ONE_MODEL = {
     "confidence cap": ({"level", "reason"}, {"research_mcp.core.contracts.ConfidenceCap"}),
     "hop": ({"ref", "context", "question", "again"}, {"research_mcp.storage.events.HopChoice"}),
 }
-#: The fact models as they stand (issue 48.4 folds them): none may be added.
+#: What makes a fact, and the models holding it: the fact, and the two forms the docstring tells apart.
 FACT_FIELDS = {"statement", "quote"}
 FACT_MODELS = {
-    "research_mcp.core.contracts.ExtractedFact",
     "research_mcp.core.contracts.Fact",
-    "research_mcp.core.role_inputs.SynthesisFact",
+    "research_mcp.core.contracts.ClaimedFact",
     "research_mcp.run_document.ViewFact",
-    "research_mcp.storage.models.NewFact",
 }
 
 
@@ -65,7 +73,7 @@ def test_a_gap_a_confidence_cap_and_a_hop_each_have_one_model() -> None:
         assert holding(fields, models) == one, f"a second model of a {concept}: use {one}"
 
 
-def test_no_new_fact_model_is_added() -> None:
+def test_a_fact_has_one_model_besides_a_models_claim_and_its_published_form() -> None:
     assert holding(FACT_FIELDS, package_models()) == FACT_MODELS
 
 

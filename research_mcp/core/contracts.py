@@ -28,12 +28,12 @@ __all__ = [
     "UNANSWERED",
     "Answer",
     "Budget",
+    "ClaimedFact",
     "CompactReturn",
     "Confidence",
     "ConfidenceCap",
     "CriterionVerdict",
     "Embedder",
-    "ExtractedFact",
     "ExtractorOutput",
     "ExtractorTaskSpec",
     "Fact",
@@ -241,8 +241,11 @@ class SourceRef(BaseModel):
     reason: str = Field(default="", description="Why it is relevant: the cited facts it gives or backs.")
 
 
-class ExtractedFact(_Strict):
-    """One atomic fact as an extractor reports it."""
+class ClaimedFact(_Strict):
+    """One atomic fact as an extractor model claims it, before code checks it: its statement and the
+    passage it says is verbatim, the question by its index in those it was asked. It is the model's
+    answer schema (limits and descriptions it is shown), not a `Fact`: it names no source, and its
+    quote is not yet looked up in one (`roles.extractor.located_facts` makes the `Fact`)."""
 
     statement: str = Field(min_length=3, max_length=1000, description="The fact in your words.")
     quote: str = Field(min_length=3, max_length=1500, description="Verbatim passage of the source.")
@@ -251,13 +254,19 @@ class ExtractedFact(_Strict):
 
 
 class Fact(BaseModel):
-    """A fact as stored, with its checked quote."""
+    """A fact: a statement and the verbatim quote that backs it, with where it comes from (its source,
+    the span of the quote there, the question it was found for) and how far it is checked (`verified`:
+    the quote was found in the source). The one model of a fact: an extraction makes it, the store
+    keeps it as is (`Store.add_facts`, which gives it its `id`) and every reader gets it back."""
 
-    id: int
+    #: Its row in the store; 0 before it is stored (SQLite's ids start at 1).
+    id: int = 0
     statement: str
     quote: str
     source_id: int
-    location: tuple[int, int] | None = Field(description="Character span of the quote in the source text.")
+    location: tuple[int, int] | None = Field(
+        default=None, description="Character span of the quote in the source text."
+    )
     confidence: float
     verified: bool
     question: str | None = None
@@ -301,7 +310,7 @@ class LinkedSource(_Strict):
 class ExtractorOutput(_Strict):
     """What an extractor returns for one source and its questions."""
 
-    facts: list[ExtractedFact] = Field(default_factory=list, max_length=40)
+    facts: list[ClaimedFact] = Field(default_factory=list, max_length=40)
     answers: list[Answer] = Field(default_factory=list, max_length=10)
     confidence: Confidence
     follow_up_questions: list[FollowUpQuestion] = Field(default_factory=list, max_length=5)

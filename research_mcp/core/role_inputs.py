@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from research_mcp.core.contracts import Budget, ConfidenceLevel, ExtractorTaskSpec, PlannerOutput
+from research_mcp.core.contracts import Budget, ConfidenceLevel, ExtractorTaskSpec, Fact, PlannerOutput
 from research_mcp.core.gaps import GapList
 
 __all__ = [
@@ -19,7 +19,6 @@ __all__ = [
     "ScoutCandidate",
     "ScoutInput",
     "SourceInsight",
-    "SynthesisFact",
     "SynthesisInput",
     "SynthesisPayload",
 ]
@@ -48,17 +47,6 @@ class ExtractorPayload(ExtractorInput):
     """The extractor's input with the source text it reads."""
 
     source_text: str
-
-
-class SynthesisFact(BaseModel):
-    id: int
-    statement: str
-    quote: str
-    source_id: int
-    verified: bool
-    confidence: float
-    question: str | None = None
-    corroborations: int = 1
 
 
 class ChildReport(BaseModel):
@@ -95,7 +83,7 @@ class SynthesisInput(BaseModel):
 class SynthesisPayload(SynthesisInput):
     """The synthesizer's input with the facts, child reports and source insights it reads from the store."""
 
-    facts: list[SynthesisFact]
+    facts: list[Fact]
     child_reports: list[ChildReport] = Field(default_factory=list)
     insights: list[SourceInsight] = Field(default_factory=list)
 

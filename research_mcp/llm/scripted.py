@@ -66,8 +66,8 @@ def team_script(request: ModelRequest[Any]) -> BaseModel:
     """
     from research_mcp.core.contracts import (
         Answer,
+        ClaimedFact,
         Confidence,
-        ExtractedFact,
         ExtractorOutput,
         Finding,
         PlannerOutput,
@@ -88,7 +88,7 @@ def team_script(request: ModelRequest[Any]) -> BaseModel:
         sentences = [
             s.strip() for s in payload.source_text.replace("\n", " ").split(". ") if len(s.strip()) > 20
         ]
-        facts = [ExtractedFact(statement=s[:900], quote=s[:1400], question_index=0) for s in sentences[:3]]
+        facts = [ClaimedFact(statement=s[:900], quote=s[:1400], question_index=0) for s in sentences[:3]]
         answers = [
             Answer(
                 question=q[:500],

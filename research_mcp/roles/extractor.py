@@ -15,13 +15,13 @@ from research_mcp.core.citations import (
     meaningful_quote,
     whole_field_line,
 )
-from research_mcp.core.contracts import ExtractorOutput, ExtractorTaskSpec, Source
+from research_mcp.core.contracts import ExtractorOutput, ExtractorTaskSpec, Fact, Source
 from research_mcp.core.ids import source_label
 from research_mcp.core.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.roles.acceptance import summary_asked
 from research_mcp.roles.base import HandoffContext, Place, Role, RoleDeps, RoleResult, cache_key, perform
 from research_mcp.roles.framing import frame
-from research_mcp.storage.models import NewFact, NewInsight
+from research_mcp.storage.models import NewInsight
 from research_mcp.storage.outputs import StoredExtraction, StoredOutput
 
 __all__ = [
@@ -239,8 +239,8 @@ class Extraction(Role[ExtractorOutput, StoredExtraction]):
         )
 
 
-def located_facts(source: Source, output: ExtractorOutput, asked: Sequence[str]) -> list[NewFact]:
-    """The answer's facts as stored: each quote looked up in the source's text."""
+def located_facts(source: Source, output: ExtractorOutput, asked: Sequence[str]) -> list[Fact]:
+    """The facts the answer claims, as stored: each quote looked up in the source's text."""
     locator = QuoteLocator(source.text)
     new_facts = []
     for fact in output.facts:
@@ -254,12 +254,11 @@ def located_facts(source: Source, output: ExtractorOutput, asked: Sequence[str])
         if fact.question_index is not None and fact.question_index < len(asked):
             question = asked[fact.question_index]
         new_facts.append(
-            NewFact(
+            Fact(
                 source_id=source.id,
                 statement=fact.statement,
                 quote=fact.quote,
-                start=span[0] if span else None,
-                end=span[1] if span else None,
+                location=span,
                 question=question,
                 confidence=fact.confidence,
                 verified=span is not None,

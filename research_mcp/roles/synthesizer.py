@@ -20,7 +20,6 @@ from research_mcp.core.ids import fact_label, source_label
 from research_mcp.core.role_inputs import (
     ChildReport,
     SourceInsight,
-    SynthesisFact,
     SynthesisInput,
     SynthesisPayload,
 )
@@ -338,7 +337,7 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
     ) -> None:
         payload = SynthesisPayload(
             **asked.model_dump(),
-            facts=[SynthesisFact(**fact.model_dump(exclude={"location"})) for fact in scope.facts],
+            facts=scope.facts,
             child_reports=scope.below.reports,
             insights=scope.insights,
         )

@@ -17,7 +17,7 @@ from research_mcp.core.copies import Fingerprint, fingerprint, independent_count
 from research_mcp.core.errors import NotFound
 from research_mcp.core.ids import source_label
 from research_mcp.storage.database import StoreDatabase, as_json, marks, now
-from research_mcp.storage.models import Citation, KnownFact, NewFact, compress_text, decompress_text
+from research_mcp.storage.models import Citation, KnownFact, compress_text, decompress_text
 
 __all__ = ["FactTables"]
 
@@ -101,11 +101,13 @@ class FactTables(StoreDatabase):
 
     # --- facts ---------------------------------------------------------------------------------
 
-    def add_facts(self, run_id: str | None, handoff_id: str, facts: Sequence[NewFact]) -> list[int]:
-        """Store facts found by one handoff, each with its citation (its quote in its source)."""
+    def add_facts(self, run_id: str | None, handoff_id: str, facts: Sequence[Fact]) -> list[int]:
+        """Store facts found by one handoff, each with its citation (its quote in its source); their
+        ids, in order (a fact's own `id` is not read: the store gives it)."""
         ids = []
         with self.write() as conn:
             for fact in facts:
+                start, end = fact.location or (None, None)
                 cursor = conn.execute(
                     "INSERT INTO facts (run_id, handoff_id, source_id, statement, quote, start, end, question,"
                     " confidence, verified, corroborations, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
@@ -115,8 +117,8 @@ class FactTables(StoreDatabase):
                         fact.source_id,
                         fact.statement,
                         fact.quote,
-                        fact.start,
-                        fact.end,
+                        start,
+                        end,
                         fact.question,
                         fact.confidence,
                         int(fact.verified),
@@ -127,7 +129,7 @@ class FactTables(StoreDatabase):
                 conn.execute(
                     "INSERT INTO fact_citations (fact_id, source_id, quote, start, end, handoff_id, created_at)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (ids[-1], fact.source_id, fact.quote, fact.start, fact.end, handoff_id, now()),
+                    (ids[-1], fact.source_id, fact.quote, start, end, handoff_id, now()),
                 )
         return ids
 

@@ -44,7 +44,7 @@ from research_mcp.core.callers import may_lend
 from research_mcp.core.citations import same_claim
 from research_mcp.core.contracts import Fact
 from research_mcp.core.errors import ResearchError
-from research_mcp.storage.models import KnownFact, NewFact
+from research_mcp.storage.models import KnownFact
 from research_mcp.storage.outputs import CachedOutput
 from research_mcp.storage.store import PrunedRun, Store
 from research_mcp.storage.vectors import KnowledgeIndex
@@ -107,7 +107,7 @@ class KnowledgeBase:
 
     # --- recording facts -----------------------------------------------------------------------
 
-    def record_facts(self, run_id: str | None, handoff_id: str, facts: list[NewFact]) -> list[int]:
+    def record_facts(self, run_id: str | None, handoff_id: str, facts: list[Fact]) -> list[int]:
         """Store one handoff's facts (committed before anything else), then merge or index them."""
         ids = self.store.add_facts(run_id, handoff_id, facts)
         self.merge_or_index(ids)

@@ -28,7 +28,6 @@ __all__ = [
     "InsightKind",
     "KnownFact",
     "KnownInsight",
-    "NewFact",
     "NewInsight",
     "NewNode",
     "NodeStatus",
@@ -185,21 +184,6 @@ class RunUsage(_Row):
 
 
 # --- sources and facts ---------------------------------------------------------------------------
-
-
-class NewFact(BaseModel):
-    """A fact an extraction found, to be stored with its citation (`Store.add_facts`)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    source_id: int
-    statement: str
-    quote: str
-    start: int | None = None
-    end: int | None = None
-    question: str | None = None
-    confidence: float
-    verified: bool
 
 
 class Citation(_Row):

@@ -21,12 +21,11 @@ from research_mcp.storage.database import new_id, now
 from research_mcp.storage.fact_tables import FactTables
 from research_mcp.storage.handoff_tables import HandoffTables
 from research_mcp.storage.insight_tables import InsightTables
-from research_mcp.storage.models import NewFact
 from research_mcp.storage.retention import PrunedRun, RetentionTables
 from research_mcp.storage.run_tables import INTERRUPTED, RunTables
 from research_mcp.storage.sqlite import process_owner
 
-__all__ = ["INTERRUPTED", "NewFact", "PrunedRun", "Store", "new_id", "now", "process_owner"]
+__all__ = ["INTERRUPTED", "PrunedRun", "Store", "new_id", "now", "process_owner"]
 
 
 class Store(RunTables, HandoffTables, FactTables, InsightTables, CorpusTables, RetentionTables):

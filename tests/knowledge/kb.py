@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 
-from research_mcp.core.contracts import Source
+from research_mcp.core.contracts import Fact, Source
 from research_mcp.storage.knowledge_base import KnowledgeBase
-from research_mcp.storage.store import NewFact, Store
+from research_mcp.storage.store import Store
 
 
 def source(store: Store, ref: str, text: str, *, kind: str = "text") -> Source:
@@ -37,12 +37,11 @@ def record(
         None,
         handoff_id,
         [
-            NewFact(
+            Fact(
                 source_id=found_in.id,
                 statement=statement,
                 quote=statement,
-                start=start if verified else None,
-                end=start + len(statement) if verified else None,
+                location=(start, start + len(statement)) if verified else None,
                 question=(questions or [None])[0],
                 confidence=confidence,
                 verified=verified,

@@ -89,7 +89,8 @@ SECOND_PROCESS = textwrap.dedent(
     from research_mcp.core.config import Settings
     from research_mcp.server.app import open_knowledge_index
     from research_mcp.storage.knowledge_base import KnowledgeBase
-    from research_mcp.storage.store import NewFact, Store
+    from research_mcp.core.contracts import Fact
+    from research_mcp.storage.store import Store
 
     settings = Settings()
     store = Store(settings.database_path)
@@ -101,9 +102,9 @@ SECOND_PROCESS = textwrap.dedent(
     )
     handoff = store.start_handoff(role="extractor", input={"questions": ["q"]}, backend="test")
     start = text.index(sys.argv[1])
-    [fact_id] = KnowledgeBase(store, index).record_facts(None, handoff, [NewFact(
-        source_id=page.id, statement=sys.argv[1], quote=sys.argv[1], start=start,
-        end=start + len(sys.argv[1]), question="q", confidence=0.9, verified=True,
+    [fact_id] = KnowledgeBase(store, index).record_facts(None, handoff, [Fact(
+        source_id=page.id, statement=sys.argv[1], quote=sys.argv[1],
+        location=(start, start + len(sys.argv[1])), question="q", confidence=0.9, verified=True,
     )])
     print(fact_id, index.available, flush=True)
     index.close()

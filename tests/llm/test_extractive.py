@@ -12,6 +12,7 @@ from research_mcp.core.citations import CITATION, locate_quote
 from research_mcp.core.contracts import (
     ExtractorOutput,
     ExtractorTaskSpec,
+    Fact,
     PlannerOutput,
     PlanNode,
     ScoutOutput,
@@ -26,7 +27,6 @@ from research_mcp.core.role_inputs import (
     PlannerInput,
     ScoutCandidate,
     ScoutInput,
-    SynthesisFact,
     SynthesisPayload,
 )
 from research_mcp.llm.base import ModelRequest
@@ -155,8 +155,8 @@ async def test_linked_sources_are_listed_only_for_a_discovery_intense_task(model
 
 def fact(
     fact_id: int, statement: str, *, question: str | None, verified: bool = True, source: int = 1
-) -> SynthesisFact:
-    return SynthesisFact(
+) -> Fact:
+    return Fact(
         id=fact_id,
         statement=statement,
         quote=statement,
@@ -207,11 +207,11 @@ async def test_confidence_follows_the_best_passage_and_copies_never_corroborate(
 ) -> None:
     question = "When did the observatory open?"
 
-    def scored(fact_id: int, score: float, source: int, said: str = "") -> SynthesisFact:
+    def scored(fact_id: int, score: float, source: int, said: str = "") -> Fact:
         said = said or f"The observatory opened in {1900 + fact_id}."
         return fact(fact_id, said, question=question, source=source).model_copy(update={"confidence": score})
 
-    def payload(*facts: SynthesisFact) -> SynthesisPayload:
+    def payload(*facts: Fact) -> SynthesisPayload:
         return SynthesisPayload(title="t", questions=[question], input_handoffs=[], facts=list(facts))
 
     weak = await ask(model, SynthesisOutput, payload(scored(1, ANSWERED - 0.05, 1)))

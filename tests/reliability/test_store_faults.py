@@ -8,19 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from research_mcp.core.contracts import Confidence
+from research_mcp.core.contracts import Confidence, Fact
 from research_mcp.core.errors import StoreBusy, StoreFull
 from research_mcp.storage.models import NewNode, Recovery
 from research_mcp.storage.outputs import StoredSynthesis
-from research_mcp.storage.store import INTERRUPTED, NewFact, Store, process_owner
+from research_mcp.storage.store import INTERRUPTED, Store, process_owner
 
 
 def synthesis(report: str) -> StoredSynthesis:
     return StoredSynthesis(report=report, confidence=Confidence(level="low", reasoning="a test"))
 
 
-def fact(source_id: int, n: int) -> NewFact:
-    return NewFact(
+def fact(source_id: int, n: int) -> Fact:
+    return Fact(
         statement=f"statement {n} " + "x" * 2000,
         quote=f"quote {n}",
         source_id=source_id,

@@ -13,8 +13,15 @@ from mcp import Client
 
 from research_mcp.cli.exports import export_run
 from research_mcp.core.citations import CitationChecker, meaningful_quote
-from research_mcp.core.contracts import Confidence, ExtractedFact, ExtractorOutput, Finding, SynthesisOutput
-from research_mcp.core.role_inputs import ExtractorPayload, SynthesisFact, SynthesisPayload
+from research_mcp.core.contracts import (
+    ClaimedFact,
+    Confidence,
+    ExtractorOutput,
+    Fact,
+    Finding,
+    SynthesisOutput,
+)
+from research_mcp.core.role_inputs import ExtractorPayload, SynthesisPayload
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.extractive.synthesizer import synthesize as extractive_synthesis
 from research_mcp.llm.scripted import ScriptedModel, team_script
@@ -113,10 +120,10 @@ def test_a_whole_field_line_of_the_source_verifies_with_two_words() -> None:
     )
     output = ExtractorOutput(
         facts=[
-            ExtractedFact(statement="curl is distributed under the curl licence", quote="License: curl"),
-            ExtractedFact(statement="Daniel Stenberg holds curl's copyright", quote="Daniel Stenberg"),
-            ExtractedFact(statement="Its upstream name is curl", quote="Upstream-Name: curl"),
-            ExtractedFact(statement="The licence is curl's", quote="curl License:"),  # not in the text
+            ClaimedFact(statement="curl is distributed under the curl licence", quote="License: curl"),
+            ClaimedFact(statement="Daniel Stenberg holds curl's copyright", quote="Daniel Stenberg"),
+            ClaimedFact(statement="Its upstream name is curl", quote="Upstream-Name: curl"),
+            ClaimedFact(statement="The licence is curl's", quote="curl License:"),  # not in the text
         ],
         confidence=Confidence(level="medium", reasoning="x"),
     )
@@ -129,7 +136,7 @@ async def test_a_three_letter_quote_found_in_the_source_does_not_verify_a_claim(
     def script(request: ModelRequest[Any]) -> Any:
         if isinstance(request.payload, ExtractorPayload):
             return ExtractorOutput(
-                facts=[ExtractedFact(statement="The answer is 42, per http://evil.example", quote="the")],
+                facts=[ClaimedFact(statement="The answer is 42, per http://evil.example", quote="the")],
                 confidence=Confidence(level="high", reasoning="x"),
             )
         return team_script(request)
@@ -172,7 +179,7 @@ def test_a_licence_or_later_is_not_the_same_claim_as_that_licence_alone() -> Non
 
 def test_the_extractive_merge_keeps_statements_with_different_numbers_or_negation_apart() -> None:
     facts = [
-        SynthesisFact(
+        Fact(
             id=1,
             source_id=1,
             statement="The bridge was built in 1502 by 74 masons.",
@@ -180,7 +187,7 @@ def test_the_extractive_merge_keeps_statements_with_different_numbers_or_negatio
             verified=True,
             confidence=0.9,
         ),
-        SynthesisFact(
+        Fact(
             id=2,
             source_id=2,
             statement="The bridge was built in 1502 by 5 masons.",
@@ -188,7 +195,7 @@ def test_the_extractive_merge_keeps_statements_with_different_numbers_or_negatio
             verified=True,
             confidence=0.9,
         ),
-        SynthesisFact(
+        Fact(
             id=3,
             source_id=3,
             statement="The bridge was not built in 1502 by 74 masons.",
@@ -215,9 +222,7 @@ def test_the_extractive_synthesis_is_the_same_whatever_order_the_facts_were_reco
 
     def report(ids: list[int]) -> str:
         facts = [
-            SynthesisFact(
-                id=fact_id, source_id=index, statement=text, quote=text, verified=True, confidence=0.8
-            )
+            Fact(id=fact_id, source_id=index, statement=text, quote=text, verified=True, confidence=0.8)
             for index, (fact_id, text) in enumerate(zip(ids, statements, strict=True))
         ]
         payload = SynthesisPayload(

@@ -11,8 +11,8 @@ from mcp import Client
 
 from research_mcp.core.config import Settings
 from research_mcp.core.contracts import (
+    ClaimedFact,
     Confidence,
-    ExtractedFact,
     ExtractorOutput,
     PlannerOutput,
     PlanNode,
@@ -321,11 +321,11 @@ def inventing_extractor(request: ModelRequest[Any]) -> Any:
     if isinstance(request.payload, ExtractorPayload):
         return ExtractorOutput(
             facts=[
-                ExtractedFact(
+                ClaimedFact(
                     statement="Efficiency is 18-22%.",
                     quote="Typical panel efficiency is between 18 and 22 percent",
                 ),
-                ExtractedFact(statement="Panels last forever.", quote="Solar panels never wear out at all."),
+                ClaimedFact(statement="Panels last forever.", quote="Solar panels never wear out at all."),
             ],
             confidence=Confidence(level="medium", reasoning="two claims"),
         )

@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 
 from research_mcp.core.config import Settings
-from research_mcp.core.contracts import Confidence, ExtractedFact, ExtractorOutput, FollowUpQuestion
+from research_mcp.core.contracts import ClaimedFact, Confidence, ExtractorOutput, FollowUpQuestion
 from research_mcp.core.role_inputs import ExtractorPayload, SynthesisPayload
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
@@ -36,7 +36,7 @@ def scripted(statements: list[str], confidence: float = 0.9, **extra: Any) -> An
         if not isinstance(request.payload, ExtractorPayload):
             return team_script(request)
         facts = [
-            ExtractedFact(statement=s, quote=s, question_index=0, confidence=confidence)
+            ClaimedFact(statement=s, quote=s, question_index=0, confidence=confidence)
             for s in statements
             if s in request.payload.source_text
         ]
@@ -153,9 +153,9 @@ async def test_a_question_a_phase_iteration_answered_is_no_longer_a_gap_of_the_r
         payload = request.payload
         if not isinstance(payload, ExtractorPayload):
             return team_script(request)
-        facts = [ExtractedFact(statement=CONVEY, quote=CONVEY, question_index=0)]
+        facts = [ClaimedFact(statement=CONVEY, quote=CONVEY, question_index=0)]
         if request is not model.calls_for("extractor")[0]:  # asked again: this time it finds the date
-            facts.append(ExtractedFact(statement=published, quote=published, question_index=1))
+            facts.append(ClaimedFact(statement=published, quote=published, question_index=1))
         return ExtractorOutput(facts=facts, confidence=Confidence(level="high", reasoning="scripted"))
 
     model = ScriptedModel(script)

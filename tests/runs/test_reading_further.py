@@ -12,8 +12,8 @@ from mcp import Client
 
 from research_mcp.core.config import Settings
 from research_mcp.core.contracts import (
+    ClaimedFact,
     Confidence,
-    ExtractedFact,
     ExtractorOutput,
     FollowUpQuestion,
     LinkedSource,
@@ -135,13 +135,11 @@ async def test_a_follow_up_an_extraction_raised_is_asked_of_its_source_in_the_ne
         if not isinstance(payload, ExtractorPayload):
             return team_script(request)
         first = "The Sihwa Lake station in South Korea produces 254 megawatts from the tide."
-        facts = [ExtractedFact(statement=first, quote=first, question_index=0)]
+        facts = [ClaimedFact(statement=first, quote=first, question_index=0)]
         if FOLLOW_UP in payload.questions:  # asked the follow-up, this extractor answers it
             opened = "The station opened in 2011 after seven years of building."
             facts.append(
-                ExtractedFact(
-                    statement=opened, quote=opened, question_index=payload.questions.index(FOLLOW_UP)
-                )
+                ClaimedFact(statement=opened, quote=opened, question_index=payload.questions.index(FOLLOW_UP))
             )
             return ExtractorOutput(facts=facts, confidence=Confidence(level="high", reasoning="scripted"))
         return ExtractorOutput(
@@ -192,12 +190,12 @@ async def test_an_iteration_calls_the_scout_with_the_follow_up_and_reads_the_sou
         if "opened in 2011" in payload.source_text:
             said = "the station opened in 2011 after seven years of building."
             return ExtractorOutput(
-                facts=[ExtractedFact(statement=said, quote=said, question_index=0)],
+                facts=[ClaimedFact(statement=said, quote=said, question_index=0)],
                 confidence=Confidence(level="high", reasoning="scripted"),
             )
         first = "The Sihwa Lake station in South Korea produces 254 megawatts from the tide."
         return ExtractorOutput(
-            facts=[ExtractedFact(statement=first, quote=first, question_index=0)],
+            facts=[ClaimedFact(statement=first, quote=first, question_index=0)],
             confidence=Confidence(level="low", reasoning="scripted: its opening year is not said"),
             follow_up_questions=[FollowUpQuestion(question=FOLLOW_UP, confidence=0.6, rationale="age")],
         )

@@ -11,7 +11,7 @@ from mcp import Client
 
 from research_mcp.answering.terms import terms
 from research_mcp.core.config import Settings
-from research_mcp.core.contracts import Answer, Confidence, ExtractedFact, ExtractorOutput, Fact
+from research_mcp.core.contracts import Answer, ClaimedFact, Confidence, ExtractorOutput, Fact
 from research_mcp.core.feasibility import HOP_SOURCES, SOURCES_PER_LEAF
 from research_mcp.core.role_inputs import ExtractorInput, ExtractorPayload
 from research_mcp.llm.base import ModelRequest
@@ -47,7 +47,7 @@ def extractor_script(request: ModelRequest[Any]) -> Any:
         shared = len(set(terms(sentence)) & asked)
         if shared:
             facts.append(
-                ExtractedFact(
+                ClaimedFact(
                     statement=sentence,
                     quote=sentence,
                     question_index=0,

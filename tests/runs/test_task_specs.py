@@ -13,9 +13,9 @@ from mcp import Client
 
 from research_mcp.core.config import Settings
 from research_mcp.core.contracts import (
+    ClaimedFact,
     Confidence,
     CriterionVerdict,
-    ExtractedFact,
     ExtractorOutput,
     SynthesisOutput,
 )
@@ -191,7 +191,7 @@ async def test_a_spec_asking_for_a_summary_keeps_its_extractions_concise() -> No
     def script(request: ModelRequest[Any]) -> Any:
         if isinstance(request.payload, ExtractorPayload):
             facts = [
-                ExtractedFact(statement=s, quote=s, question_index=0, confidence=0.5 + n / 20)
+                ClaimedFact(statement=s, quote=s, question_index=0, confidence=0.5 + n / 20)
                 for n, s in enumerate(sentences)
             ]
             return ExtractorOutput(facts=facts, confidence=Confidence(level="high", reasoning="scripted"))

@@ -6,10 +6,11 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
+from research_mcp.core.contracts import Fact
 from research_mcp.sources.documents import chunk_spans
 from research_mcp.storage.migrations import MIGRATIONS, apply_migrations
 from research_mcp.storage.models import Citation, compress_text
-from research_mcp.storage.store import NewFact, Store
+from research_mcp.storage.store import Store
 
 
 def test_migrations_apply_once_in_order() -> None:
@@ -74,12 +75,11 @@ def test_every_stored_fact_is_cited_by_the_handoff_that_found_it() -> None:
         run_id,
         handoff_id,
         [
-            NewFact(
+            Fact(
                 source_id=page.id,
                 statement="It rained",
                 quote="It rained",
-                start=0,
-                end=9,
+                location=(0, 9),
                 confidence=1,
                 verified=True,
             )

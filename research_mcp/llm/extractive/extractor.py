@@ -27,9 +27,9 @@ from research_mcp.answering.ranker import features, load_ranker, passage_lexicon
 from research_mcp.answering.terms import clip
 from research_mcp.core.contracts import (
     Answer,
+    ClaimedFact,
     Confidence,
     Embedder,
-    ExtractedFact,
     ExtractorOutput,
     FollowUpQuestion,
     LinkedSource,
@@ -114,7 +114,7 @@ def extract(payload: ExtractorPayload, embedder: Embedder | None) -> ExtractorOu
     order = sorted(home, key=lambda index: (home[index], chosen[home[index]].index(index)))
     quotes = {index: text[passages[index].start : passages[index].end] for index in order}
     facts = [
-        ExtractedFact(
+        ClaimedFact(
             statement=clip(quotes[index], 1000),
             quote=quotes[index],
             question_index=home[index],

@@ -23,10 +23,10 @@ from research_mcp.answering.confidence import ANSWERED, independent, level_of, l
 from research_mcp.answering.questions import reads_as_question
 from research_mcp.answering.terms import clip, terms
 from research_mcp.core.citations import CITATION, normalize, same_claim
-from research_mcp.core.contracts import Confidence, Embedder, Finding, SynthesisOutput
+from research_mcp.core.contracts import Confidence, Embedder, Fact, Finding, SynthesisOutput
 from research_mcp.core.gaps import Gap
 from research_mcp.core.ids import fact_label
-from research_mcp.core.role_inputs import SynthesisFact, SynthesisPayload
+from research_mcp.core.role_inputs import SynthesisPayload
 from research_mcp.llm.extractive.scoring import Relevance
 
 __all__ = ["COVERED_CONFIDENCE", "DUPLICATE", "synthesize"]
@@ -54,14 +54,14 @@ _UNVERIFIED_MARK = re.compile(r"\[F\d+, unverified\]")
 class Line:
     """One report line: a group of near-duplicate facts."""
 
-    facts: list[SynthesisFact] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
 
     @property
     def verified_ids(self) -> list[int]:
         return sorted({fact.id for fact in self.facts if fact.verified})
 
     @property
-    def representative(self) -> SynthesisFact:
+    def representative(self) -> Fact:
         return sorted(self.facts, key=lambda fact: (not fact.verified, -fact.confidence, _said(fact)))[0]
 
     @property
@@ -82,7 +82,7 @@ class Line:
         return f"- {shown} " + "".join(f"[{fact_label(fact_id)}]" for fact_id in self.verified_ids)
 
 
-def _said(fact: SynthesisFact) -> tuple[str, str]:
+def _said(fact: Fact) -> tuple[str, str]:
     """What a fact says: the order of facts that does not depend on when they were recorded."""
     return (normalize(fact.statement), normalize(fact.quote))
 
@@ -284,18 +284,16 @@ def _truncated(report: str) -> str:
     return f"{kept}\n\n_(report truncated)_"
 
 
-def _group(
-    questions: list[str], facts: list[SynthesisFact], embedder: Embedder | None
-) -> dict[str, list[SynthesisFact]]:
+def _group(questions: list[str], facts: list[Fact], embedder: Embedder | None) -> dict[str, list[Fact]]:
     """Facts under the question they answer; the others under the most similar question."""
     asked = list(dict.fromkeys(question.strip() for question in questions if question.strip()))
     if not asked:
         asked = list(
             dict.fromkeys(fact.question.strip() for fact in facts if fact.question and fact.question.strip())
         )
-    groups: dict[str, list[SynthesisFact]] = {question: [] for question in asked}
+    groups: dict[str, list[Fact]] = {question: [] for question in asked}
     by_normal = {normalize(question): question for question in asked}
-    homeless: list[SynthesisFact] = []
+    homeless: list[Fact] = []
     for fact in facts:
         home = by_normal.get(normalize(fact.question)) if fact.question else None
         if home is None:
@@ -316,7 +314,7 @@ def _group(
     return groups
 
 
-def _merge(facts: list[SynthesisFact], embedder: Embedder | None) -> list[Line]:
+def _merge(facts: list[Fact], embedder: Embedder | None) -> list[Line]:
     """Near-duplicate facts as one line each, the strongest first."""
     if not facts:
         return []
