@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from research_mcp.core.contracts import Confidence
+from research_mcp.core.contracts import Confidence, Fact
 from research_mcp.core.role_inputs import SynthesisInput
 from research_mcp.storage.events import NodeStarted
 from research_mcp.storage.migrations import MIGRATIONS, apply_migrations
@@ -158,4 +158,36 @@ def test_a_source_text_is_kept_compressed_and_reads_back_whole_as_do_older_plain
     assert store.get_source(source.id).text == text
     assert stored < len(text.encode("utf-8", "surrogatepass")) / 10
     assert store.latest_source("corpus:2").text == "plain, as 0.2 kept it"  # type: ignore[union-attr]
+    store.close()
+
+
+def test_a_fact_is_stored_as_the_extraction_made_it_and_read_back_with_its_id(tmp_path: Path) -> None:
+    """One model of a fact (issue 48.4): what `add_facts` takes is what `get_facts` gives back, with
+    the id the store gave it; its citation is the quote where it was found."""
+    store = Store(tmp_path / "r.db")
+    source = store.add_source(
+        ref="text:a", kind="text", title="a", text="It rained all day.", content_hash="h"
+    )
+    found = [
+        Fact(
+            statement="It rained all day.",
+            quote="It rained all day.",
+            source_id=source.id,
+            location=(0, 18),
+            confidence=0.9,
+            verified=True,
+            question="Did it rain?",
+        ),
+        Fact(statement="It snowed.", quote="It snowed.", source_id=source.id, confidence=0.4, verified=False),
+    ]
+    handoff = store.start_handoff(role="extractor", input={"questions": ["Did it rain?"]}, backend="test")
+
+    ids = store.add_facts(None, handoff, found)
+
+    assert store.get_facts(ids) == [
+        fact.model_copy(update={"id": id_}) for fact, id_ in zip(found, ids, strict=True)
+    ]
+    assert [(c.quote, c.start, c.end) for c in store.citations(ids)[ids[0]]] == [
+        ("It rained all day.", 0, 18)
+    ]
     store.close()
