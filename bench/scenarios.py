@@ -31,8 +31,8 @@ from mcp import Client
 from research_mcp.core.config import Settings
 from research_mcp.core.contracts import (
     Answer,
+    ClaimedFact,
     Confidence,
-    ExtractedFact,
     ExtractorOutput,
     Finding,
     PlannerOutput,
@@ -347,7 +347,7 @@ def _extractor_answer(payload: ExtractorPayload) -> ExtractorOutput:
     step = max(1, len(sentences) // FACTS_PER_EXTRACTION)
     picked = sentences[::step][:FACTS_PER_EXTRACTION]
     facts = [
-        ExtractedFact(
+        ClaimedFact(
             statement=("The source states that " + quote[0].lower() + quote[1:])[:220],
             quote=quote[:1400],
             question_index=index % max(1, len(payload.questions)),

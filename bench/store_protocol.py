@@ -43,11 +43,10 @@ from bench.scenarios import (
     save_plan,
     seed_sources,
 )
-from research_mcp.core.contracts import PlannerOutput, PlanNode
+from research_mcp.core.contracts import Fact, PlannerOutput, PlanNode
 from research_mcp.core.role_inputs import (
     ChildReport,
     ExtractorPayload,
-    SynthesisFact,
     SynthesisInput,
     SynthesisPayload,
 )
@@ -56,7 +55,7 @@ from research_mcp.llm.scripted import ScriptedModel
 from research_mcp.runs.context import node_key, plan_nodes
 from research_mcp.server.app import create_server
 from research_mcp.storage.outputs import StoredSynthesis, stored_output
-from research_mcp.storage.store import NewFact, Store, now
+from research_mcp.storage.store import Store, now
 
 RUNS = 62
 CALLS = 200
@@ -136,7 +135,7 @@ def populate_run(store: Store, refs: list[str], clock: WriteClock) -> str:
             title=node.title,
             questions=list(node.questions),
             input_handoffs=inputs,
-            facts=[SynthesisFact(**f.model_dump(exclude={"location"})) for f in facts],
+            facts=facts,
             child_reports=[
                 ChildReport(title=c.input.title, report=c.output.report, confidence="medium")
                 for c in children
@@ -189,12 +188,11 @@ def populate_run(store: Store, refs: list[str], clock: WriteClock) -> str:
                 for fact in answer.facts:
                     start = source.text.find(fact.quote)
                     new_facts.append(
-                        NewFact(
+                        Fact(
                             source_id=source.id,
                             statement=fact.statement,
                             quote=fact.quote,
-                            start=start,
-                            end=start + len(fact.quote),
+                            location=(start, start + len(fact.quote)),
                             question=node.questions[0],
                             confidence=fact.confidence,
                             verified=start >= 0,
