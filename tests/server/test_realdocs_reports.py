@@ -19,7 +19,7 @@ from research_mcp.cli.exports import render_html
 from research_mcp.core.config import Settings
 from research_mcp.llm.extractive import ExtractiveModel
 from research_mcp.reports import report_markdown, safe_markdown
-from research_mcp.roles.synthesizer import NOT_ANSWERED_HERE, NOT_ESTABLISHED_HERE
+from research_mcp.roles.synthesis_report import NOT_ANSWERED_HERE, NOT_ESTABLISHED_HERE
 from research_mcp.run_document import run_document
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
