@@ -4,7 +4,7 @@ in .coverage (`make coverage` runs both), one line per package, then the whole:
     python scripts/coverage_by_package.py                       # the table
     python scripts/coverage_by_package.py --missing answering   # and the lines never run, per file
 
-Top-level modules (research_mcp/service.py, reports.py, ...) are summed up as one row, "(top level)".
+Top-level modules (research_mcp/service.py, handles.py, ...) are summed up as one row, "(top level)".
 Files no test imported count with every line missed.
 """
 

@@ -29,7 +29,7 @@ PLAIN_EVERY_S = 5.0
 def index_folder(settings: Settings, folder: Path, *, stream: IO[str] | None = None) -> None:
     """Index ``folder`` into the corpus of ``settings``, showing progress on ``stream`` (stderr)."""
     from research_mcp.core.errors import ResearchError
-    from research_mcp.sources.opening import open_corpus, open_knowledge_index, open_parser
+    from research_mcp.sources.process_objects import open_corpus, open_knowledge_index, open_parser
     from research_mcp.storage.store import Store
 
     stream = stream or sys.stderr

@@ -138,7 +138,7 @@ def index_drift(settings: Settings) -> list[str]:
     (compared by identity: ids, and for chunks the hash of the text embedded). Read only: nothing is
     healed here."""
     from research_mcp.sources.chunk_vectors import check_chunk_vectors
-    from research_mcp.sources.opening import open_knowledge_index
+    from research_mcp.sources.process_objects import open_knowledge_index
     from research_mcp.storage.healing import heal
     from research_mcp.storage.knowledge_base import KnowledgeBase
     from research_mcp.storage.store import Store
@@ -194,7 +194,7 @@ def index_drift(settings: Settings) -> list[str]:
 
 def rebuild_knowledge_index(settings: Settings) -> str:
     """Rebuild the knowledge index (fact and corpus chunk vectors) from the SQLite store; what it holds now."""
-    from research_mcp.sources.opening import open_knowledge_index
+    from research_mcp.sources.process_objects import open_knowledge_index
     from research_mcp.storage.knowledge_base import KnowledgeBase
     from research_mcp.storage.store import Store
 

@@ -38,7 +38,7 @@ def prune_runs(settings: Settings, run_ids: Sequence[str]) -> tuple[list[str], i
     """Delete these runs (see the module doc): one line per run (what it deleted, or why it could
     not), then what became of the vectors; and how many could not be pruned."""
     from research_mcp.core.errors import ResearchError, clipped
-    from research_mcp.sources.opening import open_knowledge_index
+    from research_mcp.sources.process_objects import open_knowledge_index
     from research_mcp.storage.knowledge_base import KnowledgeBase
     from research_mcp.storage.store import Store
 

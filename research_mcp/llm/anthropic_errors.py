@@ -19,15 +19,7 @@ def api_error(
     error: anthropic.APIError, *, model: str, policy: RetryPolicy, timeout: float, base_url: object
 ) -> ModelError:
     """An SDK failure as a ModelError that says what to do (retryable ones were already retried)."""
-    retried = f"after retrying (up to {policy.max_retries} times)"
-    outcome = retry_outcome(error.response) if isinstance(error, anthropic.APIStatusError) else None
-    if outcome is not None and outcome.asked is not None:
-        retried = (
-            f"(it asked to wait {outcome.asked:.0f} s, more than this {outcome.policy.name} call "
-            f"has left of its {outcome.policy.max_wait:g} s for retries)"
-        )
-    elif outcome is not None:
-        retried = f"after {outcome.retries} retries over {outcome.waited:.1f} s"
+    retried = _how_retried(error, policy)
     if isinstance(error, anthropic.APITimeoutError):
         return ModelError(
             f"The Anthropic API did not answer within {timeout:g} s {retried}. "
@@ -42,6 +34,26 @@ def api_error(
         )
     if not isinstance(error, anthropic.APIStatusError):
         return ModelError(f"The Anthropic SDK failed: {error.message}")
+    return _status_error(error, model=model, retried=retried)
+
+
+def _how_retried(error: anthropic.APIError, policy: RetryPolicy) -> str:
+    """How the retries of a failed call went, as the words that follow its failure: how many were
+    made and over how long, or that the API asked for a longer wait than the call had left."""
+    outcome = retry_outcome(error.response) if isinstance(error, anthropic.APIStatusError) else None
+    if outcome is not None and outcome.asked is not None:
+        return (
+            f"(it asked to wait {outcome.asked:.0f} s, more than this {outcome.policy.name} call "
+            f"has left of its {outcome.policy.max_wait:g} s for retries)"
+        )
+    if outcome is not None:
+        return f"after {outcome.retries} retries over {outcome.waited:.1f} s"
+    return f"after retrying (up to {policy.max_retries} times)"
+
+
+def _status_error(error: anthropic.APIStatusError, *, model: str, retried: str) -> ModelError:
+    """An HTTP status the API answered with, as what it means for the key, the model, the account,
+    the limits or the request, and what to do."""
     status = error.status_code
     if error.response.headers.get("x-should-retry") == "false":
         retried = "(the API said not to retry it)"

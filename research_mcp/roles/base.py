@@ -17,19 +17,18 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from research_mcp.core.contracts import HandoffStatus, RoleName
-from research_mcp.core.errors import BudgetExhausted, ModelError, ResearchError
+from research_mcp.core.errors import ModelError, ResearchError
 from research_mcp.core.redaction import Redactor
 from research_mcp.core.retry import recording_retries
 from research_mcp.llm.base import Generation, InvalidAnswer, ModelBackend, ModelRequest, Usage
 from research_mcp.roles.node_budgets import charge_nodes, check_nodes
+from research_mcp.roles.run_budget import BudgetTracker
 from research_mcp.storage.outputs import StoredOutput, stored_output
 
 if TYPE_CHECKING:
     from research_mcp.core.config import Settings
-    from research_mcp.core.contracts import Budget
     from research_mcp.sources.library import SourceLibrary
     from research_mcp.storage.knowledge_base import KnowledgeBase
-    from research_mcp.storage.models import RunUsage
     from research_mcp.storage.outputs import CachedOutput
     from research_mcp.storage.store import Store
 
@@ -56,63 +55,6 @@ MAX_REPAIRS = 2  # answers that do not validate are asked again at most this man
 def load_prompt(name: str) -> str:
     """A role's system prompt, from roles/prompts/<name>.md."""
     return resources.files("research_mcp.roles").joinpath("prompts", f"{name}.md").read_text(encoding="utf-8")
-
-
-@dataclass
-class BudgetTracker:
-    """Spending of one run against its limits; checked before each model call and each source read."""
-
-    max_tokens: int | None = None
-    max_cost_usd: float | None = None
-    max_seconds: float | None = None
-    max_sources: int | None = None
-    tokens: int = 0
-    cost_usd: float = 0.0
-    sources: int = 0
-    sources_skipped: int = 0  # sources not read because max_sources was reached
-    started: float = field(default_factory=time.monotonic)
-
-    @classmethod
-    def from_limits(cls, limits: Budget | None, *, spent: RunUsage | None = None) -> BudgetTracker:
-        tracker = cls(**(limits.model_dump() if limits else {}))
-        if spent:
-            tracker.tokens = spent.tokens_in + spent.tokens_out
-            tracker.cost_usd = spent.cost_usd
-        return tracker
-
-    def exceeded(self) -> str | None:
-        if self.max_tokens is not None and self.tokens >= self.max_tokens:
-            return f"{self.tokens} of {self.max_tokens} tokens spent"
-        if self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
-            return f"${self.cost_usd:.4f} of ${self.max_cost_usd:.4f} spent"
-        if self.max_seconds is not None and time.monotonic() - self.started >= self.max_seconds:
-            return f"{self.max_seconds:.0f} s time limit reached"
-        return None
-
-    def check(self) -> None:
-        reason = self.exceeded()
-        if reason:
-            raise BudgetExhausted(reason)
-
-    def take_source(self) -> bool:
-        """Count a source about to be read; False, and counted as skipped, once max_sources is reached.
-
-        A source budget does not stop the run: the sources already read are extracted and synthesized
-        (they are paid for), further ones are skipped and named, and the run ends `budget_exhausted`."""
-        if self.max_sources is not None and self.sources >= self.max_sources:
-            self.sources_skipped += 1
-            return False
-        self.sources += 1
-        return True
-
-    def source_limit_reached(self) -> str | None:
-        if not self.sources_skipped:
-            return None
-        return f"Budget exhausted: {self.max_sources} sources read, {self.sources_skipped} more not read."
-
-    def spend(self, usage: Usage) -> None:
-        self.tokens += usage.tokens_in + usage.tokens_out
-        self.cost_usd += usage.cost_usd
 
 
 @dataclass

@@ -17,7 +17,7 @@ from research_mcp.roles.framing import frame
 from research_mcp.roles.quick_scan import Scans, quick_scan, rescored
 from research_mcp.roles.sweep import LEADS, Folded, angles, cluster, covered, fold_copies, sites_named
 from research_mcp.sources.library import Candidate, ref_key
-from research_mcp.sources.openings import LEAD_CHARS
+from research_mcp.sources.opening_paragraph import LEAD_CHARS
 from research_mcp.storage.outputs import StoredCuration
 
 __all__ = ["scout"]

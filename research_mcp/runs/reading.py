@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import logging
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import anyio
 
@@ -140,82 +141,33 @@ async def extract_sources(
     known: Sequence[str] = (),
 ) -> list[str]:
     """One extractor per (source, task spec), in parallel; a source that fails is logged and skipped.
-        `added_questions` (an iteration's) follow each task spec's own questions. A source already asked
-        the same questions is not asked again: its extraction is reused. A source in `already_read` is
-        not counted against the run's source budget again. `contexts` gives a source what the extractor
+    `added_questions` (an iteration's) follow each task spec's own questions. A source already asked
+    the same questions is not asked again: its extraction is reused. A source in `already_read` is
+    not counted against the run's source budget again. `contexts` gives a source what the extractor
     is told about why it is read (the lead that brought a second hop to it); `known`, what earlier
     research established elsewhere (roles/extractor.py)."""
     specs: list[ExtractorTaskSpec | None] = list(node.task_specs) or [None]
-    done = _done_extractions(rc, key)
-    handoffs: dict[tuple[int, int], str] = {}
     # A task spec's own budget: the sources it may be asked of, chosen before the parallel fan-out.
     spending = {
         index: SpecSpending(rc.deps, rc.run_id, key, spec)
         for index, spec in enumerate(specs)
         if spec is not None and spec.budget is not None
     }
-    allowed = {index: spent.allowed(refs) for index, spent in spending.items()}
-
-    # A spec with a token or cost budget is asked of one source at a time, its spending checked before each.
-    locks = {index: anyio.Lock() for index, spent in spending.items() if spent.metered}
-
-    async def one(slot: tuple[int, int], ref: str, spec: ExtractorTaskSpec | None) -> None:
-        spent = spending.get(slot[1])
-        async with locks.get(slot[1]) or contextlib.nullcontext():
-            if spent is not None and (reason := spent.refused(ref, allowed[slot[1]], already_read)):
-                # Left out on purpose, not failed: named in the leaf's gaps, not retried.
-                note = f"Task spec {slot[1] + 1} not asked of {ref}: {reason}"
-                rc.deps.store.add_event(rc.run_id, SpecBudgetSpent(message=note, node_id=key))
-                return
-            await read(slot, ref, spec, spent)
-
-    async def read(
-        slot: tuple[int, int], ref: str, spec: ExtractorTaskSpec | None, spent: SpecSpending | None
-    ) -> None:
-        if (spent_node := node_budget_spent()) is not None:
-            _node_out_of_budget(rc, key, ref, spent_node)
-            return
-        if ref not in already_read and not rc.deps.budget.take_source():
-            rc.failures.setdefault(key, []).append(
-                f"Source not read: {ref}: the run's budget of {rc.deps.budget.max_sources} sources was reached"
-            )
-            return
-        try:
-            source: Source = await rc.deps.sources.read(ref)
-            asked = tuple(asked_questions(spec, questions, added_questions))
-            reuse = done.get((source.id, asked))
-            if reuse is not None:
-                handoffs[slot] = reuse
-                return
-            seconds = spent.spec.budget.max_seconds if spent is not None and spent.spec.budget else None
-            with anyio.move_on_after(seconds) as limit:
-                result = await extract(
-                    rc.deps,
-                    source,
-                    questions=questions,
-                    task_spec=spec,
-                    added_questions=added_questions,
-                    context=(contexts or {}).get(ref, ""),
-                    known=known,
-                    run_id=rc.run_id,
-                    node_id=key,
-                    iteration=iteration,
-                )
-                handoffs[slot] = result.handoff_id
-                if spent is not None:
-                    spent.add(result.usage.tokens_in + result.usage.tokens_out, result.usage.cost_usd)
-            if limit.cancelled_caught:
-                note = (
-                    f"Task spec {slot[1] + 1} not answered from {ref}: its {seconds:g} s time limit reached"
-                )
-                rc.deps.store.add_event(rc.run_id, SpecBudgetSpent(message=note, node_id=key))
-        except NodeBudgetExhausted as error:
-            _node_out_of_budget(rc, key, ref, error.what)
-        except (SourceError, ModelError, NotConfigured) as error:
-            rc.failures.setdefault(key, []).append(f"Source not read: {ref}: {error}")
-            logger.warning("run %s: source not read: %s: %s", rc.run_id, ref, error)
-            rc.deps.store.add_event(rc.run_id, SourceFailed(message=f"{ref}: {error}", node_id=key))
-
+    fan_out = _FanOut(
+        rc,
+        key,
+        questions=questions,
+        iteration=iteration,
+        added_questions=added_questions,
+        already_read=already_read,
+        contexts=contexts or {},
+        known=known,
+        done=_done_extractions(rc, key),
+        spending=spending,
+        allowed={index: spent.allowed(refs) for index, spent in spending.items()},
+        # A spec with a token or cost budget is asked of one source at a time, its spending checked before each.
+        locks={index: anyio.Lock() for index, spent in spending.items() if spent.metered},
+    )
     # Task specs by priority, 1 first: a wave of higher priority finishes before the next starts, so
     # a node budget running out leaves the lower priorities unasked.
     for wave in sorted({_priority(spec) for spec in specs}):
@@ -223,9 +175,103 @@ async def extract_sources(
             for position, ref in enumerate(refs):
                 for index, spec in enumerate(specs):
                     if _priority(spec) == wave:
-                        group.start_soon(one, (position, index), ref, spec)
+                        group.start_soon(fan_out.one, (position, index), ref, spec)
     # In the order of the sources, not of completion: the same sources give the synthesizer the same inputs.
-    return [handoffs[slot] for slot in sorted(handoffs)]
+    return [fan_out.handoffs[slot] for slot in sorted(fan_out.handoffs)]
+
+
+@dataclass
+class _FanOut:
+    """What every (source, task spec) read of one node's fan-out shares, and the handoffs it made,
+    by slot: (the source's position, the task spec's index)."""
+
+    rc: RunContext
+    key: str
+    questions: list[str]
+    iteration: int
+    added_questions: Sequence[str]
+    already_read: Collection[str]
+    contexts: Mapping[str, str]
+    known: Sequence[str]
+    #: Extractions this node finished before a restart, by (source, questions).
+    done: dict[tuple[int, tuple[str, ...]], str]
+    spending: dict[int, SpecSpending]
+    allowed: dict[int, set[str]]
+    locks: dict[int, anyio.Lock]
+    handoffs: dict[tuple[int, int], str] = field(default_factory=dict)
+
+    async def one(self, slot: tuple[int, int], ref: str, spec: ExtractorTaskSpec | None) -> None:
+        """One source asked one task spec, unless the spec's budget leaves it out."""
+        spent = self.spending.get(slot[1])
+        async with self.locks.get(slot[1]) or contextlib.nullcontext():
+            if spent is not None and (reason := spent.refused(ref, self.allowed[slot[1]], self.already_read)):
+                # Left out on purpose, not failed: named in the leaf's gaps, not retried.
+                note = f"Task spec {slot[1] + 1} not asked of {ref}: {reason}"
+                self.rc.deps.store.add_event(self.rc.run_id, SpecBudgetSpent(message=note, node_id=self.key))
+                return
+            await self.read(slot, ref, spec, spent)
+
+    async def read(
+        self, slot: tuple[int, int], ref: str, spec: ExtractorTaskSpec | None, spent: SpecSpending | None
+    ) -> None:
+        """The source read (within the node's and the run's budgets) and its extraction made or
+        reused; a source that fails is named in the node's failures."""
+        rc, key = self.rc, self.key
+        if (spent_node := node_budget_spent()) is not None:
+            _node_out_of_budget(rc, key, ref, spent_node)
+            return
+        if ref not in self.already_read and not rc.deps.budget.take_source():
+            rc.failures.setdefault(key, []).append(
+                f"Source not read: {ref}: the run's budget of {rc.deps.budget.max_sources} sources was reached"
+            )
+            return
+        try:
+            source: Source = await rc.deps.sources.read(ref)
+            reuse = self.done.get(
+                (source.id, tuple(asked_questions(spec, self.questions, self.added_questions)))
+            )
+            if reuse is not None:
+                self.handoffs[slot] = reuse
+                return
+            await self.extract(slot, ref, source, spec, spent)
+        except NodeBudgetExhausted as error:
+            _node_out_of_budget(rc, key, ref, error.what)
+        except (SourceError, ModelError, NotConfigured) as error:
+            rc.failures.setdefault(key, []).append(f"Source not read: {ref}: {error}")
+            logger.warning("run %s: source not read: %s: %s", rc.run_id, ref, error)
+            rc.deps.store.add_event(rc.run_id, SourceFailed(message=f"{ref}: {error}", node_id=key))
+
+    async def extract(
+        self,
+        slot: tuple[int, int],
+        ref: str,
+        source: Source,
+        spec: ExtractorTaskSpec | None,
+        spent: SpecSpending | None,
+    ) -> None:
+        """The extractor asked of a source read, within the task spec's time limit; its spending
+        charged to the spec's budget."""
+        rc = self.rc
+        seconds = spent.spec.budget.max_seconds if spent is not None and spent.spec.budget else None
+        with anyio.move_on_after(seconds) as limit:
+            result = await extract(
+                rc.deps,
+                source,
+                questions=self.questions,
+                task_spec=spec,
+                added_questions=self.added_questions,
+                context=self.contexts.get(ref, ""),
+                known=self.known,
+                run_id=rc.run_id,
+                node_id=self.key,
+                iteration=self.iteration,
+            )
+            self.handoffs[slot] = result.handoff_id
+            if spent is not None:
+                spent.add(result.usage.tokens_in + result.usage.tokens_out, result.usage.cost_usd)
+        if limit.cancelled_caught:
+            note = f"Task spec {slot[1] + 1} not answered from {ref}: its {seconds:g} s time limit reached"
+            rc.deps.store.add_event(rc.run_id, SpecBudgetSpent(message=note, node_id=self.key))
 
 
 DEFAULT_PRIORITY = ExtractorTaskSpec.model_fields["priority"].default

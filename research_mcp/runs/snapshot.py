@@ -2,7 +2,7 @@
 
 Everything that shows a run reads it here: the MCP handle (`service.run_handle`), the progress the
 host is sent while it waits (`RunManager.wait`), the terminal's live view and `research-mcp runs`
-(cli/progress.py), the report's metadata (reports.py) and the exports (cli/exports.py). Nodes done,
+(cli/progress.py), the report's metadata (reports/assembly.py) and the exports (cli/exports.py). Nodes done,
 sources read, facts, tokens, cost and elapsed time are each counted once, by `read_snapshot`, so the
 handle, the terminal and the export of a run cannot disagree.
 

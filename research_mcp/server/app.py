@@ -33,7 +33,7 @@ from research_mcp.server.view import AppsOnly, build_apps, link_view, view_tool
 from research_mcp.service import ResearchService
 from research_mcp.sources.fetch import SafeFetcher
 from research_mcp.sources.library import SourceLibrary
-from research_mcp.sources.opening import open_corpus, open_knowledge_index, open_parser
+from research_mcp.sources.process_objects import open_corpus, open_knowledge_index, open_parser
 from research_mcp.sources.search import WebSearch
 from research_mcp.sources.vector_migration import keep_migrating
 from research_mcp.sources.watching import keep_indexed

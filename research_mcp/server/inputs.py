@@ -41,7 +41,6 @@ from pydantic import (
     ValidationInfo,
     WithJsonSchema,
 )
-from pydantic_core import ErrorDetails
 
 from research_mcp.core.contracts import Budget, ExtractorTaskSpec, PlannerOutput, View
 from research_mcp.core.errors import InvalidInput, shown
@@ -49,13 +48,13 @@ from research_mcp.core.feasibility import MAX_NODES
 from research_mcp.core.ids import kind_of_id
 from research_mcp.reports import MAX_MAX_TOKENS, MIN_MAX_TOKENS
 from research_mcp.server.nested_arguments import (
-    PLAN_SHAPE,
     FlatPlanError,
     SuggestedNode,
     TaskSpecShape,
     task_spec_with_questions,
     tree_of_nodes,
 )
+from research_mcp.server.refusals import Refused, describe, describe_problems
 from research_mcp.server.schemas import Limits, compact_schema
 
 __all__ = [
@@ -111,15 +110,6 @@ MAX_SCOUT_LIMIT = 20
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CURSOR = re.compile(r"\d{1,9}:\d{1,9}")
-
-
-class Refused(ValueError):
-    """An argument refused by its validator. `message` follows the argument's name, unless `whole`
-    (the message names the place itself, e.g. a string deep inside suggested_plan)."""
-
-    def __init__(self, message: str, *, whole: bool = False) -> None:
-        super().__init__(message)
-        self.whole = whole
 
 
 def _unicode(value: str, field: str = "") -> str:
@@ -418,45 +408,3 @@ def check_plan_ids(plan_id: str | None, plan_ids: list[str] | None) -> list[str]
     if len(given) > MAX_PLAN_IDS:
         raise InvalidInput(f"plan_ids has {len(given)} plans; give at most {MAX_PLAN_IDS} for one run.")
     return given
-
-
-def describe(error: ValidationError, field: str = "", *, limit: int = 3) -> str:
-    """A pydantic validation error as one line per problem: where, what is wrong, what was given."""
-    return describe_problems(error.errors(include_url=False), field, limit=limit)
-
-
-def describe_problems(errors: list[ErrorDetails], field: str = "", *, limit: int = 3) -> str:
-    """Validation problems as `describe` words them."""
-    problems = []
-    for item in errors[:limit]:
-        where = field
-        for part in item["loc"]:
-            where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
-        where = where or "the value"
-        refused = (item.get("ctx") or {}).get("error")
-        if isinstance(refused, Refused):
-            problems.append(str(refused) if refused.whole else f"{where} {refused}")
-            continue
-        message = item["msg"].removeprefix("Value error, ")
-        if item["type"] == "extra_forbidden":
-            message = "unknown field; leave it out"
-        elif item["type"] == "missing":
-            message = "required; give it"
-        elif item["type"] == PLAN_SHAPE:  # a sentence that follows the place it names
-            problems.append(f"{where} {message}")
-            continue
-        else:
-            message += f" (got {_given(item['input'])})"
-        problems.append(f"{where}: {message}")
-    more = len(errors) - limit
-    return "; ".join(problems).removesuffix(".") + (f"; and {more} more" if more > 0 else "") + "."
-
-
-def _given(value: Any) -> str:
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return f"a list of {len(value)}"
-    if isinstance(value, str) and len(value) > 40:
-        return f"a text of {len(value):,} characters"
-    return shown(value, 40)

@@ -25,14 +25,8 @@ from research_mcp.answering.terms import terms
 from research_mcp.core.errors import InvalidInput, NotConfigured, NotFound, shown
 from research_mcp.core.ids import corpus_ref
 from research_mcp.sources.chunk_vectors import chunk_point
-from research_mcp.sources.documents import chunk_spans, size_cap
-from research_mcp.sources.folders import (
-    SUFFIXES,
-    CorpusFolders,
-    document_name,
-    sniff_text_file,
-    storable_name,
-)
+from research_mcp.sources.documents import chunk_spans
+from research_mcp.sources.folders import CorpusFolders, storable_name, why_not_a_document
 from research_mcp.sources.index_progress import CorpusStatus, IndexProgress, IndexReport
 from research_mcp.sources.indexing import index_corpus, rebuild_vectors
 from research_mcp.sources.parsing import DocumentParser
@@ -279,22 +273,8 @@ class Corpus:
         row = next((f for f in self._store.corpus_files(str(owner)) if f.path == rel), None)
         if row is not None:
             return row.id
-        named = document_name(resolved.name)
-        if not resolved.is_file() or named is None:
-            raise InvalidInput(
-                f"{str(path)!r} is not a document research-mcp reads ({', '.join(sorted(SUFFIXES))} files, "
-                "text files named without a suffix, and any of them gzipped)."
-            )
-        if named.sniffed and not sniff_text_file(resolved, gzipped=named.gzipped):
-            raise InvalidInput(
-                f"{str(path)!r} is not a text document (it holds binary data); give a document."
-            )
-        cap = size_cap(named.kind)
-        if resolved.stat().st_size > cap:
-            raise InvalidInput(
-                f"{shown(str(path))} is larger than {cap // 2**20} MB, the most research-mcp reads of a "
-                f"{named.kind or 'text'} file, so it is never indexed; give a smaller file or an extract of its text."
-            )
+        if (refusal := why_not_a_document(path, resolved)) is not None:
+            raise InvalidInput(refusal)
         status = self.status()
         if status.complete:
             raise InvalidInput(

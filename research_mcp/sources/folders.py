@@ -28,7 +28,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from research_mcp.core.errors import InvalidInput, SourceError
+from research_mcp.core.errors import InvalidInput, SourceError, shown
+from research_mcp.sources.documents import size_cap
 
 __all__ = [
     "SUFFIXES",
@@ -39,6 +40,7 @@ __all__ = [
     "looks_like_text",
     "sniff_text_file",
     "storable_name",
+    "why_not_a_document",
 ]
 
 SUFFIXES = frozenset(
@@ -168,6 +170,26 @@ def sniff_text_file(path: Path, *, gzipped: bool = False) -> bool:
         except zlib.error:
             return False
     return looks_like_text(head)
+
+
+def why_not_a_document(path: str | Path, resolved: Path) -> str | None:
+    """Why the file at ``resolved`` (given as ``path``) is never indexed: it is no document
+    research-mcp reads, it holds binary data, or it is over its size cap; None when it is a document."""
+    named = document_name(resolved.name)
+    if not resolved.is_file() or named is None:
+        return (
+            f"{str(path)!r} is not a document research-mcp reads ({', '.join(sorted(SUFFIXES))} files, "
+            "text files named without a suffix, and any of them gzipped)."
+        )
+    if named.sniffed and not sniff_text_file(resolved, gzipped=named.gzipped):
+        return f"{str(path)!r} is not a text document (it holds binary data); give a document."
+    cap = size_cap(named.kind)
+    if resolved.stat().st_size > cap:
+        return (
+            f"{shown(str(path))} is larger than {cap // 2**20} MB, the most research-mcp reads of a "
+            f"{named.kind or 'text'} file, so it is never indexed; give a smaller file or an extract of its text."
+        )
+    return None
 
 
 def gunzip(data: bytes, cap: int) -> bytes:

@@ -19,7 +19,7 @@ from research_mcp.core.copies import Fingerprint, fingerprint, stem_of
 from research_mcp.core.errors import InvalidInput, NotConfigured, ResearchError, SourceError, shown
 from research_mcp.core.ids import corpus_number, corpus_ref, kind_of_id, source_number
 from research_mcp.sources.corpus import RELEVANCE_FLOOR
-from research_mcp.sources.openings import opening, page_title
+from research_mcp.sources.opening_paragraph import opening, page_title
 
 if TYPE_CHECKING:
     from research_mcp.sources.corpus import Corpus

@@ -16,7 +16,7 @@ from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.runs.prior import related
 from research_mcp.server.app import create_server
-from research_mcp.sources.opening import open_knowledge_index
+from research_mcp.sources.process_objects import open_knowledge_index
 from research_mcp.storage.events import InsightsGiven
 from research_mcp.storage.store import Store
 

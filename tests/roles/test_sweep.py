@@ -24,7 +24,7 @@ from research_mcp.core.role_inputs import (
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.roles.sweep import angles, covered, key_terms, sites_named
 from research_mcp.server.app import create_server
-from research_mcp.sources.openings import opening, page_title
+from research_mcp.sources.opening_paragraph import opening, page_title
 from research_mcp.storage.outputs import StoredCuration, StoredSynthesis
 from research_mcp.storage.store import Store
 from tests.server.indexing import wait_until_indexed

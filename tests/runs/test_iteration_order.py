@@ -15,7 +15,7 @@ from research_mcp.core.contracts import Confidence, FollowUpQuestion
 from research_mcp.core.role_inputs import ExtractorInput
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.runs.context import node_key
-from research_mcp.runs.phases import MAX_FOLLOW_UPS, follow_ups_of, raised_by_source
+from research_mcp.runs.widening import MAX_FOLLOW_UPS, follow_ups_of, raised_by_source
 from research_mcp.server.app import create_server
 from research_mcp.storage.events import SourcesChosen
 from research_mcp.storage.outputs import StoredExtraction

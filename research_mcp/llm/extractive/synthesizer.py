@@ -93,89 +93,12 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
     lines = {question: _merge(members, embedder) for question, members in groups.items()}
     verified = {fact.id for fact in facts if fact.verified}
 
-    sections = [f"# {payload.title}"]
-    findings: list[Finding] = []
-    gaps: list[Gap] = []
-    cuts: list[Gap] = []
-    corroborated = 0
-    levels: list = []  # each question's level
+    written = _Written(sections=[f"# {payload.title}"])
     asked_count = max(1, sum(question != OTHER for question in lines))
-    budget = FIRST_PAGE // asked_count
     for question, question_lines in lines.items():
-        cited = [line for line in question_lines if line.verified_ids]
-        if question != OTHER:
-            # The lines found for this question first, the strongest for it first ("License: GPL-2+"
-            # of ed's copyright file before other files' warranty lines); then those that share
-            # the question's terms (a stable sort: corroborated lines first among equals).
-            cited.sort(key=lambda line: -_evidence(question, [line]))
-        if question == OTHER and not cited:
-            continue
-        if normalize(question).rstrip("?. ") != normalize(payload.title).rstrip("?. "):
-            sections.append(f"## {clip(question, 300)}")  # the title's own question is not said twice
-        limits = _line_limits(len(cited), budget)
-        if cited:
-            sections.append(
-                "\n".join(line.render(question, limit) for line, limit in zip(cited, limits, strict=False))
-            )
-        else:
-            sections.append("_No verified fact answers this._")
-        if len(cited) > len(limits):
-            cut = (
-                f"Cut short: {len(cited) - len(limits)} more verified lines on {question!r} are "
-                f"not in the report (it shows {len(limits)}); the facts view lists them"
-            )
-            cuts.append(Gap(kind="cut_short", text=clip(cut, 500), question=question))
-        covered = _evidence(question, cited) >= ANSWERED or (
-            question == OTHER and any(line.confidence >= ANSWERED for line in cited)
-        )
-        if question != OTHER:
-            levels.append(level_of(_evidence(question, cited), agreeing=_agreeing(question, cited)))
-        if question != OTHER and not cited:
-            # No line at all: unanswered, which a later reading (a phase's iteration) may answer.
-            gaps.append(Gap.unanswered(question))
-        elif question != OTHER and not covered:
-            gaps.append(Gap.not_established(question))
-        if covered and _agreeing(question, cited) >= 2:
-            corroborated += 1
-        for line in cited[:2]:
-            findings.append(
-                Finding(statement=clip(line.representative.statement, 1000), fact_ids=line.verified_ids)
-            )
-
-    # Child reports add only what the lines above do not already cite: no finding is said twice.
-    shown = {
-        fact_id
-        for question_lines in lines.values()
-        for line in question_lines
-        for fact_id in line.verified_ids
-    }
-    found = {
-        normalize(question)
-        for question, question_lines in lines.items()
-        if question != OTHER and any(line.verified_ids for line in question_lines)
-    }
-    parts = []
-    for child in payload.child_reports:
-        # A child's gap this synthesis found itself (the same list cut short here) is not said twice.
-        # Nor one saying no line was found for a question this synthesis has verified lines for (a
-        # phase's iteration read what the part's first reading missed). Nor a part's list cut short on
-        # a question this synthesis lists itself: its own cut says what it shows.
-        said = {gap.text for gap in [*gaps, *cuts]}
-        listed = {normalize(question) for question in lines if question != OTHER}
-        gaps.extend(
-            gap.under(child.title)
-            for gap in child.gaps
-            if gap.text not in said
-            and not (gap.part is None and gap.kind == "unanswered" and normalize(gap.question or "") in found)
-            and not (gap.kind == "cut_short" and normalize(gap.question or "") in listed)
-        )
-        new_lines = [
-            line
-            for line in _key_lines(child.report, verified)
-            if not {int(i) for i in CITATION.findall(line)} <= shown
-        ]
-        if new_lines:
-            parts += [f"### {child.title} (confidence {child.confidence})", "\n".join(new_lines)]
+        _write_question(written, question, question_lines, payload.title, FIRST_PAGE // asked_count)
+    parts = _from_the_parts(payload, lines, verified, written)
+    sections, findings, gaps, cuts = written.sections, written.findings, written.gaps, written.cuts
     if parts:
         sections += ["## From the parts of this research", *parts]
 
@@ -200,7 +123,9 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
     output = SynthesisOutput(
         report=report,
         key_findings=findings[:MAX_FINDINGS],
-        confidence=_confidence(asked, question_gaps, corroborated, payload, len(verified), levels),
+        confidence=_confidence(
+            asked, question_gaps, written.corroborated, payload, len(verified), written.levels
+        ),
         contradictions=[],
         suggested_followups=[
             q for q in (clip(gap.question or "", 300) for gap in question_gaps[:5]) if reads_as_question(q)
@@ -208,6 +133,107 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
     )
     output.set_gaps(_bounded([*question_gaps, *cuts, *(gap for gap in gaps if gap not in question_gaps)]))
     return output
+
+
+@dataclass
+class _Written:
+    """The report as its questions' sections are written: the sections, the key findings, the gaps
+    (questions left open), the lists cut short, each question's level, and how many questions
+    more than one source agrees on."""
+
+    sections: list[str]
+    findings: list[Finding] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
+    cuts: list[Gap] = field(default_factory=list)
+    levels: list = field(default_factory=list)  # each question's level
+    corroborated: int = 0
+
+
+def _write_question(
+    written: _Written, question: str, question_lines: list[Line], title: str, budget: int
+) -> None:
+    """One question's section: its verified lines, strongest first, within its share of the first
+    page; what is cut short, the question left open or not established, and its level."""
+    cited = [line for line in question_lines if line.verified_ids]
+    if question != OTHER:
+        # The lines found for this question first, the strongest for it first ("License: GPL-2+"
+        # of ed's copyright file before other files' warranty lines); then those that share
+        # the question's terms (a stable sort: corroborated lines first among equals).
+        cited.sort(key=lambda line: -_evidence(question, [line]))
+    if question == OTHER and not cited:
+        return
+    if normalize(question).rstrip("?. ") != normalize(title).rstrip("?. "):
+        written.sections.append(f"## {clip(question, 300)}")  # the title's own question is not said twice
+    limits = _line_limits(len(cited), budget)
+    if cited:
+        written.sections.append(
+            "\n".join(line.render(question, limit) for line, limit in zip(cited, limits, strict=False))
+        )
+    else:
+        written.sections.append("_No verified fact answers this._")
+    if len(cited) > len(limits):
+        cut = (
+            f"Cut short: {len(cited) - len(limits)} more verified lines on {question!r} are "
+            f"not in the report (it shows {len(limits)}); the facts view lists them"
+        )
+        written.cuts.append(Gap(kind="cut_short", text=clip(cut, 500), question=question))
+    covered = _evidence(question, cited) >= ANSWERED or (
+        question == OTHER and any(line.confidence >= ANSWERED for line in cited)
+    )
+    if question != OTHER:
+        written.levels.append(level_of(_evidence(question, cited), agreeing=_agreeing(question, cited)))
+    if question != OTHER and not cited:
+        # No line at all: unanswered, which a later reading (a phase's iteration) may answer.
+        written.gaps.append(Gap.unanswered(question))
+    elif question != OTHER and not covered:
+        written.gaps.append(Gap.not_established(question))
+    if covered and _agreeing(question, cited) >= 2:
+        written.corroborated += 1
+    for line in cited[:2]:
+        written.findings.append(
+            Finding(statement=clip(line.representative.statement, 1000), fact_ids=line.verified_ids)
+        )
+
+
+def _from_the_parts(
+    payload: SynthesisPayload, lines: dict[str, list[Line]], verified: set[int], written: _Written
+) -> list[str]:
+    """What the child reports add that the lines above do not already cite (no finding is said
+    twice), a section per part; their gaps join the written gaps, under each part's title."""
+    shown = {
+        fact_id
+        for question_lines in lines.values()
+        for line in question_lines
+        for fact_id in line.verified_ids
+    }
+    found = {
+        normalize(question)
+        for question, question_lines in lines.items()
+        if question != OTHER and any(line.verified_ids for line in question_lines)
+    }
+    parts = []
+    for child in payload.child_reports:
+        # A child's gap this synthesis found itself (the same list cut short here) is not said twice.
+        # Nor one saying no line was found for a question this synthesis has verified lines for (a
+        # phase's iteration read what the part's first reading missed). Nor a part's list cut short on
+        # a question this synthesis lists itself: its own cut says what it shows.
+        said = {gap.text for gap in [*written.gaps, *written.cuts]}
+        listed = {normalize(question) for question in lines if question != OTHER}
+        written.gaps.extend(
+            gap.under(child.title)
+            for gap in child.gaps
+            if gap.text not in said
+            and not (gap.part is None and gap.kind == "unanswered" and normalize(gap.question or "") in found)
+            and not (gap.kind == "cut_short" and normalize(gap.question or "") in listed)
+        )
+        new_lines = [
+            line
+            for line in _key_lines(child.report, verified)
+            if not {int(i) for i in CITATION.findall(line)} <= shown
+        ]
+        if new_lines:
+            parts += [f"### {child.title} (confidence {child.confidence})", "\n".join(new_lines)]
+    return parts
 
 
 def _evidence(question: str, cited: list[Line]) -> float:
