@@ -1,7 +1,7 @@
-"""One model per concept (issue 48.4): a gap, a confidence cap, a hop and a fact are each defined
-once, and code that needs one uses it rather than a copy with the same fields. A concept is told by
-the fields that make it one: every pydantic model and dataclass of the package holding them is
-listed, and must be the one.
+"""One model per concept (issue 48.4): a gap, a confidence cap, a hop, a lead, a recovery and a
+fact are each defined once, and code that needs one uses it rather than a copy with the same
+fields. A concept is told by the fields that make it one: every pydantic model and dataclass of the
+package holding them is listed, and must be the one.
 
 A fact is `Fact`: an extraction makes it, the store keeps it as is and gives it back to every reader
 (the synthesizer's payload included). Two other models hold a statement and a quote, and are not it:
@@ -34,6 +34,13 @@ ONE_MODEL = {
     "gap": ({"kind", "question", "part"}, {"research_mcp.core.gaps.Gap"}),
     "confidence cap": ({"level", "reason"}, {"research_mcp.core.contracts.ConfidenceCap"}),
     "hop": ({"ref", "context", "question", "again"}, {"research_mcp.storage.events.HopChoice"}),
+    # A lead is found (runs/leads.py), followed and recorded (`SecondHop.followed`) as one model.
+    "lead": ({"kind", "text", "because"}, {"research_mcp.storage.events.Lead"}),
+    # What a resume tidied: `Store.recover_run` answers the event the run records.
+    "recovery": (
+        {"nodes_completed", "handoffs_interrupted", "nodes_reset"},
+        {"research_mcp.storage.events.Recovered"},
+    ),
 }
 #: What makes a fact, and the models holding it: the fact, and the two forms the docstring tells apart.
 FACT_FIELDS = {"statement", "quote"}
@@ -66,7 +73,7 @@ def holding(fields: set[str], models: dict[str, set[str]]) -> set[str]:
     return {name for name, own in models.items() if fields <= own}
 
 
-def test_a_gap_a_confidence_cap_and_a_hop_each_have_one_model() -> None:
+def test_a_gap_a_cap_a_hop_a_lead_and_a_recovery_each_have_one_model() -> None:
     models = package_models()
     assert len(models) > 50  # the walk found the package's models
     for concept, (fields, one) in ONE_MODEL.items():

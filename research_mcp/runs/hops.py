@@ -28,7 +28,7 @@ those the plan's estimate counted). The choice is recorded (a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import anyio
 
@@ -40,10 +40,10 @@ from research_mcp.core.feasibility import HOP_SOURCES
 from research_mcp.core.ids import source_label
 from research_mcp.core.role_inputs import ExtractorInput
 from research_mcp.runs.context import RunContext
-from research_mcp.runs.leads import Lead, leads_from, mentions, open_terms, still_open
+from research_mcp.runs.leads import leads_from, mentions, open_terms, still_open
 from research_mcp.runs.reading import extract_sources, ref_key
 from research_mcp.sources.library import Candidate
-from research_mcp.storage.events import FollowedLead, HopChoice, Searched, SecondHop
+from research_mcp.storage.events import HopChoice, Lead, Searched, SecondHop
 from research_mcp.storage.models import KnownInsight
 
 __all__ = ["HOP_SOURCES", "follow_leads"]
@@ -107,7 +107,7 @@ class _Choosing:
     read: set[str]
     limit: int
     chosen: list[HopChoice] = field(default_factory=list)
-    followed: list[FollowedLead] = field(default_factory=list)
+    followed: list[Lead] = field(default_factory=list)
     asked_again: set[str] = field(default_factory=set)
     tried: int = 0  # leads that cost a search
 
@@ -115,7 +115,7 @@ class _Choosing:
     def done(self) -> bool:
         return len(self.chosen) >= self.limit or self.tried >= MAX_LEADS
 
-    def take(self, hop: HopChoice, followed: FollowedLead) -> None:
+    def take(self, hop: HopChoice, followed: Lead) -> None:
         self.chosen.append(hop)
         self.followed.append(followed)
 
@@ -189,7 +189,13 @@ def _ranked_leads(
     own_links = sum(1 for lead in leads if lead.kind == "link")
     cited = {lead.text for lead in leads if lead.kind == "link"}
     earlier = [
-        Lead("link", link.text, 0.5, link.source_id, f"read by an earlier run: {link.context}")
+        Lead(
+            kind="link",
+            text=link.text,
+            weight=0.5,
+            source_id=link.source_id,
+            because=f"read by an earlier run: {link.context}",
+        )
         for link in insights
         if link.kind == "linked_source" and link.text not in cited
     ]
@@ -204,12 +210,15 @@ def _given(rc: RunContext, lead: Lead, texts: dict[int, str]) -> bool:
     sources' texts read so far, by id."""
     if lead.kind != "link":
         return True
-    if lead.source_id not in texts:
+    citing = lead.source_id
+    if citing is None:
+        return False  # a link is found in a source; one that names none is not followed
+    if citing not in texts:
         try:
-            texts[lead.source_id] = rc.deps.store.get_source(lead.source_id).text
+            texts[citing] = rc.deps.store.get_source(citing).text
         except NotFound:
-            texts[lead.source_id] = ""
-    return cited_in(texts[lead.source_id], lead.text)
+            texts[citing] = ""
+    return cited_in(texts[citing], lead.text)
 
 
 async def _follow_open(
@@ -230,7 +239,7 @@ async def _follow_open(
         hop = HopChoice(
             ref=found.ref, context=f"Found by searching for what the first sources left open: {' '.join(gap)}"
         )
-    choosing.take(hop, FollowedLead(kind="open", text=" ".join(gap), ref=found.ref))
+    choosing.take(hop, Lead(kind="open", text=" ".join(gap), ref=found.ref))
 
 
 async def _follow(
@@ -249,7 +258,7 @@ async def _follow(
             HopChoice(
                 ref=again, context=_context(lead), question=_hop_question(lead, questions[0]), again=True
             ),
-            FollowedLead(**asdict(lead), ref=again),
+            lead.model_copy(update={"ref": again}),
         )
         return
     choosing.tried += lead.kind != "link"
@@ -259,7 +268,7 @@ async def _follow(
     choosing.read.add(ref_key(ref))
     choosing.take(
         HopChoice(ref=ref, context=_context(lead), question=_hop_question(lead, questions[0])),
-        FollowedLead(**asdict(lead), ref=ref),
+        lead.model_copy(update={"ref": ref}),
     )
 
 
@@ -338,12 +347,14 @@ def _hop_question(lead: Lead, question: str) -> str:
 
 
 def _context(lead: Lead) -> str:
-    """What the extractor of the new source is told: which lead brought it there, and from where."""
+    """What the extractor of the new source is told: which lead brought it there, and from where
+    (every lead but an open gap's comes from a source)."""
+    source = "" if lead.source_id is None else f" {source_label(lead.source_id)}"
     if lead.kind == "bridge":
-        return f"Found by following {lead.text!r}, which source {source_label(lead.source_id)} names: {lead.because}"
+        return f"Found by following {lead.text!r}, which source{source} names: {lead.because}"
     if lead.kind == "link":
-        return f"Cited by source {source_label(lead.source_id)}: {lead.because}"
-    return f"Found by searching for a question source {source_label(lead.source_id)} left open: {lead.text}"
+        return f"Cited by source{source}: {lead.because}"
+    return f"Found by searching for a question source{source} left open: {lead.text}"
 
 
 def _chosen_before(rc: RunContext, key: str) -> list[HopChoice] | None:

@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import zip_longest
-from typing import Literal
 
 from research_mcp.answering.names import NOT_NAMES, WORD_TOKEN, name_spans, named_entities
 from research_mcp.answering.terms import said_terms, terms
 from research_mcp.core.citations import normalize
 from research_mcp.core.contracts import Fact
 from research_mcp.core.role_inputs import ExtractorInput
+from research_mcp.storage.events import Lead
 from research_mcp.storage.outputs import StoredExtraction
 from research_mcp.storage.store import Store
 
@@ -39,21 +38,6 @@ __all__ = [
     "open_terms",
     "still_open",
 ]
-
-LeadKind = Literal["bridge", "follow_up", "link"]
-
-
-@dataclass(frozen=True)
-class Lead:
-    """Something to follow: a name (bridge), a question (follow-up) or a reference (link)."""
-
-    kind: LeadKind
-    text: str
-    weight: float
-    source_id: int
-    # The fact (or the extractor's rationale) the lead came from: what a reader of the next source
-    # needs to know to connect it with the first.
-    because: str
 
 
 def mentions(text: str, name: str) -> bool:
@@ -131,7 +115,12 @@ def bridge_entities(
             # (dates, places) does not crowd out the bridge another fact names.
             order = (len(sources[key]), nearness, rank, start)
             weight = round(fact.confidence / len(sources[key]), 4)
-            ranked[key] = (order, Lead("bridge", name, weight, fact.source_id, fact.statement))
+            ranked[key] = (
+                order,
+                Lead(
+                    kind="bridge", text=name, weight=weight, source_id=fact.source_id, because=fact.statement
+                ),
+            )
     return [lead for _, lead in sorted(ranked.values(), key=lambda item: item[0])]
 
 
@@ -156,11 +145,25 @@ def leads_from(
             continue
         fact_ids.extend(output.fact_ids)
         for link in sorted(output.linked_candidate_sources, key=lambda item: item.priority):
-            links.append(Lead("link", link.ref, 1 / link.priority, source.source_id, link.context))
+            links.append(
+                Lead(
+                    kind="link",
+                    text=link.ref,
+                    weight=1 / link.priority,
+                    source_id=source.source_id,
+                    because=link.context,
+                )
+            )
         for item in output.follow_up_questions:
             if normalize(item.question).casefold() not in asked:
                 follow_ups.append(
-                    Lead("follow_up", item.question, item.confidence, source.source_id, item.rationale)
+                    Lead(
+                        kind="follow_up",
+                        text=item.question,
+                        weight=item.confidence,
+                        source_id=source.source_id,
+                        because=item.rationale,
+                    )
                 )
     facts = sorted(store.get_facts(fact_ids), key=lambda fact: (-fact.confidence, fact.id))
     titles: dict[int, str] = {}
@@ -170,7 +173,15 @@ def leads_from(
     for fact in facts:
         title = titles.get(fact.source_id, "")
         if fact.verified and title and terms(title):
-            answered.append(Lead("bridge", title, fact.confidence, fact.source_id, fact.statement))
+            answered.append(
+                Lead(
+                    kind="bridge",
+                    text=title,
+                    weight=fact.confidence,
+                    source_id=fact.source_id,
+                    because=fact.statement,
+                )
+            )
     # A name that titles a source already read is a bridge all the same (the hop asks that source
     # again, runs/hops.py), unless the fact naming it comes from that source.
     read = {normalize(title).casefold() for title in titles.values()}

@@ -33,7 +33,7 @@ from research_mcp.runs.engine import execute_node
 from research_mcp.runs.partial import partial_report
 from research_mcp.runs.shares import priority_shares
 from research_mcp.runs.snapshot import node_counts
-from research_mcp.storage.events import AttemptStarted, NodeBudgetSpent, Recovered, RetryStarted
+from research_mcp.storage.events import AttemptStarted, NodeBudgetSpent, RetryStarted
 from research_mcp.storage.models import NewNode, Run, StoredPlan
 from research_mcp.storage.sqlite import owner_alive
 from research_mcp.storage.store import Store, now, process_owner
@@ -306,11 +306,9 @@ class RunManager:
             roots.append((plan, root))
             finishing.update(final_roles(plan.id, root))
         recovered = self.store.recover_run(run_id, finishing)
-        if recovered:
+        if recovered is not None:
             logger.info("run %s resumed after an interruption: %s", run_id, recovered)
-            self.store.add_event(
-                run_id, Recovered(message="resumed after an interruption", **recovered.model_dump())
-            )
+            self.store.add_event(run_id, recovered)
         # Asked to retry: what failed last time runs again, with the nodes above it; nodes that
         # finished whole do not. A plain resume (after a crash) never reruns a node that finished.
         reopened = self.store.reopen_failed_nodes(run_id) if live.retry else []

@@ -22,11 +22,12 @@ __all__ = [
     "AttemptStarted",
     "Event",
     "EventBase",
-    "FollowedLead",
     "HopChoice",
     "InsightsGiven",
     "IterationDone",
     "KeptAsTask",
+    "Lead",
+    "LeadKind",
     "NoSources",
     "NodeBudgetSpent",
     "NodeDone",
@@ -83,12 +84,13 @@ class AttemptStarted(EventBase):
 
 
 class Recovered(EventBase):
-    """What was tidied after a process died mid-run (`Store.recover_run`)."""
+    """What was tidied after a process died mid-run: `Store.recover_run` answers it, the run
+    records it as it is."""
 
     kind: Literal["recovered"] = "recovered"
-    nodes_completed: int = 0
-    handoffs_interrupted: int = 0
-    nodes_reset: int = 0
+    nodes_completed: int = 0  # final handoff committed, node not yet marked: marked done
+    handoffs_interrupted: int = 0  # left running: closed as failed, their work done again
+    nodes_reset: int = 0  # left running: back to pending
 
 
 class RetryStarted(EventBase):
@@ -192,17 +194,25 @@ class HopChoice(BaseModel):
     again: bool = False
 
 
-class FollowedLead(BaseModel):
-    """A lead the second hop followed (or a gap it searched for, kind "open") and where it led."""
+LeadKind = Literal["bridge", "follow_up", "link", "open"]
+
+
+class Lead(BaseModel):
+    """Something a leaf's second hop may follow (runs/leads.py finds them): a name the facts give
+    (bridge), a question a source left open (follow_up), a source one cites (link), or what the
+    first sources left open (open: the gap's words, searched with the leaf's question). `ref` is
+    where it led, once followed: the `SecondHop` event records the leads followed, as they are."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    kind: str
+    kind: LeadKind
     text: str
-    ref: str
-    weight: float | None = None
-    source_id: int | None = None
+    weight: float | None = None  # how strongly the facts point to it; an open gap has none
+    source_id: int | None = None  # the source it came from; an open gap has none
+    # The fact (or the extractor's rationale) the lead came from: what a reader of the next source
+    # needs to know to connect it with the first.
     because: str = ""
+    ref: str | None = None
 
 
 class SecondHop(EventBase):
@@ -211,7 +221,7 @@ class SecondHop(EventBase):
 
     kind: Literal["second_hop"] = "second_hop"
     chosen: list[HopChoice]
-    followed: list[FollowedLead] = []
+    followed: list[Lead] = []
     beyond_budget: int = 0
 
 

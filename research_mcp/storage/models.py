@@ -32,7 +32,6 @@ __all__ = [
     "NewNode",
     "NodeStatus",
     "PlanEstimate",
-    "Recovery",
     "Run",
     "RunEvent",
     "RunNode",
@@ -143,19 +142,6 @@ class NewNode(BaseModel):
     parent_id: str | None
     kind: NodeKind
     title: str
-
-
-class Recovery(BaseModel):
-    """What `Store.recover_run` tidied after a process died mid-run."""
-
-    model_config = ConfigDict(frozen=True)
-
-    nodes_completed: int = 0  # final handoff committed, node not yet marked: marked done
-    handoffs_interrupted: int = 0  # left running: closed as failed, their work done again
-    nodes_reset: int = 0  # left running: back to pending
-
-    def __bool__(self) -> bool:
-        return bool(self.nodes_completed or self.handoffs_interrupted or self.nodes_reset)
 
 
 class RunEvent(_Row):

@@ -17,6 +17,7 @@ from research_mcp.storage.events import (
     AttemptStarted,
     Event,
     EventBase,
+    Recovered,
     StoredEvent,
     data_of,
     from_row,
@@ -25,7 +26,6 @@ from research_mcp.storage.events import (
 from research_mcp.storage.models import (
     NewNode,
     PlanEstimate,
-    Recovery,
     Run,
     RunEvent,
     RunNode,
@@ -184,7 +184,7 @@ class RunTables(StoreDatabase):
         with self.write() as conn:
             conn.execute("UPDATE runs SET owner = NULL WHERE id = ? AND owner = ?", (run_id, owner))
 
-    def recover_run(self, run_id: str, finished: dict[str, str]) -> Recovery:
+    def recover_run(self, run_id: str, finished: dict[str, str]) -> Recovered | None:
         """Tidy what a process that died mid-run left behind, in one transaction, before the run resumes.
 
         A node whose final handoff was committed but not yet recorded on the node (the process died
@@ -193,6 +193,7 @@ class RunTables(StoreDatabase):
         are closed as failed (interrupted): their work is done again. Nodes left 'running' go back
         to 'pending'. Done handoffs and done nodes are never touched. A final handoff that names parts
         that failed does not complete its node: the node is retried (see `reopen_failed_nodes`).
+        What was tidied is answered as the event the run records, None when nothing was.
         """
         with self.write() as conn:
             completed = 0
@@ -223,7 +224,14 @@ class RunTables(StoreDatabase):
             nodes = conn.execute(
                 "UPDATE nodes SET status = 'pending' WHERE run_id = ? AND status = 'running'", (run_id,)
             ).rowcount
-        return Recovery(nodes_completed=completed, handoffs_interrupted=handoffs, nodes_reset=nodes)
+        if not (completed or handoffs or nodes):
+            return None
+        return Recovered(
+            message="resumed after an interruption",
+            nodes_completed=completed,
+            handoffs_interrupted=handoffs,
+            nodes_reset=nodes,
+        )
 
     def reopen_failed_nodes(self, run_id: str) -> list[str]:
         """Done nodes whose result names parts that failed (a child, a source, a search) go back to

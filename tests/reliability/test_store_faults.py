@@ -10,7 +10,8 @@ import pytest
 
 from research_mcp.core.contracts import Confidence, Fact
 from research_mcp.core.errors import StoreBusy, StoreFull
-from research_mcp.storage.models import NewNode, Recovery
+from research_mcp.storage.events import Recovered
+from research_mcp.storage.models import NewNode
 from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import INTERRUPTED, Store, process_owner
 
@@ -109,7 +110,9 @@ def test_resuming_closes_interrupted_handoffs_and_completes_a_node_whose_final_h
     assert store.get_handoff(midway).status == "failed"
     assert store.get_handoff(midway).error == INTERRUPTED
     assert store.get_handoff(committed).output == synthesis("b")
-    assert tidied == Recovery(nodes_completed=1, handoffs_interrupted=1, nodes_reset=1)
+    assert tidied == Recovered(
+        message="resumed after an interruption", nodes_completed=1, handoffs_interrupted=1, nodes_reset=1
+    )
 
 
 def test_a_run_owned_by_a_live_process_is_not_claimed_by_another_but_one_whose_owner_died_is(

@@ -9,9 +9,9 @@ from research_mcp.runs.leaf import leaf_sources
 from research_mcp.storage import events
 from research_mcp.storage.events import (
     AcceptanceRejudged,
-    FollowedLead,
     HopChoice,
     IterationDone,
+    Lead,
     PhaseGate,
     PhaseMet,
     PhaseUnmet,
@@ -48,7 +48,7 @@ ONE_OF_EACH: list[events.Event] = [
         message="second hop",
         node_id=NODE,
         chosen=[HopChoice(ref="corpus:4", context="cited by S1", again=True)],
-        followed=[FollowedLead(kind="bridge", text="Ada", ref="corpus:4", weight=1.5, source_id=1)],
+        followed=[Lead(kind="bridge", text="Ada", ref="corpus:4", weight=1.5, source_id=1)],
     ),
     PhaseGate(message="gate", node_id=NODE, phase="coverage", iteration=0, status={"theme:a": False}),
     PhaseMet(message="met", node_id=NODE, criteria={"theme:a": True}),
@@ -123,7 +123,7 @@ def test_rows_written_before_events_were_typed_are_read_into_their_events(tmp_pa
             message="old second_hop",
             node_id=NODE,
             chosen=[],
-            followed=[FollowedLead(kind="open", text="t", ref="r")],
+            followed=[Lead(kind="open", text="t", ref="r")],
         ),
         events.KeptAsTask(message="old task", node_id=NODE, ttl_ms=5),
         events.SpecBudgetSpent(message="old spec_budget", node_id=NODE),
@@ -158,3 +158,33 @@ async def test_a_resumed_leaf_whose_recorded_choice_cannot_be_read_chooses_its_s
         assert chosen.refs == [SOLAR]
     finally:
         store.close()
+
+
+def test_a_followed_lead_and_a_recovery_are_stored_in_the_shape_earlier_versions_wrote(
+    tmp_path: Path,
+) -> None:
+    """A lead is one model from `leads_from` to the `second_hop` row, and a recovery one from
+    `recover_run` to the `recovered` row: the rows keep the keys the copies they replace wrote, and
+    rows those wrote read back."""
+    store, run_id = store_with_run(tmp_path)
+    followed = {
+        "kind": "bridge",
+        "text": "Ada",
+        "ref": "corpus:4",
+        "weight": 0.9,
+        "source_id": 1,
+        "because": "b",
+    }
+    insert_row(store, run_id, "second_hop", {"chosen": [], "followed": [followed], "beyond_budget": 0})
+    tidied = {"nodes_completed": 1, "handoffs_interrupted": 2, "nodes_reset": 0}
+    insert_row(store, run_id, "recovered", tidied, node_id=None)
+    hop, recovered = store.events_for_run(run_id)
+    assert isinstance(hop, SecondHop) and hop.followed == [Lead(**followed)]
+    assert recovered == events.Recovered(message="old recovered", **tidied)
+    store.add_event(run_id, hop)
+    store.add_event(run_id, recovered)
+    rows = store.db.execute("SELECT data FROM events ORDER BY id").fetchall()
+    assert [json.loads(data) for (data,) in rows[2:]] == [
+        {"chosen": [], "followed": [followed], "beyond_budget": 0},
+        tidied,
+    ]
