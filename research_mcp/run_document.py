@@ -204,7 +204,10 @@ def run_document(store: Store, run_id: str) -> RunDocument:
     assembled = assemble(store, run)
     result, output = assembled.result, assembled.output
     cited_in_text = [int(number) for number in CITATION.findall(result.findings)]
-    facts = store.get_facts(sorted({*output.fact_ids, *output.cited, *cited_in_text}))
+    # A fact lent by another user's research is shown without the question it asked (Store.as_lent).
+    facts = store.as_lent(
+        store.get_facts(sorted({*output.fact_ids, *output.cited, *cited_in_text})), run.caller
+    )
     citations = store.citations([fact.id for fact in facts])
     sources = [DocumentSource.of(s.source, s.relevance, s.reason) for s in assembled.sources]
     ranked = {s.source.id for s in assembled.sources}

@@ -257,7 +257,8 @@ class Fact(BaseModel):
     """A fact: a statement and the verbatim quote that backs it, with where it comes from (its source,
     the span of the quote there, the question it was found for) and how far it is checked (`verified`:
     the quote was found in the source). The one model of a fact: an extraction makes it, the store
-    keeps it as is (`Store.add_facts`, which gives it its `id`) and every reader gets it back."""
+    keeps it as is (`Store.add_facts`, which gives it its `id`) and every reader gets it back.
+    `question` is blank ("") in a fact lent to a user from another user's research (`Store.as_lent`)."""
 
     #: Its row in the store; 0 before it is stored (SQLite's ids start at 1).
     id: int = 0

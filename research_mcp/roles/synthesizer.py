@@ -157,12 +157,15 @@ class _Scope:
         items: Mapping[str, ItemScope],
     ) -> _Scope:
         below = read_inputs(deps, input_handoffs)
-        facts = list(
-            {fact.id: fact for fact in deps.store.canonical_facts(below.fact_ids, questions)}.values()
-        )
+
+        def lent(fact_ids: Sequence[int]) -> list[Fact]:
+            # Found by another user's research: without the question it asked (Store.as_lent).
+            return deps.store.as_lent(deps.store.canonical_facts(fact_ids, questions), deps.caller, questions)
+
+        facts = list({fact.id: fact for fact in lent(below.fact_ids)}.values())
         # Prior findings the inputs do not already hold (a leaf re-reading a source finds its own again).
         found = {fact.id for fact in facts}
-        facts += [fact for fact in deps.store.canonical_facts(prior_facts, questions) if fact.id not in found]
+        facts += [fact for fact in lent(prior_facts) if fact.id not in found]
         # A compared item's facts only: another item's sources, read for it, answer another section.
         facts = facts_of_items(facts, items, deps.store.get_source)
         scope = cls(below, known_insights(known, below.insights), facts, found)

@@ -11,6 +11,7 @@ import json
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from research_mcp.core.callers import LOCAL, may_read
 from research_mcp.core.citations import normalize
 from research_mcp.core.contracts import Fact, Source
 from research_mcp.core.copies import Fingerprint, fingerprint, independent_count, representatives
@@ -193,6 +194,38 @@ class FactTables(StoreDatabase):
                 update={"question": copy["question"] or fact.question, "confidence": copy["confidence"]}
             )
             if (copy := as_found.get(fact.id)) is not None
+            else fact
+            for fact in facts
+        ]
+
+    def as_lent(
+        self, facts: Sequence[Fact], caller: str | None, questions: Collection[str] = ()
+    ) -> list[Fact]:
+        """These facts as `caller` is shown them: a fact's question is kept when it is one of
+        `questions` (the caller's own) or research the caller may read asked it (the fact's row, or
+        a copy found again); else it was another user's research, lent from a web page or the corpus
+        (core/callers.py `may_lend`), and the fact keeps its statement, quote and source but not that
+        question: it is blank (not None, so code counts it, as before, found for no question of the
+        caller's). `facts` as `get_facts` or `canonical_facts` read them."""
+        asked = {normalize(question) for question in questions if question.strip()}
+        foreign = [fact.id for fact in facts if fact.question and normalize(fact.question) not in asked]
+        if caller is LOCAL or not foreign:
+            return list(facts)
+        rows = self._all(
+            "SELECT f.id, f.canonical_id, f.question, COALESCE(r.caller, h.caller) AS owner FROM facts f"
+            " LEFT JOIN runs r ON r.id = f.run_id LEFT JOIN handoffs h ON h.id = f.handoff_id"
+            f" WHERE f.id IN ({marks(foreign)}) OR f.canonical_id IN ({marks(foreign)})",
+            [*foreign, *foreign],
+        )
+        readable = {
+            (fact_id, normalize(row["question"] or ""))
+            for row in rows
+            if may_read(row["owner"], caller)
+            for fact_id in (row["id"], row["canonical_id"])
+        }
+        return [
+            fact.model_copy(update={"question": ""})
+            if fact.id in foreign and (fact.id, normalize(fact.question or "")) not in readable
             else fact
             for fact in facts
         ]

@@ -64,7 +64,7 @@ class HeldExtractions(TeamMessagesAPI):
         return super().answer(request)
 
 
-def team_env(api: HeldExtractions) -> dict[str, str]:
+def team_env(api: TeamMessagesAPI) -> dict[str, str]:
     return {
         "RESEARCH_MCP_MODEL": "anthropic",
         "ANTHROPIC_API_KEY": "test-key",
@@ -203,3 +203,93 @@ async def test_a_users_task_survives_kill_9_resumes_by_itself_and_stays_theirs(t
                 assert (await alice.result("tasks/get", {"taskId": task_id}))["status"] == "completed"
         finally:
             server.stop()
+
+
+# Alice's question on a corpus document: its facts may be lent to Bob (any caller reads the corpus),
+# its question may not reach him.
+ALICE_ASKS = "Which guild of masons raised the Quillfeather aqueduct for Ostravel?"
+STATUS = "research://corpus/status"
+
+
+async def corpus_ready(session: RawSession) -> None:
+    with anyio.fail_after(300):
+        while True:
+            read = await session.result("resources/read", {"uri": STATUS})
+            if json.loads(read["contents"][0]["text"])["phase"] in ("ready", "stopped", "failed"):
+                return
+            await anyio.sleep(0.1)
+
+
+async def finished(session: RawSession, database: Path, plan: dict[str, Any]) -> str:
+    """Run the plan to its end; the run's id."""
+    run = await session.call("execute_plan", {"plan_id": plan["structuredContent"]["id"], "wait_seconds": 30})
+    run_id = str(run["structuredContent"]["id"])
+    await until(lambda: run_status(database, run_id) in ("done", "failed"))
+    assert run_status(database, run_id) == "done"
+    return run_id
+
+
+async def test_a_fact_lent_to_another_user_reaches_their_synthesizer_without_the_question(
+    tmp_path: Path,
+) -> None:
+    home, corpus = tmp_path / "home", tmp_path / "corpus"
+    home.mkdir()
+    corpus.mkdir()
+    (corpus / "aqueduct.txt").write_text(ALICE_TEXT, encoding="utf-8")
+    database = home / "research.db"
+    with TeamMessagesAPI(one_leaf(ALICE_QUERY, ALICE_TEXT), delay=0.0) as api:
+        port = free_port()
+        env = {**team_env(api), "RESEARCH_MCP_CORPUS": str(corpus)}
+        server = start_server(f"127.0.0.1:{port}", home, port, **env)
+        try:
+            async with session_of(server.url, ALICE) as alice:
+                await corpus_ready(alice)
+                leaf = {"kind": "leaf", "title": "aqueduct", "questions": [ALICE_ASKS]}  # searches the corpus
+                plan = {"root": {"kind": "executor", "title": "aqueduct", "children": [leaf]}}
+                await finished(
+                    alice,
+                    database,
+                    await alice.call("plan_research", {"query": ALICE_ASKS, "suggested_plan": plan}),
+                )
+            with read_only(database) as conn:
+                asked = {row[0] for row in conn.execute("SELECT question FROM facts")}
+            assert ALICE_ASKS in asked  # Alice's facts were found for her question
+
+            sent = len(api.requests)
+            async with session_of(server.url, BOB) as bob:
+                plan = one_leaf(BOB_QUERY, BOB_TEXT)
+                plan["root"]["children"][0]["budget"] = {"max_sources": 1}  # its own text, no second hop
+                run_id = await finished(
+                    bob,
+                    database,
+                    await bob.call("plan_research", {"query": BOB_QUERY, "suggested_plan": plan}),
+                )
+                with read_only(database) as conn:
+                    syntheses = [
+                        row[0]
+                        for row in conn.execute(
+                            "SELECT id FROM handoffs WHERE run_id = ? AND role = 'synthesizer'", (run_id,)
+                        )
+                    ]
+                shown = [json.dumps(await bob.call("run_view", {"run_id": run_id}))]
+                for handoff_id in syntheses:
+                    page = await bob.call(
+                        "report_results", {"id": handoff_id, "view": "handoff", "max_tokens": 20000}
+                    )
+                    shown.append(json.dumps(page))
+                for view in ("report", "facts", "gaps", "followups"):
+                    page = await bob.call("report_results", {"id": run_id, "view": view, "max_tokens": 20000})
+                    shown.append(json.dumps(page))
+        finally:
+            server.stop()
+        prompts = [
+            json.dumps(request.json)
+            for request in api.requests[sent:]
+            if isinstance(request.json, dict)
+            and request.json["tools"][0]["input_schema"].get("title") == "SynthesisOutput"
+        ]
+    seen = "\n".join(shown)
+    assert prompts and syntheses
+    assert "Ostravel" in seen and "Ostravel" in "\n".join(prompts)  # Alice's corpus facts were lent
+    assert ALICE_ASKS not in seen
+    assert ALICE_ASKS not in "\n".join(prompts)
