@@ -10,10 +10,8 @@ file is checked (`PRAGMA integrity_check`, every earlier row present) after the 
 from __future__ import annotations
 
 import dataclasses
-import re
 import shutil
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,9 +20,9 @@ from typing import Any
 import pytest
 
 from research_mcp.storage.store import Store
-from tests.fake_http import RecordedRequest, ScriptedResponse
 from tests.reliability.killharness import (
     SCRIPT,
+    HeldTeam,
     StdioServer,
     TeamMessagesAPI,
     integrity,
@@ -130,29 +128,6 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Seeded:
     with TeamMessagesAPI(plan_tree(1, 1, 1), delay=0) as api:
         ids = seed(home, api)
     return Seeded(home, ids["run"], ids["extraction"], counts(home / "research.db"))
-
-
-class HeldTeam(TeamMessagesAPI):
-    """The team, whose answer to the synthesis of the node titled `held` waits until `release` is set:
-    the run is in progress at that node, however fast or slow the machine."""
-
-    def __init__(self, plan: dict[str, Any], held: str) -> None:
-        super().__init__(plan, delay=0)
-        self.held = re.compile(rf"^Node: {re.escape(held)}$", re.MULTILINE)
-        self.release = threading.Event()
-
-    def answer(self, request: RecordedRequest) -> ScriptedResponse:
-        response = super().answer(request)
-        body = request.json if isinstance(request.json, dict) else {}
-        prompt = str((body.get("messages") or [{}])[0].get("content", ""))
-        synthesis = (
-            bool(body.get("tools")) and body["tools"][0]["input_schema"].get("title") == "SynthesisOutput"
-        )
-        return (
-            dataclasses.replace(response, after=self.release)
-            if synthesis and self.held.search(prompt)
-            else response
-        )
 
 
 @pytest.fixture
