@@ -47,6 +47,7 @@ from tests.server.test_runs import three_leaf_plan
 from tests.server.test_startup import write_notes
 from tests.server.test_stdio import SCRIPT, script, server_params
 from tests.server.test_tasks import RawSession
+from tests.server.waiting import until_finished
 
 __all__ = ["script"]  # the fixture, imported
 
@@ -233,9 +234,12 @@ async def test_what_the_schema_accepts_at_its_limits_the_server_accepts() -> Non
             assert not result.is_error, result.content
         plan = await client.call_tool("plan_research", {"query": "q" * 2000})
         assert not plan.is_error, plan.content
-        run = await client.call_tool(
-            "execute_plan",
-            {"plan_id": plan.structured_content["id"], "wait_seconds": 55},  # type: ignore[index]
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan",
+                {"plan_id": plan.structured_content["id"], "wait_seconds": 55},  # type: ignore[index]
+            ),
         )
         assert not run.is_error, run.content
         page = await client.call_tool(
@@ -578,16 +582,13 @@ async def test_a_run_started_while_a_new_server_rescans_a_complete_corpus_is_not
         planned = await client.call_tool(
             "plan_research", {"query": "What did the kelp forests survey record?"}
         )
-        run = await client.call_tool(
-            "execute_plan",
-            {"plan_id": planned.structured_content["id"], "wait_seconds": 50},  # type: ignore[index]
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan",
+                {"plan_id": planned.structured_content["id"], "wait_seconds": 50},  # type: ignore[index]
+            ),
         )
-        with anyio.fail_after(300):  # a loaded machine may need more than one wait; this stops a hang
-            while run.structured_content["status"] == "running":  # type: ignore[index]
-                run = await client.call_tool(
-                    "execute_plan",
-                    {"run_id": run.structured_content["id"], "wait_seconds": 50},  # type: ignore[index]
-                )
         gaps = await client.call_tool("report_results", {"id": run.structured_content["id"], "view": "gaps"})  # type: ignore[index]
     [scouted] = scouts
     assert "corpus" not in scouted.structured_content["metrics"], scouted.content  # type: ignore[index]
