@@ -92,9 +92,15 @@ def until_finished(server: StdioServer, result: dict[str, Any], bound_s: float =
 
 def seed(home: Path, api: TeamMessagesAPI) -> dict[str, Any]:
     """A finished run and an extraction, committed by a normal server."""
-    server = StdioServer(env_for(home, api), stderr=home.parent / "seed.stderr")
+    log = home.parent / "seed.stderr"
+    server = StdioServer(env_for(home, api), stderr=log)
     try:
-        server.initialize()
+        try:
+            server.initialize()
+        except RuntimeError as error:  # say why: the server's own last words, not only "server exited"
+            raise RuntimeError(
+                f"{error}; the seed server's stderr ends:\n{log.read_text()[-3000:]}"
+            ) from None
         plan = server.call("plan_research", {"query": "records", "suggested_plan": plan_tree(1, 1, 1)})
         run = server.call("execute_plan", {"plan_id": plan["structuredContent"]["id"], "wait_seconds": 30})
         run = until_finished(server, run)
