@@ -432,8 +432,11 @@ async def test_a_client_that_sets_a_level_gets_the_servers_log_lines_redacted_an
         planned = await client.call_tool(
             "plan_research", {"query": "When do penguins breed?", "suggested_plan": plan}
         )
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+            ),
         )  # type: ignore[index]
         assert run.structured_content["status"] == "partial"  # type: ignore[index]
         logging.getLogger("research_mcp.conformance").info("below the level set")
