@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import re
 import shutil
@@ -206,12 +205,20 @@ def fingerprint(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def exported(home: Path, run_id: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [str(SCRIPT), "export", run_id, "--format", "json"], env=cli_env(home), capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        raise RuntimeError(done.stderr.strip())
-    return fingerprint(json.loads(done.stdout))
+    """The fingerprint of what `research-mcp export RUN_ID --format json` prints, read in this process
+    (one interpreter start fewer per point)."""
+    from research_mcp.core.errors import ResearchError
+    from research_mcp.run_document import run_document
+    from research_mcp.storage.store import Store
+
+    store = Store(home / "research.db")
+    try:
+        document = run_document(store, run_id).model_dump(mode="json")
+    except ResearchError as error:
+        raise RuntimeError(str(error)) from None
+    finally:
+        store.close()
+    return fingerprint(document)
 
 
 def latest_run(database: Path) -> tuple[str, str]:
@@ -348,9 +355,24 @@ def points_of(mode: str, n: int) -> list[Point]:
     return [Point(mode, *schedule[(index * len(schedule) // n) % len(schedule)]) for index in range(n)]
 
 
-def matrix(modes: list[str], n: int, root: Path, *, paragraphs: int = 40, quiet: bool = False) -> list[Point]:
+def prepare(root: Path, paragraphs: int = 40) -> tuple[Path, Path]:
+    """The corpus of notes and the template data folder that holds it indexed (one `index` process)."""
     corpus = write_corpus(root / "notes", paragraphs)
-    template = make_template(root, corpus)
+    return corpus, make_template(root, corpus)
+
+
+def matrix(
+    modes: list[str],
+    n: int,
+    root: Path,
+    *,
+    paragraphs: int = 40,
+    quiet: bool = False,
+    prepared: tuple[Path, Path] | None = None,
+) -> list[Point]:
+    """The points of each mode; `prepared`: a corpus and template of `prepare` to share (they are
+    only read: each run starts from a copy of the template)."""
+    corpus, template = prepared or prepare(root, paragraphs)
     results: list[Point] = []
     for mode in modes:
         if mode == "sigint":

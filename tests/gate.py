@@ -4,6 +4,7 @@ A test that needs indexing to be under way (a search that says how much it cover
 keeps what was committed) must not race the indexer: on an idle machine the indexer wins, on a busy
 one the test does. ``ReadGate.env`` starts the process with ``tests/read_gate/sitecustomize.py``,
 which lets a given number of files be read and holds the next read until ``ReadGate.open``.
+``ScanGate.env`` holds a pass before its scan of the folders, and says when a search waits for it.
 """
 
 from __future__ import annotations
@@ -58,3 +59,31 @@ class ReadGate:
             assert still_running(), "the process ended before its indexing reached the gate"
             assert time.monotonic() < deadline, f"indexing did not reach the gate in {timeout} s"
             time.sleep(0.02)  # paces the look
+
+
+@dataclass(frozen=True)
+class ScanGate:
+    """A pass held before it scans the corpus folders until ``open``; the process writes ``held`` on
+    holding and ``waiting`` when a search waits for the scan."""
+
+    folder: Path
+
+    def env(self) -> dict[str, str]:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        return {
+            "PYTHONPATH": os.pathsep.join([str(SITE), str(REPO)]),
+            "RESEARCH_MCP_TEST_SCAN_GATE": str(self.folder),
+        }
+
+    def open(self) -> None:
+        (self.folder / "open").touch()
+
+    def says(self, name: str) -> bool:
+        """Whether the process wrote ``name`` (held, waiting) in the gate folder."""
+        return (self.folder / name).exists()
+
+    async def wait_for(self, name: str, timeout: float = 120) -> None:
+        """Until the process writes ``name`` (held, waiting) in the gate folder; the bound stops a hang."""
+        with anyio.fail_after(timeout):
+            while not self.says(name):
+                await anyio.sleep(0.02)  # paces the look; the outcome is the file's presence

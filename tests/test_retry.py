@@ -26,6 +26,7 @@ from research_mcp.server.app import create_server
 from research_mcp.sources.search import WebSearch
 from research_mcp.storage.store import Store
 from tests.llm.fake_anthropic import FakeMessagesAPI
+from tests.server.waiting import until_finished
 from tests.sources.fake_tavily import FakeTavily
 
 TEXT = "The bridge opened in 1932. It carries eight lanes of traffic and a railway line across the harbour."
@@ -222,8 +223,11 @@ async def test_a_run_rides_out_an_overload_and_keeps_each_retry_with_its_handoff
 
     async with Client(create_server()) as client:
         plan = await client.call_tool("plan_research", {"query": "When did the bridge open?"})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+            ),
         )
 
     assert run.structured_content["status"] == "done", run.content

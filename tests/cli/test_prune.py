@@ -1,20 +1,29 @@
-"""`research-mcp prune` at the terminal: by the retention setting, by id, and doctor's consistency check."""
+"""`research-mcp prune` at the terminal: by the retention setting, by id, and doctor's consistency check.
+
+Each test works on its own copy of the module's finished run (`harbour`: one `research-mcp run`
+over the notes), not on a run of its own."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
-from tests.cli.conftest import QUESTION, cli, cli_env, write_corpus
+from tests.cli.conftest import FinishedRun, cli, cli_env
+
+
+def copy_of(harbour: FinishedRun, home: Path) -> dict[str, str]:
+    """The environment of a data folder copied from the finished run's, over the same notes."""
+    shutil.copytree(harbour.env["RESEARCH_MCP_HOME"], home)
+    return cli_env(home, RESEARCH_MCP_CORPUS=str(harbour.corpus))
 
 
 def test_prune_deletes_runs_past_the_retention_setting_and_doctor_finds_the_store_consistent(
-    tmp_path: Path,
+    tmp_path: Path, harbour: FinishedRun
 ) -> None:
-    notes = write_corpus(tmp_path / "notes")
-    env = cli_env(tmp_path / "home", RESEARCH_MCP_CORPUS=str(notes))
-    assert cli("run", QUESTION, env=env).returncode == 0
+    env = copy_of(harbour, tmp_path / "home")
     [run_id] = [line.split()[0] for line in cli("runs", env=env).stdout.splitlines()[1:]]
+    assert run_id == harbour.run_id
 
     unset = cli("prune", env=env)
     assert unset.returncode == 2 and "RESEARCH_MCP_RETENTION_DAYS" in unset.stderr
@@ -33,10 +42,8 @@ def test_prune_deletes_runs_past_the_retention_setting_and_doctor_finds_the_stor
     assert "consistency:  every reference in the store points at a row" in doctor.stdout
 
 
-def test_doctor_names_a_dangling_reference_and_exits_1(tmp_path: Path) -> None:
-    notes = write_corpus(tmp_path / "notes")
-    env = cli_env(tmp_path / "home", RESEARCH_MCP_CORPUS=str(notes))
-    assert cli("run", QUESTION, env=env).returncode == 0
+def test_doctor_names_a_dangling_reference_and_exits_1(tmp_path: Path, harbour: FinishedRun) -> None:
+    env = copy_of(harbour, tmp_path / "home")
     with sqlite3.connect(tmp_path / "home" / "research.db") as db:  # an edit from outside
         db.execute("INSERT INTO events (run_id, kind, message, at) VALUES ('run_gone', 'x', 'x', 'now')")
 

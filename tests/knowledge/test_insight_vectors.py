@@ -19,6 +19,7 @@ from research_mcp.server.app import create_server
 from research_mcp.sources.process_objects import open_knowledge_index
 from research_mcp.storage.events import InsightsGiven
 from research_mcp.storage.store import Store
+from tests.server.waiting import until_finished
 
 BARRAGES = (
     "Tidal barrages hold back the sea behind a dam across an estuary. La Rance in France has run "
@@ -49,8 +50,11 @@ def leaves_cost_open(request: ModelRequest[Any]) -> Any:
 async def research(query: str, plan: dict[str, Any]) -> str:
     async with Client(create_server(model=ScriptedModel(leaves_cost_open))) as client:
         planned = await client.call_tool("plan_research", {"query": query, "suggested_plan": plan})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 50}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 50}
+            ),
         )
     assert run.structured_content["status"] == "done", run.structured_content
     return str(run.structured_content["id"])

@@ -20,6 +20,7 @@ from research_mcp.runs.prior import related
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
 from tests.server.indexing import notes_folder, wait_until_indexed
+from tests.server.waiting import until_finished
 from tests.sources.loopback import LoopbackServer
 
 STUDY = (
@@ -49,8 +50,11 @@ def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 async def research(client: Client, query: str, plan: dict[str, Any]) -> str:
     planned = await client.call_tool("plan_research", {"query": query, "suggested_plan": plan})
-    run = await client.call_tool(
-        "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 50}
+    run = await until_finished(
+        client,
+        await client.call_tool(
+            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 50}
+        ),
     )
     assert run.structured_content["status"] == "done", run.structured_content
     return str(run.structured_content["id"])

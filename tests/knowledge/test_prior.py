@@ -21,6 +21,7 @@ from research_mcp.storage.knowledge_base import KnowledgeBase
 from research_mcp.storage.store import Store
 from research_mcp.storage.vectors import KnowledgeIndex
 from tests.knowledge.kb import record, source
+from tests.server.waiting import until_finished
 
 EIFFEL = (
     "The Eiffel Tower was completed in 1889 for the World's Fair in Paris. "
@@ -49,15 +50,21 @@ async def test_prior_findings_reach_the_synthesizer_with_their_original_citation
             },
         )
         assert first.structured_content["metrics"]["known_facts"] == 0
-        await client.call_tool(
-            "execute_plan", {"plan_id": first.structured_content["id"], "wait_seconds": 20}
+        await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": first.structured_content["id"], "wait_seconds": 20}
+            ),
         )
 
         second = await client.call_tool(
             "plan_research", {"query": BUILT, "suggested_plan": one_leaf("Paris in 1900", BUILT, METRO)}
         )
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": second.structured_content["id"], "wait_seconds": 20}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": second.structured_content["id"], "wait_seconds": 20}
+            ),
         )
 
     assert second.structured_content["metrics"]["known_facts"] >= 1

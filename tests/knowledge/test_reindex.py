@@ -22,6 +22,7 @@ from research_mcp.storage.knowledge_base import KnowledgeBase
 from research_mcp.storage.store import Store
 from research_mcp.storage.vectors import IndexedHit, KnowledgeIndex
 from tests.knowledge.kb import record, source
+from tests.server.waiting import until_finished
 
 FACTS = [
     "The Eiffel Tower was completed in 1889 for the World's Fair in Paris.",
@@ -178,8 +179,11 @@ async def test_a_server_whose_index_is_held_elsewhere_still_researches_and_keeps
         holder.add("facts", [(10_000, "held by another process", {})])
         async with Client(create_server(model=ScriptedModel(team_script))) as client:
             planned = await client.call_tool("plan_research", {"query": "the notes", "suggested_plan": plan})
-            run = await client.call_tool(
-                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 20}
+            run = await until_finished(
+                client,
+                await client.call_tool(
+                    "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 20}
+                ),
             )
         assert run.structured_content["status"] == "done"
         assert run.structured_content["metrics"]["facts"] == 3

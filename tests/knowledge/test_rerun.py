@@ -12,6 +12,7 @@ from mcp import Client
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server
 from tests.server.indexing import notes_folder, wait_until_indexed
+from tests.server.waiting import until_finished
 
 NOTES = {
     "bees.md": (
@@ -38,8 +39,11 @@ def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 async def ask(client: Client) -> dict[str, Any]:
     planned = await client.call_tool("plan_research", {"query": QUERY})
     assert not planned.is_error, planned.content
-    run = await client.call_tool(
-        "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 50}
+    run = await until_finished(
+        client,
+        await client.call_tool(
+            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 50}
+        ),
     )
     assert not run.is_error, run.content
     assert run.structured_content["status"] == "done", run.structured_content

@@ -14,6 +14,7 @@ from research_mcp.reports import assemble_result
 from research_mcp.roles import base
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
+from tests.server.waiting import until_finished
 
 TOPICS = {
     "bridges": [
@@ -48,8 +49,11 @@ def plan_of(topics: dict[str, list[str]]) -> dict[str, Any]:
 async def plan_and_run(client: Client, plan: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     planned = await client.call_tool("plan_research", {"query": "three subjects", "suggested_plan": plan})
     assert not planned.is_error, planned.content
-    run = await client.call_tool(
-        "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+    run = await until_finished(
+        client,
+        await client.call_tool(
+            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        ),
     )
     assert not run.is_error, run.content
     assert run.structured_content["status"] == "done"

@@ -16,6 +16,7 @@ resumes that failed, integrity, and whether the final report equals an uninterru
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -39,6 +40,7 @@ from tests.fake_http import RecordedRequest, ScriptedResponse
 from tests.llm.fake_anthropic import FakeMessagesAPI
 
 __all__ = [
+    "HeldTeam",
     "KillPoint",
     "KillReport",
     "StdioServer",
@@ -180,6 +182,42 @@ class TeamMessagesAPI(FakeMessagesAPI):
             "report": f"# {name}\n\n" + ("\n".join(lines) or "No findings."),
             "confidence": {"level": "high", "reasoning": f"{len(facts)} facts, {len(children)} reports"},
         }
+
+
+class _Release(threading.Event):
+    """An event whose waits last until it is set (HOLD_BOUND_S at most), whatever bound the waiter
+    asks for: fake_http bounds an `after` wait at 60 s against a test's mistake, and a loaded machine
+    may take longer than that to reach the point where the test lets a held answer go."""
+
+    def wait(self, timeout: float | None = None) -> bool:  # the bound asked for gives way to HOLD_BOUND_S
+        return super().wait(HOLD_BOUND_S)
+
+
+#: How long HeldTeam holds an answer at most, should the test never release it (a hang guard).
+HOLD_BOUND_S = 600.0
+
+
+class HeldTeam(TeamMessagesAPI):
+    """The team, whose answer to the synthesis of the node titled `held` waits until `release` is set:
+    the run is in progress at that node, however fast or slow the machine."""
+
+    def __init__(self, plan: dict[str, Any], held: str) -> None:
+        super().__init__(plan, delay=0)
+        self.held = re.compile(rf"^Node: {re.escape(held)}$", re.MULTILINE)
+        self.release: threading.Event = _Release()
+
+    def answer(self, request: RecordedRequest) -> ScriptedResponse:
+        response = super().answer(request)
+        body = request.json if isinstance(request.json, dict) else {}
+        prompt = str((body.get("messages") or [{}])[0].get("content", ""))
+        synthesis = (
+            bool(body.get("tools")) and body["tools"][0]["input_schema"].get("title") == "SynthesisOutput"
+        )
+        return (
+            dataclasses.replace(response, after=self.release)
+            if synthesis and self.held.search(prompt)
+            else response
+        )
 
 
 # --- a raw JSON-RPC client of `research-mcp serve` over stdio ------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from research_mcp.core.config import Settings
 from research_mcp.server.app import create_server
 from tests.reliability.killharness import (
     SCRIPT,
+    HeldTeam,
     StdioServer,
     TeamMessagesAPI,
     plan_tree,
@@ -29,6 +31,8 @@ from tests.reliability.killharness import (
     text_of,
 )
 
+#: Bounds that only stop a hang (a loaded machine can take minutes for what takes seconds idle).
+HANG_S = 240
 LOCKED = ("database is locked", "database table is locked", "SQLITE_BUSY")
 
 
@@ -126,9 +130,22 @@ async def test_model_calls_in_flight_never_exceed_the_concurrency_limit_though_l
     assert team.max_in_flight == 2  # reached, never exceeded
 
 
+@pytest.fixture
+def held_team() -> Iterator[HeldTeam]:
+    """The team, holding the synthesis of "leaf 0.1" (a leaf of the first process's plan only) until
+    the second process has asked for that plan's run: the run is surely still running then."""
+    with HeldTeam(plan_tree(), held="leaf 0.1") as api:
+        api.delay = 0.1  # each answer takes a while, so the two processes' calls overlap
+        try:
+            yield api
+        finally:
+            api.release.set()  # a held answer never outlives the test
+
+
 def test_two_server_processes_on_one_data_folder_lose_and_duplicate_nothing(
-    team: TeamMessagesAPI, research_home: Path
+    held_team: HeldTeam, research_home: Path
 ) -> None:
+    team = held_team
     if not SCRIPT.exists():
         pytest.fail("the research-mcp console script is not installed: run `make test`")
     research_home.mkdir(parents=True, exist_ok=True)
@@ -137,6 +154,9 @@ def test_two_server_processes_on_one_data_folder_lose_and_duplicate_nothing(
         "RESEARCH_MCP_MODEL": "anthropic",
         "ANTHROPIC_API_KEY": "test-key",
         "ANTHROPIC_BASE_URL": team.url,
+        # A process waits for the other's turn with the vector folder as long as it takes (the
+        # server's 10 s is a latency a loaded machine can exceed); a turn never given is a hang.
+        "RESEARCH_MCP_INDEX_WAIT": "600",
     }
     logs = [research_home.parent / "a.stderr", research_home.parent / "b.stderr"]
     first = StdioServer(env, stderr=logs[0])
@@ -155,7 +175,8 @@ def test_two_server_processes_on_one_data_folder_lose_and_duplicate_nothing(
         return result.get("structuredContent") or {}
 
     def finish(server: StdioServer, run_id: str) -> None:
-        for _ in range(10):
+        deadline = time.monotonic() + HANG_S  # a loaded machine may need many waits; this stops a hang
+        while time.monotonic() < deadline:
             status = record("wait", server.call("execute_plan", {"run_id": run_id, "wait_seconds": 10}))
             if status.get("status") != "running":
                 return
@@ -168,14 +189,19 @@ def test_two_server_processes_on_one_data_folder_lose_and_duplicate_nothing(
             )
             run = record("run", server.call("execute_plan", {"plan_id": plan["id"], "wait_seconds": 0}))
             if index == 0:
-                shared_plan["id"] = plan["id"]
+                shared_plan["id"], shared_plan["run"] = plan["id"], run["id"]
                 ready.set()
-            # The other process asks to execute this process's plan while it runs: it must wait on the same run.
-            if index == 1 and ready.wait(30):
-                same = record(
-                    "run", server.call("execute_plan", {"plan_id": shared_plan["id"], "wait_seconds": 0})
-                )
+            # The other process asks to execute this process's plan while it runs (held at leaf 0.1):
+            # it must be given the same run, not start another.
+            if index == 1 and ready.wait(HANG_S):
+                try:
+                    same = record(
+                        "run", server.call("execute_plan", {"plan_id": shared_plan["id"], "wait_seconds": 0})
+                    )
+                finally:
+                    team.release.set()
                 shared_plan["seen by b"] = same.get("status", "")
+                shared_plan["b was given"] = same.get("id", "")
             for i in range(4):
                 record(
                     "extract",
@@ -197,7 +223,7 @@ def test_two_server_processes_on_one_data_folder_lose_and_duplicate_nothing(
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=120)
+        thread.join(timeout=2 * HANG_S)
     first.close()
     second.close()
 
@@ -239,6 +265,7 @@ def test_two_server_processes_on_one_data_folder_lose_and_duplicate_nothing(
         f"{shared_plan.get('seen by b')!r}"
     )
     assert failures == [] and locked == []
+    assert shared_plan["seen by b"] == "running" and shared_plan["b was given"] == shared_plan["run"]
     assert statuses == {"done"}
     assert found == expected
     assert integrity == "ok"

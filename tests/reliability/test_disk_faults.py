@@ -9,6 +9,7 @@ file is checked (`PRAGMA integrity_check`, every earlier row present) after the 
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 import time
@@ -21,6 +22,7 @@ import pytest
 from research_mcp.storage.store import Store
 from tests.reliability.killharness import (
     SCRIPT,
+    HeldTeam,
     StdioServer,
     TeamMessagesAPI,
     integrity,
@@ -90,9 +92,15 @@ def until_finished(server: StdioServer, result: dict[str, Any], bound_s: float =
 
 def seed(home: Path, api: TeamMessagesAPI) -> dict[str, Any]:
     """A finished run and an extraction, committed by a normal server."""
-    server = StdioServer(env_for(home, api), stderr=home.parent / "seed.stderr")
+    log = home.parent / "seed.stderr"
+    server = StdioServer(env_for(home, api), stderr=log)
     try:
-        server.initialize()
+        try:
+            server.initialize()
+        except RuntimeError as error:  # say why: the server's own last words, not only "server exited"
+            raise RuntimeError(
+                f"{error}; the seed server's stderr ends:\n{log.read_text()[-3000:]}"
+            ) from None
         plan = server.call("plan_research", {"query": "records", "suggested_plan": plan_tree(1, 1, 1)})
         run = server.call("execute_plan", {"plan_id": plan["structuredContent"]["id"], "wait_seconds": 30})
         run = until_finished(server, run)
@@ -102,6 +110,40 @@ def seed(home: Path, api: TeamMessagesAPI) -> dict[str, Any]:
     finally:
         server.close()
     return {"run": run["structuredContent"]["id"], "extraction": extraction["structuredContent"]["id"]}
+
+
+@dataclasses.dataclass(frozen=True)
+class Seeded:
+    """A data folder holding a finished run and an extraction; tests copy it, never change it."""
+
+    home: Path
+    run: str
+    extraction: str
+    counts: dict[str, int]
+
+    def copy_to(self, home: Path) -> None:
+        # Sparse copies: the vector engine preallocates its WAL and storage files as sparse files.
+        subprocess.run(["cp", "-a", "--sparse=always", f"{self.home}/.", str(home)], check=True)
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Seeded:
+    """One normal server's run for the module (a server start and a run fewer per test)."""
+    home = tmp_path_factory.mktemp("seeded") / "home"
+    home.mkdir()
+    with TeamMessagesAPI(plan_tree(1, 1, 1), delay=0) as api:
+        ids = seed(home, api)
+    return Seeded(home, ids["run"], ids["extraction"], counts(home / "research.db"))
+
+
+@pytest.fixture
+def held_team() -> Iterator[HeldTeam]:
+    """The team for a root with three leaves, the third ("leaf 0.2") held at its synthesis."""
+    with HeldTeam(plan_tree(1, 3, 2), held="leaf 0.2") as api:
+        try:
+            yield api
+        finally:
+            api.release.set()  # a held answer never outlives the test
 
 
 def in_namespace(setup: str, home: Path, env: dict[str, str], log: Path) -> StdioServer:
@@ -129,11 +171,11 @@ def run_says_full(result: dict[str, Any], folder: Path) -> bool:
 
 
 def test_a_read_only_data_folder_still_reads_earlier_results_and_refuses_writes_naming_the_folder(
-    team: TeamMessagesAPI, research_home: Path
+    team: TeamMessagesAPI, research_home: Path, seeded: Seeded
 ) -> None:
     research_home.mkdir(parents=True)
-    seeded = seed(research_home, team)
-    before = counts(research_home / "research.db")
+    seeded.copy_to(research_home)
+    before = seeded.counts
     setup = f"mount --bind {research_home} {research_home} && mount -o remount,ro,bind {research_home}"
     server = in_namespace(
         setup,
@@ -142,13 +184,13 @@ def test_a_read_only_data_folder_still_reads_earlier_results_and_refuses_writes_
         research_home.parent / "ro.log",
     )
     try:
-        report = server.call("report_results", {"id": seeded["run"], "view": "report"})
+        report = server.call("report_results", {"id": seeded.run, "view": "report"})
         writes = {
             "plan_research": server.call("plan_research", {"query": "records again"}),
             "extract_source": server.call(
                 "extract_source", {"source": source_text(4, 1, 1), "questions": ["When?"]}
             ),
-            "execute_plan": server.call("execute_plan", {"run_id": seeded["run"], "wait_seconds": 1}),
+            "execute_plan": server.call("execute_plan", {"run_id": seeded.run, "wait_seconds": 1}),
         }
     finally:
         server.close()
@@ -226,14 +268,13 @@ def test_serve_on_a_read_only_folder_without_a_store_exits_with_one_line_saying_
 
 
 def test_a_full_disk_mid_run_is_a_clear_error_and_the_run_resumes_once_space_is_freed(
-    team: TeamMessagesAPI, research_home: Path
+    research_home: Path, seeded: Seeded, held_team: HeldTeam
 ) -> None:
+    """Two of three leaves finished, the third held at its synthesis (HeldTeam) while the disk fills:
+    the run is mid-run when it meets the full disk on any machine, not only on one fast enough."""
     research_home.mkdir(parents=True)
-    seeded = seed(research_home, team)
-    before = counts(research_home / "research.db")
-    stash, signals = research_home.parent / "seeded", research_home.parent / "signals"
-    # Sparse copies: the vector engine preallocates its WAL and storage files as sparse files.
-    subprocess.run(["cp", "-a", "--sparse=always", str(research_home), str(stash)], check=True)
+    before = seeded.counts
+    stash, signals = seeded.home, research_home.parent / "signals"
     signals.mkdir()
     # Inside the namespace a watcher fills the tmpfs when told (a file outside it appears), then frees it.
     watcher = (
@@ -242,6 +283,7 @@ def test_a_full_disk_mid_run_is_a_clear_error_and_the_run_resumes_once_space_is_
         f" rm -f {research_home}/filler; touch {signals}/freed) </dev/null >/dev/null 2>&1 &"
     )
     setup = f"mount -t tmpfs -o size=48m tmpfs {research_home} && cp -a --sparse=always {stash}/. {research_home}/ && {watcher} true"
+    team = held_team
     server = in_namespace(
         setup, research_home, env_for(research_home, team), research_home.parent / "full.log"
     )
@@ -258,18 +300,18 @@ def test_a_full_disk_mid_run_is_a_clear_error_and_the_run_resumes_once_space_is_
         run_id = server.call("execute_plan", {"plan_id": plan["structuredContent"]["id"], "wait_seconds": 0})[
             "structuredContent"
         ]["id"]
-        done_before = 0
-        while done_before < 2:  # two leaves finished, the rest under way
+        done_before, deadline = 0, time.monotonic() + 240  # the deadline only stops a hang
+        while done_before < 2:  # two leaves finished; the third cannot finish while it is held
+            assert time.monotonic() < deadline, "two leaves did not finish"
             handle = server.call("execute_plan", {"run_id": run_id, "wait_seconds": 0.2})
             done_before = handle["structuredContent"]["metrics"]["nodes_done"]
         signal("fill", "filled")
-        for _ in range(30):  # the run stops at its first write that finds the disk full
-            stopped = server.call("execute_plan", {"run_id": run_id, "wait_seconds": 1})
-            if stopped.get("isError") or stopped["structuredContent"]["status"] != "running":
-                break
-        retried = server.call("execute_plan", {"run_id": run_id, "wait_seconds": 5})
+        team.release.set()
+        # The run stops at its first write that finds the disk full; a resume on the full disk too.
+        stopped = until_finished(server, server.call("execute_plan", {"run_id": run_id, "wait_seconds": 1}))
+        retried = until_finished(server, server.call("execute_plan", {"run_id": run_id, "wait_seconds": 5}))
         extraction = server.call("extract_source", {"source": source_text(4, 1, 1), "questions": ["When?"]})
-        report = server.call("report_results", {"id": seeded["run"], "view": "report"})
+        report = server.call("report_results", {"id": seeded.run, "view": "report"})
         signal("free", "freed")
         resumed = until_finished(server, server.call("execute_plan", {"run_id": run_id, "wait_seconds": 30}))
     finally:

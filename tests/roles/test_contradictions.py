@@ -18,6 +18,7 @@ from research_mcp.server.app import create_server
 from research_mcp.storage.events import IterationDone, data_of
 from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import Store
+from tests.server.waiting import until_finished
 
 OPENED_1932 = "The harbour bridge opened to traffic in 1932. It carries eight lanes of road traffic."
 OPENED_1934 = "The harbour bridge opened to traffic in 1934. Its arch is made of silicon steel."
@@ -55,8 +56,11 @@ async def run(client: Client, suggested: dict[str, Any]) -> dict[str, Any]:
         "plan_research", {"query": "the harbour bridge", "suggested_plan": suggested}
     )
     assert not plan.is_error, plan.content
-    result = await client.call_tool(
-        "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 50}
+    result = await until_finished(
+        client,
+        await client.call_tool(
+            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 50}
+        ),
     )
     assert not result.is_error, result.content
     return dict(result.structured_content)

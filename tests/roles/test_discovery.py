@@ -13,6 +13,7 @@ from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server
 from research_mcp.storage.outputs import StoredCuration
 from research_mcp.storage.store import Store
+from tests.server.waiting import until_finished
 from tests.sources.fake_tavily import FakeTavily, web_through
 from tests.sources.loopback import LoopbackServer
 
@@ -61,8 +62,11 @@ async def test_a_discovery_leaf_feeds_its_ranked_sources_to_its_sibling_leaf(
     model = ScriptedModel(team_script)
     async with Client(create_server(model=model)) as client:
         planned = await client.call_tool("plan_research", {"query": "marine energy", "suggested_plan": plan})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 20}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 20}
+            ),
         )
         assert run.structured_content["status"] == "done", run.content
         sources = await client.call_tool(

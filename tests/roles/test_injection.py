@@ -23,6 +23,7 @@ from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import Store
 from tests.fake_http import ScriptedResponse
 from tests.llm.fake_anthropic import FakeMessagesAPI, tool_use_response
+from tests.server.waiting import until_finished
 from tests.sources.loopback import LoopbackServer
 
 GUESSED_TAG = "0123456789abcdef"
@@ -118,8 +119,11 @@ async def test_an_injected_page_is_framed_as_data_and_an_obeying_model_forges_no
             planned = await client.call_tool(
                 "plan_research", {"query": "LFP longevity", "suggested_plan": plan}
             )
-            run = await client.call_tool(
-                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 20}
+            run = await until_finished(
+                client,
+                await client.call_tool(
+                    "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 20}
+                ),
             )
             run_id = run.structured_content["id"]
             report = (

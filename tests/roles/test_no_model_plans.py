@@ -16,6 +16,7 @@ from research_mcp.core.config import Settings
 from research_mcp.server.app import create_server
 from research_mcp.storage.events import IterationDone, PhaseMet, PhaseUnmet, SourcesChosen
 from research_mcp.storage.store import Store
+from tests.server.waiting import until_finished
 from tests.sources.fake_tavily import FakeTavily, web_through
 from tests.sources.loopback import LoopbackServer
 
@@ -53,8 +54,11 @@ async def plan_and_run(client: Client, query: str) -> tuple[dict[str, Any], str,
     planned = await client.call_tool("plan_research", {"query": query})
     assert planned.structured_content["status"] == "feasible", planned.content
     tree = await client.call_tool("report_results", {"id": planned.structured_content["id"], "view": "tree"})
-    run = await client.call_tool(
-        "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 50}
+    run = await until_finished(
+        client,
+        await client.call_tool(
+            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 50}
+        ),
     )
     assert not run.is_error, run.content
     return dict(planned.structured_content), tree.structured_content["text"], dict(run.structured_content)

@@ -18,6 +18,7 @@ from research_mcp.roles.outline import outline_gaps, sections
 from research_mcp.server.app import create_server
 from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import Store
+from tests.server.waiting import until_finished
 
 TIDES = "Tidal power turns the rise and fall of the sea into electricity. The Rance station opened in 1966."
 WAVES = "Wave power captures the energy of surface waves. Most wave power devices are still prototypes."
@@ -41,8 +42,11 @@ PLAN = {
 async def run(model: ScriptedModel) -> dict[str, Any]:
     async with Client(create_server(model=model)) as client:
         plan = await client.call_tool("plan_research", {"query": "marine power", "suggested_plan": PLAN})
-        done = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        done = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+            ),
         )
     assert not done.is_error, done.content
     return dict(done.structured_content)

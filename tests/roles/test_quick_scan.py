@@ -19,6 +19,7 @@ from research_mcp.server.app import create_server
 from research_mcp.storage.outputs import StoredCuration
 from research_mcp.storage.store import Store
 from tests.server.indexing import notes_folder, wait_until_indexed
+from tests.server.waiting import until_finished
 
 NOTES = {
     # Names the topic in its title, never says the output.
@@ -150,8 +151,11 @@ async def test_in_a_run_the_scans_sit_apart_from_the_leaves_reading_and_the_cura
     async with Client(create_server()) as client:
         await wait_until_indexed(client)
         planned = await client.call_tool("plan_research", {"query": OUTPUT, "suggested_plan": plan})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 50}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 50}
+            ),
         )
         assert run.structured_content["status"] == "done", run.content
         (curated,) = [

@@ -28,6 +28,7 @@ from research_mcp.sources.opening_paragraph import opening, page_title
 from research_mcp.storage.outputs import StoredCuration, StoredSynthesis
 from research_mcp.storage.store import Store
 from tests.server.indexing import wait_until_indexed
+from tests.server.waiting import until_finished
 from tests.sources.fake_tavily import FakeTavily, web_through
 from tests.sources.loopback import LoopbackServer
 
@@ -75,8 +76,11 @@ def _results(pages: LoopbackServer, query: str) -> dict[str, Any]:
 async def _run(plan: dict[str, Any], model: ScriptedModel) -> str:
     async with Client(create_server(model=model)) as client:
         planned = await client.call_tool("plan_research", {"query": "marine energy", "suggested_plan": plan})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+            ),
         )
         assert run.structured_content["status"] == "done", run.content
         return str(run.structured_content["id"])
@@ -374,8 +378,11 @@ async def test_a_source_touching_two_leaves_questions_goes_to_the_leaf_it_is_abo
         planned = await client.call_tool(
             "plan_research", {"query": "MPL and triggers", "suggested_plan": plan}
         )
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+            ),
         )
         assert run.structured_content["status"] == "done", run.content
 

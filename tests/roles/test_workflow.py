@@ -26,6 +26,7 @@ from research_mcp.storage.events import IterationDone
 from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis
 from research_mcp.storage.store import Store
 from tests.server.indexing import wait_until_indexed
+from tests.server.waiting import until_finished
 
 TEXT_A = (
     "Solar panels convert sunlight into electricity using photovoltaic cells. "
@@ -62,8 +63,11 @@ async def run_plan(client: Client, suggested: dict[str, Any], **planned: Any) ->
         "plan_research", {"query": "energy sources", "suggested_plan": suggested, **planned}
     )
     assert not plan.is_error, plan.content
-    run = await client.call_tool(
-        "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 20}
+    run = await until_finished(
+        client,
+        await client.call_tool(
+            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 20}
+        ),
     )
     assert not run.is_error, run.content
     return dict(run.structured_content)

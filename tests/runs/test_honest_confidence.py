@@ -16,6 +16,7 @@ from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server
 from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import Store
+from tests.server.waiting import until_finished
 
 GPL = "What does the GPL-3 require when distributing modified versions?"
 SEE = "See the GNU Lesser General Public License for more details."
@@ -57,8 +58,11 @@ async def run(
     plan = {"root": {"kind": "executor", "title": "licences", "children": [leaf]}}
     async with Client(create_server(model=model)) as client:
         planned = await client.call_tool("plan_research", {"query": questions[0], "suggested_plan": plan})
-        done = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        done = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+            ),
         )
         assert done.structured_content["status"] == "done", done.structured_content
     store = Store(Settings().database_path)
@@ -164,8 +168,11 @@ async def test_a_question_a_phase_iteration_answered_is_no_longer_a_gap_of_the_r
     plan = {"root": {"kind": "executor", "title": "licences", "children": [leaf], "phases": [phase]}}
     async with Client(create_server(model=model)) as client:
         planned = await client.call_tool("plan_research", {"query": first, "suggested_plan": plan})
-        done = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        done = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+            ),
         )
     store = Store(Settings().database_path)
     leaf_gaps = [
@@ -196,8 +203,11 @@ async def test_a_question_nothing_answers_is_not_suggested_again_as_its_own_foll
     question = "How many cores does the Raspberry Pi 5 have?"
     async with Client(create_server(model=None)) as client:
         planned = await client.call_tool("plan_research", {"query": question})
-        done = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        done = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+            ),
         )
         followups = await client.call_tool(
             "report_results", {"id": done.structured_content["id"], "view": "followups"}

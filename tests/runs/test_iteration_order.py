@@ -22,6 +22,7 @@ from research_mcp.storage.outputs import StoredExtraction
 from research_mcp.storage.store import Store
 from tests.fake_http import ScriptedResponse
 from tests.runs.walk import PLAN_ID, leaf, tree, walk
+from tests.server.waiting import until_finished
 from tests.sources.fake_tavily import FakeTavily, web_through
 from tests.sources.loopback import LoopbackServer
 
@@ -106,8 +107,11 @@ async def test_sibling_leaves_take_sources_in_plan_order_not_by_whose_search_fin
     }
     async with Client(create_server(model=ScriptedModel(team_script))) as client:
         planned = await client.call_tool("plan_research", {"query": "tidal power", "suggested_plan": plan})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+            ),
         )
     assert run.structured_content["status"] == "done", run.content
     store = Store(Settings().database_path)

@@ -24,6 +24,7 @@ from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server
 from research_mcp.storage.outputs import StoredExtraction
 from research_mcp.storage.store import Store
+from tests.server.waiting import until_finished
 from tests.sources.loopback import LoopbackServer
 
 NOTE = (
@@ -66,8 +67,11 @@ def leaking(sink: LoopbackServer) -> Any:
 async def research(client: Client, query: str, root: dict[str, Any]) -> str:
     plan = await client.call_tool("plan_research", {"query": query, "suggested_plan": {"root": root}})
     assert not plan.is_error, plan.content
-    run = await client.call_tool(
-        "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+    run = await until_finished(
+        client,
+        await client.call_tool(
+            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        ),
     )
     assert run.structured_content["status"] == "done", run.structured_content
     return str(run.structured_content["id"])

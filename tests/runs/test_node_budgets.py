@@ -15,6 +15,7 @@ from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
 from tests.runs.test_task_specs import HYDRO, SOLAR, WIND
+from tests.server.waiting import until_finished
 
 
 @pytest.fixture(autouse=True)
@@ -38,8 +39,11 @@ async def run(client: Client, root: dict[str, Any], **plan: Any) -> dict[str, An
         "plan_research", {"query": "electricity generation", "suggested_plan": {"root": root}, **plan}
     )
     assert not planned.is_error, planned.content
-    result = await client.call_tool(
-        "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+    result = await until_finished(
+        client,
+        await client.call_tool(
+            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        ),
     )
     assert not result.is_error, result.content
     return dict(result.structured_content)

@@ -27,6 +27,7 @@ from research_mcp.storage.events import IterationDone, SourcesChosen
 from research_mcp.storage.outputs import StoredCuration
 from research_mcp.storage.store import Store
 from tests.server.indexing import wait_until_indexed
+from tests.server.waiting import until_finished
 from tests.sources.loopback import LoopbackServer
 
 
@@ -42,8 +43,11 @@ async def run_plan(root: dict[str, Any], script: Any = team_script, *, index: bo
             "plan_research", {"query": "tidal power", "suggested_plan": {"root": root}}
         )
         assert not plan.is_error, plan.content
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+            ),
         )
         assert run.structured_content["status"] == "done", run.structured_content
         return str(run.structured_content["id"])

@@ -21,6 +21,7 @@ from research_mcp.server.app import create_server
 from research_mcp.storage.events import SecondHop, SourcesChosen
 from research_mcp.storage.store import Store
 from tests.server.indexing import wait_until_indexed
+from tests.server.waiting import until_finished
 
 QUESTION = "Where is the director of the film Big Stone Gap based?"
 NOTES = {
@@ -77,8 +78,11 @@ async def research(question: str) -> str:
     async with Client(create_server(model=ScriptedModel(extractor_script))) as client:
         assert (await wait_until_indexed(client))["phase"] == "ready"
         plan = await client.call_tool("plan_research", {"query": question})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+            ),
         )
         assert run.structured_content["status"] == "done", run.structured_content
         return str(run.structured_content["id"])

@@ -15,6 +15,7 @@ from research_mcp.core.role_inputs import ExtractorInput
 from research_mcp.runs.shares import priority_shares
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
+from tests.server.waiting import until_finished
 from tests.sources.fake_tavily import FakeTavily, web_through
 from tests.sources.loopback import LoopbackServer
 
@@ -93,8 +94,11 @@ async def test_the_higher_priority_leaf_reads_more_of_a_shared_source_budget(web
         planned = await client.call_tool(
             "plan_research", {"query": "kelp growth", "suggested_plan": plan, "budget": {"max_sources": 6}}
         )
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 50}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 50}
+            ),
         )
     assert not run.is_error, run.content
     read: dict[str, set[str]] = {}

@@ -15,6 +15,7 @@ from research_mcp.runs.snapshot import latest_run_id, read_snapshot, recent_runs
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
 from tests.server.test_runs import plan
+from tests.server.waiting import until_finished
 
 TERMINAL_TOTALS = re.compile(
     r"(?P<status>\w+): (?P<done>\d+)/(?P<total>\d+) nodes, (?P<sources>\d+) sources read, "
@@ -26,7 +27,9 @@ TERMINAL_TOTALS = re.compile(
 async def test_the_handle_the_terminal_and_the_export_show_the_same_figures_of_a_run() -> None:
     async with Client(create_server(model=ScriptedModel(team_script))) as client:
         plan_id = await plan(client)
-        result = await client.call_tool("execute_plan", {"plan_id": plan_id, "wait_seconds": 20})
+        result = await until_finished(
+            client, await client.call_tool("execute_plan", {"plan_id": plan_id, "wait_seconds": 20})
+        )
     handle = result.structured_content
     assert handle["status"] == "done"
     run_id, metrics = handle["id"], handle["metrics"]

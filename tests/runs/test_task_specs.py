@@ -28,6 +28,7 @@ from research_mcp.storage.events import AcceptanceRejudged, IterationDone
 from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis
 from research_mcp.storage.store import Store
 from tests.server.indexing import wait_until_indexed
+from tests.server.waiting import until_finished
 
 SOLAR = (
     "Solar panels convert sunlight into electricity using photovoltaic cells. "
@@ -67,8 +68,11 @@ async def run_leaf(
     async with Client(create_server(model=model)) as client:
         planned = await client.call_tool("plan_research", {"query": "energy", "suggested_plan": plan})
         assert not planned.is_error, planned.content
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+            ),
         )
         assert run.structured_content["status"] == "done", run.structured_content
     return model, str(run.structured_content["id"])
@@ -226,8 +230,11 @@ async def test_an_extractor_is_told_what_other_sources_established_and_what_its_
             }
             plan = {"root": {"kind": "executor", "title": "Paris", "children": [leaf]}}
             planned = await client.call_tool("plan_research", {"query": BUILT, "suggested_plan": plan})
-            await client.call_tool(
-                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+            await until_finished(
+                client,
+                await client.call_tool(
+                    "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+                ),
             )
     first, second = [call.payload for call in model.calls_for("extractor")]
     assert isinstance(first, ExtractorPayload) and isinstance(second, ExtractorPayload)
@@ -255,8 +262,11 @@ async def test_a_phase_iteration_tells_each_extractor_what_the_synthesis_establi
     model = ScriptedModel(team_script)
     async with Client(create_server(model=model)) as client:
         planned = await client.call_tool("plan_research", {"query": "energy", "suggested_plan": plan})
-        await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+            ),
         )
     first, again = [call.payload for call in model.calls_for("extractor")]
     assert isinstance(first, ExtractorPayload) and isinstance(again, ExtractorPayload)
@@ -294,8 +304,11 @@ async def run_phase(
     async with Client(create_server(model=ScriptedModel(script))) as client:
         assert (await wait_until_indexed(client))["phase"] == "ready"
         planned = await client.call_tool("plan_research", {"query": "energy", "suggested_plan": plan})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+            ),
         )
         assert run.structured_content["status"] == status, run.structured_content
         run_id = run.structured_content["id"]

@@ -11,6 +11,7 @@ from research_mcp.core.config import Settings
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
 from tests.llm.fake_anthropic import FakeMessagesAPI
+from tests.server.waiting import until_finished
 
 TEXT = "The bridge opened in 1932. It carries eight lanes of traffic and a railway line across the harbour."
 
@@ -103,8 +104,11 @@ async def test_a_whole_run_is_served_by_the_anthropic_backend_through_the_real_s
         )
     async with Client(create_server(), mode="legacy") as client:
         plan = await client.call_tool("plan_research", {"query": "When did the bridge open?"})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 20}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 20}
+            ),
         )
         report = await client.call_tool(
             "report_results", {"id": run.structured_content["id"], "view": "report"}

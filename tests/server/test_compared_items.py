@@ -12,6 +12,7 @@ from mcp import Client
 
 from research_mcp.server.app import create_server
 from tests.server.indexing import notes_folder, wait_until_indexed
+from tests.server.waiting import until_finished
 
 NOTES = {
     "Alpha-2 licence.txt": "The Alpha-2 licence. Each contributor grants you a perpetual patent licence "
@@ -49,8 +50,11 @@ async def test_each_compared_item_is_answered_from_its_own_sources_run_after_run
         # An earlier run on a third licence: its facts are known when the comparison runs, twice.
         for query in ("What does the Gamma-1 licence grant about patents?", QUERY, QUERY):
             plan = await client.call_tool("plan_research", {"query": query})
-            run = await client.call_tool(
-                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+            run = await until_finished(
+                client,
+                await client.call_tool(
+                    "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+                ),
             )
             assert run.structured_content["status"] == "done"
             if query != QUERY:

@@ -11,6 +11,7 @@ from mcp import Client
 
 from research_mcp.server.app import create_server
 from tests.server.indexing import notes_folder, wait_until_indexed
+from tests.server.waiting import until_finished
 
 NOTES = {
     "kelp survey.md": "# Kelp survey\n\nGiant kelp grows up to 61 centimetres per day in summer.\n",
@@ -30,8 +31,11 @@ async def test_confidence_is_one_plain_sentence_and_the_reasons_stay_structured(
         plan = await client.call_tool(
             "plan_research", {"query": "How fast does giant kelp grow per day, and where does it grow?"}
         )
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+            ),
         )
         run_id = run.structured_content["id"]
         views = {

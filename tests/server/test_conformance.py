@@ -40,12 +40,14 @@ from research_mcp.runs import manager
 from research_mcp.runs.manager import next_progress, progress_message
 from research_mcp.server.app import create_server
 from research_mcp.sources.index_progress import IndexProgress
+from tests.gate import ScanGate
 from tests.server.indexing import wait_until_indexed
 from tests.server.over_http import served_over_http
 from tests.server.test_runs import three_leaf_plan
 from tests.server.test_startup import write_notes
 from tests.server.test_stdio import SCRIPT, script, server_params
 from tests.server.test_tasks import RawSession
+from tests.server.waiting import until_finished
 
 __all__ = ["script"]  # the fixture, imported
 
@@ -232,9 +234,12 @@ async def test_what_the_schema_accepts_at_its_limits_the_server_accepts() -> Non
             assert not result.is_error, result.content
         plan = await client.call_tool("plan_research", {"query": "q" * 2000})
         assert not plan.is_error, plan.content
-        run = await client.call_tool(
-            "execute_plan",
-            {"plan_id": plan.structured_content["id"], "wait_seconds": 55},  # type: ignore[index]
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan",
+                {"plan_id": plan.structured_content["id"], "wait_seconds": 55},  # type: ignore[index]
+            ),
         )
         assert not run.is_error, run.content
         page = await client.call_tool(
@@ -427,8 +432,11 @@ async def test_a_client_that_sets_a_level_gets_the_servers_log_lines_redacted_an
         planned = await client.call_tool(
             "plan_research", {"query": "When do penguins breed?", "suggested_plan": plan}
         )
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+            ),
         )  # type: ignore[index]
         assert run.structured_content["status"] == "partial"  # type: ignore[index]
         logging.getLogger("research_mcp.conformance").info("below the level set")
@@ -549,21 +557,43 @@ async def test_a_run_started_while_a_new_server_rescans_a_complete_corpus_is_not
     script: Path, tmp_path: Path
 ) -> None:
     """A one-shot client (Inspector CLI, a host that starts a server per session) runs research in
-    the server's first seconds, while its start-up pass re-checks a corpus indexed by an earlier one."""
-    notes = write_notes(tmp_path / "notes", 1500)
+    the server's first seconds, while its start-up pass re-checks a corpus indexed by an earlier one.
+
+    The new server's pass is held before its scan (tests/gate.py ScanGate) until its first search
+    waits for that scan, so the search surely comes during the scan, on any machine."""
+    notes = write_notes(tmp_path / "notes", 60)
     params = server_params(Settings().home, RESEARCH_MCP_CORPUS=str(notes), RESEARCH_MCP_MODEL="extractive")
     async with Client(params, mode="legacy") as client:
-        assert (await wait_until_indexed(client))["line"] == "corpus: 1,500 documents indexed"
-    async with Client(params, mode="legacy") as client:  # a new process; no waiting this time
-        scouted = await client.call_tool("scout_sources", {"topic": "kelp forests survey"})
+        assert (await wait_until_indexed(client))["line"] == "corpus: 60 documents indexed"
+    gate = ScanGate(tmp_path / "scan-gate")
+    gated = server_params(
+        Settings().home, RESEARCH_MCP_CORPUS=str(notes), RESEARCH_MCP_MODEL="extractive", **gate.env()
+    )
+    async with Client(gated, mode="legacy") as client:  # a new process; no waiting this time
+        await gate.wait_for("held")  # its start-up pass is about to scan the folders
+        scouts: list[Any] = []
+
+        async def scout() -> None:
+            scouts.append(await client.call_tool("scout_sources", {"topic": "kelp forests survey"}))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(scout)
+            with anyio.fail_after(120):  # stops a hang
+                while not gate.says("waiting") and not scouts:  # the search waits for the scan (or,
+                    await anyio.sleep(0.02)  # were that broken, answered during it: asserted below)
+            gate.open()
         planned = await client.call_tool(
             "plan_research", {"query": "What did the kelp forests survey record?"}
         )
-        run = await client.call_tool(
-            "execute_plan",
-            {"plan_id": planned.structured_content["id"], "wait_seconds": 50},  # type: ignore[index]
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan",
+                {"plan_id": planned.structured_content["id"], "wait_seconds": 50},  # type: ignore[index]
+            ),
         )
         gaps = await client.call_tool("report_results", {"id": run.structured_content["id"], "view": "gaps"})  # type: ignore[index]
+    [scouted] = scouts
     assert "corpus" not in scouted.structured_content["metrics"], scouted.content  # type: ignore[index]
     assert run.structured_content["status"] == "done", run.content  # type: ignore[index]
     assert "indexed so far" not in gaps.structured_content["text"]  # type: ignore[index]

@@ -14,6 +14,7 @@ from mcp import Client
 from research_mcp.server.app import create_server
 from research_mcp.sources.library import SourceLibrary
 from tests.server.indexing import corpus_status, notes_folder, wait_until_indexed
+from tests.server.waiting import until_finished
 
 NOTES = {
     "kelp forests.md": "# Kelp forests\n\nKelp forests grow in cold, nutrient-rich coastal waters. "
@@ -41,8 +42,11 @@ async def test_a_no_key_user_researches_their_own_notes_and_gets_a_cited_report(
         assert ranked.structured_content["text"].splitlines()[0].split("<")[1].startswith("corpus:")
 
         plan = await client.call_tool("plan_research", {"query": "How fast does giant kelp grow?"})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+            ),
         )
         assert run.structured_content["status"] == "done"
         report = await client.call_tool(
@@ -161,8 +165,11 @@ async def test_a_corpus_still_indexing_is_named_once_in_a_runs_gaps_with_the_lat
         await wait_until_indexed(client)
         monkeypatch.setattr(SourceLibrary, "corpus_coverage", coverage)
         planned = await client.call_tool("plan_research", {"query": "ocean life", "suggested_plan": plan})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 50}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 50}
+            ),
         )
         gaps = await client.call_tool("report_results", {"id": run.structured_content["id"], "view": "gaps"})
     said = [line for line in gaps.structured_content["text"].splitlines() if "indexed so far" in line]

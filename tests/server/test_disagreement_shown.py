@@ -10,6 +10,7 @@ from mcp import Client
 
 from research_mcp.server.app import create_server
 from tests.server.indexing import notes_folder, wait_until_indexed
+from tests.server.waiting import until_finished
 
 NOTES = {
     "kelp survey 2019.md": "# Kelp survey\n\nGiant kelp grows up to 61 centimetres per day in summer "
@@ -28,8 +29,11 @@ async def test_a_disagreement_reaches_the_handle_and_the_summary(corpus: Path) -
     async with Client(create_server(), mode="legacy") as client:
         await wait_until_indexed(client)
         plan = await client.call_tool("plan_research", {"query": "How fast does giant kelp grow per day?"})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+            ),
         )
         handle = run.structured_content
         summary = await client.call_tool("report_results", {"id": handle["id"], "view": "summary"})

@@ -10,6 +10,7 @@ from mcp import Client
 
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server
+from tests.server.waiting import until_finished
 
 SOURCE_TEXT = (
     "The Eiffel Tower was completed in 1889 for the World's Fair in Paris. "
@@ -38,8 +39,11 @@ async def test_a_plan_with_long_titles_still_returns_at_most_1000_bytes_in_all()
     }
     async with Client(create_server(model=ScriptedModel(team_script))) as client:
         plan = await client.call_tool("plan_research", {"query": "q " * 200, "suggested_plan": long_plan})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 10}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 10}
+            ),
         )
     assert compact_size(plan) <= 1000
     assert compact_size(run) <= 1000
@@ -74,8 +78,11 @@ async def test_a_host_plans_executes_and_reads_a_report_with_small_results(mode:
         assert plan.structured_content["status"] == "feasible"
         assert compact_size(plan) <= 1000
 
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 10}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 10}
+            ),
         )
         assert not run.is_error, run.content
         assert run.structured_content["status"] == "done"

@@ -27,6 +27,7 @@ from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
 from tests.fake_http import ScriptedResponse
 from tests.llm.fake_anthropic import FakeMessagesAPI, error_response, tool_use_response
+from tests.server.waiting import until_finished
 from tests.sources import hostile
 from tests.sources.fake_tavily import FakeTavily
 from tests.sources.loopback import LoopbackServer
@@ -58,8 +59,11 @@ def plan_of(*children: dict[str, Any]) -> dict[str, Any]:
 async def run_to_the_end(client: Client, plan: dict[str, Any]) -> dict[str, Any]:
     planned = await client.call_tool("plan_research", {"query": "energy sources", "suggested_plan": plan})
     assert not planned.is_error, planned.content
-    run = await client.call_tool(
-        "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+    run = await until_finished(
+        client,
+        await client.call_tool(
+            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        ),
     )
     assert not run.is_error, run.content
     return dict(run.structured_content)

@@ -12,6 +12,7 @@ from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server
 from tests.server.test_runs import plan, three_leaf_plan
+from tests.server.waiting import until_finished
 
 FOLLOW_UPS = ["How has topic 1 changed since then?", "Who first described topic 2?"]
 
@@ -25,7 +26,9 @@ def asking_further(request: ModelRequest[Any]) -> Any:
 
 
 async def finished(client: Client) -> dict[str, Any]:
-    result = await client.call_tool("execute_plan", {"plan_id": await plan(client), "wait_seconds": 20})
+    result = await until_finished(
+        client, await client.call_tool("execute_plan", {"plan_id": await plan(client), "wait_seconds": 20})
+    )
     assert result.structured_content["status"] == "done", result.content
     return dict(result.structured_content)
 
@@ -54,8 +57,11 @@ async def test_a_run_with_no_follow_ups_does_not_point_to_them() -> None:
     one_leaf["root"]["children"] = one_leaf["root"]["children"][:1]  # one source: nothing disagrees
     async with Client(create_server(model=ScriptedModel(team_script))) as client:
         planned = await client.call_tool("plan_research", {"query": "one topic", "suggested_plan": one_leaf})
-        result = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 20}
+        result = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 20}
+            ),
         )
         handle = dict(result.structured_content)
         assert handle["status"] == "done", result.content

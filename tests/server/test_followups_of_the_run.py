@@ -10,6 +10,7 @@ from mcp import Client
 
 from research_mcp.server.app import create_server
 from tests.server.indexing import notes_folder, wait_until_indexed
+from tests.server.waiting import until_finished
 
 NOTES = {
     "alpha licence.md": "# The Alpha licence\n\nThe Alpha licence lets you combine the covered work into "
@@ -31,8 +32,11 @@ def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 async def _followups(client: Client, query: str) -> list[str]:
     plan = await client.call_tool("plan_research", {"query": query})
-    run = await client.call_tool(
-        "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+    run = await until_finished(
+        client,
+        await client.call_tool(
+            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        ),
     )
     assert run.structured_content["status"] == "done", run.content
     page = await client.call_tool("report_results", {"id": run.structured_content["id"], "view": "followups"})

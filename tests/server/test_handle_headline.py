@@ -10,6 +10,7 @@ from mcp import Client
 
 from research_mcp.server.app import create_server
 from tests.server.indexing import notes_folder, wait_until_indexed
+from tests.server.waiting import until_finished
 
 NOTES = {
     "kelp forests.md": "# Kelp forests\n\nGiant kelp can grow up to 60 centimetres in a single day. "
@@ -41,8 +42,11 @@ async def test_the_handle_leads_with_a_finding_when_one_part_found_nothing(corpu
     async with Client(create_server(), mode="legacy") as client:
         await wait_until_indexed(client)
         plan = await client.call_tool("plan_research", {"query": "Kelp growth", "suggested_plan": PLAN})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+            ),
         )
     handle = run.structured_content
     assert handle["status"] in ("done", "partial"), handle

@@ -8,6 +8,7 @@ from typing import Any
 from mcp import Client
 
 from research_mcp.server.app import create_server
+from tests.server.waiting import until_finished
 
 SOURCE = (
     "Marie Curie was a physicist and chemist who conducted pioneering research on radioactivity. "
@@ -34,8 +35,11 @@ PLAN = {
 
 async def research(client: Client) -> tuple[dict[str, Any], str, str]:
     plan = await client.call_tool("plan_research", {"query": "Marie Curie's prizes", "suggested_plan": PLAN})
-    run = await client.call_tool(
-        "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+    run = await until_finished(
+        client,
+        await client.call_tool(
+            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        ),
     )
     report = await client.call_tool("report_results", {"id": run.structured_content["id"], "view": "report"})
     facts = await client.call_tool("report_results", {"id": run.structured_content["id"], "view": "facts"})
@@ -61,8 +65,11 @@ async def test_the_extractive_backend_gives_the_same_report_for_the_same_input()
         plan = await client.call_tool(
             "plan_research", {"query": "Marie Curie's prizes", "suggested_plan": PLAN}
         )
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+            ),
         )
         second = await client.call_tool(
             "report_results", {"id": run.structured_content["id"], "view": "report"}
@@ -75,8 +82,11 @@ async def test_the_extractive_backend_gives_the_same_report_for_the_same_input()
 async def test_with_nothing_to_search_the_plan_and_the_run_say_how_to_give_sources() -> None:
     async with Client(create_server()) as client:
         plan = await client.call_tool("plan_research", {"query": "What is the capital of Australia?"})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+            ),
         )
     assert run.structured_content["status"] == "no_sources"  # not `done` with an empty report
     for result in (plan, run):

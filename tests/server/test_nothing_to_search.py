@@ -11,6 +11,7 @@ from mcp import Client
 from research_mcp.llm.extractive import ExtractiveModel
 from research_mcp.server.app import create_server
 from tests.server.indexing import wait_until_indexed
+from tests.server.waiting import until_finished
 
 REPO = Path(__file__).resolve().parents[2]
 QUESTION = "What does the notes folder say about harbour ferries?"
@@ -51,8 +52,11 @@ async def test_a_run_with_nothing_to_search_ends_no_sources_saying_how_to_add_so
     }
     async with Client(create_server(model=ExtractiveModel())) as client:
         planned = await client.call_tool("plan_research", {"query": QUESTION, "suggested_plan": plan})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+            ),
         )
 
     assert run.structured_content["status"] == "no_sources"
@@ -77,8 +81,11 @@ async def test_a_run_whose_searches_find_nothing_relevant_ends_no_sources(docs: 
         planned = await client.call_tool(
             "plan_research", {"query": "zebra migration", "suggested_plan": plan}
         )
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+            ),
         )
 
     assert run.structured_content["status"] == "no_sources"

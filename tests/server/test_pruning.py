@@ -12,15 +12,19 @@ from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server import pruning
 from research_mcp.server.app import create_server
 from tests.server.test_runs import three_leaf_plan
+from tests.server.waiting import until_finished
 
 
 async def finished_run(client: Client) -> str:
     planned = await client.call_tool(
         "plan_research", {"query": "three topics", "suggested_plan": three_leaf_plan()}
     )
-    run = await client.call_tool(
-        "execute_plan",
-        {"plan_id": planned.structured_content["id"], "wait_seconds": 30},  # type: ignore[index]
+    run = await until_finished(
+        client,
+        await client.call_tool(
+            "execute_plan",
+            {"plan_id": planned.structured_content["id"], "wait_seconds": 30},  # type: ignore[index]
+        ),
     )
     assert run.structured_content["status"] == "done", run.content  # type: ignore[index]
     return str(run.structured_content["id"])  # type: ignore[index]

@@ -18,6 +18,7 @@ from research_mcp.storage.events import SecondHop
 from research_mcp.storage.store import Store
 from tests.runs.test_second_hop import QUESTION, extractor_script, notes
 from tests.server.indexing import wait_until_indexed
+from tests.server.waiting import until_finished
 
 __all__ = ["notes"]  # the corpus fixture of tests/runs/test_second_hop.py
 
@@ -76,8 +77,11 @@ async def test_a_flat_plan_with_a_node_budget_is_honoured_and_the_node_says_it_s
             "plan_research", {"query": "How fast does kelp grow?", "suggested_plan": PLAN}
         )
         assert not planned.is_error, planned.content
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 50}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 50}
+            ),
         )
         assert not run.is_error, run.content
         gaps = await client.call_tool("report_results", {"id": run.structured_content["id"], "view": "gaps"})
@@ -129,8 +133,11 @@ async def test_a_second_hop_its_max_sources_leaves_no_room_for_says_so(notes: Pa
     async with Client(create_server(model=ScriptedModel(extractor_script))) as client:
         assert (await wait_until_indexed(client))["phase"] == "ready"
         planned = await client.call_tool("plan_research", {"query": QUESTION, "suggested_plan": plan})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": planned.structured_content["id"], "wait_seconds": 30}
+            ),
         )
         gaps = await client.call_tool("report_results", {"id": run.structured_content["id"], "view": "gaps"})
     assert run.structured_content["metrics"]["sources"] == 3

@@ -17,6 +17,7 @@ from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.runs import manager
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
+from tests.server.waiting import until_finished
 
 #: A bound against a hang only, never a time limit that a loaded machine could reach.
 HANG_S = 60
@@ -123,7 +124,9 @@ async def test_a_run_killed_between_nodes_resumes_without_running_a_finished_nod
     gate.set()
     second_model = ScriptedModel(team_script)
     async with Client(create_server(model=second_model)) as client:
-        resumed = await client.call_tool("execute_plan", {"plan_id": plan_id, "wait_seconds": 20})
+        resumed = await until_finished(
+            client, await client.call_tool("execute_plan", {"plan_id": plan_id, "wait_seconds": 20})
+        )
         assert resumed.structured_content["id"] == run_id
         assert resumed.structured_content["status"] == "done"
 
@@ -187,7 +190,9 @@ async def test_a_plain_resume_after_a_crash_does_not_rerun_a_finished_leaf_that_
     store = Store(Settings().database_path)
     done_before = {n.node_id for n in store.nodes_for_run(run_id) if n.status == "done"}
     async with Client(create_server(model=ScriptedModel(team_script))) as client:
-        resumed = await client.call_tool("execute_plan", {"plan_id": plan_id, "wait_seconds": 20})
+        resumed = await until_finished(
+            client, await client.call_tool("execute_plan", {"plan_id": plan_id, "wait_seconds": 20})
+        )
     assert resumed.structured_content["status"] == "partial"  # the refused source is still named
     nodes = {n.node_id: n for n in store.nodes_for_run(run_id)}
     assert all(nodes[key].runs_started == 1 for key in done_before), nodes

@@ -13,6 +13,7 @@ from mcp import Client
 from research_mcp.core.config import Settings
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
+from tests.server.waiting import until_finished
 
 SOURCE = (
     "The Hubble Space Telescope was launched in 1990 aboard the shuttle Discovery. "
@@ -74,8 +75,11 @@ async def test_a_sampling_host_serves_a_whole_run_and_a_malformed_answer_is_repa
     async with Client(create_server(), mode="legacy", sampling_callback=host) as client:
         plan = await client.call_tool("plan_research", {"query": "When was Hubble launched?"})
         assert plan.structured_content["backend"] == "sampling", plan.content
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 20}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 20}
+            ),
         )
         assert run.structured_content["status"] == "done", run.content
         assert run.structured_content["backend"] == "sampling"

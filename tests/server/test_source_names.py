@@ -10,6 +10,7 @@ from mcp import Client
 
 from research_mcp.server.app import create_server
 from tests.server.indexing import notes_folder, wait_until_indexed
+from tests.server.waiting import until_finished
 
 XHTML = (
     '<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.1//EN" '
@@ -28,8 +29,11 @@ async def test_a_source_is_named_by_its_own_title_and_its_path(corpus: Path) -> 
     async with Client(create_server(), mode="legacy") as client:
         await wait_until_indexed(client)
         plan = await client.call_tool("plan_research", {"query": "How fast does giant kelp grow?"})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+            ),
         )
         sources = await client.call_tool(
             "report_results", {"id": run.structured_content["id"], "view": "sources"}

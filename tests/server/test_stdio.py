@@ -12,6 +12,7 @@ from mcp import Client, StdioServerParameters
 
 import research_mcp
 from research_mcp.core.config import Settings
+from tests.server.waiting import until_finished
 
 SCRIPT = Path(sys.executable).with_name("research-mcp")
 #: The checkout whose research_mcp the tests imported, first on the server's path: the server runs the
@@ -83,8 +84,11 @@ async def test_a_full_run_over_stdio_keeps_every_compact_result_under_1000_bytes
         plan = await client.call_tool(
             "plan_research", {"query": "Where is the reef?", "suggested_plan": plan_tree}
         )
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+            ),
         )
         report = await client.call_tool(
             "report_results", {"id": run.structured_content["id"], "max_tokens": 300}
@@ -102,8 +106,11 @@ async def test_a_claude_desktop_like_host_over_stdio_gets_a_run_served_by_its_ow
     host = HostModel()
     async with Client(server_params(Settings().home), mode="legacy", sampling_callback=host) as client:
         plan = await client.call_tool("plan_research", {"query": "When was Hubble launched?"})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+            ),
         )
         report = await client.call_tool(
             "report_results", {"id": run.structured_content["id"], "view": "report"}

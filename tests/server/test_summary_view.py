@@ -11,6 +11,7 @@ from mcp import Client
 
 from research_mcp.server.app import create_server
 from tests.server.indexing import notes_folder, wait_until_indexed
+from tests.server.waiting import until_finished
 
 _KELP = " ".join(
     f"Kelp forest note {n}: giant kelp grows in cold water and shades the reef floor." for n in range(8)
@@ -37,8 +38,11 @@ async def test_the_summary_shows_every_part_and_the_disagreement_after_the_confi
     async with Client(create_server(), mode="legacy") as client:
         await wait_until_indexed(client)
         plan = await client.call_tool("plan_research", {"query": QUERY})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 30}
+            ),
         )
         assert run.structured_content["status"] == "done"
         run_id = run.structured_content["id"]

@@ -21,6 +21,7 @@ from research_mcp.roles.framing import frame
 from research_mcp.server.app import create_server
 from research_mcp.storage.store import Store
 from tests.handshake import INITIALIZE
+from tests.server.waiting import until_finished
 
 TEXT = "Penguins live almost exclusively in the Southern Hemisphere. Emperor penguins breed in winter."
 
@@ -72,8 +73,11 @@ async def test_the_report_and_handoffs_are_resources_and_the_research_prompt_gui
     }
     async with Client(create_server(model=ScriptedModel(team_script)), mode="legacy") as client:
         plan = await client.call_tool("plan_research", {"query": "penguins", "suggested_plan": plan_tree})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 10}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 10}
+            ),
         )
         run_id = run.structured_content["id"]
         report = await client.read_resource(f"research://runs/{run_id}/report.md")

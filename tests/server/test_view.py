@@ -16,6 +16,7 @@ from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 from research_mcp.llm.scripted import ScriptedModel, team_script
 from research_mcp.server.app import create_server
 from research_mcp.server.view import VIEW_TOOL, VIEW_URI
+from tests.server.waiting import until_finished
 
 TEXT = "Penguins live almost exclusively in the Southern Hemisphere. Emperor penguins breed in winter."
 PLAN = {
@@ -72,8 +73,11 @@ async def test_an_apps_client_gets_the_view_linked_and_an_app_only_tool(mode: st
 async def test_run_view_returns_the_tree_totals_and_every_cited_fact_with_its_quote() -> None:
     async with apps_client() as client:
         plan = await client.call_tool("plan_research", {"query": "penguins", "suggested_plan": PLAN})
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 20}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 20}
+            ),
         )
         assert run.structured_content["status"] == "done"
         run_id = run.structured_content["id"]

@@ -28,6 +28,7 @@ from research_mcp.storage.outputs import (
     StoredSynthesis,
 )
 from research_mcp.storage.store import Store
+from tests.server.waiting import until_finished
 
 DOC = (Path(__file__).parents[2] / "docs" / "STORE.md").read_text(encoding="utf-8")
 BIN = Path(sys.executable).parent
@@ -89,8 +90,11 @@ async def filled_store(research_home: Path, monkeypatch: pytest.MonkeyPatch) -> 
             "plan_research", {"query": "Where is the reef?", "suggested_plan": tree}
         )
         assert plan.structured_content is not None, plan.content
-        run = await client.call_tool(
-            "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 50}
+        run = await until_finished(
+            client,
+            await client.call_tool(
+                "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 50}
+            ),
         )
         assert run.structured_content is not None and run.structured_content["status"] == "done", run.content
         return str(run.structured_content["id"])
