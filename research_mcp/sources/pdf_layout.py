@@ -10,7 +10,8 @@ This module rebuilds what a reader sees, from the layout alone (no word of any l
 - **paragraphs**: a line continues the paragraph above it when that line is full, that is when the
   first word of this line would not have fitted on it (the document's full width is measured from its
   own lines); a short line ends a paragraph, as does a sentence's end followed by a short line with no
-  sentence end of its own (a title). A paragraph is written on one line, hyphenated words joined;
+  sentence end of its own (a title). A paragraph is written on one line, hyphenated words joined
+  (a number's compound keeps its hyphen: "64-bit");
 - **headings**: a numbered title line (``2.3  Starting a Node``) becomes a ``#`` heading at the depth
   of its number; a line that is also a running header (a chapter's or a reference page's title) a
   level-one heading;
@@ -195,8 +196,10 @@ class _Layout:
 
     def _add(self, text: str) -> None:
         last = self.paragraph[-1]
-        if len(last) > 2 and last[-1] == "-" and last[-2].isalpha() and text[:1].islower():
-            self.paragraph[-1] = last[:-1] + text  # a word hyphenated at the line's end
+        if len(last) > 2 and last[-1] == "-" and last[-2].isalnum() and text[:1].islower():
+            # A word hyphenated at the line's end ("imple-" "mentation"); a compound with a number
+            # keeps its hyphen ("64-" "bit").
+            self.paragraph[-1] = (last[:-1] if last[-2].isalpha() else last) + text
         else:
             self.paragraph.append(text)
 

@@ -87,12 +87,12 @@ def test_a_functions_signature_types_and_description_are_one_passage_under_its_m
 def test_hyphenated_words_are_joined_and_running_headers_and_page_numbers_go() -> None:
     wide = "x" * 60
     pages = [
-        f"Chapter One\n{wide} the imple-\nmentation is shown here.\n1",
+        f"Chapter One\n{wide} the imple-\nmentation is shown {wide} in 64-\nbit words.\n1",
         "Chapter One\nA second paragraph that is short.\n2",
         "Chapter One\nThe end.\n3",
     ]
     text = lay_out_pdf(pages)
-    assert "the implementation is shown here." in text
+    assert f"the implementation is shown {wide} in 64-bit words." in text
     assert "Chapter One" not in text  # a running header, never said inside a page
     assert "A second paragraph that is short." in text
     assert not re.search(r"^\d$", text, re.MULTILINE)
