@@ -7,7 +7,7 @@ unless their numbers or negation differ. Lines are ordered by the ranker's proba
 hold the answer (research_mcp.answering.ranker), then by corroboration; each is shown as the excerpt
 of its passage that says most of the question's words, so that the report's first page (about
 `FIRST_PAGE` characters) carries the best evidence for every question: a short line takes only
-its length, and what it leaves shows more of the others, or more lines. Only verified facts are cited.
+its length, and what it leaves shows more of the others, or more lines (``page.py``). Only verified facts are cited.
 
 Confidence follows research_mcp.answering.confidence: each question's level comes from its best
 passage's probability and the number of independent sources (copies count once) agreeing; the
@@ -28,18 +28,13 @@ from research_mcp.core.contracts import Confidence, Embedder, Finding, Synthesis
 from research_mcp.core.gaps import Gap
 from research_mcp.core.ids import fact_label
 from research_mcp.core.role_inputs import SynthesisFact, SynthesisPayload
+from research_mcp.llm.extractive.page import FIRST_PAGE, LINES_PER_QUESTION, line_limits, page_budgets
 from research_mcp.llm.extractive.scoring import Relevance
 
-__all__ = ["COVERED_CONFIDENCE", "DUPLICATE", "synthesize"]
+__all__ = ["COVERED_CONFIDENCE", "DUPLICATE", "FIRST_PAGE", "LINES_PER_QUESTION", "synthesize"]
 
 DUPLICATE = 0.9
 COVERED_CONFIDENCE = ANSWERED
-LINES_PER_QUESTION = 6
-#: Characters of evidence the report's first page carries across its questions.
-FIRST_PAGE = 2400
-#: The most, and the least, characters a line of evidence shows (the facts view has it whole).
-LEAD_CHARS = 900
-LINE_CHARS = 160
 MAX_FINDINGS = 15
 MAX_GAPS = 10
 CHILD_LINES = 6
@@ -106,7 +101,7 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
     corroborated = 0
     levels: list = []  # each question's level
     cited_by = {question: _cited(question, question_lines) for question, question_lines in lines.items()}
-    budgets = _budgets(
+    budgets = page_budgets(
         {
             question: [line.shown_chars for line in cited]
             for question, cited in cited_by.items()
@@ -120,7 +115,7 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
             continue
         if normalize(question).rstrip("?. ") != normalize(payload.title).rstrip("?. "):
             sections.append(f"## {clip(question, 300)}")  # the title's own question is not said twice
-        limits = _line_limits([line.shown_chars for line in cited], budget)
+        limits = line_limits([line.shown_chars for line in cited], budget)
         if cited:
             sections.append(
                 "\n".join(line.render(question, limit) for line, limit in zip(cited, limits, strict=False))
@@ -258,61 +253,6 @@ def _cited(question: str, question_lines: list[Line]) -> list[Line]:
         # the question's terms (a stable sort: corroborated lines first among equals).
         cited.sort(key=lambda line: -_evidence(question, [line]))
     return cited
-
-
-def _budgets(lengths: dict[str, list[int]]) -> dict[str, int]:
-    """Each question's characters of the first page: an equal share of `FIRST_PAGE`, and what the
-    questions whose lines all show whole leave shared among those whose lines are cut."""
-    base = FIRST_PAGE // max(1, len(lengths))
-    limits = {question: _line_limits(shown, base) for question, shown in lengths.items()}
-    wanting = [
-        question
-        for question, shown in lengths.items()
-        if len(limits[question]) < len(shown)
-        or any(
-            limit < min(length, LEAD_CHARS) for limit, length in zip(limits[question], shown, strict=False)
-        )
-    ]
-    spare = sum(base - sum(limits[question]) for question in lengths if question not in wanting)
-    extra = spare // len(wanting) if wanting else 0
-    return {question: base + (extra if question in wanting else 0) for question in lengths}
-
-
-def _line_limits(lengths: list[int], budget: int) -> list[int]:
-    """Characters each of a question's lines may show within `budget`, given each line's length: the
-    best up to half of it (`LEAD_CHARS` at most), the next `LINES_PER_QUESTION - 1` an equal share of
-    the rest (none under `LINE_CHARS`). A line shorter than its share shows whole and takes only its
-    length; what short lines leave shows more lines, each up to the same share, while at least
-    `LINE_CHARS` of the next one fits; what is still left shows more of the best line, then of the
-    others."""
-    if not lengths:
-        return []
-    lead = max(LINE_CHARS, min(LEAD_CHARS, budget // 2))
-    more = min(len(lengths) - 1, LINES_PER_QUESTION - 1, max(0, budget - lead) // LINE_CHARS)
-    share = min(LEAD_CHARS, (budget - lead) // more) if more else 0
-    limits = [min(lengths[0], lead), *(min(length, share) for length in lengths[1 : 1 + more])]
-    left = budget - sum(limits)
-    for length in lengths[1 + more :] if share else []:
-        if min(length, LINE_CHARS) > left:
-            break
-        limits.append(min(length, share, left))
-        left -= limits[-1]
-    grown = min(lengths[0], LEAD_CHARS, limits[0] + left)
-    left -= grown - limits[0]
-    limits[0] = grown
-    return [limits[0], *_shared(lengths[1 : len(limits)], limits[1:], left)]
-
-
-def _shared(lengths: list[int], limits: list[int], left: int) -> list[int]:
-    """`limits` grown by `left` characters shared equally among the lines that have more to show
-    (each to its length, `LEAD_CHARS` at most), what a line cannot take going to the others."""
-    grown = list(limits)
-    wanting = sorted(range(len(lengths)), key=lambda i: min(lengths[i], LEAD_CHARS) - limits[i])
-    for done, index in enumerate(wanting):
-        extra = min(min(lengths[index], LEAD_CHARS) - limits[index], left // (len(wanting) - done))
-        grown[index] += max(0, extra)
-        left -= max(0, extra)
-    return grown
 
 
 def _excerpt(text: str, question: str, limit: int) -> str:
