@@ -78,7 +78,7 @@ def _prompt(payload: ExtractorPayload, truncated: bool) -> str:
     lines.append(
         frame(
             f"SOURCE {source_label(payload.source_id)}",
-            f"{header}Address: {payload.source_ref}\n\n{payload.source_text}",
+            f"{header}Address: {payload.source_ref}\n\n{payload.source_text[:MAX_SOURCE_CHARS]}",
         )
     )
     return "\n".join(lines)
@@ -187,7 +187,9 @@ class Extraction(Role[ExtractorOutput, StoredExtraction]):
         self.source = source
         self.context = context  # without what is known: the reuse key leaves that out
         self.truncated = len(source.text) > MAX_SOURCE_CHARS
-        payload = ExtractorPayload(**asked.model_dump(), source_text=source.text[:MAX_SOURCE_CHARS])
+        # The whole text: the no-key extractor ranks every passage of a long manual (a 600-page PDF's
+        # answer is rarely in its first pages); a model is shown its first MAX_SOURCE_CHARS (`_prompt`).
+        payload = ExtractorPayload(**asked.model_dump(), source_text=source.text)
         super().__init__(asked, payload)
         self.asked = asked
         self.concise: tuple[int, int] | None = None

@@ -4,7 +4,8 @@ document's structure in the text by the convention of ``passages.py``. A documen
 ``<title>``, PDF metadata title), else the file's name without its extension.
 
 - HTML: ``html_reader.read_html`` (lxml), trafilatura when that finds no text;
-- PDF: pypdf (``text.extract_text``);
+- PDF: pypdf (``text.pdf_pages``), its pages laid out in paragraphs, headings and titled items by
+  ``pdf_layout.lay_out_pdf`` (running headers and footers dropped, lines of a paragraph joined);
 - AsciiDoc (``.adoc``, ``.asciidoc``, or ``.txt`` and suffixless files that read as AsciiDoc):
   ``asciidoc.render_asciidoc``, its includes expanded beforehand by the caller;
 - man pages' roff source: ``roff.render_roff``;
@@ -35,7 +36,7 @@ __all__ = ["ASCIIDOC", "READER_VERSION", "read_document", "read_file", "render_r
 
 #: The version of the readers: a document stored by older readers is read again (``indexing.py``).
 #: Raise it whenever a change to a reader changes the text it stores.
-READER_VERSION = 2
+READER_VERSION = 3
 #: The kind a caller gives an AsciiDoc file (whatever its suffix) once it has expanded its includes.
 ASCIIDOC = ".adoc"
 _ASCIIDOC_SUFFIXES = frozenset({".adoc", ".asciidoc"})
@@ -95,8 +96,11 @@ def read_file(data: bytes, kind: str, name: str) -> tuple[str, str]:
         _, fallback_title, text = extract_text(data, "text/html", name)
         return (title or (fallback_title if fallback_title != name else "")), text
     if kind == ".pdf":
-        _, title, text = extract_text(data, "application/pdf", name)
-        return ("" if title == _first_line(text) else title), text
+        from research_mcp.sources.pdf_layout import lay_out_pdf
+        from research_mcp.sources.text import pdf_pages
+
+        title, pages = pdf_pages(data, name)
+        return title, lay_out_pdf(pages) if any(page.strip() for page in pages) else ""
     text = decode_text(data).replace("\r\n", "\n").replace("\r", "\n")
     if kind == ASCIIDOC:
         from research_mcp.sources.asciidoc import render_asciidoc
@@ -187,7 +191,3 @@ def _rst_inline(text: str) -> str:
 
 def _collapse(text: str) -> str:
     return " ".join(text.split())[:_TITLE_CHARS]
-
-
-def _first_line(text: str) -> str:
-    return next((_collapse(line) for line in text.split("\n") if line.strip()), "")

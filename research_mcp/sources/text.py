@@ -20,7 +20,7 @@ from typing import Literal
 
 from research_mcp.core.errors import SourceError
 
-__all__ = ["DocumentType", "extract_text"]
+__all__ = ["DocumentType", "extract_text", "pdf_pages"]
 
 DocumentType = Literal["text/html", "application/pdf", "text/plain"]
 
@@ -168,6 +168,14 @@ def _html(markup: str, url: str) -> tuple[str, str]:
 
 
 def _pdf(data: bytes, url: str) -> tuple[str, str]:
+    title, pages = pdf_pages(data, url)
+    text = _normalise("\n\n".join(pages))
+    return title or _first_line(text), text
+
+
+def pdf_pages(data: bytes, url: str) -> tuple[str, list[str]]:
+    """A PDF's metadata title ("" when it has none) and each page's text as pypdf extracts it;
+    SourceError when it is locked, too long, or unreadable."""
     import pypdf  # imported when first needed, as above
     from pypdf.errors import PyPdfError
 
@@ -195,9 +203,7 @@ def _pdf(data: bytes, url: str) -> tuple[str, str]:
         raise SourceError(
             f"{url!r} looks like a PDF but could not be read ({exc}). Try another copy."
         ) from exc
-    text = _normalise("\n\n".join(pages))
-    title = _collapse(metadata_title) if isinstance(metadata_title, str) else ""
-    return title or _first_line(text), text
+    return (_collapse(metadata_title) if isinstance(metadata_title, str) else ""), pages
 
 
 def _normalise(text: str) -> str:

@@ -32,7 +32,7 @@ from research_mcp.core.role_inputs import (
 from research_mcp.llm.base import ModelRequest
 from research_mcp.llm.extractive import ExtractiveModel
 from research_mcp.llm.extractive.extractor import NO_ANSWER
-from research_mcp.llm.extractive.synthesizer import LINES_PER_QUESTION
+from research_mcp.llm.extractive.synthesizer import FIRST_PAGE, LINES_PER_QUESTION
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 
@@ -237,8 +237,7 @@ async def test_confidence_follows_the_best_passage_and_copies_never_corroborate(
     assert "src" not in agreed.confidence.reasoning and ".py" not in agreed.confidence.reasoning
 
 
-async def test_a_list_cut_short_in_the_report_is_recorded_as_a_gap(model: ExtractiveModel) -> None:
-    question = "Which moons does Saturn have?"
+def _moon_facts(question: str, padding: str) -> list:
     moons = [
         "Titan",
         "Rhea",
@@ -251,25 +250,44 @@ async def test_a_list_cut_short_in_the_report_is_recorded_as_a_gap(model: Extrac
         "Phoebe",
         "Janus",
     ]
-    facts = [
+    return [
         fact(
             index,
-            f"{moon} is a moon of Saturn with {index + 3} known craters.",
+            f"{moon} is a moon of Saturn with {index + 3} known craters.{padding}",
             question=question,
             source=index,
         )
         for index, moon in enumerate(moons, 1)
     ]
-    payload = SynthesisPayload(title="Saturn", questions=[question], input_handoffs=[], facts=facts)
+
+
+async def test_a_list_cut_short_in_the_report_is_recorded_as_a_gap(model: ExtractiveModel) -> None:
+    question = "Which moons does Saturn have?"
+    padding = " Its surface was mapped by a probe that passed it on the way to the outer planets." * 5
+    payload = SynthesisPayload(
+        title="Saturn", questions=[question], input_handoffs=[], facts=_moon_facts(question, padding)
+    )
 
     output = await ask(model, SynthesisOutput, payload)
 
     shown = len(CITATION.findall(output.report.split("## Which moons")[1].split("_Extractive")[0]))
-    assert shown == LINES_PER_QUESTION
+    assert LINES_PER_QUESTION <= shown < 10
     assert any(
-        gap.startswith(f"Cut short: {10 - LINES_PER_QUESTION} more verified lines on 'Which moons")
-        for gap in output.gaps
+        gap.startswith(f"Cut short: {10 - shown} more verified lines on 'Which moons") for gap in output.gaps
     )
+
+
+async def test_short_lines_leave_room_for_more_lines(model: ExtractiveModel) -> None:
+    question = "Which moons does Saturn have?"
+    payload = SynthesisPayload(
+        title="Saturn", questions=[question], input_handoffs=[], facts=_moon_facts(question, "")
+    )
+
+    output = await ask(model, SynthesisOutput, payload)
+
+    section = output.report.split("## Which moons")[1].split("_Extractive")[0]
+    assert len(CITATION.findall(section)) == 10  # ten short lines fit the page: none is cut
+    assert not any(gap.startswith("Cut short") for gap in output.gaps)
 
 
 async def test_the_synthesizer_files_a_fact_without_a_question_under_the_nearest_question(
@@ -512,8 +530,14 @@ async def test_a_parts_list_cut_short_on_a_question_the_synthesis_lists_is_said_
     model: ExtractiveModel,
 ) -> None:
     question = "Which moons does Saturn have?"
+    padding = " Its surface was mapped by a probe that passed it on the way to the outer planets." * 5
     facts = [
-        fact(index, f"Moon {index} of Saturn has {index + 3} known craters.", question=question, source=index)
+        fact(
+            index,
+            f"Moon {index} of Saturn has {index + 3} known craters.{padding}",
+            question=question,
+            source=index,
+        )
         for index in range(1, 11)
     ]
     part_cut = f"Cut short: 4 more verified lines on {question!r} are not in the report (it shows 6)"
@@ -531,3 +555,19 @@ async def test_a_parts_list_cut_short_on_a_question_the_synthesis_lists_is_said_
 
     cuts = [gap for gap in output.gaps if gap.startswith("Cut short") or "Cut short" in gap]
     assert len(cuts) == 1 and "moons:" not in cuts[0], output.gaps
+
+
+async def test_what_a_short_answer_leaves_of_the_page_shows_more_of_another_question(
+    model: ExtractiveModel,
+) -> None:
+    short, long = "Which moon is largest?", "Which moons does Saturn have?"
+    padding = " Its surface was mapped by a probe that passed it on the way to the outer planets." * 5
+    facts = [fact(0, "Titan is the largest moon.", question=short, source=0), *_moon_facts(long, padding)]
+    payload = SynthesisPayload(title="Saturn", questions=[short, long], input_handoffs=[], facts=facts)
+
+    output = await ask(model, SynthesisOutput, payload)
+
+    section = output.report.split(f"## {long}")[1].split("_Extractive")[0]
+    shown = sum(len(line) for line in section.strip().splitlines())
+    assert shown > FIRST_PAGE // 2 + 400  # its half of the page and most of what the short one left
+    assert len(output.report.split("\n\n_Extractive")[0].encode()) <= FIRST_PAGE + 600

@@ -6,7 +6,8 @@ equal or whose similarity is at least `DUPLICATE` become one line citing all the
 unless their numbers or negation differ. Lines are ordered by the ranker's probability that they
 hold the answer (research_mcp.answering.ranker), then by corroboration; each is shown as the excerpt
 of its passage that says most of the question's words, so that the report's first page (about
-`FIRST_PAGE` characters) carries the best evidence for every question. Only verified facts are cited.
+`FIRST_PAGE` characters) carries the best evidence for every question: a short line takes only
+its length, and what it leaves shows more of the others, or more lines (``page.py``). Only verified facts are cited.
 
 Confidence follows research_mcp.answering.confidence: each question's level comes from its best
 passage's probability and the number of independent sources (copies count once) agreeing; the
@@ -27,18 +28,13 @@ from research_mcp.core.contracts import Confidence, Embedder, Fact, Finding, Syn
 from research_mcp.core.gaps import Gap
 from research_mcp.core.ids import fact_label
 from research_mcp.core.role_inputs import SynthesisPayload
+from research_mcp.llm.extractive.page import FIRST_PAGE, LINES_PER_QUESTION, line_limits, page_budgets
 from research_mcp.llm.extractive.scoring import Relevance
 
-__all__ = ["COVERED_CONFIDENCE", "DUPLICATE", "synthesize"]
+__all__ = ["COVERED_CONFIDENCE", "DUPLICATE", "FIRST_PAGE", "LINES_PER_QUESTION", "synthesize"]
 
 DUPLICATE = 0.9
 COVERED_CONFIDENCE = ANSWERED
-LINES_PER_QUESTION = 6
-#: Characters of evidence the report's first page carries across its questions.
-FIRST_PAGE = 2400
-#: The most, and the least, characters a line of evidence shows (the facts view has it whole).
-LEAD_CHARS = 900
-LINE_CHARS = 160
 MAX_FINDINGS = 15
 MAX_GAPS = 10
 CHILD_LINES = 6
@@ -77,6 +73,11 @@ class Line:
     def order(self) -> tuple[bool, int, float, tuple[str, str]]:
         return (not self.verified_ids, -self.corroborations, -self.confidence, _said(self.representative))
 
+    @property
+    def shown_chars(self) -> int:
+        """The characters its quote shows whole (whitespace collapsed)."""
+        return len(_SPACE.sub(" ", self.representative.quote).strip())
+
     def render(self, question: str, limit: int) -> str:
         shown = _excerpt(self.representative.quote, question, limit)
         return f"- {shown} " + "".join(f"[{fact_label(fact_id)}]" for fact_id in self.verified_ids)
@@ -94,9 +95,17 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
     verified = {fact.id for fact in facts if fact.verified}
 
     written = _Written(sections=[f"# {payload.title}"])
-    asked_count = max(1, sum(question != OTHER for question in lines))
-    for question, question_lines in lines.items():
-        _write_question(written, question, question_lines, payload.title, FIRST_PAGE // asked_count)
+    cited_by = {question: _cited(question, question_lines) for question, question_lines in lines.items()}
+    budgets = page_budgets(
+        {
+            question: [line.shown_chars for line in cited]
+            for question, cited in cited_by.items()
+            if question != OTHER
+        }
+    )
+    for question, cited in cited_by.items():
+        budget = budgets.get(question, FIRST_PAGE // max(1, len(budgets)))
+        _write_question(written, question, cited, payload.title, budget)
     parts = _from_the_parts(payload, lines, verified, written)
     sections, findings, gaps, cuts = written.sections, written.findings, written.gaps, written.cuts
     if parts:
@@ -149,22 +158,14 @@ class _Written:
     corroborated: int = 0
 
 
-def _write_question(
-    written: _Written, question: str, question_lines: list[Line], title: str, budget: int
-) -> None:
-    """One question's section: its verified lines, strongest first, within its share of the first
-    page; what is cut short, the question left open or not established, and its level."""
-    cited = [line for line in question_lines if line.verified_ids]
-    if question != OTHER:
-        # The lines found for this question first, the strongest for it first ("License: GPL-2+"
-        # of ed's copyright file before other files' warranty lines); then those that share
-        # the question's terms (a stable sort: corroborated lines first among equals).
-        cited.sort(key=lambda line: -_evidence(question, [line]))
+def _write_question(written: _Written, question: str, cited: list[Line], title: str, budget: int) -> None:
+    """One question's section: its verified lines (`_cited`), within its share of the first page;
+    what is cut short, the question left open or not established, and its level."""
     if question == OTHER and not cited:
         return
     if normalize(question).rstrip("?. ") != normalize(title).rstrip("?. "):
         written.sections.append(f"## {clip(question, 300)}")  # the title's own question is not said twice
-    limits = _line_limits(len(cited), budget)
+    limits = line_limits([line.shown_chars for line in cited], budget)
     if cited:
         written.sections.append(
             "\n".join(line.render(question, limit) for line, limit in zip(cited, limits, strict=False))
@@ -267,15 +268,15 @@ def _agreeing(question: str, cited: list[Line]) -> int:
     )
 
 
-def _line_limits(lines: int, budget: int) -> list[int]:
-    """Characters each of a question's lines may show within `budget`: the best up to half of it
-    (`LEAD_CHARS` at most), each next one an equal share of the rest, none under `LINE_CHARS`."""
-    if not lines:
-        return []
-    first = max(LINE_CHARS, min(LEAD_CHARS, budget // 2))
-    more = min(lines - 1, LINES_PER_QUESTION - 1, max(0, budget - first) // LINE_CHARS)
-    share = min(LEAD_CHARS, (budget - first) // more) if more else 0
-    return [first, *([share] * more)]
+def _cited(question: str, question_lines: list[Line]) -> list[Line]:
+    """A question's lines citing verified facts, in the order the report shows them."""
+    cited = [line for line in question_lines if line.verified_ids]
+    if question != OTHER:
+        # The lines found for this question first, the strongest for it first ("License: GPL-2+"
+        # of ed's copyright file before other files' warranty lines); then those that share
+        # the question's terms (a stable sort: corroborated lines first among equals).
+        cited.sort(key=lambda line: -_evidence(question, [line]))
+    return cited
 
 
 def _excerpt(text: str, question: str, limit: int) -> str:
