@@ -369,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=("minilm", "static"),
         default="minilm",
         help="the passages' dense feature: MiniLM as the server computes it (default), or the static "
-        "embedder (tried: held-out top-3 fell 0.07 on git-doc and 0.13 on postgresql-doc-15)",
+        "embedder (tried: held-out top-3 fell 0.10-0.11 on git-doc and 0.13-0.19 on postgresql-doc-15)",
     )
     parser.add_argument(
         "--pointwise", action="store_true", help="fit the probability directly (no listwise step)"
