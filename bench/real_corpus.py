@@ -13,7 +13,7 @@ Each step runs ``research-mcp`` in its own process on a fresh data folder (the s
 the steps), with the research_mcp package of each ``--code`` checkout in turn (PYTHONPATH);
 figures:
 
-- wall s: the command's wall time;
+- wall s: the command's wall time; CPU s: its user and system CPU time (steadier on a busy machine);
 - peak MB: its peak resident memory (GNU time's maximum resident set size);
 - warnings: lines on its stderr that a library wrote (Python warnings), which should be none;
 - serve idle: its resident memory ``--settle`` s after it answered ``initialize`` (the start-up
@@ -57,11 +57,12 @@ def copy_corpus(source: Path, target: Path) -> tuple[int, int]:
     return files, size
 
 
-def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, int, str]:
-    """Wall s, peak MB of the command (GNU time's maximum resident set), its exit code, its stderr."""
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, float, int, str]:
+    """Wall s, CPU s (user and system), peak MB of the command (GNU time's maximum resident set),
+    its exit code, its stderr."""
     started = time.perf_counter()
     done = subprocess.run(
-        ["/usr/bin/time", "-f", "MAXRSS_KB %M", *argv],
+        ["/usr/bin/time", "-f", "MAXRSS_KB %M %U %S", *argv],
         env=env,
         capture_output=True,
         text=True,
@@ -69,9 +70,10 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, int, str]
     )
     wall = time.perf_counter() - started
     lines = done.stderr.splitlines()
-    peak = next((int(line.split()[1]) for line in reversed(lines) if line.startswith("MAXRSS_KB")), 0)
+    figures = next((line.split()[1:] for line in reversed(lines) if line.startswith("MAXRSS_KB")), ["0"] * 3)
+    peak, cpu = int(figures[0]), float(figures[1]) + float(figures[2])
     stderr = "\n".join(line for line in lines if not line.startswith("MAXRSS_KB"))
-    return wall, peak / 1024, done.returncode, stderr
+    return wall, cpu, peak / 1024, done.returncode, stderr
 
 
 def warnings_in(stderr: str) -> list[str]:
@@ -84,6 +86,12 @@ def rss_mb(pid: int) -> tuple[float, float]:
         line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line
     )
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+def cpu_s(pid: int) -> float:
+    """A process's CPU time so far (user and system, its finished threads included), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class Served:
@@ -144,10 +152,10 @@ class Served:
 
 def serve_session(
     cli: str, env: dict[str, str], queries: list[str], settle: float
-) -> tuple[float, float, float]:
+) -> tuple[float, float, float, float]:
     """``serve`` as a new user meets it: RSS once initialized and idle (``settle`` s after the start-up
     rescan), then each query planned and run over MCP; returns idle MB, peak MB (VmHWM) over the
-    whole session, and steady MB (``settle`` s after the last run ended)."""
+    whole session, steady MB (``settle`` s after the last run ended) and the runs' CPU s."""
     served = Served(cli, env, timeout=900)
     try:
         served.request(
@@ -161,16 +169,18 @@ def serve_session(
         served.notify("notifications/initialized")
         time.sleep(settle)
         idle, _ = rss_mb(served.process.pid)
+        cpu_before = cpu_s(served.process.pid)
         for query in queries:
             plan = served.call("plan_research", {"query": query})
             run = served.call("execute_plan", {"plan_id": plan["id"], "wait_seconds": 50})
             while run["status"] in ("pending", "running"):
                 run = served.call("execute_plan", {"run_id": run["id"], "wait_seconds": 50})
+        cpu = cpu_s(served.process.pid) - cpu_before
         time.sleep(settle)
         steady, peak = rss_mb(served.process.pid)
     finally:
         served.close()
-    return idle, peak, steady
+    return idle, peak, steady, cpu
 
 
 def corpus_text_chars(database: Path) -> int:
@@ -214,7 +224,7 @@ def measure(code: Path | None, corpus: Path, work: Path, queries: list[str], set
         env["PYTHONPATH"] = str(code.resolve())
     cli = str(Path(sys.executable).parent / "research-mcp")
     print(f"## code: {code or 'installed'}; load average {os.getloadavg()[0]:.1f}")
-    print(f"{'step':<22} {'wall s':>7} {'peak MB':>8} {'exit':>4}  warnings")
+    print(f"{'step':<22} {'wall s':>7} {'CPU s':>7} {'peak MB':>8} {'exit':>4}  warnings")
     steps = [
         ("index (fresh)", [cli, "index", str(corpus)]),
         ("index (unchanged)", [cli, "index", str(corpus)]),
@@ -224,18 +234,24 @@ def measure(code: Path | None, corpus: Path, work: Path, queries: list[str], set
         for n, query in enumerate(queries, 1)
     ]
     for name, command in steps:
-        wall, peak, code_, stderr = timed(command, env)
+        wall, cpu, peak, code_, stderr = timed(command, env)
         found = warnings_in(stderr)
-        print(f"{name:<22} {wall:>7.1f} {peak:>8.0f} {code_:>4}  {len(found)} {found[:1]}", flush=True)
+        print(
+            f"{name:<22} {wall:>7.1f} {cpu:>7.1f} {peak:>8.0f} {code_:>4}  {len(found)} {found[:1]}",
+            flush=True,
+        )
     # The runs above are stored: serve's runs of the same questions reuse them. A fresh data folder
     # (indexed again, not timed) has serve do the work as a new user's server would.
     shutil.rmtree(home, ignore_errors=True)
     timed([cli, "index", str(corpus)], env)
     started = time.perf_counter()
-    idle, peak, steady = serve_session(cli, env, queries, settle)
+    idle, peak, steady, cpu = serve_session(cli, env, queries, settle)
     wall = time.perf_counter() - started - 2 * settle
-    print(f"{'serve idle':<22} {'':>7} {idle:>8.0f}")
-    print(f"{'serve, the runs':<22} {wall:>7.1f} {peak:>8.0f}       (peak; steady after: {steady:.0f} MB)")
+    print(f"{'serve idle':<22} {'':>7} {'':>7} {idle:>8.0f}")
+    print(
+        f"{'serve, the runs':<22} {wall:>7.1f} {cpu:>7.1f} {peak:>8.0f}       "
+        f"(peak; steady after: {steady:.0f} MB)"
+    )
     text = corpus_text_chars(home / "research.db")
     data, vectors = du_mb(home), du_mb(home / "vectors")
     print(
