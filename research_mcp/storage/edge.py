@@ -87,6 +87,8 @@ class EdgeEngine:
         self._writing: set[str] = set()
         # The write stamps this process set: a mark is refused when any stamp since the caller's is not.
         self._own_stamps: set[tuple[str, WriteStamp]] = set()
+        # Collections whose flush failed at a close: what this process wrote may be lost, never marked.
+        self._unflushed: set[str] = set()
 
     # -- the lease -------------------------------------------------------------------------------
 
@@ -311,7 +313,7 @@ class EdgeEngine:
         collection made anew) wrote to it after ``since``; whether it was remembered."""
         meta = self._meta(name)
         made, now = str(meta.get("made", "")), int(meta.get("generation", 0))
-        if not meta or made != since[0] or now < since[1]:
+        if not meta or made != since[0] or now < since[1] or name in self._unflushed:
             return False
         if any(
             (name, (made, generation)) not in self._own_stamps for generation in range(since[1] + 1, now + 1)
@@ -376,6 +378,7 @@ class EdgeEngine:
             except (
                 Exception
             ) as err:  # the binding raises bare Exception; a close that fails loses nothing the WAL holds
+                self._unflushed.add(name)
                 logger.warning("closing the knowledge index's %s shard failed: %s", name, one_line(err))
 
     @staticmethod
