@@ -11,7 +11,7 @@
 3. **vectors**: every chunk in SQLite whose vector the index lacks, or holds of other text, is
    embedded (those an interrupted pass left, or all of them once the embedding model changed), and
    vectors of chunks gone are deleted: chunk ids and text hashes compared, never counts
-   (``chunk_vectors.py``).
+   (``chunk_vectors.py``), unless a process found them in step with exactly these chunks since.
 
 So an interrupted pass keeps every document it committed: the next one reads only files not yet
 committed and embeds only chunks not yet embedded. :class:`IndexProgress` is the pass's live state,
@@ -34,7 +34,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
 
 from research_mcp.core.errors import NotConfigured, SourceError
-from research_mcp.sources.chunk_vectors import check_chunk_vectors, chunk_point
+from research_mcp.sources.chunk_vectors import bring_in_step, chunk_point, mark_in_step, marked_in_step
 from research_mcp.sources.documents import (
     describe_file_kind,
     read_regular_file,
@@ -168,14 +168,10 @@ def index_corpus(
     # another process changed it (`research-mcp index` beside a server, its vectors left to whoever
     # holds the index). A rescan that finds nothing new, in a store nobody changed, leaves it be.
     changed = tally.added or tally.updated or tally.removed
-    version = corpus.store.corpus_chunks_version()
-    if not stop.is_set() and (changed or version != progress.vectors_checked_for):
-        embedded, complete = _embed_missing(corpus, progress, stop)
-        tally.embedded += embedded
-        if complete and not stop.is_set():
-            progress.vectors_checked_for = corpus.store.corpus_chunks_version()
-    if tally.embedded and corpus.vectors is not None and not stop.is_set():
-        corpus.vectors.optimize("chunks")  # the HNSW index over what this pass added
+    if not stop.is_set() and (
+        changed or corpus.store.corpus_chunks_version() != progress.vectors_checked_for
+    ):
+        _check_vectors(corpus, progress, stop, tally)
     progress.finished(corpus.document_count(), stopped=stop.is_set())
     return IndexReport(
         added=tally.added,
@@ -396,29 +392,21 @@ def _embed(corpus: Corpus, pending: list[Chunk], tally: _Tally) -> None:
     pending.clear()
 
 
-def _embed_missing(corpus: Corpus, progress: IndexProgress, stop: threading.Event) -> tuple[int, bool]:
-    """Bring the chunk vectors in step with SQLite by identity (`chunk_vectors.py`): vectors of
-    chunks gone deleted, chunks whose vector is missing or of other text embedded again.
-
-    Both sides are read a page at a time, so memory does not grow with the corpus: this is also how
-    a data folder whose index was moved to another engine gets its vectors back. Returns how many
-    chunks were embedded, and whether the index is now known to be in step (False: it could not be
-    read, another process held it, or the pass stopped)."""
-    try:
-        drift = check_chunk_vectors(
-            corpus.store,
-            corpus.vectors,
-            repair=True,
-            stop=stop,
-            on_embedding=progress.embedding,
-            on_embedded=progress.chunks_done,
-        )
-    except NotConfigured as err:
-        corpus.drop_vectors(err)
-        return 0, False
-    if drift.available and not drift.in_step:
-        logger.info("corpus vectors: %s", drift.describe())
-    return drift.embedded, drift.available and drift.finished
+def _check_vectors(corpus: Corpus, progress: IndexProgress, stop: threading.Event, tally: _Tally) -> None:
+    """Bring the chunk vectors in step with the store, unless they are known to be
+    (`chunk_vectors.marked_in_step`); then build the search index over what this pass added."""
+    version = corpus.store.corpus_chunks_version()
+    if marked_in_step(corpus.vectors, version):
+        progress.vectors_checked_for = version
+        return
+    stamp = None if corpus.vectors is None else corpus.vectors.write_stamp("chunks")  # before either side
+    embedded, complete = bring_in_step(corpus.store, corpus.vectors, progress, stop, corpus.drop_vectors)
+    tally.embedded += embedded
+    if tally.embedded and corpus.vectors is not None and not stop.is_set():
+        corpus.vectors.optimize("chunks")  # the HNSW index over what this pass added
+    if complete and not stop.is_set() and corpus.store.corpus_chunks_version() == version:
+        progress.vectors_checked_for = version
+        mark_in_step(corpus.vectors, version, stamp)
 
 
 def rebuild_vectors(corpus: Corpus, progress: Callable[[int, int], None] | None = None) -> None:

@@ -9,7 +9,8 @@ Layout of the folder (``<data>/vectors``)::
     lease                      the folder lock: the process holding it may open the shards
     holder                     the pid of that process, for the others' "waiting" line
     <collection>/              one Edge shard (edge_config.json, wal/, segments/)
-    <collection>.json          what we know of it: embedder name and dimension
+    <collection>.json          what we know of it: embedder name and dimension, its write stamp,
+                               and the chunks version it was last found in step with (`checked`)
 
 One process at a time: a shard's WAL is locked by the process that opened it. The process that
 uses the index takes ``lease`` (an OS lock, released by the kernel if the process dies), opens the
@@ -17,6 +18,14 @@ shards it needs, and :meth:`EdgeEngine.release` closes them and lets the lease g
 (the index calls it). Another process waits for the lease up to ``wait`` seconds, saying so in one
 log line, and gets :class:`EngineBusy` if it is still held: the index then goes on without vectors
 for a while. So ``serve`` and a CLI ``run`` on one data folder take turns; neither corrupts a shard.
+
+A collection's check mark (:meth:`EdgeEngine.mark_checked`) remembers across processes that its
+vectors were found in step with what the caller names (the corpus's chunks version), so a new
+process need not compare them again. Every write (upsert, delete, optimize) first removes the mark
+and advances the collection's write stamp (``made`` at creation, ``generation`` at each lease hold
+that writes), durably, before touching the shard: a process killed mid-write leaves no mark. A mark is
+written only after a flush, and only when nothing but this process wrote since the stamp the caller
+took before its check.
 """
 
 from __future__ import annotations
@@ -28,12 +37,20 @@ import os
 import shutil
 import tempfile
 import time
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from research_mcp.storage.disk import no_room
-from research_mcp.storage.vector_engine import EngineBusy, EngineUnavailable, IndexedHit, Point, one_line
+from research_mcp.storage.vector_engine import (
+    EngineBusy,
+    EngineUnavailable,
+    IndexedHit,
+    Point,
+    WriteStamp,
+    one_line,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -66,6 +83,12 @@ class EdgeEngine:
         self.wait = wait
         self._shards: dict[str, qdrant_edge.EdgeShard] = {}
         self._lease: Any = None  # the open lock file while this process holds the folder
+        # Collections whose check mark this lease hold already removed (and whose stamp it advanced).
+        self._writing: set[str] = set()
+        # The write stamps this process set: a mark is refused when any stamp since the caller's is not.
+        self._own_stamps: set[tuple[str, WriteStamp]] = set()
+        # Collections whose flush failed at a close: what this process wrote may be lost, never marked.
+        self._unflushed: set[str] = set()
 
     # -- the lease -------------------------------------------------------------------------------
 
@@ -126,6 +149,7 @@ class EdgeEngine:
             import portalocker
 
             lease, self._lease = self._lease, None
+            self._writing.clear()  # another process may mark a collection before this one holds it again
             portalocker.unlock(lease)
             lease.close()
 
@@ -180,8 +204,9 @@ class EdgeEngine:
             wal_enabled=not rebuildable,
         )
         self._shards[name] = self._edge(lambda: qe.EdgeShard.create(str(self.root / name), config))
-        meta = {**metadata, "dim": dim, "rebuildable": rebuildable}
+        meta = {**metadata, "dim": dim, "rebuildable": rebuildable, "made": uuid.uuid4().hex, "generation": 0}
         _write_atomically(self.root / f"{name}.json", json.dumps(meta))
+        self._writing.discard(name)
 
     def rebuildable(self, name: str) -> bool:
         return self._meta(name).get("rebuildable") is True
@@ -189,6 +214,7 @@ class EdgeEngine:
     def drop(self, name: str) -> None:
         self._acquire()
         self._close_shard(name)
+        self._writing.discard(name)
         (self.root / f"{name}.json").unlink(missing_ok=True)
         shutil.rmtree(self.root / name, ignore_errors=True)
 
@@ -198,6 +224,7 @@ class EdgeEngine:
         import qdrant_edge as qe
 
         shard = self._shard(name)
+        self._before_writing(name)
         batch = [
             qe.Point(point_id, {VECTOR: vector.tolist()}, payload) for point_id, vector, payload in points
         ]
@@ -230,6 +257,7 @@ class EdgeEngine:
         import qdrant_edge as qe
 
         shard = self._shard(name)
+        self._before_writing(name)
         self._edge(lambda: shard.update(qe.UpdateOperation.delete_points(list(ids))))
 
     def count(self, name: str) -> int:
@@ -258,8 +286,67 @@ class EdgeEngine:
 
     def optimize(self, name: str) -> None:
         shard = self._shard(name)
+        self._before_writing(name)
         self._edge(shard.optimize)
         self._edge(shard.flush)  # a shard without a log holds, after a crash, what the last flush wrote
+
+    # -- check marks -----------------------------------------------------------------------------
+
+    def write_stamp(self, name: str) -> WriteStamp | None:
+        """The collection's writes so far: it changes before any process writes to it again."""
+        meta = self._meta(name)
+        if not meta:
+            return None
+        return str(meta.get("made", "")), int(meta.get("generation", 0))
+
+    def checked_for(self, name: str) -> str | None:
+        """What the collection was last found in step with, when nothing wrote to it since."""
+        meta = self._meta(name)
+        mark = meta.get("checked")
+        if not isinstance(mark, dict) or mark.get("generation") != meta.get("generation", 0):
+            return None
+        named = mark.get("for")
+        return named if isinstance(named, str) else None
+
+    def mark_checked(self, name: str, checked_for: str, since: WriteStamp) -> bool:
+        """Remember that the collection is in step with ``checked_for``, unless another process (or a
+        collection made anew) wrote to it after ``since``; whether it was remembered."""
+        meta = self._meta(name)
+        made, now = str(meta.get("made", "")), int(meta.get("generation", 0))
+        if not meta or made != since[0] or now < since[1] or name in self._unflushed:
+            return False
+        if any(
+            (name, (made, generation)) not in self._own_stamps for generation in range(since[1] + 1, now + 1)
+        ):
+            return False
+        shard = self._shards.get(name)
+        if shard is not None:  # a shard without a log keeps, after a kill, only what a flush wrote
+            self._edge(shard.flush)
+        self._write_meta(name, {**meta, "checked": {"for": checked_for, "generation": now}}, sync=True)
+        self._writing.discard(name)  # the next write removes this mark again
+        return True
+
+    def _before_writing(self, name: str) -> None:
+        """Remove the collection's check mark and advance its write stamp, once per lease hold, before
+        the first write: a process killed during its writes leaves no mark behind."""
+        if name in self._writing:
+            return
+        meta = self._meta(name)
+        if meta:
+            marked = "checked" in meta
+            made, generation = str(meta.get("made", "")), int(meta.get("generation", 0)) + 1
+            meta.pop("checked", None)
+            self._write_meta(name, {**meta, "generation": generation}, sync=marked)
+            self._own_stamps.add((name, (made, generation)))
+        self._writing.add(name)
+
+    def _write_meta(self, name: str, meta: dict[str, Any], *, sync: bool) -> None:
+        try:
+            _write_atomically(self.root / f"{name}.json", json.dumps(meta), sync=sync)
+        except OSError as err:
+            raise EngineUnavailable(
+                f"the folder {str(self.root)!r} cannot be written ({one_line(err)})"
+            ) from err
 
     # -- shards ----------------------------------------------------------------------------------
 
@@ -291,6 +378,7 @@ class EdgeEngine:
             except (
                 Exception
             ) as err:  # the binding raises bare Exception; a close that fails loses nothing the WAL holds
+                self._unflushed.add(name)
                 logger.warning("closing the knowledge index's %s shard failed: %s", name, one_line(err))
 
     @staticmethod
@@ -312,7 +400,19 @@ def _filter(where: dict[str, str | int] | None) -> qdrant_edge.Filter | None:
     )
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def _write_atomically(path: Path, text: str, *, sync: bool = False) -> None:
+    """Replace ``path`` by ``text`` whole; ``sync``: on disk before this returns (a check mark's removal
+    must be, before the writes it guards)."""
     partial = path.with_suffix(".partial")
-    partial.write_text(text)
+    with partial.open("w") as file:
+        file.write(text)
+        if sync:
+            file.flush()
+            os.fsync(file.fileno())
     os.replace(partial, path)
+    if sync:
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)

@@ -9,7 +9,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from research_mcp.storage.vector_engine import EngineUnavailable, IndexedHit, Point, one_line
+from research_mcp.storage.vector_engine import EngineUnavailable, IndexedHit, Point, WriteStamp, one_line
 
 if TYPE_CHECKING:
     import numpy as np
@@ -145,6 +145,16 @@ class ServerEngine:
 
     def optimize(self, name: str) -> None:
         """A server builds its HNSW index in the background."""
+
+    def write_stamp(self, name: str) -> WriteStamp | None:
+        """Writes to a server are not stamped: its collections are always checked in full."""
+        return None
+
+    def checked_for(self, name: str) -> str | None:
+        return None
+
+    def mark_checked(self, name: str, checked_for: str, since: WriteStamp) -> bool:
+        return False
 
     def release(self) -> None:
         """A server is shared by design: nothing to let go."""

@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:  # numpy takes a while to import: the server answers its host first
     import numpy as np
 
-__all__ = ["EngineBusy", "EngineUnavailable", "IndexedHit", "Point", "VectorEngine", "one_line"]
+__all__ = ["EngineBusy", "EngineUnavailable", "IndexedHit", "Point", "VectorEngine", "WriteStamp", "one_line"]
 
 #: One point to store: its SQLite id, its vector, its payload.
 Point = tuple[int, "np.ndarray", dict[str, Any]]
+#: A collection's writes so far: who made it (a random id), and how many lease holds wrote to it since.
+WriteStamp = tuple[str, int]
 
 
 class EngineUnavailable(Exception):
@@ -98,6 +100,21 @@ class VectorEngine(Protocol):
 
     def optimize(self, name: str) -> None:
         """Build the search index of what was just written in bulk (a no-op where the engine does it itself)."""
+        ...
+
+    def write_stamp(self, name: str) -> WriteStamp | None:
+        """The collection's writes so far (None: it does not exist, or the engine keeps no stamps)."""
+        ...
+
+    def checked_for(self, name: str) -> str | None:
+        """What :meth:`mark_checked` last named, when no process wrote to the collection since (None:
+        no such mark, or an engine that keeps none)."""
+        ...
+
+    def mark_checked(self, name: str, checked_for: str, since: WriteStamp) -> bool:
+        """Remember, across processes, that the collection was found in step with ``checked_for``,
+        unless another process wrote to it after ``since`` (taken before the check began); whether it
+        was remembered."""
         ...
 
     def release(self) -> None:

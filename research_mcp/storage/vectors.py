@@ -33,7 +33,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from research_mcp.core.contracts import Embedder
-from research_mcp.storage.vector_engine import EngineBusy, EngineUnavailable, IndexedHit, VectorEngine
+from research_mcp.storage.vector_engine import (
+    EngineBusy,
+    EngineUnavailable,
+    IndexedHit,
+    VectorEngine,
+    WriteStamp,
+)
 
 if TYPE_CHECKING:  # numpy takes a while to import: only when first used
     import numpy as np
@@ -250,21 +256,12 @@ class KnowledgeIndex:
     def optimize(self, collection: Collection) -> None:
         """Build the search index over what was just written in bulk (after indexing a corpus)."""
 
-        def optimize(engine: VectorEngine) -> None:
-            name = self._name(collection)
-            if self._exists(engine, name):
-                engine.optimize(name)
-
-        self._call(optimize, None)
+        self._call(lambda engine: self._on(engine, collection, engine.optimize, None), None)
 
     def count(self, collection: Collection) -> int:
         """How many items the collection holds (0 when unavailable)."""
 
-        def count(engine: VectorEngine) -> int:
-            name = self._name(collection)
-            return engine.count(name) if self._exists(engine, name) else 0
-
-        return self._call(count, 0)
+        return self._call(lambda engine: self._on(engine, collection, engine.count, 0), 0)
 
     def id_page(
         self, collection: Collection, *, after: int | None = None, limit: int = SCROLL_PAGE
@@ -305,6 +302,31 @@ class KnowledgeIndex:
 
         nothing: dict[int, Any] = {}
         return self._call(values, nothing)
+
+    def write_stamp(self, collection: Collection) -> WriteStamp | None:
+        """The collection's writes so far, taken before checking it (None: no collection, unavailable,
+        or an engine that keeps no stamps: a server)."""
+        return self._call(lambda engine: self._on(engine, collection, engine.write_stamp, None), None)
+
+    def checked_for(self, collection: Collection) -> str | None:
+        """What a process last found the collection in step with, when no process wrote to it since."""
+        return self._call(lambda engine: self._on(engine, collection, engine.checked_for, None), None)
+
+    def mark_checked(self, collection: Collection, checked_for: str, since: WriteStamp) -> bool:
+        """Remember across processes that the collection is in step with ``checked_for``, unless another
+        process wrote to it after ``since``; every later write removes the mark before touching a vector."""
+
+        def mark(engine: VectorEngine) -> bool:
+            return self._on(
+                engine, collection, lambda name: engine.mark_checked(name, checked_for, since), False
+            )
+
+        return self._call(mark, False)
+
+    def _on(self, engine: VectorEngine, collection: Collection, call: Callable[[str], T], missing: T) -> T:
+        """``call`` on the collection's name in ``engine``, or ``missing`` when it does not exist."""
+        name = self._name(collection)
+        return call(name) if self._exists(engine, name) else missing
 
     def release(self) -> None:
         """Let other processes use the embedded engine's folder until this index's next call."""

@@ -5,7 +5,12 @@ Real SQLite and a real Qdrant Edge folder under the data folder."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -188,4 +193,79 @@ def test_chunks_another_process_changed_are_embedded_by_the_next_rescan_of_a_run
         assert (rescan.updated, rescan.added) == (0, 0) and rescan.embedded > 0
         assert check_chunk_vectors(store, index, repair=False).in_step
         assert server.index().embedded == 0  # checked once, not at every rescan
+    store.close()
+
+
+def counting_pages(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pages of chunk texts ``store`` is asked for (the comparison reads every chunk through it)."""
+    pages: list[int] = []
+    read = store.corpus_chunks_after
+
+    def counted(after: int, limit: int) -> list[Any]:
+        pages.append(after)
+        return read(after, limit)
+
+    monkeypatch.setattr(store, "corpus_chunks_after", counted)
+    return pages
+
+
+def test_a_new_process_on_an_unchanged_corpus_skips_the_comparison_and_still_finds_by_meaning(
+    settings: Settings, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    indexed(settings, folder).close()  # the first process: embedded, compared, in step
+    store = Store(settings.database_path)
+    pages = counting_pages(store, monkeypatch)
+    with open_index(settings) as index:
+        corpus = Corpus(store, [folder], index=index)
+
+        report = corpus.index()  # a new process, nothing changed since
+
+        assert (report.unchanged, report.embedded) == (len(TOPICS), 0)
+        assert pages == []  # no chunk text read to compare
+        hits = corpus.search("glacier retreat", mode="dense", limit=1)
+        assert hits and "glacier retreat" in hits[0].title
+        assert check_chunk_vectors(store, index, repair=False).in_step  # and rightly so
+    store.close()
+
+
+#: A process that deletes one chunk vector, as a pass does before it embeds a chunk again, and is
+#: killed before the new vector is written (its delete flushed: the worst a kill can leave).
+KILLED_MID_WRITE = textwrap.dedent(
+    """
+    import os, signal, sys
+    from research_mcp.llm.embeddings import StaticEmbedder, default_embedder
+    from research_mcp.storage.vectors import KnowledgeIndex
+
+    index = KnowledgeIndex.open(path=sys.argv[1], embedder=default_embedder(), chunk_embedder=StaticEmbedder())
+    index.delete("chunks", [int(sys.argv[2])])
+    index.release()
+    os.kill(os.getpid(), signal.SIGKILL)
+    """
+)
+
+
+def test_a_vector_lost_by_a_process_killed_mid_write_is_embedded_again_by_the_next(
+    settings: Settings, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = indexed(settings, folder)
+    lost = min(store_ids(store))
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_MID_WRITE, str(settings.vectors_path), str(lost)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    pages = counting_pages(store, monkeypatch)
+    with open_index(settings) as index:
+        assert lost not in index_ids(index)  # the store is unchanged: only the mark's absence tells
+
+        report = Corpus(store, [folder], index=index).index()
+
+        assert pages and report.embedded == 1
+        assert index_ids(index) == store_ids(store)
+    pages.clear()
+    with open_index(settings) as index:
+        assert Corpus(store, [folder], index=index).index().embedded == 0
+        assert pages == []  # found in step again, and remembered
     store.close()

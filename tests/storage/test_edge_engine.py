@@ -187,3 +187,33 @@ def test_a_kill_during_optimize_leaves_a_shard_that_opens_with_every_point(tmp_p
         assert len(after.search("facts", "anything", min_score=-1.0, limit=10)) == 10
         after.optimize("facts")
         assert after.count("facts") == 20_000
+
+
+def test_a_check_mark_stands_until_a_write_and_is_refused_after_another_processs_write(
+    tmp_path: Path,
+) -> None:
+    from research_mcp.storage.edge import EdgeEngine
+
+    name, one = "research_mcp_chunks_test", np.ones(4, dtype=np.float32)
+    first, second = EdgeEngine(tmp_path, wait=10), EdgeEngine(tmp_path, wait=10)
+    first.create(name, 4, {}, rebuildable=True)
+    first.upsert(name, [(1, one, {})])
+    stamp = first.write_stamp(name)
+    assert stamp is not None
+    first.release()
+    second.upsert(name, [(2, one, {})])  # another process writes while the first is checking
+    second.release()
+    assert not first.mark_checked(name, "v1", stamp)
+    assert first.checked_for(name) is None
+
+    stamp = first.write_stamp(name)
+    assert stamp is not None
+    first.upsert(name, [(3, one, {})])  # its own repair does not count against it
+    assert first.mark_checked(name, "v2", stamp)
+    first.release()
+    assert second.checked_for(name) == "v2"  # seen by another process
+    second.delete(name, [3])
+    second.release()
+    assert first.checked_for(name) is None  # any write removes it
+    first.close()
+    second.close()

@@ -207,7 +207,8 @@ def test_chunks_use_the_chunk_embedder_and_each_collection_records_its_embedder(
 
     assert hit.id == 7
     assert index.embedder_for("chunks") is chunk_embedder
-    assert {name: meta for name, (meta, _) in recorded.items()} == {
+    described = ("embedder", "dim", "rebuildable")  # beside the write stamp and check mark
+    assert {name: {key: meta[key] for key in described} for name, (meta, _) in recorded.items()} == {
         "research_mcp_facts_all-MiniLM-L6-v2-int8": {
             "embedder": "all-MiniLM-L6-v2-int8",
             "dim": 384,
