@@ -18,6 +18,7 @@ from research_mcp.server.app import create_server
 from research_mcp.storage.events import IterationDone, data_of
 from research_mcp.storage.outputs import StoredSynthesis
 from research_mcp.storage.store import Store
+from tests.server.indexing import wait_until_indexed
 from tests.server.waiting import until_finished
 
 OPENED_1932 = "The harbour bridge opened to traffic in 1932. It carries eight lanes of road traffic."
@@ -105,6 +106,7 @@ async def test_an_iteration_seeks_the_source_that_settles_a_contradiction(
 ) -> None:
     records(tmp_path, monkeypatch)
     async with Client(create_server()) as client:
+        await wait_until_indexed(client)
         handle = await run(client, bridge_plan(OPENED_1932, OPENED_1934, contradictions_resolved=True))
     [delta] = iterations(handle["id"])
     asked = delta["changed"]["questions_added"]
@@ -178,6 +180,7 @@ async def test_an_unmet_corroboration_seeks_a_second_source_for_the_weakest_find
 ) -> None:
     records(tmp_path, monkeypatch)
     async with Client(create_server()) as client:
+        await wait_until_indexed(client)  # the records are searchable: no race with the start-up scan
         handle = await run(client, bridge_plan(OPENED_1932, min_corroboration=2))
     [first, *_] = iterations(handle["id"])
     assert any("1932" in question for question in first["changed"]["questions_added"])
