@@ -128,9 +128,13 @@ async def test_extract_source_reads_a_corpus_file_by_a_path_relative_to_the_corp
     (corpus / "reefs" / "atolls.md").write_text("# Atolls\n\nAn atoll is a ring of coral around a lagoon.\n")
     async with Client(create_server()) as client:
         await wait_until_indexed(client)
+        asked = {  # one path under the 20 characters of a text; each asked what it says
+            "reefs/atolls.md": "What is an atoll?",
+            "coral reefs.txt": "How much of the ocean floor do coral reefs cover?",
+        }
         results = [
-            await client.call_tool("extract_source", {"source": source, "questions": ["What is an atoll?"]})
-            for source in ("reefs/atolls.md", "coral reefs.txt")  # one under the 20 characters of a text
+            await client.call_tool("extract_source", {"source": source, "questions": [question]})
+            for source, question in asked.items()
         ]
         facts = [
             await client.call_tool("report_results", {"id": r.structured_content["id"], "view": "facts"})
