@@ -30,7 +30,6 @@ import os
 import shutil
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -53,9 +52,6 @@ VOCAB_PATH = Path(__file__).parent / "minilm" / "vocab.txt"
 #: Seconds without a call after which the transformer's session is let go (it loads again on a call).
 IDLE_SECONDS = 60.0
 STATIC_PATH = Path(__file__).parent / "minilm" / "static.npz"
-#: Texts whose vectors the transformer keeps for a later call (the facts the knowledge base embeds
-#: are embedded again by the synthesis that groups them): 384 float32 each, about 6 MB at most.
-REMEMBERED_TEXTS = 4096
 
 
 @functools.cache
@@ -117,7 +113,6 @@ class MiniLMEmbedder:
         # extractors embedding at once took a run from 250 to 500 MB, BENCHMARKS.md).
         self._run_lock = threading.Lock()
         self._loaded: tuple[onnxruntime.InferenceSession, BaseTokenizer, frozenset[str], str] | None = None
-        self._remembered: OrderedDict[str, np.ndarray] = OrderedDict()  # text -> its unit vector
         self._calls = 0  # embed() calls under way
         self._last_call = 0.0  # time.monotonic() when the last call ended
         self._reaper: threading.Timer | None = None
@@ -131,29 +126,12 @@ class MiniLMEmbedder:
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not one str; wrap it in a list")
         vectors = np.empty((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return vectors
         with self._lock:
-            missing = []
-            for row, text in enumerate(texts):
-                known = self._remembered.get(text)
-                if known is None:
-                    missing.append(row)
-                else:
-                    self._remembered.move_to_end(text)
-                    vectors[row] = known
-            if not missing:
-                return vectors
             self._calls += 1
         try:
-            fresh = self._embed(
-                [texts[row] for row in missing], np.empty((len(missing), self.dim), np.float32)
-            )
-            vectors[missing] = fresh
-            with self._lock:
-                for row, vector in zip(missing, fresh, strict=True):
-                    self._remembered[texts[row]] = vector.copy()
-                while len(self._remembered) > REMEMBERED_TEXTS:
-                    self._remembered.popitem(last=False)
-            return vectors
+            return self._embed(texts, vectors)
         finally:
             with self._lock:
                 self._calls -= 1
