@@ -76,7 +76,7 @@ def never_mentioned_cap(gap: Gap) -> ConfidenceLevel:
     """How far a note that the corpus never mentions some of a question's words caps its confidence:
     `low` when one is a name the question gives (capitalised after its first word, in capitals, an
     identifier joined by "_", "." or "-": "PASS_WARN_AGE", "Australia", or said after a capitalised
-    word, which one of it: "bookworm" of "Debian bookworm") or a technical term (a
+    word, which one of it: "lake" of "Crater lake") or a technical term (a
     word outside common English in every spelling: "noatime", "umask"), the documents being about
     other things; `medium` for a common word ("people", "harbour") or two run together
     ("timeframe", which documents may write "time frame"), which a small folder may answer a
@@ -93,7 +93,7 @@ def never_mentioned_cap(gap: Gap) -> ConfidenceLevel:
             or capitals
             or (technical(word) and not _compound(word))
             or re.search(rf"(?<![\w-]){re.escape(word[:1].upper() + word[1:])}(?![\w-])", later)
-            # A word naming which one of a name: "bookworm" of "Debian bookworm".
+            # A word naming which one of a name: "lake" of "Crater lake".
             or re.search(rf"(?<![\w-])[A-Z][\w-]+\s+{re.escape(word)}(?![\w-])", later)
         ):
             return "low"
@@ -101,7 +101,7 @@ def never_mentioned_cap(gap: Gap) -> ConfidenceLevel:
 
 
 def _compound(word: str) -> bool:
-    """Two English words of three letters or more run together: "timeframe", "fakeroot"."""
+    """Two English words of three letters or more run together: "timeframe", "lookahead"."""
     english = english_words()
     folded = word.casefold()
     return any(folded[:cut] in english and folded[cut:] in english for cut in range(3, len(folded) - 2))
@@ -109,7 +109,7 @@ def _compound(word: str) -> bool:
 
 def technical(word: str) -> bool:
     """A word outside common English (MiniLM's vocabulary) in every spelling the matching knows:
-    "noatime", "fakeroot", "ext4"; not "hashing" (its stem "hash" is English) nor a number."""
+    "noatime", "umask", "utf8"; not "hashing" (its stem "hash" is English) nor a number."""
     if not word.isalnum() or word.isdigit():
         return False
     english = english_words()
@@ -117,13 +117,13 @@ def technical(word: str) -> bool:
 
 
 def technical_terms(text: str) -> list[str]:
-    """The terms of the technical words of a text ("fakeroot", "dpkg"), in order, once each."""
+    """The terms of the technical words of a text ("noatime", "umask"), in order, once each."""
     return list(dict.fromkeys(terms(" ".join(word for word in _WORD.findall(text) if technical(word)))))
 
 
 def named_terms(question: str) -> list[str]:
     """What a question names: its capitalized words but the first ("What does the Protected field
-    of a dpkg package do?": "Protected") and its quoted phrases, as content terms, in order."""
+    of a package do?": "Protected") and its quoted phrases, as content terms, in order."""
     quoted = " ".join(_QUOTED.findall(question))
     words = _WORD.findall(_QUOTED.sub(" ", question))
     named = " ".join(word for word in words[1:] if word[:1].isupper() and word != "I")
