@@ -107,14 +107,14 @@ async def _run_phase(
     phase: Phase,
     handoff_id: str,
     inputs: list[str],
-    gates: dict[tuple[str, int], dict[str, bool]],
+    gates: dict[tuple[str, int], PhaseGate],
 ) -> tuple[_Kept, _Stopped]:
     """Iterate one phase while a criterion is unmet and its budget allows: the synthesis it keeps,
     and why it stopped short (None when every criterion was met)."""
     store = rc.deps.store
     spending = PhaseSpending(phase.budget, rc.deps.budget.tokens, rc.deps.budget.cost_usd)
     output, source_of = _synthesis(rc, handoff_id)
-    status = gates.get((phase.name, 0)) or _status(rc, phase, output, source_of)
+    status = _gate_status(gates, phase, 0) or _status(rc, phase, output, source_of)
     best: _Kept = (handoff_id, status, 0)
     for iteration in range(1, phase.max_iterations + 1):
         unmet = [name for name, met in status.items() if not met]
@@ -125,8 +125,15 @@ async def _run_phase(
             return best, None
         if stopped := _stop_reason(rc, phase, iteration, spending):
             return best, stopped
-        # The decision to iterate is recorded with the criteria it was taken on: a run resumed in
-        # the iteration takes it again on them, not on a store the iteration had already added to.
+        # The decision to iterate is recorded with the criteria it was taken on and what it asks to
+        # settle them: a run resumed in the iteration takes it again on them, not on a store the
+        # iteration had already added to (its reads corroborate findings: the weakest changes).
+        recorded = gates.get((phase.name, iteration - 1))
+        settling = (
+            recorded.settling
+            if recorded is not None and recorded.settling is not None
+            else settling_questions(unmet, output, source_of)
+        )
         store.add_event(
             rc.run_id,
             PhaseGate(
@@ -135,11 +142,12 @@ async def _run_phase(
                 phase=phase.name,
                 iteration=iteration - 1,
                 status=status,
+                settling=settling,
             ),
         )
         try:
             handoff_id, delta = await _iterate(
-                rc, node, key, phase, output, unmet, inputs, iteration, spending
+                rc, node, key, phase, output, unmet, settling, inputs, iteration, spending
             )
         except (_PhaseBudgetSpent, NodeBudgetExhausted) as spent:
             why = spent.what if isinstance(spent, NodeBudgetExhausted) else str(spent)
@@ -151,7 +159,7 @@ async def _run_phase(
             raise
         before = status
         output, source_of = _synthesis(rc, handoff_id)
-        status = gates.get((phase.name, iteration)) or _status(rc, phase, output, source_of)
+        status = _gate_status(gates, phase, iteration) or _status(rc, phase, output, source_of)
         if _merit(status, output) > _merit(best[1], _synthesis(rc, best[0])[0]):
             best = (handoff_id, status, iteration)
         store.add_event(
@@ -207,16 +215,22 @@ def _close_phase(rc: RunContext, key: str, phase: Phase, best: _Kept, stopped: _
     )
 
 
-def _recorded_gates(rc: RunContext, key: str) -> dict[tuple[str, int], dict[str, bool]]:
-    """The criteria each iteration of this node's phases was decided on in an earlier attempt of the
-    run, since its last retry (a retry of failed parts judges its gates afresh)."""
-    gates: dict[tuple[str, int], dict[str, bool]] = {}
+def _recorded_gates(rc: RunContext, key: str) -> dict[tuple[str, int], PhaseGate]:
+    """How each iteration of this node's phases was decided in an earlier attempt of the run (the
+    criteria and what it asks), since its last retry (a retry of failed parts judges its gates afresh)."""
+    gates: dict[tuple[str, int], PhaseGate] = {}
     for event in rc.deps.store.events_for_run(rc.run_id):
         if isinstance(event, RetryStarted):
             gates.clear()
         elif isinstance(event, PhaseGate) and event.node_id == key:
-            gates[(event.phase, event.iteration)] = event.status
+            gates[(event.phase, event.iteration)] = event
     return gates
+
+
+def _gate_status(gates: dict[tuple[str, int], PhaseGate], phase: Phase, iteration: int) -> dict[str, bool]:
+    """The criteria recorded after `iteration` of the phase in an earlier attempt ({} if none was)."""
+    recorded = gates.get((phase.name, iteration))
+    return recorded.status if recorded is not None else {}
 
 
 async def _iterate(
@@ -226,17 +240,18 @@ async def _iterate(
     phase: Phase,
     output: StoredSynthesis,
     unmet: list[str],
+    settling: list[str],
     inputs: list[str],
     iteration: int,
     spending: PhaseSpending,
 ) -> tuple[str, dict[str, list[str]]]:
-    """One iteration: widen each leaf with the missing themes and the gaps, then synthesize again.
-    `inputs` grows with the new extractions. Returns the new synthesis handoff and the delta."""
+    """One iteration: widen each leaf with the missing themes, what would settle an unmet criterion
+    (`settling`, as its gate recorded it) and the gaps, then synthesize again. `inputs` grows with
+    the new extractions. Returns the new synthesis handoff and the delta."""
     leaves = [child for child in node.children if child.kind == "leaf"]
-    source_of = {f.id: (f.source_id, f.corroborations) for f in rc.deps.store.get_facts(output.fact_ids)}
     asking = Asking(
         themes=[name.split(":", 1)[1] for name in unmet if name.startswith("theme:")],
-        settling=settling_questions(unmet, output, source_of),
+        settling=settling,
         gaps=gap_questions(output)[:2],
         known=[WRITTEN_CITATION.sub("", f.statement).strip() for f in output.key_findings[:RUBRIC_FACTS]],
     )

@@ -229,12 +229,14 @@ class SecondHop(EventBase):
 
 
 class PhaseGate(EventBase):
-    """A phase's criteria (met or not) when the decision to iterate was taken."""
+    """A phase's criteria (met or not) when the decision to iterate was taken, and what the iteration
+    asks to settle the unmet ones (None in events written before it was recorded)."""
 
     kind: Literal["phase_gate"] = "phase_gate"
     phase: str
     iteration: int
     status: dict[str, bool]
+    settling: list[str] | None = None
 
 
 class PhaseMet(EventBase):
