@@ -153,6 +153,11 @@ class EdgeEngine:
             portalocker.unlock(lease)
             lease.close()
 
+    def let_go(self, name: str) -> None:
+        """Close one shard (flushing it): its mapped segments leave the process's memory; the next
+        call on it loads it again (about 20 ms for 85 MB of chunk vectors)."""
+        self._close_shard(name)
+
     def close(self) -> None:
         self.release()
         if self._temporary:

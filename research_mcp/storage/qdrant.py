@@ -159,6 +159,9 @@ class ServerEngine:
     def release(self) -> None:
         """A server is shared by design: nothing to let go."""
 
+    def let_go(self, name: str) -> None:
+        """A server's collections live in the server: nothing to let go."""
+
     def close(self) -> None:
         self._client.close()
 

@@ -121,6 +121,11 @@ class VectorEngine(Protocol):
         """Let other processes use what this one holds until its next call (a no-op for a server)."""
         ...
 
+    def let_go(self, name: str) -> None:
+        """Free what this process holds of one collection (an embedded engine's mapped files) until
+        its next call on it (a no-op for a server)."""
+        ...
+
     def close(self) -> None: ...
 
 
