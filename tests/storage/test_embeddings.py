@@ -57,10 +57,10 @@ def test_an_idle_model_is_let_go_and_loads_again_with_the_same_vectors(embedder:
         time.sleep(0.05)
     assert not idle.loaded  # an idle server does not hold the session's memory
 
-    again = idle.embed([CAT, STOCKS])
+    again = idle.embed([CAT, KITTEN])  # a new text loads the session again
     assert idle.loaded
-    np.testing.assert_allclose(again, first, atol=1e-6)
-    np.testing.assert_allclose(again, embedder.embed([CAT, STOCKS]), atol=1e-6)
+    np.testing.assert_allclose(again[0], first[0], atol=1e-6)
+    np.testing.assert_allclose(again, embedder.embed([CAT, KITTEN]), atol=1e-6)
 
 
 def test_each_text_becomes_one_unit_length_row(embedder: MiniLMEmbedder) -> None:
@@ -77,7 +77,7 @@ def test_a_text_embeds_the_same_alone_again_or_in_any_batch(embedder: MiniLMEmbe
     texts = [f"Sentence number {i} is about something else entirely." for i in range(70)] + [CAT, long_text]
 
     alone = embedder.embed([CAT])[0]
-    batched = embedder.embed(texts)
+    batched = MiniLMEmbedder().embed(texts)  # a fresh embedder: nothing recalled from the line above
     small_batches = MiniLMEmbedder(batch_size=3).embed(texts)
 
     np.testing.assert_allclose(embedder.embed([CAT])[0], alone, atol=1e-6)
@@ -203,6 +203,33 @@ def test_a_cache_folder_that_cannot_be_made_leaves_the_embedder_working(tmp_path
 
     assert embedder.embed([CAT]).shape == (1, 384)
     assert embedder.session_source == "built"
+
+
+def test_a_text_embedded_again_is_recalled_not_run_through_the_model_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The knowledge base embeds each new fact; the synthesis embeds the same statements again.
+    embedder = MiniLMEmbedder()
+    through_the_model: list[str] = []
+    run = embedder._embed
+
+    def counted(texts: list[str], vectors: np.ndarray) -> np.ndarray:
+        through_the_model.extend(texts)
+        return run(texts, vectors)
+
+    monkeypatch.setattr(embedder, "_embed", counted)
+    first = embedder.embed([CAT, KITTEN])
+    again = embedder.embed([KITTEN, STOCKS, CAT])
+
+    assert through_the_model == [CAT, KITTEN, STOCKS]
+    np.testing.assert_array_equal(again[[0, 2]], first[[1, 0]])
+    np.testing.assert_allclose(again[1], MiniLMEmbedder().embed([STOCKS])[0], atol=1e-6)
+
+    monkeypatch.setattr(embeddings, "REMEMBERED_TEXTS", 2)  # the oldest text is let go past the bound
+    embedder.embed(["one", "two", "three"])
+    through_the_model.clear()
+    embedder.embed(["three", "one"])
+    assert through_the_model == ["one"]
 
 
 def test_long_texts_go_two_at_a_time_and_short_ones_sixteen_so_a_batch_stays_small() -> None:
