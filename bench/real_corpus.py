@@ -14,7 +14,9 @@ the steps), with the research_mcp package of each ``--code`` checkout in turn (P
 figures:
 
 - wall s: the command's wall time; CPU s: its user and system CPU time (steadier on a busy machine);
-- peak MB: its peak resident memory (GNU time's maximum resident set size);
+- peak MB: its peak resident memory (the maximum resident set size, as GNU time reports it), and
+  anon+file: at the highest of samples every 20 ms, how much of it was the heap (anonymous) and how
+  much mapped files (the model's weights, the vector engine's segments, libraries);
 - warnings: lines on its stderr that a library wrote (Python warnings), which should be none;
 - serve idle: its resident memory ``--settle`` s after it answered ``initialize`` (the start-up
   rescan of the already indexed corpus done), sampled from /proc;
@@ -28,6 +30,7 @@ figures:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import select
@@ -57,23 +60,41 @@ def copy_corpus(source: Path, target: Path) -> tuple[int, int]:
     return files, size
 
 
-def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, float, int, str]:
-    """Wall s, CPU s (user and system), peak MB of the command (GNU time's maximum resident set),
-    its exit code, its stderr."""
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, float, int, str, str]:
+    """Wall s, CPU s (user and system), peak MB of the command (its maximum resident set, as GNU
+    time reports it), its exit code, its stderr, and what its resident memory was made of at the
+    highest of samples taken every 20 ms: anonymous (heap) and file-backed (mapped files) MB."""
     started = time.perf_counter()
-    done = subprocess.run(
-        ["/usr/bin/time", "-f", "MAXRSS_KB %M %U %S", *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    )
+    with tempfile.TemporaryFile("w+") as errors:
+        process = subprocess.Popen(
+            argv, env=env, stdout=subprocess.DEVNULL, stderr=errors, stdin=subprocess.DEVNULL
+        )
+        top = (0.0, 0.0, 0.0)  # resident, anonymous, file-backed MB
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            with contextlib.suppress(OSError, KeyError, ValueError):
+                now = resident_parts(process.pid)
+                top = max(top, now)
+            time.sleep(0.02)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        errors.seek(0)
+        stderr = errors.read()
     wall = time.perf_counter() - started
-    lines = done.stderr.splitlines()
-    figures = next((line.split()[1:] for line in reversed(lines) if line.startswith("MAXRSS_KB")), ["0"] * 3)
-    peak, cpu = int(figures[0]), float(figures[1]) + float(figures[2])
-    stderr = "\n".join(line for line in lines if not line.startswith("MAXRSS_KB"))
-    return wall, cpu, peak / 1024, done.returncode, stderr
+    parts = f"{top[1]:.0f}+{top[2]:.0f}" if top[0] else ""
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, process.returncode, stderr, parts
+
+
+def resident_parts(pid: int) -> tuple[float, float, float]:
+    """A process's resident memory now, in MB: all of it, anonymous and file-backed."""
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line
+    )
+    resident, anonymous, mapped = (
+        int(fields[key].split()[0]) / 1024 for key in ("VmRSS", "RssAnon", "RssFile")
+    )
+    return resident, anonymous, mapped
 
 
 def warnings_in(stderr: str) -> list[str]:
@@ -224,7 +245,7 @@ def measure(code: Path | None, corpus: Path, work: Path, queries: list[str], set
         env["PYTHONPATH"] = str(code.resolve())
     cli = str(Path(sys.executable).parent / "research-mcp")
     print(f"## code: {code or 'installed'}; load average {os.getloadavg()[0]:.1f}")
-    print(f"{'step':<22} {'wall s':>7} {'CPU s':>7} {'peak MB':>8} {'exit':>4}  warnings")
+    print(f"{'step':<22} {'wall s':>7} {'CPU s':>7} {'peak MB':>8} {'anon+file':>10} {'exit':>4}  warnings")
     steps = [
         ("index (fresh)", [cli, "index", str(corpus)]),
         ("index (unchanged)", [cli, "index", str(corpus)]),
@@ -234,10 +255,10 @@ def measure(code: Path | None, corpus: Path, work: Path, queries: list[str], set
         for n, query in enumerate(queries, 1)
     ]
     for name, command in steps:
-        wall, cpu, peak, code_, stderr = timed(command, env)
+        wall, cpu, peak, code_, stderr, parts = timed(command, env)
         found = warnings_in(stderr)
         print(
-            f"{name:<22} {wall:>7.1f} {cpu:>7.1f} {peak:>8.0f} {code_:>4}  {len(found)} {found[:1]}",
+            f"{name:<22} {wall:>7.1f} {cpu:>7.1f} {peak:>8.0f} {parts:>10} {code_:>4}  {len(found)} {found[:1]}",
             flush=True,
         )
     # The runs above are stored: serve's runs of the same questions reuse them. A fresh data folder
