@@ -116,11 +116,9 @@ class MiniLMEmbedder:
         #: optimized model a first build left in `cache_dir`); None before the first load.
         self.session_source: str | None = None
         self._lock = threading.Lock()
-        # One batch at a time through the session, always on this one thread: its intra-op threads
-        # keep the cores busy already, and a batch's working memory stays in the heap of the thread
-        # that ran it, kept for that thread's next batch (glibc's per-thread heaps). Run in each
-        # caller's thread, three extractors embedding long passages held 294 MB over the session
-        # between them, 138 MB when one thread ran them all.
+        # One batch at a time through the session, always on this thread: its intra-op threads keep
+        # the cores busy already, and glibc keeps a batch's freed buffers in the heap of the thread
+        # that ran it. Run in their callers' threads, three extractors' batches held 294 MB, 144 MB here.
         self._runner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="minilm")
         self._loaded: tuple[onnxruntime.InferenceSession, BaseTokenizer, frozenset[str], str] | None = None
         self._remembered: OrderedDict[bytes, np.ndarray] = OrderedDict()  # text's hash -> its unit vector

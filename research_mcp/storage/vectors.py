@@ -62,10 +62,7 @@ SCROLL_PAGE = 2048
 IDLE_RELEASE = 2.0
 #: Seconds the index does without the embedded engine after another process kept it past the wait.
 BUSY_PAUSE = 30.0
-#: Collections let go after each search: a run searches the corpus's chunks a few times, between
-#: extractions that take seconds, and an exact search maps every chunk vector (70 MB of 6,400
-#: documents on /usr/share/doc, with the engine's structures for them): held from one search to the
-#: next, they were a sixth of a no-key run's peak. Loading the shard again costs about 20 ms.
+#: Let go after each search: a few a run, seconds apart, each mapping every chunk vector (64 MB, 6,400 docs).
 LET_GO_AFTER_SEARCH: frozenset[Collection] = frozenset({"chunks"})
 
 
@@ -174,9 +171,8 @@ class KnowledgeIndex:
         if not self.available or not items:
             return
         vectors = self._embedders[collection].embed([text for _, text, _ in items])
-        self.add_vectors(
-            collection, [(i, vector, payload) for (i, _, payload), vector in zip(items, vectors, strict=True)]
-        )
+        points = [(i, vector, payload) for (i, _, payload), vector in zip(items, vectors, strict=True)]
+        self.add_vectors(collection, points)
 
     def add_vectors(
         self, collection: Collection, items: Sequence[tuple[int, np.ndarray, dict[str, Any]]]
@@ -263,12 +259,10 @@ class KnowledgeIndex:
 
     def optimize(self, collection: Collection) -> None:
         """Build the search index over what was just written in bulk (after indexing a corpus)."""
-
         self._call(lambda engine: self._on(engine, collection, engine.optimize, None), None)
 
     def count(self, collection: Collection) -> int:
         """How many items the collection holds (0 when unavailable)."""
-
         return self._call(lambda engine: self._on(engine, collection, engine.count, 0), 0)
 
     def id_page(
