@@ -146,8 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             over = max(c[1] / max(c[0], 1) for c in counts.values())
             low = sum(c[3] for c in counts.values())
             if over <= MAX_OVERCONFIDENT and not sum(c[5] for c in counts.values()):
-                # the fewest answered-but-low; among equals the higher thresholds (the cautious)
-                key = (low, -clear, -share)
+                # the fewest answered-but-low; among equals the cautious (higher CLEAR, lower share)
+                key = (low, -clear, share)
                 best = min(best, (key, clear, share)) if best else (key, clear, share)
     if best:
         print(f"\nfitted: CLEAR {best[1]}, RIVAL_SHARE {best[2]}")
