@@ -96,11 +96,21 @@ def level(row: dict, asked: set[str], clear: float, share: float) -> str:
     return confidence.lowest(levels)
 
 
-def tally(rows: list[dict], asked: set[str], clear: float, share: float) -> dict[str, list[int]]:
+def estimated(row: dict, asked: set[str], clear: float, share: float) -> str:
+    """The level a run at the rule would end with: the rule's, unless the run's own level differs
+    from what the rule before gives (the evidence rules capped it, or the question was split in a
+    way the facts do not show): then the run's."""
+    before = level(row, asked, 1.0, 0.0)
+    return level(row, asked, clear, share) if (before != "low") == (row["level"] != "low") else row["level"]
+
+
+def tally(
+    rows: list[dict], asked: set[str], clear: float, share: float, *, as_run: bool = False
+) -> dict[str, list[int]]:
     """Per set: answerable, overconfident, answered, answered but low, unanswerable, unanswerable confident."""
     counts: dict[str, list[int]] = defaultdict(lambda: [0] * 6)
     for row in rows:
-        sure = level(row, asked, clear, share) != "low"
+        sure = (estimated if as_run else level)(row, asked, clear, share) != "low"
         cell = counts[row["set"]]
         if row["answerable"]:
             cell[0] += 1
@@ -151,8 +161,23 @@ def main(argv: list[str] | None = None) -> int:
                 best = min(best, (key, clear, share)) if best else (key, clear, share)
     if best:
         print(f"\nfitted: CLEAR {best[1]}, RIVAL_SHARE {best[2]}")
+    module = confidence.CLEAR, confidence.RIVAL_SHARE
+    print(line("dev, the run's levels", tally(dev, asked, 1.0, 0.0, as_run=True)))
+    print(
+        line(
+            f"dev, a run at CLEAR {module[0]}, RIVAL_SHARE {module[1]}",
+            tally(dev, asked, *module, as_run=True),
+        )
+    )
     held = [row for row in rows if row["split"] != "dev"]
     if held:
+        print(line("held-out, the run's levels", tally(held, asked, 1.0, 0.0, as_run=True)))
+        print(
+            line(
+                f"held-out, a run at CLEAR {module[0]}, RIVAL_SHARE {module[1]}",
+                tally(held, asked, *module, as_run=True),
+            )
+        )
         print(
             line(
                 f"held-out at the module's CLEAR {confidence.CLEAR}, RIVAL_SHARE {confidence.RIVAL_SHARE}",
