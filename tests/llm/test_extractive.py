@@ -7,7 +7,7 @@ from typing import Literal, TypeVar
 import pytest
 from pydantic import BaseModel
 
-from research_mcp.answering.confidence import ANSWERED, HIGH
+from research_mcp.answering.confidence import ANSWERED, CLEAR, HIGH, RIVAL_SHARE
 from research_mcp.core.citations import CITATION, locate_quote
 from research_mcp.core.contracts import (
     ExtractorOutput,
@@ -214,7 +214,7 @@ async def test_confidence_follows_the_best_passage_and_copies_never_corroborate(
     def payload(*facts: Fact) -> SynthesisPayload:
         return SynthesisPayload(title="t", questions=[question], input_handoffs=[], facts=list(facts))
 
-    weak = await ask(model, SynthesisOutput, payload(scored(1, ANSWERED - 0.05, 1)))
+    weak = await ask(model, SynthesisOutput, payload(scored(1, CLEAR - 0.05, 1)))
     alone = await ask(model, SynthesisOutput, payload(scored(2, HIGH + 0.1, 1)))
     copied = await ask(
         model,
@@ -235,6 +235,35 @@ async def test_confidence_follows_the_best_passage_and_copies_never_corroborate(
     assert copied.confidence.level == "medium"  # the same text in a second file is a copy
     assert agreed.confidence.level == "high"  # two independent sources
     assert "src" not in agreed.confidence.reasoning and ".py" not in agreed.confidence.reasoning
+
+
+async def test_a_passage_below_answered_is_medium_only_when_no_other_source_comes_near_it(
+    model: ExtractiveModel,
+) -> None:
+    question = "When did the observatory open?"
+    best = CLEAR + 0.05  # under ANSWERED: medium only as the one clear place
+
+    def scored(fact_id: int, score: float, source: int, said: str) -> Fact:
+        return fact(fact_id, said, question=question, source=source).model_copy(update={"confidence": score})
+
+    async def level(*facts: Fact) -> str:
+        payload = SynthesisPayload(title="t", questions=[question], input_handoffs=[], facts=list(facts))
+        return (await ask(model, SynthesisOutput, payload)).confidence.level
+
+    clear = scored(1, best, 1, "The observatory opened in 1902.")
+    far = scored(2, best * RIVAL_SHARE * 0.9, 2, "Telescopes were ground by hand.")
+    near = scored(3, best * RIVAL_SHARE * 1.5, 2, "The dome was rebuilt in 1931.")
+    copy = scored(4, best, 2, "The observatory opened in 1902.")
+    same_source = scored(5, best * 0.9, 1, "Its first director was appointed in 1901.")
+    weak = scored(6, CLEAR - 0.05, 1, "The observatory opened in 1902.")
+
+    assert await level(clear) == "medium"  # one source, nothing else found
+    assert await level(clear, far) == "medium"  # the other source's best is far below
+    assert await level(clear, near) == "low"  # another source comes near: the evidence is split
+    assert await level(clear, copy) == "medium"  # a copy of the same text is not a rival
+    assert await level(clear, same_source) == "medium"  # the same source's other passages are not rivals
+    assert await level(weak) == "low"  # under CLEAR, however alone
+    assert ANSWERED > CLEAR
 
 
 def _moon_facts(question: str, padding: str) -> list:

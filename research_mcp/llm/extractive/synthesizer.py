@@ -10,7 +10,8 @@ of its passage that says most of the question's words, so that the report's firs
 its length, and what it leaves shows more of the others, or more lines (``page.py``). Only verified facts are cited.
 
 Confidence follows research_mcp.answering.confidence: each question's level comes from its best
-passage's probability and the number of independent sources (copies count once) agreeing; the
+passage's probability, how near the other sources' best come to it, and the number of independent
+sources (copies count once) agreeing; the
 report's level is the lowest of its questions' and its parts'. A question whose best passage is
 unlikely to hold the answer is a gap. Contradictions are looked for by code after the synthesis.
 """
@@ -182,7 +183,11 @@ def _write_question(written: _Written, question: str, cited: list[Line], title: 
         question == OTHER and any(line.confidence >= ANSWERED for line in cited)
     )
     if question != OTHER:
-        written.levels.append(level_of(_evidence(question, cited), agreeing=_agreeing(question, cited)))
+        written.levels.append(
+            level_of(
+                _evidence(question, cited), agreeing=_agreeing(question, cited), rival=_rival(question, cited)
+            )
+        )
     if question != OTHER and not cited:
         # No line at all: unanswered, which a later reading (a phase's iteration) may answer.
         written.gaps.append(Gap.unanswered(question))
@@ -251,6 +256,26 @@ def _scored(question: str, cited: list[Line]) -> list[float]:
         for f in line.facts
         if f.verified and (f.question is None or normalize(f.question) == asked)
     ]
+
+
+def _rival(question: str, cited: list[Line]) -> float:
+    """The strongest verified fact for `question` from another source than the strongest one's (a
+    copy of its text in another file is not another source): how near the next place comes."""
+    asked = normalize(question)
+    facts = [
+        f
+        for line in cited
+        for f in line.facts
+        if f.verified and (f.question is None or normalize(f.question) == asked)
+    ]
+    if not facts:
+        return 0.0
+    best = max(facts, key=lambda f: f.confidence)
+    said = normalize(best.quote)
+    return max(
+        (f.confidence for f in facts if f.source_id != best.source_id and normalize(f.quote) != said),
+        default=0.0,
+    )
 
 
 def _agreeing(question: str, cited: list[Line]) -> int:
