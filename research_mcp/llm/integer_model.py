@@ -8,7 +8,7 @@ column scales applied after), keeps the token table int8 (a text's rows are gath
 and drops the graph's NaN guards after each softmax (a text always has a token to attend to, so
 they never fire). On git's documentation a passage took 20 ms of CPU instead of 46, a short
 sentence 3.3 ms instead of 5.4, and a passage's vector stayed within cosine 0.990 of the float
-one (mean 0.995; ``bench.embedders --agreement``).
+one (mean 0.995; ``python -m bench.embedders --agreement FOLDER``).
 
 Activations are quantized over the whole input of a call, so a text's vector would depend on the
 texts batched with it: :class:`~research_mcp.llm.embeddings.MiniLMEmbedder` runs one text a call
