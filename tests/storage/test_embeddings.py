@@ -172,28 +172,34 @@ PASSAGES = [
 def test_the_int8_graph_agrees_with_the_shipped_float_one_and_is_saved_smaller(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("RESEARCH_MCP_INTEGER_MINILM", "1")
     integer = MiniLMEmbedder(cache_dir=tmp_path / "int")
     vectors = integer.embed(PASSAGES)
+    alone = integer.embed([CAT])[0]  # one text a call: its vector is its own, whatever the batch
     monkeypatch.setattr(integer_model, "available", lambda: False)  # as where onnx is not installed
     shipped = MiniLMEmbedder(cache_dir=tmp_path / "float")
     reference = shipped.embed(PASSAGES)
 
     assert (integer.integer, shipped.integer) == (True, False)
     assert np.min(np.sum(vectors * reference, axis=1)) > 0.99
+    np.testing.assert_allclose(vectors[PASSAGES.index(CAT)], alone, atol=1e-6)
     [int_folder] = (tmp_path / "int").iterdir()
     [float_folder] = (tmp_path / "float").iterdir()
     assert int_folder.name.startswith("minilm-integer") and float_folder.name.startswith("minilm-")
     assert (int_folder / "model.weights").stat().st_size < (float_folder / "model.weights").stat().st_size / 3
 
 
-def test_a_model_the_rewrite_does_not_know_is_used_as_shipped(tmp_path: Path) -> None:
+def test_a_model_the_rewrite_does_not_know_is_used_as_shipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RESEARCH_MCP_INTEGER_MINILM", "1")
     unknown = tmp_path / "model.onnx"
     unknown.write_bytes(b"not a model")
     assert integer_model.rewrite(unknown, tmp_path / "out.onnx") is False
 
     embedder = MiniLMEmbedder(cache_dir=tmp_path / "cache")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(integer_model, "rewrite", lambda model, target: False)
+        patch.setattr(integer_model, "rewrite", lambda model, target, products: False)
         vectors = embedder.embed([CAT, KITTEN])
     [folder] = (tmp_path / "cache").iterdir()
 
