@@ -85,6 +85,16 @@ def _minilm_float(**options: Any) -> Callable[[], Any]:
     return build
 
 
+def _minilm_integer(**options: Any) -> Callable[[], Any]:
+    """MiniLM rewritten to compute on its int8 weights (RESEARCH_MCP_INTEGER_MINILM=1)."""
+
+    def build() -> Any:
+        os.environ["RESEARCH_MCP_INTEGER_MINILM"] = "1"  # this child process only
+        return _minilm(**options)()
+
+    return build
+
+
 def _paraphrase_l3() -> Any:
     from research_mcp.llm.embeddings import MiniLMEmbedder
 
@@ -124,10 +134,16 @@ CANDIDATES: dict[str, Candidate] = {
         _minilm(batch_size=64, max_tokens=256, memory_arena=True),
     ),
     "minilm-int8": Candidate(
-        "MiniLM-L6 int8 ONNX, integer products: one text a call",
+        "MiniLM-L6 int8 ONNX: batches of 16, 256 tokens, arena off",
         None,
         None,
         _minilm(batch_size=16, max_tokens=256),
+    ),
+    "minilm-int8-integer": Candidate(
+        "MiniLM-L6 int8 ONNX, integer products: one text a call",
+        None,
+        None,
+        _minilm_integer(batch_size=16, max_tokens=256),
     ),
     "minilm-int8-float": Candidate(
         "MiniLM-L6 int8 ONNX folded to float32 (before integer products)",
@@ -299,6 +315,7 @@ def agreement(folder: Path, count: int) -> int:
         with tempfile.TemporaryDirectory() as cache:
             original = integer_model.available
             integer_model.available = (lambda: False) if kind == "float" else original
+            os.environ["RESEARCH_MCP_INTEGER_MINILM"] = "1" if kind == "integer" else ""
             try:
                 embedder = MiniLMEmbedder(cache_dir=Path(cache), idle_seconds=None)
                 embedder.embed(["warm up"])
