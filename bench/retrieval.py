@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from research_mcp.llm.embeddings import corpus_embedder
+from research_mcp.llm.static_embedder import corpus_embedder
 from research_mcp.sources.corpus import Corpus, SearchMode
 from research_mcp.storage.store import Store
 from research_mcp.storage.vectors import KnowledgeIndex

@@ -87,7 +87,8 @@ def memory_mb() -> tuple[float, float]:
 def measure(folder: Path, data: Path, home: Path) -> dict[str, Any]:
     """Index ``folder`` and query it, in this process, as the server would."""
     from bench.retrieval import write_documents as _paths_only
-    from research_mcp.llm.embeddings import corpus_embedder, default_embedder
+    from research_mcp.llm.embeddings import default_embedder
+    from research_mcp.llm.static_embedder import corpus_embedder
     from research_mcp.sources.corpus import Corpus
     from research_mcp.storage.store import Store
     from research_mcp.storage.vectors import KnowledgeIndex

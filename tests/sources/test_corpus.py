@@ -16,7 +16,8 @@ import pytest
 
 from research_mcp.core.contracts import Embedder
 from research_mcp.core.errors import InvalidInput, NotFound, SourceError
-from research_mcp.llm.embeddings import MiniLMEmbedder, StaticEmbedder, default_embedder
+from research_mcp.llm.embeddings import MiniLMEmbedder, default_embedder
+from research_mcp.llm.static_embedder import StaticEmbedder
 from research_mcp.sources import indexing
 from research_mcp.sources.corpus import (
     Corpus,

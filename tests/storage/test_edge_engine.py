@@ -29,7 +29,7 @@ WRITER = textwrap.dedent(
     import sys, time
     import numpy as np
     from research_mcp.storage.vectors import KnowledgeIndex
-    from research_mcp.llm.embeddings import StaticEmbedder
+    from research_mcp.llm.static_embedder import StaticEmbedder
 
     folder, first, count, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     hold, collection = sys.argv[5] == "hold", sys.argv[6]
@@ -77,7 +77,7 @@ def writer(
 
 
 def static_index(folder: Path, **kwargs: object) -> KnowledgeIndex:
-    from research_mcp.llm.embeddings import StaticEmbedder
+    from research_mcp.llm.static_embedder import StaticEmbedder
 
     return KnowledgeIndex.open(path=folder, embedder=StaticEmbedder(), **kwargs)  # type: ignore[arg-type]
 

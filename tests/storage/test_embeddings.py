@@ -12,14 +12,9 @@ import pytest
 
 from research_mcp.core.contracts import Embedder
 from research_mcp.core.errors import NotConfigured
-from research_mcp.llm import embeddings
-from research_mcp.llm.embeddings import (
-    STATIC_PATH,
-    MiniLMEmbedder,
-    StaticEmbedder,
-    corpus_embedder,
-    default_embedder,
-)
+from research_mcp.llm import embeddings, integer_model
+from research_mcp.llm.embeddings import MiniLMEmbedder, default_embedder
+from research_mcp.llm.static_embedder import STATIC_PATH, StaticEmbedder, corpus_embedder
 
 CAT = "A cat sits on the mat"
 KITTEN = "A kitten is sitting on a rug"
@@ -192,7 +187,58 @@ def test_a_damaged_saved_model_is_built_and_saved_again(tmp_path: Path, embedder
     assert again.session_source == "built"
     np.testing.assert_allclose(vectors, embedder.embed([CAT, KITTEN]), atol=1e-5)
     assert MiniLMEmbedder(cache_dir=tmp_path).embed([CAT]).shape == (1, 384)
-    assert (saved / "model.weights").stat().st_size > 50_000_000
+    assert (saved / "model.weights").stat().st_size > 20_000_000  # the int8 weights, whole again
+
+
+PASSAGES = [
+    "git rebase --onto newbase upstream branch replays the commits of branch that are not in upstream "
+    "on top of newbase, so a topic branch forked from another can be moved onto master.",
+    "To undo the last commit but keep its changes in the working tree, run git reset HEAD~1: the "
+    "branch moves back one commit and the files stay as they were, ready to be committed again.",
+    "The configuration variable core.autocrlf makes Git convert line endings when files are checked "
+    "out and committed; set it to input on systems that use LF line endings.",
+    CAT,
+    STOCKS,
+]
+
+
+def test_the_int8_graph_agrees_with_the_shipped_float_one_and_is_saved_smaller(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RESEARCH_MCP_INTEGER_MINILM", "1")
+    integer = MiniLMEmbedder(cache_dir=tmp_path / "int")
+    vectors = integer.embed(PASSAGES)
+    alone = integer.embed([CAT])[0]  # one text a call: its vector is its own, whatever the batch
+    monkeypatch.setattr(integer_model, "available", lambda: False)  # as where onnx is not installed
+    shipped = MiniLMEmbedder(cache_dir=tmp_path / "float")
+    reference = shipped.embed(PASSAGES)
+
+    assert (integer.integer, shipped.integer) == (True, False)
+    assert np.min(np.sum(vectors * reference, axis=1)) > 0.99
+    np.testing.assert_allclose(vectors[PASSAGES.index(CAT)], alone, atol=1e-6)
+    [int_folder] = (tmp_path / "int").iterdir()
+    [float_folder] = (tmp_path / "float").iterdir()
+    assert int_folder.name.startswith("minilm-integer") and float_folder.name.startswith("minilm-")
+    assert (int_folder / "model.weights").stat().st_size < (float_folder / "model.weights").stat().st_size / 3
+
+
+def test_a_model_the_rewrite_does_not_know_is_used_as_shipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RESEARCH_MCP_INTEGER_MINILM", "1")
+    unknown = tmp_path / "model.onnx"
+    unknown.write_bytes(b"not a model")
+    assert integer_model.rewrite(unknown, tmp_path / "out.onnx") is False
+
+    embedder = MiniLMEmbedder(cache_dir=tmp_path / "cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(integer_model, "rewrite", lambda model, target, products: False)
+        vectors = embedder.embed([CAT, KITTEN])
+    [folder] = (tmp_path / "cache").iterdir()
+
+    assert embedder.integer is False and embedder.session_source == "built"
+    assert not folder.name.startswith("minilm-integer")  # saved under the shipped graph's name
+    assert float(vectors[0] @ vectors[1]) > 0.5
 
 
 def test_a_cache_folder_that_cannot_be_made_leaves_the_embedder_working(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from research_mcp.llm.embeddings import StaticEmbedder, default_embedder
+from research_mcp.llm.embeddings import default_embedder
+from research_mcp.llm.static_embedder import StaticEmbedder
 from research_mcp.storage.vectors import IndexedHit, KnowledgeIndex
 from tests.fake_qdrant import fake_qdrant_server
 
