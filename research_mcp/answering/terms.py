@@ -6,7 +6,6 @@ roles' evidence checks and the run engine's hops and leads all read a text's ter
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Collection, Iterable
 
@@ -15,7 +14,6 @@ __all__ = [
     "STOPWORDS",
     "bears_on",
     "clip",
-    "joined_terms",
     "said_terms",
     "same_term",
     "stem",
@@ -101,35 +99,6 @@ def same_term(a: str, b: str) -> bool:
 def said_terms(asked: Iterable[str], said: Collection[str]) -> list[str]:
     """The `asked` terms that one of the `said` terms matches (`same_term`), in order."""
     return [term for term in asked if any(same_term(term, word) for word in said)]
-
-
-_LETTERS = re.compile(r"[^\W\d_]+", re.UNICODE)
-
-
-def _pairs(words: list[str]) -> list[tuple[str, str]]:
-    """Neighbouring words that may be one word written apart: three letters or more each, the first
-    no stopword ("user name", "file system"; not "a part", "in to")."""
-    return [
-        (first, then)
-        for first, then in itertools.pairwise(words)
-        if len(first) >= 3 and len(then) >= 3 and first not in STOPWORDS
-    ]
-
-
-def joined_terms(question: str, text: str) -> set[str]:
-    """The terms of `question` that `text` says in the other spelling of a compound: "user" (of "user
-    name", "name" a stopword) said by "username", "filesystem" said by "file system"."""
-    asked = _LETTERS.findall(question.casefold())
-    written = _LETTERS.findall(text.casefold())
-    words = set(written)
-    said: set[str] = set()
-    for first, then in _pairs(asked):
-        joined = first + then
-        if joined in words or f"{joined}s" in words:
-            said.update(terms(f"{first} {then}"))
-    apart = {stem(first + then) for first, then in _pairs(written)}
-    said.update(term for term in map(stem, asked) if term in apart)
-    return said
 
 
 def bears_on(text: str, question: str) -> bool:

@@ -23,34 +23,26 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from research_mcp.answering.terms import bears_on, same_term, terms
+from research_mcp.answering.terms import terms
 from research_mcp.core.citations import normalize
 from research_mcp.core.contracts import Confidence, ConfidenceCap, ConfidenceLevel, Fact
-from research_mcp.core.gaps import NEVER_MENTIONED, NOT_ESTABLISHED, UNANSWERED, Gap
+from research_mcp.core.gaps import Gap
 from research_mcp.llm.embeddings import english_words
 from research_mcp.storage.outputs import AcceptanceCheck
 
 __all__ = [
-    "COVERED_EVIDENCE",
-    "NEVER_MENTIONED",
-    "NOT_ESTABLISHED",
     "STRONG_EVIDENCE",
-    "UNANSWERED",
     "Evidence",
-    "bears_on",
     "cap_confidence",
-    "fact_titles",
     "judge_evidence",
     "named_terms",
     "never_mentioned_cap",
-    "same_term",
     "technical",
     "technical_terms",
 ]
 
 #: A fact at least this confident is strong evidence (a phase's iteration does not ask its question again).
 STRONG_EVIDENCE = 0.6
-COVERED_EVIDENCE = 0.4
 _WORD = re.compile(r"[\w'’-]+")
 _QUOTED = re.compile(r"[\"“‘]([^\"”’]{2,80})[\"”’]")
 _LEVELS: dict[ConfidenceLevel, int] = {"low": 0, "medium": 1, "high": 2}
@@ -190,21 +182,6 @@ def judge_evidence(
             )
         )
     return evidence
-
-
-def fact_titles(
-    facts: Sequence[Fact], titles: Mapping[int, str], cited_in: Mapping[int, Collection[int]]
-) -> dict[int, str]:
-    """The titles of the sources each fact was found in, by fact id, its own source's first, one a
-    line: what the rules below read as the sources' titles."""
-    return {
-        fact.id: "\n".join(
-            dict.fromkeys(
-                titles[source] for source in [fact.source_id, *cited_in.get(fact.id, ())] if source in titles
-            )
-        )
-        for fact in facts
-    }
 
 
 def cap_confidence(confidence: Confidence, cap: ConfidenceLevel, why: str) -> Confidence:
