@@ -38,26 +38,8 @@ STOPWORDS = frozenset(
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
-#: British spellings a question may use of a word a document spells the American way.
-_SPELLING = {
-    "licence": "license",
-    "licences": "licenses",
-    "licenced": "licensed",
-    "licencing": "licensing",
-    "defence": "defense",
-    "offence": "offense",
-    "colour": "color",
-    "behaviour": "behavior",
-    "favour": "favor",
-    "centre": "center",
-    "catalogue": "catalog",
-}
-
-
 def stem(word: str) -> str:
-    """A light suffix stripper (plurals, -ation, -ing, -ed, -ly): "studies" matches "study"; a
-    British spelling ("licence") as the American one."""
-    word = _SPELLING.get(word, word)
+    """A light suffix stripper (plurals, -ation, -ing, -ed, -ly): "studies" matches "study"."""
     if len(word) <= 3 or word.isdigit():
         return word
     for suffix, replacement in (("sses", "ss"), ("ies", "y"), ("ied", "y")):

@@ -66,37 +66,21 @@ class Evidence:
 
 def never_mentioned_cap(gap: Gap) -> ConfidenceLevel:
     """How far a note that the corpus never mentions some of a question's words caps its confidence:
-    `low` when one is a name the question gives (capitalised after its first word, in capitals, an
-    identifier joined by "_", "." or "-": "PASS_WARN_AGE", "Australia", or said after a capitalised
-    word, which one of it: "lake" of "Crater lake") or a technical term (a
+    `low` when one is a name the question gives (capitalised after its first word, in capitals, or
+    an identifier joined by "_", "." or "-": "Australia", "PASS_WARN_AGE") or a technical term (a
     word outside common English in every spelling: "noatime", "umask"), the documents being about
-    other things; `medium` for a common word ("people", "harbour") or two run together
-    ("timeframe", which documents may write "time frame"), which a small folder may answer a
-    question without."""
+    other things; `medium` for a common word ("people", "harbour"), which a small folder may answer
+    a question without."""
     if gap.kind != "never_mentioned" or gap.question is None:
         return "medium"
-    words, question = gap.words, gap.question
-    later = " ".join(question.split()[1:])
-    for word in words:
-        joined = any(mark in word for mark in "_.-")
-        capitals = word.isupper() and len(word) >= 2
-        if (
-            joined
-            or capitals
-            or (technical(word) and not _compound(word))
-            or re.search(rf"(?<![\w-]){re.escape(word[:1].upper() + word[1:])}(?![\w-])", later)
-            # A word naming which one of a name: "lake" of "Crater lake".
-            or re.search(rf"(?<![\w-])[A-Z][\w-]+\s+{re.escape(word)}(?![\w-])", later)
-        ):
+    later = " ".join(gap.question.split()[1:])
+    for word in gap.words:
+        capitalised = re.search(rf"(?<![\w-]){re.escape(word[:1].upper() + word[1:])}(?![\w-])", later)
+        if any(mark in word for mark in "_.-") or (word.isupper() and len(word) >= 2) or capitalised:
+            return "low"
+        if technical(word):
             return "low"
     return "medium"
-
-
-def _compound(word: str) -> bool:
-    """Two English words of three letters or more run together: "timeframe", "lookahead"."""
-    english = english_words()
-    folded = word.casefold()
-    return any(folded[:cut] in english and folded[cut:] in english for cut in range(3, len(folded) - 2))
 
 
 def technical(word: str) -> bool:

@@ -8,7 +8,6 @@ import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from research_mcp.answering.answer_type import number_words, states_number
 from research_mcp.answering.terms import said_terms, terms
 from research_mcp.core.citations import normalize
 from research_mcp.core.contracts import Budget, Phase
@@ -34,26 +33,16 @@ LONG_THEME = 6
 
 def theme_covered(theme: str, said: Sequence[str]) -> bool:
     """A verified fact says every content term of the theme (a theme of stopwords only: its words);
-    a theme asking for a number ("How long is the machine ID?") is said by a fact stating one and
-    every other term ("The machine ID is a ... 32-character ... ID."); a long theme ("Why does the
-    user get no warning when the default files shipped by base-files change?") by a fact saying
-    everything it names and half its terms ("Changes in the default files are not important enough
-    to warn the user")."""
+    a long theme ("Why does the user get no warning when the default files shipped by base-files
+    change?") by a fact saying everything it names and half its terms ("Changes in the default files
+    are not important enough to warn the user")."""
     asked = list(dict.fromkeys(terms(theme)))
     if not asked:
         return any(theme.casefold() in text.casefold() for text in said)
-    quantity = set(terms(number_words(theme)))
-    rest = [term for term in asked if term not in quantity]
     named = {*named_terms(theme), *technical_terms(theme)}
     for text in said:
         says = said_terms(asked, set(terms(text)))
         if len(says) == len(asked):
-            return True
-        if (
-            quantity
-            and len(said_terms(rest, set(terms(text)))) == len(rest)
-            and states_number(text, in_digits=True)
-        ):
             return True
         if (
             len(asked) >= LONG_THEME

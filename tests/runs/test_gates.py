@@ -97,17 +97,6 @@ def test_a_phase_budget_counts_only_what_was_spent_since_the_phase_began(temp_st
     assert PhaseSpending(None, 0, 0.0).exceeded(rc) is None
 
 
-def test_a_theme_asking_for_a_number_is_covered_by_a_fact_stating_one() -> None:
-    # "How long" is answered by the length, not by the word: the fact need not say "long".
-    length = "The machine ID is a single newline-terminated, hexadecimal, 32-character, lowercase ID."
-    assert theme_covered("How long is the machine ID?", [length])
-    # A fact on the thing asked that states no number in digits ("the first one") does not cover it.
-    assert not theme_covered(
-        "How long is the machine ID?", ["The machine ID decides whether a boot is the first one."]
-    )
-    assert not theme_covered("What is the machine ID?", ["A 32-character ID."])
-
-
 def test_a_long_theme_is_covered_by_a_fact_saying_what_it_names_and_half_its_words() -> None:
     """A part asked as a whole sentence is answered in the document's words: base-files' README says
     why the user is not warned without "shipped" or "base-files"; what a theme names must be said."""
