@@ -1,6 +1,6 @@
 """The closed-class words English questions open with, and whether a text reads as a question a
-person would ask ("What does zlib's licence require?"), not as a search's working words ("GPL: GPL-3
-say", "README: handle")."""
+person would ask ("What does the library's licence require?"), not as a search's working words
+("config: defaults say", "setup: handle")."""
 
 from __future__ import annotations
 

@@ -84,9 +84,9 @@ def said_terms(asked: Iterable[str], said: Collection[str]) -> list[str]:
 
 
 def bears_on(text: str, question: str) -> bool:
-    """Whether a text shares two content terms with a question (its only one, if it has one): a
-    licence's "See the GNU General Public License for more details." shares "license" with "Which
-    licenses allow linking from proprietary software?", and nothing that question asks."""
+    """Whether a text shares two content terms with a question (its only one, if it has one): "See
+    the manual for more details." shares "manual" with "Which manuals cover installing on a
+    laptop?", and nothing that question asks."""
     asked = set(terms(question))
     said = set(terms(text))
     return not asked or len(said_terms(asked, said)) >= min(2, len(asked))

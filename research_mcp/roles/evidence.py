@@ -67,7 +67,7 @@ class Evidence:
 def never_mentioned_cap(gap: Gap) -> ConfidenceLevel:
     """How far a note that the corpus never mentions some of a question's words caps its confidence:
     `low` when one is a name the question gives (capitalised after its first word, in capitals, or
-    an identifier joined by "_", "." or "-": "Australia", "PASS_WARN_AGE") or a technical term (a
+    an identifier joined by "_", "." or "-": "Australia", "MAX_AGE") or a technical term (a
     word outside common English in every spelling: "noatime", "umask"), the documents being about
     other things; `medium` for a common word ("people", "harbour"), which a small folder may answer
     a question without."""
@@ -103,7 +103,7 @@ def named_terms(question: str) -> list[str]:
     quoted = " ".join(_QUOTED.findall(question))
     words = _WORD.findall(_QUOTED.sub(" ", question))
     named = " ".join(word for word in words[1:] if word[:1].isupper() and word != "I")
-    # A bare number ("3" of "GPL-3") is the identifiers rule's to judge, with the name it is joined to.
+    # A bare number ("3" of "HTTP-3") is the identifiers rule's to judge, with the name it is joined to.
     return list(dict.fromkeys(term for term in terms(f"{named} {quoted}") if not term.isdigit()))
 
 

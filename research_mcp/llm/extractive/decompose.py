@@ -193,8 +193,8 @@ def _stands_alone(after: str) -> bool:
 
 def topic_of(question: str) -> str | None:
     """What a question is about, read off its form: what follows its verb "be" ("What licence is
-    zlib under?": zlib), else the names it gives ("How does CRISPR edit genes?"), else its subject
-    after an auxiliary ("How do central banks set rates?"), else its object ("Who wrote zlib?")."""
+    the library under?": the library), else the names it gives ("How does CRISPR edit genes?"), else its subject
+    after an auxiliary ("How do central banks set rates?"), else its object ("Who wrote Hamlet?")."""
     words = _WORD.findall(main_clause(question).rstrip("?.! "))
     lowered = [word.casefold() for word in words]
     aux = next((at for at, word in enumerate(lowered) if word in AUXILIARIES), None)
@@ -217,7 +217,7 @@ def topic_of(question: str) -> str | None:
         return _subject(words[aux + 1 :], plural=lowered[aux] in ("do", "have"))
     if lowered and lowered[0] in ("who", "what") and len(words) > 2:
         start = 3 if re.fullmatch(PREPOSITION, lowered[2]) else 2
-        return _phrase(words[start:])  # "Who wrote zlib?", "What happens to open connections?"
+        return _phrase(words[start:])  # "Who wrote Hamlet?", "What happens to open connections?"
     return None
 
 
@@ -238,7 +238,7 @@ def _subject(words: list[str], *, plural: bool) -> str | None:
 
 def _is_name(word: str) -> bool:
     """A word that names: capitalized past the first word (not "I"), or holding a digit or a
-    joining mark inside ("GPL-3", "man-db", "2.0")."""
+    joining mark inside ("HTTP/3", "x-ray", "2.0")."""
     if word in ("I",) or word.casefold() in STANDS_FOR | POSSESSIVE:
         return False
     return (
