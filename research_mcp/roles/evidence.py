@@ -35,16 +35,12 @@ __all__ = [
     "Evidence",
     "cap_confidence",
     "judge_evidence",
-    "named_terms",
     "never_mentioned_cap",
     "technical",
-    "technical_terms",
 ]
 
 #: A fact at least this confident is strong evidence (a phase's iteration does not ask its question again).
 STRONG_EVIDENCE = 0.6
-_WORD = re.compile(r"[\w'’-]+")
-_QUOTED = re.compile(r"[\"“‘]([^\"”’]{2,80})[\"”’]")
 _LEVELS: dict[ConfidenceLevel, int] = {"low": 0, "medium": 1, "high": 2}
 
 
@@ -90,21 +86,6 @@ def technical(word: str) -> bool:
         return False
     english = english_words()
     return not any(spelling in english for spelling in {word.casefold(), *terms(word)})
-
-
-def technical_terms(text: str) -> list[str]:
-    """The terms of the technical words of a text ("noatime", "umask"), in order, once each."""
-    return list(dict.fromkeys(terms(" ".join(word for word in _WORD.findall(text) if technical(word)))))
-
-
-def named_terms(question: str) -> list[str]:
-    """What a question names: its capitalized words but the first ("What does the Protected field
-    of a package do?": "Protected") and its quoted phrases, as content terms, in order."""
-    quoted = " ".join(_QUOTED.findall(question))
-    words = _WORD.findall(_QUOTED.sub(" ", question))
-    named = " ".join(word for word in words[1:] if word[:1].isupper() and word != "I")
-    # A bare number ("3" of "HTTP-3") is the identifiers rule's to judge, with the name it is joined to.
-    return list(dict.fromkeys(term for term in terms(f"{named} {quoted}") if not term.isdigit()))
 
 
 def judge_evidence(

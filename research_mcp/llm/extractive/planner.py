@@ -37,7 +37,6 @@ LEAF_FORMAT = "A bulleted list of the key findings, each citing the facts that e
 COVERAGE_ITERATIONS = 2
 
 _SPACE = re.compile(r"\s+")
-_PRONOUN = re.compile(r"\b(?:it|its|they|them|their|this|these|those|he|she|his|her|each)\b", re.IGNORECASE)
 
 
 def plan(payload: PlannerInput) -> PlannerOutput:
@@ -52,8 +51,7 @@ def plan(payload: PlannerInput) -> PlannerOutput:
     parts = decompose(query)
     phases = []
     if len(parts) > 1:
-        context = _goal(parts[0])
-        children = [_part_node(part, context=context if index else "") for index, part in enumerate(parts)]
+        children = [_part_node(part) for part in parts]
         themes = [clip(_goal(part), 300) for part in parts[:10]]
         criteria = PhaseCriteria(themes=themes)
         phases = [Phase(name="cover every part", criteria=criteria, max_iterations=COVERAGE_ITERATIONS)]
@@ -81,10 +79,10 @@ def _goal(part: Part) -> str:
     return part.goal if isinstance(part, Comparison) else part
 
 
-def _part_node(part: Part, *, context: str) -> PlanNode:
+def _part_node(part: Part) -> PlanNode:
     if isinstance(part, Comparison):
         return PlanNode(kind="executor", title=clip(part.goal, 200), children=_comparison_children(part))
-    return _leaf(part, context=context)
+    return _leaf(part)
 
 
 def _comparison_children(comparison: Comparison) -> list[PlanNode]:
@@ -124,18 +122,14 @@ def _search_queries(*candidates: str) -> list[str]:
     return queries[:3]
 
 
-def _leaf(question: str, *, context: str = "") -> PlanNode:
-    """A leaf asking one question; one still leaning on a pronoun ("How does it work?", its topic
-    not read) searches with the words of the query's first question as well."""
+def _leaf(question: str) -> PlanNode:
+    """A leaf asking one question, searching with it and with its content words."""
     question = clip(question, 500)
-    keywords = " ".join(_content_words(question))
-    if context and _PRONOUN.search(question):
-        keywords = " ".join(dict.fromkeys(_content_words(context) + _content_words(question)))
     return PlanNode(
         kind="leaf",
         title=clip(question, 200),
         questions=[question],
-        search_queries=_search_queries(question, keywords),
+        search_queries=_search_queries(question, " ".join(_content_words(question))),
     )
 
 
