@@ -95,7 +95,6 @@ def judge_evidence(
     in_scope: int,
     read: int,
     acceptance: Sequence[AcceptanceCheck] = (),
-    titles: Mapping[int, str] | None = None,
     cited_in: Mapping[int, Collection[int]] | None = None,
 ) -> Evidence:
     """The gaps and caps of a synthesis given `facts` (`read` of the `in_scope` facts were given);
