@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 __all__ = ["PASSAGE_MAX_CHARS", "Passage", "PassageKind", "document_kind", "split_passages"]
@@ -167,7 +167,7 @@ def split_passages(text: str) -> list[Passage]:
         else:
             stop = _block_end(lines, i)
             if open_item is not None and _continues(text, lines, i, stop, out, open_item):
-                out[-1] = Passage(out[-1].start, _trimmed_end(text, lines[stop - 1].end), *_tail(out[-1]))
+                out[-1] = replace(out[-1], end=_trimmed_end(text, lines[stop - 1].end))
                 i = stop
                 continue
             before = len(out)
@@ -205,10 +205,6 @@ def _continues(text: str, lines: _LineTable, first: int, stop: int, out: list[Pa
         or _LIST_MARK.match(lines[first].text)
         or _term_lines(lines, first, stop)
     )
-
-
-def _tail(passage: Passage) -> tuple[PassageKind, str, str]:
-    return passage.kind, passage.heading, passage.term
 
 
 def _trimmed_end(text: str, end: int) -> int:
@@ -278,7 +274,9 @@ def _block(
     terms = _term_lines(lines, first, stop)
     while terms:  # definition items, one after another within the block
         term = ", ".join(line.text for line in lines.span(first, first + terms))
-        end = _definition_end(lines, first + terms, stop, head.indent)
+        end = first + terms  # the body: the lines indented deeper than the term
+        while end < stop and lines[end].indent > head.indent:
+            end += 1
         _emit(text, head.start, lines[end - 1].end, "definition", context.label, term, out)
         context.open_term(head.indent, term)
         if end >= stop:
@@ -308,13 +306,6 @@ def _term_lines(lines: _LineTable, first: int, stop: int) -> int:
         if lines[first + count].indent > indent:
             return count
     return 0
-
-
-def _definition_end(lines: _LineTable, body: int, stop: int, indent: int) -> int:
-    """The line after a definition's body: the first line of the block back at the term's indent."""
-    while body < stop and lines[body].indent > indent:
-        body += 1
-    return body
 
 
 def _list_items(
@@ -414,16 +405,11 @@ _ENTRY_CHARS = 120
 _ENTRY_MARK_WITHIN = 60
 
 
-def _numbering(line: str, after: int) -> bool:
-    return line.startswith(".", after) and (after + 1 == len(line) or line[after + 1] == " ")
-
-
 def document_kind(text: str, name: str) -> Literal["changelog", "document"]:
     """``changelog`` for a text made of dated or versioned entries (release notes, a change log, a
     NEWS file), told by its structure: among its top-level lines (not indented, not list items nor
-    table rows), at
-    least 2 and at least 30% are short lines naming a version or a date near their start. ``name`` is
-    not read: a file called CHANGES that is a manual is a manual."""
+    table rows), at least 2 and at least 30% are short lines naming a version or a date near their
+    start. ``name`` is not read: a file called CHANGES that is a manual is a manual."""
     del name
     top = entries = 0
     for line in _lines(text):
@@ -439,10 +425,8 @@ def document_kind(text: str, name: str) -> Literal["changelog", "document"]:
         if len(line.text) <= _ENTRY_CHARS:
             mark = _VERSION_OR_DATE.search(line.text, 0, _ENTRY_MARK_WITHIN + 20)
             # "9.1. Core functionality" numbers a section; "9.1 (2020-01-01)" names a release.
-            if (
-                mark is not None
-                and mark.start() <= _ENTRY_MARK_WITHIN
-                and not _numbering(line.text, mark.end())
-            ):
+            after = line.text[mark.end() :] if mark is not None else ""
+            numbering = after == "." or after.startswith(". ")
+            if mark is not None and mark.start() <= _ENTRY_MARK_WITHIN and not numbering:
                 entries += 1
     return "changelog" if entries >= _CHANGELOG_ENTRIES and entries >= _CHANGELOG_SHARE * top else "document"

@@ -1,44 +1,19 @@
-"""Whether a text reads as a question a person would ask ("What does zlib's licence require?"),
-not as a search's working words ("GPL: GPL-3 say", "README: handle")."""
+"""The closed-class words English questions open with, and whether a text reads as a question a
+person would ask ("What does the library's licence require?"), not as a search's working words
+("config: defaults say", "setup: handle")."""
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["QUESTION_OPENERS", "reads_as_question"]
+__all__ = ["AUXILIARIES", "BE", "DO", "QUESTION_OPENERS", "WH_WORDS", "reads_as_question"]
 
-QUESTION_OPENERS = frozenset(
-    [
-        "what",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "when",
-        "where",
-        "why",
-        "how",
-        "is",
-        "are",
-        "was",
-        "were",
-        "do",
-        "does",
-        "did",
-        "can",
-        "could",
-        "should",
-        "would",
-        "will",
-        "shall",
-        "may",
-        "might",
-        "must",
-        "has",
-        "have",
-        "had",
-    ]
-)
+WH_WORDS = ("what", "which", "who", "whom", "whose", "how", "why", "when", "where", "whether")
+BE = ("is", "are", "was", "were")
+DO = ("do", "does", "did")
+MODAL = ("can", "could", "should", "would", "will", "shall", "may", "might", "must", "has", "have", "had")
+AUXILIARIES = (*BE, *DO, *MODAL)
+QUESTION_OPENERS = frozenset(WH_WORDS[:-1] + AUXILIARIES)
 _WORD = re.compile(r"[^\W_][\w'’-]*")
 #: Words a question needs: an opener, a verb or subject, and what it asks about.
 MIN_WORDS = 3
@@ -51,7 +26,6 @@ def reads_as_question(text: str) -> bool:
     words = _WORD.findall(text)
     if not text.endswith("?") or len(words) < MIN_WORDS:
         return False
-    head = text.split("?", 1)[0]
-    if re.match(r"^[^\s:]{1,40}:\s", head):
+    if re.match(r"^[^\s:]{1,40}:\s", text.split("?", 1)[0]):
         return False
     return words[0].casefold() in QUESTION_OPENERS

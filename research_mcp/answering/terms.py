@@ -6,7 +6,6 @@ roles' evidence checks and the run engine's hops and leads all read a text's ter
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Collection, Iterable
 
@@ -15,7 +14,6 @@ __all__ = [
     "STOPWORDS",
     "bears_on",
     "clip",
-    "joined_terms",
     "said_terms",
     "same_term",
     "stem",
@@ -40,26 +38,8 @@ STOPWORDS = frozenset(
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
-#: British spellings a question may use of a word a document spells the American way.
-_SPELLING = {
-    "licence": "license",
-    "licences": "licenses",
-    "licenced": "licensed",
-    "licencing": "licensing",
-    "defence": "defense",
-    "offence": "offense",
-    "colour": "color",
-    "behaviour": "behavior",
-    "favour": "favor",
-    "centre": "center",
-    "catalogue": "catalog",
-}
-
-
 def stem(word: str) -> str:
-    """A light suffix stripper (plurals, -ation, -ing, -ed, -ly): "studies" matches "study"; a
-    British spelling ("licence") as the American one."""
-    word = _SPELLING.get(word, word)
+    """A light suffix stripper (plurals, -ation, -ing, -ed, -ly): "studies" matches "study"."""
     if len(word) <= 3 or word.isdigit():
         return word
     for suffix, replacement in (("sses", "ss"), ("ies", "y"), ("ied", "y")):
@@ -103,39 +83,10 @@ def said_terms(asked: Iterable[str], said: Collection[str]) -> list[str]:
     return [term for term in asked if any(same_term(term, word) for word in said)]
 
 
-_LETTERS = re.compile(r"[^\W\d_]+", re.UNICODE)
-
-
-def _pairs(words: list[str]) -> list[tuple[str, str]]:
-    """Neighbouring words that may be one word written apart: three letters or more each, the first
-    no stopword ("user name", "file system"; not "a part", "in to")."""
-    return [
-        (first, then)
-        for first, then in itertools.pairwise(words)
-        if len(first) >= 3 and len(then) >= 3 and first not in STOPWORDS
-    ]
-
-
-def joined_terms(question: str, text: str) -> set[str]:
-    """The terms of `question` that `text` says in the other spelling of a compound: "user" (of "user
-    name", "name" a stopword) said by "username", "filesystem" said by "file system"."""
-    asked = _LETTERS.findall(question.casefold())
-    written = _LETTERS.findall(text.casefold())
-    words = set(written)
-    said: set[str] = set()
-    for first, then in _pairs(asked):
-        joined = first + then
-        if joined in words or f"{joined}s" in words:
-            said.update(terms(f"{first} {then}"))
-    apart = {stem(first + then) for first, then in _pairs(written)}
-    said.update(term for term in map(stem, asked) if term in apart)
-    return said
-
-
 def bears_on(text: str, question: str) -> bool:
-    """Whether a text shares two content terms with a question (its only one, if it has one): a
-    licence's "See the GNU General Public License for more details." shares "license" with "Which
-    licenses allow linking from proprietary software?", and nothing that question asks."""
+    """Whether a text shares two content terms with a question (its only one, if it has one): "See
+    the manual for more details." shares "manual" with "Which manuals cover installing on a
+    laptop?", and nothing that question asks."""
     asked = set(terms(question))
     said = set(terms(text))
     return not asked or len(said_terms(asked, said)) >= min(2, len(asked))

@@ -23,36 +23,24 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from research_mcp.answering.terms import bears_on, same_term, terms
+from research_mcp.answering.terms import terms
 from research_mcp.core.citations import normalize
 from research_mcp.core.contracts import Confidence, ConfidenceCap, ConfidenceLevel, Fact
-from research_mcp.core.gaps import NEVER_MENTIONED, NOT_ESTABLISHED, UNANSWERED, Gap
+from research_mcp.core.gaps import Gap
 from research_mcp.llm.embeddings import english_words
 from research_mcp.storage.outputs import AcceptanceCheck
 
 __all__ = [
-    "COVERED_EVIDENCE",
-    "NEVER_MENTIONED",
-    "NOT_ESTABLISHED",
     "STRONG_EVIDENCE",
-    "UNANSWERED",
     "Evidence",
-    "bears_on",
     "cap_confidence",
-    "fact_titles",
     "judge_evidence",
-    "named_terms",
     "never_mentioned_cap",
-    "same_term",
     "technical",
-    "technical_terms",
 ]
 
 #: A fact at least this confident is strong evidence (a phase's iteration does not ask its question again).
 STRONG_EVIDENCE = 0.6
-COVERED_EVIDENCE = 0.4
-_WORD = re.compile(r"[\w'’-]+")
-_QUOTED = re.compile(r"[\"“‘]([^\"”’]{2,80})[\"”’]")
 _LEVELS: dict[ConfidenceLevel, int] = {"low": 0, "medium": 1, "high": 2}
 
 
@@ -74,37 +62,21 @@ class Evidence:
 
 def never_mentioned_cap(gap: Gap) -> ConfidenceLevel:
     """How far a note that the corpus never mentions some of a question's words caps its confidence:
-    `low` when one is a name the question gives (capitalised after its first word, in capitals, an
-    identifier joined by "_", "." or "-": "PASS_WARN_AGE", "Australia", or said after a capitalised
-    word, which one of it: "lake" of "Crater lake") or a technical term (a
+    `low` when one is a name the question gives (capitalised after its first word, in capitals, or
+    an identifier joined by "_", "." or "-": "Australia", "MAX_AGE") or a technical term (a
     word outside common English in every spelling: "noatime", "umask"), the documents being about
-    other things; `medium` for a common word ("people", "harbour") or two run together
-    ("timeframe", which documents may write "time frame"), which a small folder may answer a
-    question without."""
+    other things; `medium` for a common word ("people", "harbour"), which a small folder may answer
+    a question without."""
     if gap.kind != "never_mentioned" or gap.question is None:
         return "medium"
-    words, question = gap.words, gap.question
-    later = " ".join(question.split()[1:])
-    for word in words:
-        joined = any(mark in word for mark in "_.-")
-        capitals = word.isupper() and len(word) >= 2
-        if (
-            joined
-            or capitals
-            or (technical(word) and not _compound(word))
-            or re.search(rf"(?<![\w-]){re.escape(word[:1].upper() + word[1:])}(?![\w-])", later)
-            # A word naming which one of a name: "lake" of "Crater lake".
-            or re.search(rf"(?<![\w-])[A-Z][\w-]+\s+{re.escape(word)}(?![\w-])", later)
-        ):
+    later = " ".join(gap.question.split()[1:])
+    for word in gap.words:
+        capitalised = re.search(rf"(?<![\w-]){re.escape(word[:1].upper() + word[1:])}(?![\w-])", later)
+        if any(mark in word for mark in "_.-") or (word.isupper() and len(word) >= 2) or capitalised:
+            return "low"
+        if technical(word):
             return "low"
     return "medium"
-
-
-def _compound(word: str) -> bool:
-    """Two English words of three letters or more run together: "timeframe", "lookahead"."""
-    english = english_words()
-    folded = word.casefold()
-    return any(folded[:cut] in english and folded[cut:] in english for cut in range(3, len(folded) - 2))
 
 
 def technical(word: str) -> bool:
@@ -116,21 +88,6 @@ def technical(word: str) -> bool:
     return not any(spelling in english for spelling in {word.casefold(), *terms(word)})
 
 
-def technical_terms(text: str) -> list[str]:
-    """The terms of the technical words of a text ("noatime", "umask"), in order, once each."""
-    return list(dict.fromkeys(terms(" ".join(word for word in _WORD.findall(text) if technical(word)))))
-
-
-def named_terms(question: str) -> list[str]:
-    """What a question names: its capitalized words but the first ("What does the Protected field
-    of a package do?": "Protected") and its quoted phrases, as content terms, in order."""
-    quoted = " ".join(_QUOTED.findall(question))
-    words = _WORD.findall(_QUOTED.sub(" ", question))
-    named = " ".join(word for word in words[1:] if word[:1].isupper() and word != "I")
-    # A bare number ("3" of "GPL-3") is the identifiers rule's to judge, with the name it is joined to.
-    return list(dict.fromkeys(term for term in terms(f"{named} {quoted}") if not term.isdigit()))
-
-
 def judge_evidence(
     questions: Sequence[str],
     facts: Sequence[Fact],
@@ -138,7 +95,6 @@ def judge_evidence(
     in_scope: int,
     read: int,
     acceptance: Sequence[AcceptanceCheck] = (),
-    titles: Mapping[int, str] | None = None,
     cited_in: Mapping[int, Collection[int]] | None = None,
 ) -> Evidence:
     """The gaps and caps of a synthesis given `facts` (`read` of the `in_scope` facts were given);
@@ -190,21 +146,6 @@ def judge_evidence(
             )
         )
     return evidence
-
-
-def fact_titles(
-    facts: Sequence[Fact], titles: Mapping[int, str], cited_in: Mapping[int, Collection[int]]
-) -> dict[int, str]:
-    """The titles of the sources each fact was found in, by fact id, its own source's first, one a
-    line: what the rules below read as the sources' titles."""
-    return {
-        fact.id: "\n".join(
-            dict.fromkeys(
-                titles[source] for source in [fact.source_id, *cited_in.get(fact.id, ())] if source in titles
-            )
-        )
-        for fact in facts
-    }
 
 
 def cap_confidence(confidence: Confidence, cap: ConfidenceLevel, why: str) -> Confidence:

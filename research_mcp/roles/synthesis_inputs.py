@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from typing import Literal
 
 from research_mcp.answering.questions import reads_as_question
+from research_mcp.answering.terms import bears_on
 from research_mcp.core.citations import normalize
 from research_mcp.core.gaps import Gap
 from research_mcp.core.ids import source_label
 from research_mcp.core.role_inputs import ChildReport, ExtractorInput, SourceInsight, SynthesisInput
 from research_mcp.roles.base import RoleDeps
-from research_mcp.roles.evidence import bears_on
 from research_mcp.storage.models import KnownInsight
 from research_mcp.storage.outputs import StoredExtraction, StoredSynthesis
 

@@ -366,15 +366,12 @@ class Synthesis(Role[SynthesisOutput, StoredSynthesis]):
             fact_id: [c.source_id for c in citations]
             for fact_id, citations in deps.store.citations(verified).items()
         }
-        sources = {f.source_id for f in facts if f.verified} | {s for ids in cited_in.values() for s in ids}
-        titles = {source: source_of(source)[1] for source in sources}
         evidence = judge_evidence(
             self.asked.questions,
             facts,
             in_scope=self.scope.in_scope,
             read=len(facts),
             acceptance=acceptance,
-            titles=titles,
             cited_in=cited_in,
         )
         return acceptance, evidence

@@ -8,11 +8,9 @@ import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from research_mcp.answering.answer_type import number_words, states_number
 from research_mcp.answering.terms import said_terms, terms
 from research_mcp.core.citations import normalize
 from research_mcp.core.contracts import Budget, Phase
-from research_mcp.roles.evidence import named_terms, technical_terms
 from research_mcp.runs.context import RunContext
 from research_mcp.storage.outputs import StoredSynthesis
 
@@ -27,41 +25,12 @@ def corroboration(fact_ids: list[int], sources: dict[int, tuple[int, int]]) -> i
     return max(len({source for source, _ in known}), max((count for _, count in known), default=0))
 
 
-#: A theme of at least this many content terms is a sentence-long question, which an answer says in
-#: its own words: covered by a fact saying every name and technical term of it and half its terms.
-LONG_THEME = 6
-
-
 def theme_covered(theme: str, said: Sequence[str]) -> bool:
-    """A verified fact says every content term of the theme (a theme of stopwords only: its words);
-    a theme asking for a number ("How long is the machine ID?") is said by a fact stating one and
-    every other term ("The machine ID is a ... 32-character ... ID."); a long theme ("Why does the
-    user get no warning when the default files shipped by base-files change?") by a fact saying
-    everything it names and half its terms ("Changes in the default files are not important enough
-    to warn the user")."""
+    """A verified fact says every content term of the theme (a theme of stopwords only: its words)."""
     asked = list(dict.fromkeys(terms(theme)))
     if not asked:
         return any(theme.casefold() in text.casefold() for text in said)
-    quantity = set(terms(number_words(theme)))
-    rest = [term for term in asked if term not in quantity]
-    named = {*named_terms(theme), *technical_terms(theme)}
-    for text in said:
-        says = said_terms(asked, set(terms(text)))
-        if len(says) == len(asked):
-            return True
-        if (
-            quantity
-            and len(said_terms(rest, set(terms(text)))) == len(rest)
-            and states_number(text, in_digits=True)
-        ):
-            return True
-        if (
-            len(asked) >= LONG_THEME
-            and len(says) * 2 >= len(asked)
-            and len(said_terms(named, set(terms(text)))) == len(named)
-        ):
-            return True
-    return False
+    return any(len(said_terms(asked, set(terms(text)))) == len(asked) for text in said)
 
 
 def answered(output: StoredSynthesis, extracted_for: Collection[str]) -> set[str]:

@@ -97,34 +97,6 @@ def test_a_phase_budget_counts_only_what_was_spent_since_the_phase_began(temp_st
     assert PhaseSpending(None, 0, 0.0).exceeded(rc) is None
 
 
-def test_a_theme_asking_for_a_number_is_covered_by_a_fact_stating_one() -> None:
-    # "How long" is answered by the length, not by the word: the fact need not say "long".
-    length = "The machine ID is a single newline-terminated, hexadecimal, 32-character, lowercase ID."
-    assert theme_covered("How long is the machine ID?", [length])
-    # A fact on the thing asked that states no number in digits ("the first one") does not cover it.
-    assert not theme_covered(
-        "How long is the machine ID?", ["The machine ID decides whether a boot is the first one."]
-    )
-    assert not theme_covered("What is the machine ID?", ["A 32-character ID."])
-
-
-def test_a_long_theme_is_covered_by_a_fact_saying_what_it_names_and_half_its_words() -> None:
-    """A part asked as a whole sentence is answered in the document's words: base-files' README says
-    why the user is not warned without "shipped" or "base-files"; what a theme names must be said."""
-    why = "Why does the user get no warning when the default files shipped by base-files change?"
-    readme = "Changes in the default files are not important enough to warn the user."
-    assert theme_covered(why, [readme])
-    assert theme_covered(
-        "Which uid/gid range is set aside for static allocations made to specific packages?",
-        ["The following uid/gid pairs have been allocated in the static range 60000-64999."],
-    )
-    # Half its words but not what it names: the Protected field is not the Essential one.
-    protected = "What does the Protected field of a dpkg package do when it is removed?"
-    assert not theme_covered(protected, ["The Essential field of a dpkg package: removing it is refused."])
-    # A short theme still needs every term.
-    assert not theme_covered("What does zlib's licence require?", ["The zlib licence is short."])
-
-
 def test_a_theme_the_synthesis_answered_by_its_evidence_rules_is_covered_though_a_fact_leaves_a_word_unsaid() -> (
     None
 ):

@@ -13,8 +13,7 @@ pronouns, comparison cues), never by examples:
   "each", "this", ...): "What is CRISPR? How does it edit genes?" asks "How does CRISPR edit genes?".
 - **Compare**: "Compare A and B [on X][: …]", "A vs B", "differences between A and B", "How does A
   differ from B", "Is A or B larger?", "Which is older, A or B?", "Do A and B each/both …?", "Are A
-  and B of the same …?" become a `Comparison`: its items, the aspect compared, and a question for
-  each item naming it; the comparison itself stays the goal of the node above the items.
+  and B of the same …?" become a `Comparison`: its items, the aspect, a question per item naming it.
 
 A question none of these reads stays whole.
 """
@@ -24,26 +23,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from research_mcp.answering.questions import AUXILIARIES, BE, WH_WORDS
+
 __all__ = ["Comparison", "Part", "comparison_of", "decompose", "question_parts", "with_topic"]
 
-WH_WORDS = ("what", "which", "who", "whom", "whose", "how", "why", "when", "where", "whether")
 WH = "(?:" + "|".join(WH_WORDS) + ")"
-BE = ("is", "are", "was", "were")
-DO = ("do", "does", "did")
-AUXILIARIES = (
-    *BE,
-    *DO,
-    *("can", "could", "should", "would", "will", "shall", "may", "might", "must", "has", "have", "had"),
-)
 AUX = "(?:" + "|".join(AUXILIARIES) + ")"
 PREPOSITION = r"(?:in|on|at|under|from|for|with|by|to|of|about|into|during|since|after|before|between)"
-DETERMINERS = frozenset(
-    ["the", "a", "an", "this", "that", "these", "those", "my", "your", "our", "their", "its", "his", "her"]
-)
 PERSONAL = frozenset({"i", "you", "we"})
 # A pronoun standing for the first part's topic, and the possessives that stand for "<topic>'s".
 STANDS_FOR = frozenset({"it", "they", "them", "this", "each", "he", "she", "him"})
 POSSESSIVE = frozenset({"its", "their", "his", "her"})
+DETERMINERS = POSSESSIVE | {"the", "a", "an", "this", "that", "these", "those", "my", "your", "our"}
 # What a comparison names its aspect with ("… on patent grants", "… in terms of land use").
 ASPECT_CUE = r"(?:in terms of|with respect to|with regard to|when it comes to|regarding|on|for|by|in)"
 # One item of a singular form asks in the singular ("What do A and B each grant" -> "What does A grant").
@@ -82,7 +73,7 @@ def decompose(query: str) -> list[Part]:
     """The query's parts, in order: each a question, or a comparison of items."""
     query = _SPACE.sub(" ", query).strip()
     whole = comparison_of(query)
-    if whole is not None and _leads_with_comparison(query):
+    if whole is not None and (_COMPARE.search(query) or _VERSUS.search(query)):
         return [whole]  # "Compare A and B: where is each, and which is larger?" is one comparison
     parts = question_parts(query)
     parts = [parts[0], *(with_topic(part, parts[0]) for part in parts[1:])]
@@ -107,9 +98,8 @@ def question_parts(query: str) -> list[str]:
 
 
 def _clauses(sentence: str) -> list[str]:
-    """A sentence's questions, split at "(,) and <question word>", ", and <auxiliary>", and in a list
-    ("A, B, and C") at each comma before a question word; a piece that is no question ("When the
-    disk is full, what does it do, and ...") stays with the question after it."""
+    """A sentence's questions, split where `_AND_QUESTION` and `_LISTED` say; a piece that is no
+    question ("When the disk is full, what does it do, and ...") stays with the question after it."""
     anded = _AND_QUESTION.split(sentence)
     if len(anded) == 1:
         return anded
@@ -124,8 +114,7 @@ def _clauses(sentence: str) -> list[str]:
 
 
 def main_clause(question: str) -> str:
-    """The question a clause before it leads into ("When the disk is full, what does the installer do?":
-    "what does the installer do?"), or the question itself."""
+    """The question a clause before it leads into ("When X, what does Y do?": "what does Y do?")."""
     head, _, last = question.rpartition(", ")
     if head and is_question(last) and not is_question(head.split(", ")[0]):
         return last
@@ -165,8 +154,7 @@ def is_question(piece: str) -> bool:
 
 def _as_question(piece: str) -> str:
     piece = piece.strip().rstrip(",;.")
-    piece = piece if piece.endswith("?") else piece + "?"
-    return piece[0].upper() + piece[1:]
+    return _capital(piece if piece.endswith("?") else piece + "?")
 
 
 # --- carrying the topic -----------------------------------------------------------------------
@@ -205,8 +193,8 @@ def _stands_alone(after: str) -> bool:
 
 def topic_of(question: str) -> str | None:
     """What a question is about, read off its form: what follows its verb "be" ("What licence is
-    zlib under?": zlib), else the names it gives ("How does CRISPR edit genes?"), else its subject
-    after an auxiliary ("How do central banks set rates?"), else its object ("Who wrote zlib?")."""
+    the library under?": the library), else the names it gives ("How does CRISPR edit genes?"), else its subject
+    after an auxiliary ("How do central banks set rates?"), else its object ("Who wrote Hamlet?")."""
     words = _WORD.findall(main_clause(question).rstrip("?.! "))
     lowered = [word.casefold() for word in words]
     aux = next((at for at, word in enumerate(lowered) if word in AUXILIARIES), None)
@@ -229,7 +217,7 @@ def topic_of(question: str) -> str | None:
         return _subject(words[aux + 1 :], plural=lowered[aux] in ("do", "have"))
     if lowered and lowered[0] in ("who", "what") and len(words) > 2:
         start = 3 if re.fullmatch(PREPOSITION, lowered[2]) else 2
-        return _phrase(words[start:])  # "Who wrote zlib?", "What happens to open connections?"
+        return _phrase(words[start:])  # "Who wrote Hamlet?", "What happens to open connections?"
     return None
 
 
@@ -250,7 +238,7 @@ def _subject(words: list[str], *, plural: bool) -> str | None:
 
 def _is_name(word: str) -> bool:
     """A word that names: capitalized past the first word (not "I"), or holding a digit or a
-    joining mark inside ("GPL-3", "man-db", "2.0")."""
+    joining mark inside ("HTTP/3", "x-ray", "2.0")."""
     if word in ("I",) or word.casefold() in STANDS_FOR | POSSESSIVE:
         return False
     return (
@@ -331,11 +319,6 @@ def comparison_of(question: str) -> Comparison | None:
             lead, aux, rest = match["lead"] or "", match["aux"].casefold(), match["rest"]
             return _each(text, items, rest, [f"{lead}{_agree(aux, item)} {item} {rest}?" for item in items])
     return None
-
-
-def _leads_with_comparison(query: str) -> bool:
-    """Whether the whole query is a comparison, what follows it asked of its items."""
-    return bool(_COMPARE.search(query) or _VERSUS.search(query))
 
 
 def _items(text: str) -> tuple[str, ...]:

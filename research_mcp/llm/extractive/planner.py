@@ -1,9 +1,9 @@
 """The planner without a model: the query's syntax decides the tree (llm/extractive/decompose.py).
 
 - A question of several parts ("What is A, and how does B …?", "A? B?", "A; B") becomes one node per
-  part, and a phase on the root whose criteria are the parts: it iterates while verified facts leave
-  a part uncovered (llm/extractive/plan_shapes.py). A later part leaning on a pronoun carries the
-  first part's topic in its place.
+  part, and a phase on the root whose criteria are the parts: it iterates (at most
+  ``COVERAGE_ITERATIONS`` times) while verified facts leave a part uncovered. A later part leaning
+  on a pronoun carries the first part's topic in its place.
 - A comparison ("Compare A and B on X", "A vs B", "differences between A and B", "Is A or B …?")
   becomes an executor whose title is the comparison (its goal), with a discovery leaf scouting for
   the items and one leaf per item, asking its item's questions; within a question of several
@@ -23,24 +23,20 @@ from __future__ import annotations
 import re
 
 from research_mcp.answering.terms import STOPWORDS, clip
-from research_mcp.core.contracts import PlannerOutput, PlanNode
+from research_mcp.core.contracts import ExtractorTaskSpec, Phase, PhaseCriteria, PlannerOutput, PlanNode
 from research_mcp.core.feasibility import check_feasible
 from research_mcp.core.role_inputs import PlannerInput
 from research_mcp.core.scope import judge_scope
 from research_mcp.llm.extractive.decompose import Comparison, Part, decompose
-from research_mcp.llm.extractive.plan_shapes import (
-    COVERAGE_ITERATIONS,
-    coverage_phase,
-    discovery_leaf,
-    with_task_spec,
-)
 
 __all__ = ["plan"]
 
 NOTE = "Extractive planner: split by the query's syntax, no language model."
+#: A list is a form code can enforce (roles/acceptance.py reshapes a report that lacks it).
+LEAF_FORMAT = "A bulleted list of the key findings, each citing the facts that establish it"
+COVERAGE_ITERATIONS = 2
 
 _SPACE = re.compile(r"\s+")
-_PRONOUN = re.compile(r"\b(?:it|its|they|them|their|this|these|those|he|she|his|her|each)\b", re.IGNORECASE)
 
 
 def plan(payload: PlannerInput) -> PlannerOutput:
@@ -55,9 +51,10 @@ def plan(payload: PlannerInput) -> PlannerOutput:
     parts = decompose(query)
     phases = []
     if len(parts) > 1:
-        context = _goal(parts[0])
-        children = [_part_node(part, context=context if index else "") for index, part in enumerate(parts)]
-        phases = [coverage_phase([_goal(part) for part in parts])]
+        children = [_part_node(part) for part in parts]
+        themes = [clip(_goal(part), 300) for part in parts[:10]]
+        criteria = PhaseCriteria(themes=themes)
+        phases = [Phase(name="cover every part", criteria=criteria, max_iterations=COVERAGE_ITERATIONS)]
         why = (
             f"{len(parts)} distinct questions: one node each, and a phase that iterates (at most "
             f"{COVERAGE_ITERATIONS} times) until verified facts cover every part."
@@ -82,10 +79,10 @@ def _goal(part: Part) -> str:
     return part.goal if isinstance(part, Comparison) else part
 
 
-def _part_node(part: Part, *, context: str) -> PlanNode:
+def _part_node(part: Part) -> PlanNode:
     if isinstance(part, Comparison):
         return PlanNode(kind="executor", title=clip(part.goal, 200), children=_comparison_children(part))
-    return _leaf(part, context=context)
+    return _leaf(part)
 
 
 def _comparison_children(comparison: Comparison) -> list[PlanNode]:
@@ -94,13 +91,22 @@ def _comparison_children(comparison: Comparison) -> list[PlanNode]:
         _item_leaf(item, asked, comparison.aspect)
         for item, asked in zip(items, comparison.asked, strict=True)
     ]
-    return [discovery_leaf(items, comparison.goal), *leaves]
+    discovery = PlanNode(  # its scout sweeps for every compared item, for the item leaves beside it
+        kind="discovery",
+        title=clip(f"Sources on {', '.join(items[:-1])} and {items[-1]}", 200),
+        questions=[clip(comparison.goal, 500)],
+        search_queries=[clip(item, 300) for item in items[:6]],
+    )
+    return [discovery, *leaves]
 
 
 def _specified(node: PlanNode) -> PlanNode:
     """The tree with a task spec on every leaf (its questions and the form of its findings)."""
     children = [_specified(child) for child in node.children]
-    return with_task_spec(node).model_copy(update={"children": children})
+    if node.kind == "leaf" and not node.task_specs and node.questions:
+        spec = ExtractorTaskSpec(questions=list(node.questions), expected_format=LEAF_FORMAT)
+        node = node.model_copy(update={"task_specs": [spec]})
+    return node.model_copy(update={"children": children})
 
 
 def _content_words(text: str) -> list[str]:
@@ -116,18 +122,14 @@ def _search_queries(*candidates: str) -> list[str]:
     return queries[:3]
 
 
-def _leaf(question: str, *, context: str = "") -> PlanNode:
-    """A leaf asking one question; one still leaning on a pronoun ("How does it work?", its topic
-    not read) searches with the words of the query's first question as well."""
+def _leaf(question: str) -> PlanNode:
+    """A leaf asking one question, searching with it and with its content words."""
     question = clip(question, 500)
-    keywords = " ".join(_content_words(question))
-    if context and _PRONOUN.search(question):
-        keywords = " ".join(dict.fromkeys(_content_words(context) + _content_words(question)))
     return PlanNode(
         kind="leaf",
         title=clip(question, 200),
         questions=[question],
-        search_queries=_search_queries(question, keywords),
+        search_queries=_search_queries(question, " ".join(_content_words(question))),
     )
 
 

@@ -34,9 +34,8 @@ SAME_TITLE = 0.8
 DIVERSE_BELOW = 0.5
 UNDATED_RECENCY = 0.4
 
-_AUTHORITATIVE_SUFFIXES = (".gov", ".edu", ".int", ".mil")
-_AUTHORITATIVE_HOSTS = ("doi.org", "arxiv.org", "nature.com", "science.org", "acm.org", "ieee.org", "who.int")
-_SECONDARY_HOSTS = ("wikipedia.org", "medium.com", "reddit.com", "quora.com", "substack.com", "blogspot.com")
+#: Public bodies' and universities' domains ("nih.gov", "ox.ac.uk"), named by their kind only.
+_AUTHORITATIVE = re.compile(r"\.(?:gov|edu|int|mil)$|\.(?:gov|ac|edu)\.")
 _BROAD = re.compile(
     r"\b(?:overview|introduction|guide|survey|review|what is|history of|tutorial|handbook|primer)\b", re.I
 )
@@ -177,25 +176,16 @@ def _same(kept: ScoutCandidate, candidate: ScoutCandidate, title_similarity: flo
 
 
 def _tags(candidate: ScoutCandidate, topic: float, age: float | None) -> list[Tag]:
-    host = _host(candidate.ref)
+    """Tags from the address's kind of domain, the date, the title and the origin; no site is named."""
     tags: list[Tag] = []
-    if host.endswith(_AUTHORITATIVE_SUFFIXES + _AUTHORITATIVE_HOSTS) or any(
-        part in host for part in (".gov.", ".ac.", ".edu.")
-    ):
+    if _AUTHORITATIVE.search(_host(candidate.ref)):
         tags.append("authoritative")
     if age is not None and age <= 2:
         tags.append("recent")
-    broad = bool(_BROAD.search(candidate.title)) or host.endswith("wikipedia.org")
-    if broad:
+    if _BROAD.search(candidate.title):
         tags.append("broad")
     elif topic >= 0.5:
         tags.append("specific")
-    if (
-        candidate.origin == "corpus"
-        or candidate.ref.lower().endswith(".pdf")
-        or host.endswith(("doi.org", "arxiv.org"))
-    ):
+    if candidate.origin == "corpus" or candidate.ref.lower().endswith(".pdf"):
         tags.append("primary")
-    elif host.endswith(_SECONDARY_HOSTS):
-        tags.append("secondary")
     return tags
