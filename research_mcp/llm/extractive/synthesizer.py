@@ -7,7 +7,9 @@ unless their numbers or negation differ. Lines are ordered by the ranker's proba
 hold the answer (research_mcp.answering.ranker), then by corroboration; each is shown as the excerpt
 of its passage that says most of the question's words, so that the report's first page (about
 `FIRST_PAGE` characters) carries the best evidence for every question: a short line takes only
-its length, and what it leaves shows more of the others, or more lines (``page.py``). Only verified facts are cited.
+its length, and what it leaves shows more of the others, or more lines (``page.py``). Lines on
+none of the questions asked ("Other findings") show only in what the questions leave of that page.
+Only verified facts are cited.
 
 Confidence follows research_mcp.answering.confidence: each question's level comes from its best
 passage's probability and the number of independent sources (copies count once) agreeing; the
