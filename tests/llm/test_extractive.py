@@ -598,18 +598,3 @@ async def test_lines_on_none_of_the_questions_show_only_in_what_the_questions_le
     assert len(full.split("\n\n_Extractive")[0].encode()) <= FIRST_PAGE + 600
     # Short moon lines leave room: the kitchen's lines show in it.
     assert "## Other findings" in roomy and "[F90]" in roomy and "[F91]" in roomy
-
-
-async def test_a_source_quotes_its_five_best_passages_for_a_question(model: ExtractiveModel) -> None:
-    ships = "\n\n".join(
-        f"## The {name}\n\nThe {name} was a sailing ship of the harbour fleet, built in {1800 + 7 * n} "
-        f"at the north yard; the harbour fleet ship carried {40 + n} crew."
-        for n, name in enumerate(("Albatross", "Barque", "Cormorant", "Dolphin", "Egret", "Falcon", "Gannet"))
-    )
-
-    output = await ask(
-        model, ExtractorOutput, extraction(["Which sailing ships did the harbour fleet have?"], ships)
-    )
-
-    assert len(output.facts) == 5  # DEFAULT_K: the page has room for more of a source than its best three
-    assert all(fact.quote in ships for fact in output.facts)

@@ -40,8 +40,8 @@ __all__ = ["NO_ANSWER", "extract"]
 
 NO_ANSWER = "The source does not answer this."
 MAX_FACTS = 40
-K_BY_PRIORITY = {1: 6, 2: 5}
-DEFAULT_K = 5
+K_BY_PRIORITY = {1: 4, 2: 3}
+DEFAULT_K = 3
 #: A passage past the first is quoted when its probability is at least this share of the best one's.
 RELATIVE = 0.1
 #: Passages whose probability is under this are never quoted (a source that does not bear on the question).
