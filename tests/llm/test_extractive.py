@@ -600,3 +600,30 @@ async def test_what_a_short_answer_leaves_of_the_page_shows_more_of_another_ques
     shown = sum(len(line) for line in section.strip().splitlines())
     assert shown > FIRST_PAGE // 2 + 400  # its half of the page and most of what the short one left
     assert len(output.report.split("\n\n_Extractive")[0].encode()) <= FIRST_PAGE + 600
+
+
+async def test_lines_on_none_of_the_questions_show_only_in_what_the_questions_leave_of_the_page(
+    model: ExtractiveModel,
+) -> None:
+    question = "Which moons does Saturn have?"
+    padding = " Its surface was mapped by a probe that passed it on the way to the outer planets." * 5
+    elsewhere = [
+        fact(
+            90 + n, f"The kitchen door was painted {colour} in {year}.", question="Kitchen: paint", source=90
+        )
+        for n, (colour, year) in enumerate((("green", 1990), ("blue", 2004)))
+    ]
+
+    def report(facts: list[Fact]) -> str:
+        payload = SynthesisPayload(title="Saturn", questions=[question], input_handoffs=[], facts=facts)
+        return ask(model, SynthesisOutput, payload)
+
+    full = (await report([*_moon_facts(question, padding), *elsewhere])).report
+    roomy = (await report([*_moon_facts(question, ""), *elsewhere])).report
+
+    # The moons fill the page: the kitchen's lines are left to the facts view, said in one line.
+    assert "## Other findings" not in full and "[F90]" not in full
+    assert "2 more verified lines bear on none of the questions" in full
+    assert len(full.split("\n\n_Extractive")[0].encode()) <= FIRST_PAGE + 600
+    # Short moon lines leave room: the kitchen's lines show in it.
+    assert "## Other findings" in roomy and "[F90]" in roomy and "[F91]" in roomy

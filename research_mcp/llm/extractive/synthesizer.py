@@ -7,7 +7,9 @@ unless their numbers or negation differ. Lines are ordered by the ranker's proba
 hold the answer (research_mcp.answering.ranker), then by corroboration; each is shown as the excerpt
 of its passage that says most of the question's words, so that the report's first page (about
 `FIRST_PAGE` characters) carries the best evidence for every question: a short line takes only
-its length, and what it leaves shows more of the others, or more lines (``page.py``). Only verified facts are cited.
+its length, and what it leaves shows more of the others, or more lines (``page.py``). Lines on
+none of the questions asked ("Other findings") show only in what the questions leave of that page.
+Only verified facts are cited.
 
 Confidence follows research_mcp.answering.confidence: each question's level comes from its best
 passage's probability, how near the other sources' best come to it, and the number of independent
@@ -29,7 +31,13 @@ from research_mcp.core.contracts import Confidence, Embedder, Fact, Finding, Syn
 from research_mcp.core.gaps import Gap
 from research_mcp.core.ids import fact_label
 from research_mcp.core.role_inputs import SynthesisPayload
-from research_mcp.llm.extractive.page import FIRST_PAGE, LINES_PER_QUESTION, line_limits, page_budgets
+from research_mcp.llm.extractive.page import (
+    FIRST_PAGE,
+    LINE_CHARS,
+    LINES_PER_QUESTION,
+    line_limits,
+    page_budgets,
+)
 from research_mcp.llm.extractive.scoring import Relevance
 
 __all__ = ["COVERED_CONFIDENCE", "DUPLICATE", "FIRST_PAGE", "LINES_PER_QUESTION", "synthesize"]
@@ -105,7 +113,8 @@ def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> Synthesi
         }
     )
     for question, cited in cited_by.items():
-        budget = budgets.get(question, FIRST_PAGE // max(1, len(budgets)))
+        # Lines on none of the questions asked show only in what the questions leave of the page.
+        budget = budgets[question] if question != OTHER else max(0, FIRST_PAGE - written.shown)
         _write_question(written, question, cited, payload.title, budget)
     parts = _from_the_parts(payload, lines, verified, written)
     sections, findings, gaps, cuts = written.sections, written.findings, written.gaps, written.cuts
@@ -157,16 +166,23 @@ class _Written:
     cuts: list[Gap] = field(default_factory=list)
     levels: list = field(default_factory=list)  # each question's level
     corroborated: int = 0
+    shown: int = 0  # characters of evidence the lines written so far may show
 
 
 def _write_question(written: _Written, question: str, cited: list[Line], title: str, budget: int) -> None:
     """One question's section: its verified lines (`_cited`), within its share of the first page;
     what is cut short, the question left open or not established, and its level."""
-    if question == OTHER and not cited:
+    shown = [line.shown_chars for line in cited]
+    limits = line_limits(shown, budget) if question != OTHER or budget >= LINE_CHARS else []
+    if question == OTHER and not limits:
+        if cited:  # nothing of the page is left for them: the facts view lists them
+            written.sections.append(
+                f"_{len(cited)} more verified lines bear on none of the questions: see the facts view._"
+            )
         return
+    written.shown += sum(limits)
     if normalize(question).rstrip("?. ") != normalize(title).rstrip("?. "):
         written.sections.append(f"## {clip(question, 300)}")  # the title's own question is not said twice
-    limits = line_limits([line.shown_chars for line in cited], budget)
     if cited:
         written.sections.append(
             "\n".join(line.render(question, limit) for line, limit in zip(cited, limits, strict=False))
