@@ -3,7 +3,20 @@ lines of evidence (the extractive synthesizer's layout, ``synthesizer.py``)."""
 
 from __future__ import annotations
 
-__all__ = ["FIRST_PAGE", "LEAD_CHARS", "LINES_PER_QUESTION", "LINE_CHARS", "line_limits", "page_budgets"]
+import re
+
+from research_mcp.answering.terms import terms
+
+__all__ = [
+    "FIRST_PAGE",
+    "LEAD_CHARS",
+    "LINES_PER_QUESTION",
+    "LINE_CHARS",
+    "collapsed",
+    "excerpt",
+    "line_limits",
+    "page_budgets",
+]
 
 #: Characters of evidence the report's first page carries across its questions.
 FIRST_PAGE = 2400
@@ -12,6 +25,9 @@ LEAD_CHARS = 900
 LINE_CHARS = 160
 #: Lines a question shows in equal shares before what short lines leave is given to more lines.
 LINES_PER_QUESTION = 6
+
+_SPACE = re.compile(r"\s+")
+_WORD = re.compile(r"\S+")
 
 
 def page_budgets(lengths: dict[str, list[int]]) -> dict[str, int]:
@@ -67,3 +83,32 @@ def _shared(lengths: list[int], limits: list[int], left: int) -> list[int]:
         grown[index] += max(0, extra)
         left -= max(0, extra)
     return grown
+
+
+def collapsed(text: str) -> str:
+    """`text` with its whitespace collapsed to single spaces, as a line of evidence shows it."""
+    return _SPACE.sub(" ", text).strip()
+
+
+def excerpt(text: str, question: str, limit: int) -> str:
+    """At most `limit` characters of `text` (whitespace collapsed): the window saying most of the
+    question's terms, cut at word boundaries, with an ellipsis where text was left out."""
+    text = collapsed(text)
+    if len(text) <= limit:
+        return text
+    asked = set(terms(question))
+    words = [(match.start(), match.end()) for match in _WORD.finditer(text)]
+    hits = [i for i, (a, b) in enumerate(words) if asked and any(t in asked for t in terms(text[a:b]))]
+    start = 0
+    if hits:
+        best, best_count = 0, -1
+        for h in hits:
+            count = sum(1 for other in hits if 0 <= words[other][0] - words[h][0] < limit)
+            if count > best_count:
+                best, best_count = h, count
+        start = max(0, words[best][0] - limit // 4)
+        start = text.rfind(" ", 0, start) + 1 if start else 0
+    piece = text[start : start + limit]
+    if start + limit < len(text):
+        piece = piece.rsplit(" ", 1)[0] + " …"
+    return ("… " if start else "") + piece

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from research_mcp.answering.confidence import ANSWERED, independent, level_of, lowest
 from research_mcp.answering.questions import reads_as_question
-from research_mcp.answering.terms import clip, terms
+from research_mcp.answering.terms import clip
 from research_mcp.core.citations import CITATION, normalize, same_claim
 from research_mcp.core.contracts import Confidence, Embedder, Fact, Finding, SynthesisOutput
 from research_mcp.core.gaps import Gap
@@ -35,6 +35,8 @@ from research_mcp.llm.extractive.page import (
     FIRST_PAGE,
     LINE_CHARS,
     LINES_PER_QUESTION,
+    collapsed,
+    excerpt,
     line_limits,
     page_budgets,
 )
@@ -50,8 +52,6 @@ CHILD_LINES = 6
 MAX_REPORT = 19000
 OTHER = "Other findings"
 
-_SPACE = re.compile(r"\s+")
-_WORD = re.compile(r"\S+")
 _UNVERIFIED_MARK = re.compile(r"\[F\d+, unverified\]")
 
 
@@ -85,10 +85,10 @@ class Line:
     @property
     def shown_chars(self) -> int:
         """The characters its quote shows whole (whitespace collapsed)."""
-        return len(_SPACE.sub(" ", self.representative.quote).strip())
+        return len(collapsed(self.representative.quote))
 
     def render(self, question: str, limit: int) -> str:
-        shown = _excerpt(self.representative.quote, question, limit)
+        shown = excerpt(self.representative.quote, question, limit)
         return f"- {shown} " + "".join(f"[{fact_label(fact_id)}]" for fact_id in self.verified_ids)
 
 
@@ -318,30 +318,6 @@ def _cited(question: str, question_lines: list[Line]) -> list[Line]:
         # the question's terms (a stable sort: corroborated lines first among equals).
         cited.sort(key=lambda line: -_evidence(question, [line]))
     return cited
-
-
-def _excerpt(text: str, question: str, limit: int) -> str:
-    """At most `limit` characters of `text` (whitespace collapsed): the window saying most of the
-    question's terms, cut at word boundaries, with an ellipsis where text was left out."""
-    text = _SPACE.sub(" ", text).strip()
-    if len(text) <= limit:
-        return text
-    asked = set(terms(question))
-    words = [(match.start(), match.end()) for match in _WORD.finditer(text)]
-    hits = [i for i, (a, b) in enumerate(words) if asked and any(t in asked for t in terms(text[a:b]))]
-    start = 0
-    if hits:
-        best, best_count = 0, -1
-        for h in hits:
-            count = sum(1 for other in hits if 0 <= words[other][0] - words[h][0] < limit)
-            if count > best_count:
-                best, best_count = h, count
-        start = max(0, words[best][0] - limit // 4)
-        start = text.rfind(" ", 0, start) + 1 if start else 0
-    piece = text[start : start + limit]
-    if start + limit < len(text):
-        piece = piece.rsplit(" ", 1)[0] + " …"
-    return ("… " if start else "") + piece
 
 
 def _truncated(report: str) -> str:
