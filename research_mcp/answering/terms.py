@@ -38,8 +38,27 @@ STOPWORDS = frozenset(
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
+#: British spellings a question may use of a word a document spells the American way (or the
+#: other way round: both sides meet at the American form). General English, any corpus.
+_SPELLING = {
+    "licence": "license",
+    "licences": "licenses",
+    "licenced": "licensed",
+    "licencing": "licensing",
+    "defence": "defense",
+    "offence": "offense",
+    "colour": "color",
+    "behaviour": "behavior",
+    "favour": "favor",
+    "centre": "center",
+    "catalogue": "catalog",
+}
+
+
 def stem(word: str) -> str:
-    """A light suffix stripper (plurals, -ation, -ing, -ed, -ly): "studies" matches "study"."""
+    """A light suffix stripper (plurals, -ation, -ing, -ed, -ly): "studies" matches "study"; a
+    British spelling ("licence") as the American one."""
+    word = _SPELLING.get(word, word)
     if len(word) <= 3 or word.isdigit():
         return word
     for suffix, replacement in (("sses", "ss"), ("ies", "y"), ("ied", "y")):
