@@ -14,7 +14,7 @@ the steps), with the research_mcp package of each ``--code`` checkout in turn (P
 figures:
 
 - wall s: the command's wall time; CPU s: its user and system CPU time (steadier on a busy machine);
-- peak MB: its peak resident memory (the maximum resident set size, as GNU time reports it), and
+- peak MB: its peak resident memory (its resident high-water mark, sampled: see `timed`), and
   anon+file: at the highest of samples every 20 ms, how much of it was the heap (anonymous) and how
   much mapped files (the model's weights, the vector engine's segments, libraries);
 - warnings: lines on its stderr that a library wrote (Python warnings), which should be none;
@@ -61,15 +61,19 @@ def copy_corpus(source: Path, target: Path) -> tuple[int, int]:
 
 
 def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, float, int, str, str]:
-    """Wall s, CPU s (user and system), peak MB of the command (its maximum resident set, as GNU
-    time reports it), its exit code, its stderr, and what its resident memory was made of at the
-    highest of samples taken every 20 ms: anonymous (heap) and file-backed (mapped files) MB."""
+    """Wall s, CPU s (user and system), peak MB of the command (its resident high-water mark,
+    VmHWM, read every 20 ms), its exit code, its stderr, and what its resident memory was made of at
+    the highest of those samples: anonymous (heap) and file-backed (mapped files) MB.
+
+    Not wait4's ru_maxrss: Python starts the command with vfork, and until the exec the child
+    counts its parent's pages, so a large parent (a test run) made an 80 MB command look 387 MB."""
     started = time.perf_counter()
     with tempfile.TemporaryFile("w+") as errors:
         process = subprocess.Popen(
             argv, env=env, stdout=subprocess.DEVNULL, stderr=errors, stdin=subprocess.DEVNULL
         )
         top = (0.0, 0.0, 0.0)  # resident, anonymous, file-backed MB
+        peak = 0.0  # the command's own high-water mark, MB
         while True:
             pid, status, usage = os.wait4(process.pid, os.WNOHANG)
             if pid:
@@ -77,13 +81,23 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, float, in
             with contextlib.suppress(OSError, KeyError, ValueError):
                 now = resident_parts(process.pid)
                 top = max(top, now)
+                peak = max(peak, high_water(process.pid))
             time.sleep(0.02)
         process.returncode = os.waitstatus_to_exitcode(status)
         errors.seek(0)
         stderr = errors.read()
     wall = time.perf_counter() - started
     parts = f"{top[1]:.0f}+{top[2]:.0f}" if top[0] else ""
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, process.returncode, stderr, parts
+    peak = peak or usage.ru_maxrss / 1024  # a command too quick to sample
+    return wall, usage.ru_utime + usage.ru_stime, peak, process.returncode, stderr, parts
+
+
+def high_water(pid: int) -> float:
+    """A process's resident high-water mark in MB (since its exec: a new program starts a new one)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def resident_parts(pid: int) -> tuple[float, float, float]:
