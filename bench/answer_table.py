@@ -192,6 +192,12 @@ def score(row: Row, question: Question, outcome: Outcome, bm25: BM25) -> dict[st
 
 async def research(client: Client, question: str, root: Path) -> Outcome:
     """One question researched through the MCP tools; the report's first page and the sources read."""
+    return (await researched(client, question, root))[0]
+
+
+async def researched(client: Client, question: str, root: Path) -> tuple[Outcome, dict[str, Any] | None]:
+    """`research`'s outcome and the finished run's whole document (None when planning failed), for
+    benchmarks that keep more of the run (``bench.evidence_rows``)."""
     from research_mcp.core.config import Settings
     from research_mcp.run_document import run_document
     from research_mcp.storage.store import Store
@@ -199,7 +205,7 @@ async def research(client: Client, question: str, root: Path) -> Outcome:
     started = time.perf_counter()
     plan = await client.call_tool("plan_research", {"query": question})
     if plan.is_error or plan.structured_content["status"] != "feasible":
-        return Outcome("plan failed", "low", "", [], time.perf_counter() - started)
+        return Outcome("plan failed", "low", "", [], time.perf_counter() - started), None
     run = await client.call_tool(
         "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 55}
     )
@@ -218,7 +224,7 @@ async def research(client: Client, question: str, root: Path) -> Outcome:
         if path.is_absolute() and path.is_relative_to(root):
             read.append(path.relative_to(root).as_posix())
     level = document["confidence"]["level"]
-    return Outcome(document["run"]["status"], level, report, sorted(set(read)), seconds)
+    return Outcome(document["run"]["status"], level, report, sorted(set(read)), seconds), document
 
 
 @contextmanager

@@ -17,48 +17,20 @@ from pathlib import Path
 
 from bench import answer_table
 
-_ORIGINAL = answer_table.research
 OUT: Path | None = None
 
 
 async def research(client, question: str, root: Path) -> answer_table.Outcome:  # type: ignore[no-untyped-def]
     """answer_table.research, keeping the finished run's verified facts."""
-    import time
-
-    from research_mcp.core.config import Settings
-    from research_mcp.run_document import run_document
-    from research_mcp.storage.store import Store
-
-    started = time.perf_counter()
-    plan = await client.call_tool("plan_research", {"query": question})
-    if plan.is_error or plan.structured_content["status"] != "feasible":
-        return answer_table.Outcome("plan failed", "low", "", [], time.perf_counter() - started)
-    run = await client.call_tool(
-        "execute_plan", {"plan_id": plan.structured_content["id"], "wait_seconds": 55}
-    )
-    while run.structured_content["status"] in ("pending", "running"):
-        run = await client.call_tool(
-            "execute_plan", {"run_id": run.structured_content["id"], "wait_seconds": 55}
-        )
-    run_id = run.structured_content["id"]
-    page = await client.call_tool("report_results", {"id": run_id, "view": "report"})
-    report = "" if page.is_error else page.structured_content["text"]
-    seconds = time.perf_counter() - started
-    document = run_document(Store(Settings().database_path), run_id).model_dump(mode="json")
-    read = []
-    for source in document["sources"]:
-        path = Path(source["location"] or source["url_or_path"])
-        if path.is_absolute() and path.is_relative_to(root):
-            read.append(path.relative_to(root).as_posix())
-    level = document["confidence"]["level"]
-    if OUT is not None:
+    outcome, document = await answer_table.researched(client, question, root)
+    if OUT is not None and document is not None:
         facts = [
             {
                 "source": fact["source_id"],
                 "p": fact["confidence"],
                 "asked": fact["question"],
                 "quote": fact["quote"][:300],
-                "cited": f"[{fact['id']}]" in report,
+                "cited": f"[{fact['id']}]" in outcome.report,
             }
             for fact in document["facts"]
             if fact["verified"]
@@ -66,13 +38,13 @@ async def research(client, question: str, root: Path) -> answer_table.Outcome:  
         record = {
             "root": root.name,
             "question": question,
-            "level": level,
+            "level": outcome.level,
             "reasoning": document["confidence"]["reasoning"][:400],
             "facts": facts,
         }
         with OUT.open("a", encoding="utf-8") as out:
             out.write(json.dumps(record) + "\n")
-    return answer_table.Outcome(document["run"]["status"], level, report, sorted(set(read)), seconds)
+    return outcome
 
 
 def main(argv: list[str] | None = None) -> int:
