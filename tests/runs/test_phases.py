@@ -30,8 +30,8 @@ def phased(*themes: str) -> PlanNode:
     return tree(leaf("solar", SOLAR), phases=[check])
 
 
-async def phase_result(rc: RunContext, root: PlanNode) -> tuple[str, str]:
-    """The node's first synthesis, and what its phases made of it."""
+async def first_synthesis(rc: RunContext, root: PlanNode) -> tuple[str, Any]:
+    """The node's leaf done, and the node's first synthesis of it (before any phase)."""
     child = await execute_node(rc, root.children[0])
     first = await synthesize(
         rc.deps,
@@ -41,6 +41,12 @@ async def phase_result(rc: RunContext, root: PlanNode) -> tuple[str, str]:
         run_id=rc.run_id,
         node_id=KEY,
     )
+    return child, first
+
+
+async def phase_result(rc: RunContext, root: PlanNode) -> tuple[str, str]:
+    """The node's first synthesis, and what its phases made of it."""
+    child, first = await first_synthesis(rc, root)
     return first.handoff_id, await run_phases(rc, root, KEY, [child], first)
 
 
@@ -87,15 +93,7 @@ async def test_a_resumed_iteration_asks_what_its_gate_decided_though_its_lost_re
     check = Phase(name="check", criteria=PhaseCriteria(min_corroboration=2), max_iterations=2)
     root = tree(leaf("solar", f"{SOLAR} {PANELS}"), phases=[check])
     rc = walk(temp_store, ScriptedModel(script), root)
-    child = await execute_node(rc, root.children[0])
-    first = await synthesize(
-        rc.deps,
-        title="root",
-        questions=["How do panels work?"],
-        input_handoffs=[child],
-        run_id=rc.run_id,
-        node_id=KEY,
-    )
+    child, first = await first_synthesis(rc, root)
     findings = temp_store.get_handoff(first.handoff_id).output_as(StoredSynthesis)
     assert findings is not None and len(findings.key_findings) == 2
     weakest, other = (finding.statement for finding in findings.key_findings)  # one source each: the first
