@@ -5,9 +5,8 @@
 2. **read**: each new or changed file is read and hashed (sha256); only when the hash changed (or
    the readers did since it was read: ``readers.READER_VERSION``) is it parsed, chunked and
    committed to SQLite, in a transaction of its own, so it is searchable (full text) at once. Its
-   chunks are embedded in batches of :data:`EMBED_BATCH`. Two files are read at once, each stored
-   as soon as it is read, so a document that stalls its reader (stopped at the parser's time limit)
-   holds up none of the others.
+   chunks are embedded in batches of :data:`EMBED_BATCH`. Two files are read at once, stored in the
+   folder's order (stable ids); one that stalls its reader holds the others back 2 s at most.
 3. **vectors**: every chunk in SQLite whose vector the index lacks, or holds of other text, is
    embedded (those an interrupted pass left, or all of them once the embedding model changed), and
    vectors of chunks gone are deleted: chunk ids and text hashes compared, never counts
@@ -60,8 +59,10 @@ logger = logging.getLogger(__name__)
 
 #: A file at least this large is named in the log, with its size, when it is read.
 LARGE_FILE_BYTES = 5 * 1024 * 1024
-#: Files read at once: one that stalls its reader (until the parser's limit) does not hold the others.
+#: Files read at once: one that stalls its reader (until the parser's limit) does not hold the others
+#: but `IN_ORDER_WAIT_S`, the seconds later documents wait to be stored in the folder's order.
 READING_THREADS = 2
+IN_ORDER_WAIT_S = 2.0
 #: Chunks embedded at once: small enough that a stop request waits for little, large enough to batch.
 EMBED_BATCH = 64
 #: Chunks read from SQLite at once when looking for those the vector index lacks.
@@ -259,23 +260,24 @@ class _Reading:
 
 
 def _readings(work: list[_Work], parser: DocumentParser, stop: threading.Event) -> Iterator[_Reading]:
-    """The files of ``work`` read by ``READING_THREADS`` threads, each reading yielded as it is done:
-    a document that stalls its reader holds one thread until the parser's limit stops it, while the
-    other documents go on being read and stored. No file is started once ``stop`` is set (or the
-    caller stopped listening). The threads are daemons: a process that exits does not wait for them."""
-    items = iter(work)
+    """The files of ``work`` read by ``READING_THREADS`` threads, yielded in ``work``'s (sorted) order, so
+    a folder indexed twice gives its documents the same ids and searches break ties the same way; a
+    reading stalled (until the parser's limit) keeps those after it waiting `IN_ORDER_WAIT_S` at most.
+    No file is started once ``stop`` is set (or the caller stopped listening); what was read is
+    yielded. The threads are daemons: a process that exits does not wait for them."""
+    items = iter(enumerate(work))
     taking = threading.Lock()
-    done: queue.Queue[_Reading | BaseException | None] = queue.Queue()
+    done: queue.Queue[tuple[int, _Reading] | BaseException | None] = queue.Queue()
     closed = threading.Event()
 
     def read_files() -> None:
         try:
             while not (stop.is_set() or closed.is_set()):
                 with taking:
-                    item = next(items, None)
-                if item is None:
+                    taken = next(items, None)
+                if taken is None:
                     return
-                done.put(_read(item, parser))
+                done.put((taken[0], _read(taken[1], parser)))
         except BaseException as failure:  # a bug, not a document: raised again by the pass
             done.put(failure)
         finally:
@@ -287,15 +289,28 @@ def _readings(work: list[_Work], parser: DocumentParser, stop: threading.Event) 
     for thread in threads:
         thread.start()
     try:
-        finished = 0
+        finished, due, early, given, deadline = 0, 0, dict[int, _Reading](), set[int](), None
         while finished < len(threads):
-            reading = done.get()
-            if reading is None:
+            try:
+                got = done.get(timeout=None if deadline is None else max(0.0, deadline - time.monotonic()))
+            except queue.Empty:  # the reading due stalls: the others go on, out of order
+                given.update(early)
+                yield from (early.pop(index) for index in sorted(early))
+                deadline = None  # and the next reading waits again
+                continue
+            if got is None:
                 finished += 1
-            elif isinstance(reading, BaseException):
-                raise reading
+            elif isinstance(got, BaseException):
+                raise got
             else:
-                yield reading
+                early[got[0]] = got[1]
+                while due in early or due in given:
+                    if due in early:
+                        yield early.pop(due)
+                    given.discard(due)
+                    due += 1
+                deadline = (deadline or time.monotonic() + IN_ORDER_WAIT_S) if early else None
+        yield from (early[index] for index in sorted(early))  # stopped: what was read, in order
     finally:
         closed.set()
 

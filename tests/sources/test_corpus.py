@@ -7,9 +7,11 @@ import itertools
 import os
 import socket
 import stat
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -656,3 +658,31 @@ def test_the_words_a_question_asks_about_that_no_document_holds_are_named(
     assert corpus.unmentioned("Which tides do the notes describe?") == []
     assert corpus.unmentioned("Which glaciers does glaciers.html name?") == []
     assert corpus.unmentioned("Which tides does the corpus describe?") == []
+
+
+def test_documents_are_stored_in_the_folders_order_whichever_is_read_first(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two files read at once: the second is done first. The index stores them in the walk's order
+    anyway, so a folder indexed twice gives its documents the same ids (searches break ties on
+    them: the sources a question reads would otherwise change from one index to the next)."""
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "a-first.txt").write_text("Tides rise twice a day on most coasts.\n")
+    (root / "b-second.txt").write_text("Glaciers carve valleys over thousands of years.\n")
+    second_read = threading.Event()
+    read = indexing._read
+
+    def first_waits_for_second(item: Any, parser: Any) -> Any:
+        if item.rel == "a-first.txt":
+            assert second_read.wait(30), "the other reading thread never read the second file"
+        reading = read(item, parser)
+        if item.rel == "b-second.txt":
+            second_read.set()
+        return reading
+
+    monkeypatch.setattr(indexing, "_read", first_waits_for_second)
+    Corpus(store, [root]).index()
+
+    ids = {state.path: state.id for state in store.corpus_files(str(root))}
+    assert ids["a-first.txt"] < ids["b-second.txt"]
