@@ -627,3 +627,24 @@ async def test_lines_on_none_of_the_questions_show_only_in_what_the_questions_le
     assert len(full.split("\n\n_Extractive")[0].encode()) <= FIRST_PAGE + 600
     # Short moon lines leave room: the kitchen's lines show in it.
     assert "## Other findings" in roomy and "[F90]" in roomy and "[F91]" in roomy
+
+
+async def test_a_quoted_list_item_or_heading_shows_as_one_list_item_of_the_report(
+    model: ExtractiveModel,
+) -> None:
+    """A passage keeps its document's marks ("- " of a list item, "# " of a heading): a report line,
+    itself a list item, shows the words without them (a heading inside a bullet renders as a heading);
+    the facts view keeps the quote as written."""
+    question = "How many columns can a table have?"
+    facts = [
+        fact(1, "- The default limit is 2000 columns a table.", question=question, source=1),
+        fact(2, "# 4. Column limits A table can have up to 32767 columns.", question=question, source=2),
+    ]
+    payload = SynthesisPayload(title=question, questions=[question], input_handoffs=[], facts=facts)
+
+    output = await ask(model, SynthesisOutput, payload)
+
+    lines = [line for line in output.report.splitlines() if "[F" in line]
+    assert any(line.startswith("- The default limit is 2000 columns a table.") for line in lines), lines
+    assert any(line.startswith("- 4. Column limits A table can have up to 32767") for line in lines), lines
+    assert not [line for line in lines if line.startswith(("- - ", "- # "))], lines

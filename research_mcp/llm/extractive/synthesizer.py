@@ -53,6 +53,8 @@ MAX_REPORT = 19000
 OTHER = "Other findings"
 
 _UNVERIFIED_MARK = re.compile(r"\[F\d+, unverified\]")
+#: A passage's own list marker or heading marks, shown inside a line that is itself a list item.
+_LEADING_MARKS = re.compile(r"^(?:[-*+]\s+|#{1,6}\s+)+")
 
 
 @dataclass
@@ -88,7 +90,7 @@ class Line:
         return len(collapsed(self.representative.quote))
 
     def render(self, question: str, limit: int) -> str:
-        shown = excerpt(self.representative.quote, question, limit)
+        shown = _LEADING_MARKS.sub("", excerpt(self.representative.quote, question, limit))
         return f"- {shown} " + "".join(f"[{fact_label(fact_id)}]" for fact_id in self.verified_ids)
 
 
