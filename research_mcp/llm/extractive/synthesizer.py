@@ -263,13 +263,14 @@ def _from_the_parts(
 def _evidence(question: str, cited: list[Line]) -> float:
     """The strongest verified fact extracted for `question`: a fact found for another question (a
     lead's, an earlier run's) was scored against that one, and its score says nothing of this one."""
-    return max(_scored(question, cited), default=0.0)
+    return max((f.confidence for f in _bearing(question, cited)), default=0.0)
 
 
-def _scored(question: str, cited: list[Line]) -> list[float]:
+def _bearing(question: str, cited: list[Line]) -> list[Fact]:
+    """The verified facts of `cited` found for `question` (or for no question in particular)."""
     asked = normalize(question)
     return [
-        f.confidence
+        f
         for line in cited
         for f in line.facts
         if f.verified and (f.question is None or normalize(f.question) == asked)
@@ -279,35 +280,24 @@ def _scored(question: str, cited: list[Line]) -> list[float]:
 def _rival(question: str, cited: list[Line]) -> float:
     """The strongest verified fact for `question` from another source than the strongest one's (a
     copy of its text in another file is not another source): how near the next place comes."""
-    asked = normalize(question)
-    facts = [
-        f
-        for line in cited
-        for f in line.facts
-        if f.verified and (f.question is None or normalize(f.question) == asked)
-    ]
+    facts = _bearing(question, cited)
     if not facts:
         return 0.0
     best = max(facts, key=lambda f: f.confidence)
-    said = normalize(best.quote)
     return max(
-        (f.confidence for f in facts if f.source_id != best.source_id and normalize(f.quote) != said),
+        (
+            f.confidence
+            for f in facts
+            if independent([(best.source_id, best.quote), (f.source_id, f.quote)]) == 2
+        ),
         default=0.0,
     )
 
 
 def _agreeing(question: str, cited: list[Line]) -> int:
     """Independent sources with a passage likely to answer `question` (copies count once)."""
-    asked = normalize(question)
     return independent(
-        [
-            (f.source_id, f.quote)
-            for line in cited
-            for f in line.facts
-            if f.verified
-            and (f.question is None or normalize(f.question) == asked)
-            and f.confidence >= ANSWERED
-        ]
+        [(f.source_id, f.quote) for f in _bearing(question, cited) if f.confidence >= ANSWERED]
     )
 
 
