@@ -10,6 +10,8 @@ connect a host; stdout stays the protocol channel.
 
 from __future__ import annotations
 
+import atexit
+import gc
 import os
 import sys
 from pathlib import Path
@@ -55,8 +57,17 @@ def _one_heap() -> None:
         pass
 
 
+def _no_collection_at_exit() -> None:
+    """Skip the interpreter's last garbage collections: at exit they walk every object the process
+    made (the modules' classes and schemas, a run's data), to free memory the system takes back
+    anyway. They were 0.3 s of a no-key run's 5 s of CPU over git's documentation. Registered
+    first, the freeze runs after every other exit handler; what those close, they close."""
+    atexit.register(gc.freeze)
+
+
 def main() -> None:
     _one_heap()
+    _no_collection_at_exit()
     plain_serve = sys.argv[1:] in (["serve"], ["-v", "serve"], ["--verbose", "serve"])
     try:
         _run(plain_serve)
