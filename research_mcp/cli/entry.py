@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import atexit
 import gc
+import importlib
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from research_mcp.cli.connect import terminal_notice
@@ -21,10 +23,37 @@ from research_mcp.cli.connect import terminal_notice
 __all__ = ["main"]
 
 
-def _command_line() -> None:
-    from research_mcp.cli.main import main as command_line
+#: What a command loads before its work starts, beyond the command line itself (`run` drives the
+#: server in memory, through an MCP client).
+_STARTUP_MODULES = {
+    "run": ("research_mcp.cli.driver", "research_mcp.server.app"),
+    "serve": ("research_mcp.server.app",),
+}
 
+
+def _command_line() -> None:
+    command_line = _load_command_line(sys.argv[1:])
     command_line()
+
+
+def _load_command_line(args: list[str]) -> Callable[[], None]:
+    """The click command line, and the modules `args`' command loads first, loaded with the cyclic
+    garbage collector paused, then frozen: they live as long as the process, and each collection
+    the loading set off walked all that had loaded (0.13 s of a no-key run's CPU); frozen, later
+    collections pass them by."""
+    command = next((arg for arg in args if not arg.startswith("-")), None)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        from research_mcp.cli.main import main as command_line
+
+        for name in _STARTUP_MODULES.get(command or "", ()):
+            importlib.import_module(name)
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
+    return command_line
 
 
 def _data_folder() -> Path:
