@@ -80,7 +80,7 @@ def run(
     Ctrl-C cancels the run (exit 130); resume it with --resume RUN_ID.
     """
     from research_mcp.cli.driver import RunRequest
-    from research_mcp.cli.exports import export_run
+    from research_mcp.reports import report_markdown  # export_run's "md", without its HTML renderer
 
     budget = {
         key: value
@@ -111,7 +111,7 @@ def run(
     run_id = _say_how_it_ended(_drive(settings, request, corpus))
     store = open_store()
     try:
-        click.echo(printable(export_run(store, run_id, "md")))
+        click.echo(printable(report_markdown(store, run_id)))
     finally:
         store.close()
 
@@ -134,7 +134,7 @@ def _run_settings(corpus: tuple[Path, ...], model: str | None) -> Settings:
 def _resumed(settings: Settings, resume: str) -> tuple[Settings, str] | None:
     """The run to resume, with the folders it read added to the settings; None when it had already
     finished (its report is then printed)."""
-    from research_mcp.cli.exports import export_run
+    from research_mcp.reports import report_markdown
     from research_mcp.storage.store import Store
 
     store = Store(settings.database_path)
@@ -144,7 +144,7 @@ def _resumed(settings: Settings, resume: str) -> tuple[Settings, str] | None:
         status = store.get_run(resume).status
         if status in FINISHED and status not in RETRYABLE:  # nothing to run: its report, no server
             click.echo(f"run {resume} had already finished", err=True)
-            click.echo(printable(export_run(store, resume, "md")))
+            click.echo(printable(report_markdown(store, resume)))
             return None
         # The folders it read documents from are searched and read again, --corpus given or not.
         known = {str(path) for path in settings.corpus}
