@@ -15,10 +15,10 @@ fetched from a model hub, and there is no PyTorch):
   transformer (``bench/embedders.py`` has the measurements and the alternatives).
 
 Memory is bounded by construction: texts are embedded in batches of at most ``batch_size`` texts
-and ``batch_tokens`` padded tokens, each truncated to ``max_tokens``, and onnxruntime's memory
-arena (which keeps the largest batch's buffers for the life of the session, 2.9 GB for batches of
-64) is off; every batch runs on one thread, whose heap is the only one that keeps a batch's freed
-buffers for the next. The transformer's session
+and ``batch_tokens`` padded tokens, each truncated to ``max_tokens``; onnxruntime's memory arena
+keeps the largest batch's buffers for the life of the session (2.9 GB for batches of 64), so it is
+off unless batches are small (``default_embedder``: 24 MB, reused by every later batch); every
+batch runs on one thread. The transformer's session
 (its weights mapped from the saved model) is let go after ``idle_seconds`` without a
 call, so an idle server does not hold it; the next call loads it again (a fraction of a second).
 """
@@ -268,6 +268,9 @@ class MiniLMEmbedder:
         # The arena keeps the largest batch's buffers for the session's life: off, memory follows
         # the batch at hand (bounded by batch_size x max_tokens) and is given back after it.
         options.enable_cpu_mem_arena = self._memory_arena
+        if self._memory_arena:
+            # One block per input shape on top of the arena's chunks: 42 MB held, not 24.
+            options.enable_mem_pattern = False
         options.log_severity_level = 3  # errors only; stdout and stderr are not ours to fill
         # Threads that wait for work sleep instead of spinning: a spinning pool burned CPU that the
         # run's other threads (and, on a shared machine, other processes) needed.
@@ -414,5 +417,7 @@ def default_embedder() -> Embedder:
     """The embedder of facts, questions and sentences, one per process (its session loads on first use).
 
     A long passage goes through the model alone (256 padded tokens a batch): two at a time held 138 MB
-    over the session for 60 long passages, one at a time 68 MB, in a fifth less CPU (no padding)."""
-    return MiniLMEmbedder(cache_dir=saved_model.default_cache_dir(), batch_tokens=256)
+    over the session for 60 long passages, one at a time 68 MB, in a fifth less CPU (no padding).
+    With batches that small the arena is bounded (24 MB after a 256-token text) and is reused: without
+    it glibc's heap held up to 62 MB of one such text's freed buffers until the calls went quiet."""
+    return MiniLMEmbedder(cache_dir=saved_model.default_cache_dir(), batch_tokens=256, memory_arena=True)
