@@ -390,6 +390,43 @@ def test_a_static_table_that_does_not_match_the_vocabulary_is_refused_clearly(tm
         StaticEmbedder(table_path=tmp_path / "gone.npz").embed([TIDES])
 
 
+def _resident_kb(mapped: Path) -> int:
+    """How much of a file this process maps is resident; fails if it is not mapped at all."""
+    lines = Path("/proc/self/smaps").read_text().splitlines()
+    headers = [n for n, line in enumerate(lines) if line.endswith(" " + str(mapped))]
+    assert headers, f"{mapped} is not mapped"
+    # Each region's header line is followed by its fields: Size first, then Rss.
+    return sum(int(next(x for x in lines[n:] if x.startswith("Rss:")).split()[1]) for n in headers)
+
+
+def test_a_later_static_embedder_maps_the_copy_the_first_stored_and_embeds_the_same(
+    tmp_path: Path, static: StaticEmbedder
+) -> None:
+    texts = [TIDES, "", "\u2603", "x" * 5000]
+    first = StaticEmbedder(cache_dir=tmp_path)
+    stored = first.embed(texts)
+    [copy] = tmp_path.iterdir()  # renamed into place whole: no scratch file beside it
+    later = StaticEmbedder(cache_dir=tmp_path)
+    mapped = later.embed(texts)
+
+    assert np.array_equal(stored, static.embed(texts)) and np.array_equal(mapped, stored)
+    assert _resident_kb(copy) == 0  # mapped, and the pages a call read are let go after it
+    copy.write_bytes(copy.read_bytes()[:1000])  # damaged: stored again whole
+    assert np.array_equal(StaticEmbedder(cache_dir=tmp_path).embed(texts), stored)
+    assert [path.stat().st_size for path in tmp_path.iterdir()] == [15_627_392]
+
+
+def test_a_static_embedder_whose_cache_folder_cannot_be_made_decompresses_the_table(
+    tmp_path: Path, static: StaticEmbedder
+) -> None:
+    (tmp_path / "file").write_text("in the way")
+
+    vectors = StaticEmbedder(cache_dir=tmp_path / "file" / "cache").embed([TIDES])
+
+    assert np.array_equal(vectors, static.embed([TIDES]))
+    assert [path.name for path in tmp_path.iterdir()] == ["file"]
+
+
 def test_the_corpus_embedder_is_one_shared_static_embedder_that_meets_the_interface() -> None:
     embedder: Embedder = corpus_embedder()
 
