@@ -18,12 +18,11 @@ files) follows the same shape and is read the same way:
 - **code**: lines between two fences (```` ``` ````).
 
 A :class:`Passage` is a definition item with its term and paragraph, a heading with its first
-paragraph (``section``), a table row (its header in ``term``), a paragraph, a list item, or a piece of
-code; ``text[start:end]`` is the passage. One longer than ``PASSAGE_MAX_CHARS`` is cut at sentence ends
-(words, failing those), each piece keeping the heading and term. ``heading`` names the headings above a
-passage, outermost first, and the terms of the definition items it sits in.
-
-One pass over the lines: linear in the text, whatever its nesting.
+paragraph, or with all its blocks when they are short (``section``), a table row (its header in
+``term``), a paragraph, a list item, or a piece of code; ``text[start:end]`` is the passage. One
+longer than ``PASSAGE_MAX_CHARS`` is cut at sentence ends (words, failing those), each piece keeping
+the heading and term. ``heading`` names the headings above a passage, outermost first, and the terms
+of the definition items it sits in. One pass over the lines: linear in the text, whatever its nesting.
 """
 
 from __future__ import annotations
@@ -40,6 +39,8 @@ PassageKind = Literal["definition", "section", "paragraph", "list_item", "table_
 
 #: A passage longer than this is cut at sentence ends.
 PASSAGE_MAX_CHARS = 1200
+#: A section (a heading and its blocks up to the next heading) up to this long is one passage.
+SECTION_CHARS = 700
 #: Headings and terms named in ``Passage.heading`` (the innermost ones), each cut to this many characters.
 _HEADING_DEPTH = 6
 _LABEL_CHARS = 200
@@ -143,6 +144,7 @@ def split_passages(text: str) -> list[Passage]:
     out: list[Passage] = []
     context = _Context()
     pending_heading: _Line | None = None  # a heading whose first paragraph has not come yet
+    sections: list[tuple[int, int]] = []  # each heading: its line's start, the passages before it
     open_item: int | None = None  # the term's indent of a definition passage further paragraphs may join
     i = 0
     while i < len(lines):
@@ -155,6 +157,7 @@ def split_passages(text: str) -> list[Passage]:
             level, title, i = heading
             if pending_heading is not None:
                 out.append(Passage(pending_heading.start, pending_heading.end, "section", context.label, ""))
+            sections.append((line.start, len(out)))
             context.heading(level, title)
             pending_heading, open_item = line, None
             continue
@@ -179,7 +182,22 @@ def split_passages(text: str) -> list[Passage]:
         pending_heading = None
     if pending_heading is not None:
         out.append(Passage(pending_heading.start, pending_heading.end, "section", context.label, ""))
-    return out
+    return _whole_short_sections(out, sections)
+
+
+def _whole_short_sections(out: list[Passage], sections: list[tuple[int, int]]) -> list[Passage]:
+    """`out` with each short section (a heading, its paragraphs and list items up to the next heading,
+    at most `SECTION_CHARS`) one passage, as a reader quotes a setting's entry (its name, "Default:
+    10", what it does); definition items and table rows carry their term already."""
+    merged = out[: sections[0][1]] if sections else list(out)
+    ends = [first for _, first in sections[1:]] + ([len(out)] if sections else [])
+    for (start, first), stop in zip(sections, ends, strict=True):
+        members = out[first:stop]
+        short = len(members) > 1 and members[-1].end - start <= SECTION_CHARS
+        if short and all(p.kind in ("section", "paragraph", "list_item") for p in members):
+            members = [Passage(start, members[-1].end, "section", members[0].heading, "")]
+        merged += members
+    return merged
 
 
 def _open_item(out: list[Passage], before: int, context: _Context) -> int | None:

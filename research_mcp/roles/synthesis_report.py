@@ -35,8 +35,7 @@ NOT_ANSWERED_HERE = (
 #: lines may still answer it in other words ("login(1) will allow access only to root" for "What does
 #: /etc/nologin restrict?"), and the part's confidence says how far to trust them.
 NOT_ESTABLISHED_HERE = (
-    "_Not established by code's checks: none of the lines below was found to answer this; "
-    "read them as leads._"
+    "_Not established: no line below says this in the question's terms; read them as leads._"
 )
 
 

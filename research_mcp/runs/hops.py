@@ -308,7 +308,7 @@ async def _search(rc: RunContext, key: str, lead: Lead, questions: list[str], re
         rc.run_id, Searched(message=f"{query[:300]!r}: {len(found)} candidates", node_id=key, query=query)
     )
     for candidate in found:
-        if ref_key(candidate.ref) in read:
+        if ref_key(candidate.ref) in read or rc.deps.sources.same_page(candidate.ref, read):
             continue
         if lead.kind == "bridge" and not mentions(f"{candidate.title} {candidate.snippet}", lead.text):
             continue
@@ -329,7 +329,7 @@ async def _search_open(
     )
     best: tuple[int, Candidate] | None = None
     for candidate in found:
-        if ref_key(candidate.ref) in read:
+        if ref_key(candidate.ref) in read or rc.deps.sources.same_page(candidate.ref, read):
             continue
         said = set(terms(f"{candidate.title} {candidate.snippet}"))
         covered = len(said_terms(gap, said))

@@ -37,6 +37,7 @@ from research_mcp.sources.ranking import (
     best_per_document,
     fts_query,
     one_per_page,
+    page_of,
     query_words,
     snippet,
 )
@@ -284,6 +285,13 @@ class Corpus:
         raise InvalidInput(
             f"{shown(str(path))} is in the corpus but not indexed yet ({status.line()}); try again later."
         )
+
+    def page(self, doc_id: int) -> tuple[str, str, str] | None:
+        """The page a document of the configured folders is, whatever its format (`page_of`):
+        ``git-reset.txt`` and ``git-reset.html`` are one. None when it has no other format's name
+        or is not in the folders."""
+        info = self._in_scope([doc_id]).get(doc_id)
+        return page_of(info.root, info.path) if info is not None else None
 
     def read(self, doc_id: int) -> CorpusDocument:
         """A document of the configured folders by id; NotFound otherwise."""

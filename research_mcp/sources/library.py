@@ -10,6 +10,7 @@ import functools
 import hashlib
 import logging
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
@@ -127,6 +128,20 @@ class SourceLibrary:
     @property
     def web_configured(self) -> bool:
         return self.web is not None and self.web.configured
+
+    def page_of(self, ref: str) -> tuple[str, str, str] | None:
+        """The corpus page a reference reads, whatever its format (``git-reset.txt`` and
+        ``git-reset.html`` are one page); None for any other source or a document of one format."""
+        if self.corpus is None or classify_ref(ref) != "corpus":
+            return None
+        return self.corpus.page(corpus_number(ref.strip()))
+
+    def same_page(self, ref: str, read: Collection[str]) -> bool:
+        """Whether `ref` is a page of `read` in another format: reading it would say nothing new."""
+        page = self.page_of(ref)
+        return page is not None and any(
+            self.page_of(other) == page for other in read if other.strip() != ref.strip()
+        )
 
     async def read(self, ref: str, *, title: str = "") -> Source:
         """The stored source for a reference, reading it first when needed."""

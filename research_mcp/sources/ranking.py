@@ -43,6 +43,7 @@ __all__ = [
     "best_per_document",
     "fts_query",
     "one_per_page",
+    "page_of",
     "query_words",
     "snippet",
 ]
@@ -172,20 +173,27 @@ def snippet(text: str, words: Sequence[str]) -> str:
     return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
 
 
+def page_of(root: str, path: str) -> tuple[str, str, str] | None:
+    """The page a document is, whatever its format: documents of one folder named alike but for
+    their format (``git-reset.txt`` and ``git-reset.html``, ``guide.md`` and ``guide.rst``) are one
+    page. None for a document named without a document suffix (``README``, ``fstab.5.gz``): it is
+    its own page."""
+    named = document_name(PurePosixPath(path).name)
+    if named is None or not named.kind:
+        return None
+    return (root, str(PurePosixPath(path).parent), named.title)
+
+
 def one_per_page(order: Sequence[int], paths: dict[int, tuple[str, str]]) -> list[int]:
-    """``order`` with each page kept once: documents of one folder named alike but for their format
-    (``git-reset.txt`` and ``git-reset.html``, ``guide.md`` and ``guide.rst``) are one page in two
-    formats, and the first ranked stands for both. ``paths`` gives each document's (folder, path);
-    a document named without a document suffix (``README``, ``fstab.5.gz``) is its own page."""
+    """``order`` with each page kept once (`page_of`): the first ranked stands for its other
+    formats. ``paths`` gives each document's (folder, path)."""
     kept: list[int] = []
     seen: set[tuple[str, str, str]] = set()
     for doc_id in order:
         if doc_id not in paths:
             continue
-        root, path = paths[doc_id]
-        named = document_name(PurePosixPath(path).name)
-        if named is not None and named.kind:
-            page = (root, str(PurePosixPath(path).parent), named.title)
+        page = page_of(*paths[doc_id])
+        if page is not None:
             if page in seen:
                 continue
             seen.add(page)

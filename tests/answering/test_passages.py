@@ -45,8 +45,30 @@ def test_a_markdown_heading_with_its_first_paragraph_is_a_section_and_a_numbered
     assert all(p.heading == "Managing a different Python interpreter" for p in passages[1:])
 
 
+def test_a_short_section_is_one_passage_from_its_heading_and_a_long_one_stays_in_pieces() -> None:
+    text = (REALDOCS / "npm-config-logs.md").read_text(encoding="utf-8")
+    passages = split_passages(text)
+    # Each setting's entry is quoted whole: its name, its default and what it does, together.
+    (logs_max,) = [p for p in passages if p.heading == "`logs-max`"]
+    assert logs_max.kind == "section"
+    quoted = _quoted(text, logs_max)
+    assert quoted.startswith("#### `logs-max`") and "* Default: 10" in quoted
+    assert quoted.endswith("If set to 0, no log files will be written for the current run.")
+    assert len(passages) == 4
+    # A longer section keeps its paragraphs apart: each is quoted on its own.
+    paragraph = "The log directory fills up with one file a run, and old files are removed. " * 4
+    long = f"# Logs\n\n{paragraph}\n\n{paragraph}\n\n{paragraph}\n"
+    assert [p.kind for p in split_passages(long)] == ["section", "paragraph", "paragraph"]
+
+
 def test_every_line_of_prose_lies_in_a_passage_and_each_passage_is_verbatim_text() -> None:
-    for name in ("fstab.5.txt", "pip-python-option.md", "hosts.5.txt", "git.changelog.Debian"):
+    for name in (
+        "fstab.5.txt",
+        "pip-python-option.md",
+        "npm-config-logs.md",
+        "hosts.5.txt",
+        "git.changelog.Debian",
+    ):
         text = (REALDOCS / name).read_text(encoding="utf-8")
         passages = split_passages(text)
         covered = bytearray(len(text))

@@ -225,3 +225,37 @@ async def test_an_iteration_calls_the_scout_with_the_follow_up_and_reads_the_sou
         if iteration == 1 and asked.source_ref == history[0].ref
     ]
     assert read and FOLLOW_UP in read[0].questions
+
+
+async def test_a_page_read_in_one_format_is_not_read_again_in_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "manual"
+    folder.mkdir()
+    # One page in two formats: the HTML also says what the second search asks ("lagoon").
+    guide = "Tidal barrages hold the tide behind a dam and turn turbines as it falls."
+    (folder / "tidal-guide.txt").write_text(guide, encoding="utf-8")
+    (folder / "tidal-guide.html").write_text(
+        PAGE.format(title="tidal-guide", text=f"{guide} A lagoon encloses the tide offshore."),
+        encoding="utf-8",
+    )
+    (folder / "lagoon-costs.md").write_text(
+        "# Lagoon costs\n\nA tidal lagoon costs more to build than a barrage of the same output.",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("RESEARCH_MCP_CORPUS", str(folder))
+    leaf = {
+        "kind": "leaf",
+        "title": "tidal works",
+        "questions": ["How do tidal barrages and lagoons work?"],
+        "search_queries": ["tidal barrage dam turbines", "lagoon"],
+    }
+    run_id = await run_plan({"kind": "executor", "title": "tidal power", "children": [leaf]}, index=True)
+    read = {
+        Path(document.path).name
+        for asked, _ in extracted(run_id)
+        if (document := store().corpus_document(int(asked.source_ref.removeprefix("corpus:")))) is not None
+    }
+    # The guide is read once, in one format; its place goes to the page that can say something new.
+    assert len(read & {"tidal-guide.txt", "tidal-guide.html"}) == 1, read
+    assert "lagoon-costs.md" in read
