@@ -53,7 +53,7 @@ async def choose_sources(
 
     Sibling leaves searching the same pool get different candidates: a source another node of the
     run took is handed to this one only when nothing else is left (it goes last, not first)."""
-    read_pages = list(skip)
+    read = list(skip)
     skip = {ref_key(ref) for ref in skip}
     key = node_key(rc.plan_id, node.id)
     limit = leaf_reading(node)[0]  # the leaf's sources, or SOURCES_PER_LEAF, within the node's budget
@@ -62,7 +62,7 @@ async def choose_sources(
         return _within_budget(rc, node, key, [ref for ref in node.sources if ref_key(ref) not in skip], limit)
     if discovered:
         await taking_turn(rc, key)
-        candidates = _new_pages(rc, [ref for ref in discovered if ref_key(ref) not in skip], read_pages)
+        candidates = _new_pages(rc, [ref for ref in discovered if ref_key(ref) not in skip], read)
         return _within_budget(rc, node, key, candidates, limit, take(rc, key, candidates, limit, turn=True))
     queries = list(node.search_queries) or leaf_questions(node)[:2]
     refs: list[str] = []
@@ -79,7 +79,7 @@ async def choose_sources(
         for candidate in found:
             if ref_key(candidate.ref) not in skip and candidate.ref not in refs:
                 refs.append(candidate.ref)
-    refs = _new_pages(rc, refs, read_pages)
+    refs = _new_pages(rc, refs, read)
     await taking_turn(rc, key)
     return _within_budget(rc, node, key, refs, limit, take(rc, key, refs, limit, turn=True))
 
@@ -88,10 +88,16 @@ def _new_pages(rc: RunContext, refs: list[str], read: Collection[str]) -> list[s
     """`refs` without the pages read already in another format, each page once (its first ref):
     ``git-reset.html`` after ``git-reset.txt`` is the same page again, and reading it would take the
     place of a source that could say something new."""
+    page_of = rc.deps.sources.page_of
+    seen = {page for ref in read if (page := page_of(ref)) is not None}
     kept: list[str] = []
     for ref in refs:
-        if not rc.deps.sources.same_page(ref, [*read, *kept]):
-            kept.append(ref)
+        page = page_of(ref)
+        if page is not None:
+            if page in seen:
+                continue
+            seen.add(page)
+        kept.append(ref)
     return kept
 
 
