@@ -202,6 +202,18 @@ def test_a_part_that_is_a_comparison_is_an_executor_over_its_items(
     assert check_feasible(root) == []
 
 
+def test_which_one_after_a_comparison_chooses_among_its_items() -> None:
+    root = plan(PlannerInput(query="How does HTTP/3 differ from HTTP/2, and which one is faster?")).root
+
+    compared, chosen = root.children
+    assert compared.title == "How does HTTP/3 differ from HTTP/2?"
+    # "Which one" stands for the items compared: each item's leaf asks it of that item, not a bare
+    # "Which one is faster?" searched for on its own.
+    assert chosen.kind == "executor" and chosen.title == "Which is faster, HTTP/3 or HTTP/2?"
+    assert [leaf.questions for leaf in chosen.children[1:]] == [["Is HTTP/3 faster?"], ["Is HTTP/2 faster?"]]
+    assert check_feasible(root) == []
+
+
 def test_a_suggested_plan_is_used_as_written() -> None:
     suggested = PlannerOutput(
         root=PlanNode(

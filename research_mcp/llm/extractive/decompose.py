@@ -10,7 +10,8 @@ pronouns, comparison cues), never by examples:
   the question stays whole. A comma alone splits only a list ("A, B, and C"): "When the disk is
   full, what does the installer do?" is one question.
 - **Carry** the first part's topic into a later part that leans on a pronoun ("it", "its", "they",
-  "each", "this", ...): "What is CRISPR? How does it edit genes?" asks "How does CRISPR edit genes?".
+  "each", "this", ...): "What is CRISPR? How does it edit genes?" asks "How does CRISPR edit genes?";
+  after a comparison, "which one" ("which of them", "which of the two") chooses among its items.
 - **Compare**: "Compare A and B [on X][: …]", "A vs B", "differences between A and B", "How does A
   differ from B", "Is A or B larger?", "Which is older, A or B?", "Do A and B each/both …?", "Are A
   and B of the same …?" become a `Comparison`: its items, the aspect, a question per item naming it.
@@ -76,8 +77,9 @@ def decompose(query: str) -> list[Part]:
     if whole is not None and (_COMPARE.search(query) or _VERSUS.search(query)):
         return [whole]  # "Compare A and B: where is each, and which is larger?" is one comparison
     parts = question_parts(query)
-    parts = [parts[0], *(with_topic(part, parts[0]) for part in parts[1:])]
-    return [comparison_of(part) or part for part in parts]
+    first = comparison_of(parts[0])
+    later = [(first and _among(part, first.items)) or with_topic(part, parts[0]) for part in parts[1:]]
+    return [comparison_of(part) or part for part in [parts[0], *later]]
 
 
 # --- splitting --------------------------------------------------------------------------------
@@ -177,6 +179,21 @@ def with_topic(part: str, first: str) -> str:
             replaced = f"{topic}'s" if word in POSSESSIVE - {"her"} else topic
         return part[: found.start()] + replaced + part[found.end() :]
     return part
+
+
+# "Which one", "which of them", "which of the two": a choice among what the first part compares.
+_WHICH_ONE = re.compile(
+    r"which\s+(?:one|of\s+(?:them|these|those|both|the\s+two))\s+(?P<rest>\w.*?)[?.!]*$", re.IGNORECASE
+)
+
+
+def _among(part: str, items: tuple[str, ...]) -> str | None:
+    """A later part choosing among the items the first part compares, asked of them ("…, and which
+    one is the default?" after "How does A differ from B": "Which is the default, A or B?")."""
+    found = _WHICH_ONE.fullmatch(part.strip())
+    if found is None or len(items) < 2:
+        return None
+    return f"Which {found.group('rest')}, {', '.join(items[:-1])} or {items[-1]}?"
 
 
 _PRONOUN = re.compile(
