@@ -648,3 +648,29 @@ async def test_a_quoted_list_item_or_heading_shows_as_one_list_item_of_the_repor
     assert any(line.startswith("- The default limit is 2000 columns a table.") for line in lines), lines
     assert any(line.startswith("- 4. Column limits A table can have up to 32767") for line in lines), lines
     assert not [line for line in lines if line.startswith(("- - ", "- # "))], lines
+
+
+async def test_a_node_of_several_parts_is_written_by_its_parts_not_by_every_question_its_facts_had(
+    model: ExtractiveModel,
+) -> None:
+    parts = ["How does the barrage turn turbines?", "Which tidal station is the largest?"]
+    children = [ChildReport(title=part, report=f"# {part}\n", confidence="medium") for part in parts]
+    facts = [
+        fact(1, "The barrage turns its turbines as the tide falls behind the dam.", question=parts[0]),
+        # A second hop's question, and an earlier run's lent with its fact: neither is a part.
+        fact(2, "The Sihwa Lake station is the largest tidal station.", question="Sihwa Lake: largest"),
+        fact(
+            3, "A turbine of the barrage turns in both directions of the tide.", question="What is a barrage?"
+        ),
+    ]
+    payload = SynthesisPayload(
+        title="Tidal power", questions=[], input_handoffs=[], facts=facts, child_reports=children
+    )
+
+    output = await ask(model, SynthesisOutput, payload)
+
+    headings = [line for line in output.report.splitlines() if line.startswith("## ")]
+    assert headings[:2] == [f"## {part}" for part in parts] and len(headings) == 2
+    largest = output.report.split(f"## {parts[1]}")[1]
+    assert "[F2]" in largest  # under the part it answers
+    assert "[F1]" in output.report and "[F3]" in output.report

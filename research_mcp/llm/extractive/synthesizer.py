@@ -101,7 +101,11 @@ def _said(fact: Fact) -> tuple[str, str]:
 
 def synthesize(payload: SynthesisPayload, embedder: Embedder | None) -> SynthesisOutput:
     facts = sorted(payload.facts, key=_said)
-    groups = _group(payload.questions, facts, embedder)
+    # A node asked nothing of its own (a question of several parts) is written by its parts: each
+    # fact under the part it bears on most, not a section for every question a fact was found for
+    # (a second hop's "WAL: default", an earlier run's question lent with its facts).
+    asked = payload.questions or [child.title for child in payload.child_reports]
+    groups = _group(asked, facts, embedder)
     lines = {question: _merge(members, embedder) for question, members in groups.items()}
     verified = {fact.id for fact in facts if fact.verified}
 
