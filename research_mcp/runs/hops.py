@@ -43,6 +43,7 @@ from research_mcp.runs.context import RunContext
 from research_mcp.runs.leads import leads_from, mentions, open_terms, still_open
 from research_mcp.runs.reading import extract_sources, ref_key
 from research_mcp.sources.library import Candidate
+from research_mcp.sources.ranking import Page
 from research_mcp.storage.events import HopChoice, Lead, Searched, SecondHop
 from research_mcp.storage.models import KnownInsight
 
@@ -307,8 +308,9 @@ async def _search(rc: RunContext, key: str, lead: Lead, questions: list[str], re
     rc.deps.store.add_event(
         rc.run_id, Searched(message=f"{query[:300]!r}: {len(found)} candidates", node_id=key, query=query)
     )
+    pages = _pages(rc, read)  # a page read in one format is read in every format
     for candidate in found:
-        if ref_key(candidate.ref) in read or rc.deps.sources.same_page(candidate.ref, read):
+        if ref_key(candidate.ref) in read or rc.deps.sources.page_of(candidate.ref) in pages:
             continue
         if lead.kind == "bridge" and not mentions(f"{candidate.title} {candidate.snippet}", lead.text):
             continue
@@ -328,14 +330,20 @@ async def _search_open(
         Searched(message=f"{question[:300]!r}: {len(found)} candidates", node_id=key, query=question),
     )
     best: tuple[int, Candidate] | None = None
+    pages = _pages(rc, read)  # a page read in one format is read in every format
     for candidate in found:
-        if ref_key(candidate.ref) in read or rc.deps.sources.same_page(candidate.ref, read):
+        if ref_key(candidate.ref) in read or rc.deps.sources.page_of(candidate.ref) in pages:
             continue
         said = set(terms(f"{candidate.title} {candidate.snippet}"))
         covered = len(said_terms(gap, said))
         if 2 * covered >= len(gap) and (best is None or covered > best[0]):
             best = (covered, candidate)
     return best[1] if best is not None else None
+
+
+def _pages(rc: RunContext, read: set[str]) -> set[Page]:
+    """The corpus pages of the sources read, whatever their format (looked up once a search)."""
+    return {page for ref in read if (page := rc.deps.sources.page_of(ref)) is not None}
 
 
 def _hop_question(lead: Lead, question: str) -> str:

@@ -24,6 +24,7 @@ from research_mcp.roles.extractor import SpecSpending, asked_questions, extract
 from research_mcp.roles.node_budgets import node_budget_spent
 from research_mcp.runs.context import RunContext, leaf_questions, node_key
 from research_mcp.sources.library import classify_ref, ref_key
+from research_mcp.sources.ranking import one_per_page
 from research_mcp.storage.events import (
     NodeBudgetSpent,
     Searched,
@@ -89,16 +90,7 @@ def _new_pages(rc: RunContext, refs: list[str], read: Collection[str]) -> list[s
     ``git-reset.html`` after ``git-reset.txt`` is the same page again, and reading it would take the
     place of a source that could say something new."""
     page_of = rc.deps.sources.page_of
-    seen = {page for ref in read if (page := page_of(ref)) is not None}
-    kept: list[str] = []
-    for ref in refs:
-        page = page_of(ref)
-        if page is not None:
-            if page in seen:
-                continue
-            seen.add(page)
-        kept.append(ref)
-    return kept
+    return one_per_page(refs, page_of, seen=[page_of(ref) for ref in read])
 
 
 def _within_budget(

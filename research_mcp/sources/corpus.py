@@ -33,6 +33,7 @@ from research_mcp.sources.parsing import DocumentParser
 from research_mcp.sources.ranking import (
     WORD,
     Fusion,
+    Page,
     TitleIndex,
     best_per_document,
     fts_query,
@@ -286,7 +287,7 @@ class Corpus:
             f"{shown(str(path))} is in the corpus but not indexed yet ({status.line()}); try again later."
         )
 
-    def page(self, doc_id: int) -> tuple[str, str, str] | None:
+    def page(self, doc_id: int) -> Page | None:
         """The page a document of the configured folders is, whatever its format (`page_of`):
         ``git-reset.txt`` and ``git-reset.html`` are one. None when it has no other format's name
         or is not in the folders."""
@@ -347,7 +348,8 @@ class Corpus:
             if linked:
                 fused = Fusion([*rankings, linked])
         docs = self._in_scope(fused.order[: limit * 2])  # a page in two formats counts once
-        order = one_per_page(fused.order[: limit * 2], {d: (i.root, i.path) for d, i in docs.items()})[:limit]
+        in_scope = [doc_id for doc_id in fused.order[: limit * 2] if doc_id in docs]
+        order = one_per_page(in_scope, lambda doc_id: page_of(docs[doc_id].root, docs[doc_id].path))[:limit]
         if not order:
             return []
         texts = self._chunk_texts(order, fused.chunk)

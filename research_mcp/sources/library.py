@@ -10,7 +10,6 @@ import functools
 import hashlib
 import logging
 import re
-from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
@@ -21,6 +20,7 @@ from research_mcp.core.errors import InvalidInput, NotConfigured, ResearchError,
 from research_mcp.core.ids import corpus_number, corpus_ref, kind_of_id, source_number
 from research_mcp.sources.corpus import RELEVANCE_FLOOR
 from research_mcp.sources.opening_paragraph import opening, page_title
+from research_mcp.sources.ranking import Page
 
 if TYPE_CHECKING:
     from research_mcp.sources.corpus import Corpus
@@ -129,19 +129,12 @@ class SourceLibrary:
     def web_configured(self) -> bool:
         return self.web is not None and self.web.configured
 
-    def page_of(self, ref: str) -> tuple[str, str, str] | None:
+    def page_of(self, ref: str) -> Page | None:
         """The corpus page a reference reads, whatever its format (``git-reset.txt`` and
         ``git-reset.html`` are one page); None for any other source or a document of one format."""
         if self.corpus is None or classify_ref(ref) != "corpus":
             return None
         return self.corpus.page(corpus_number(ref.strip()))
-
-    def same_page(self, ref: str, read: Collection[str]) -> bool:
-        """Whether `ref` is a page of `read` in another format: reading it would say nothing new."""
-        page = self.page_of(ref)
-        return page is not None and any(
-            self.page_of(other) == page for other in read if other.strip() != ref.strip()
-        )
 
     async def read(self, ref: str, *, title: str = "") -> Source:
         """The stored source for a reference, reading it first when needed."""

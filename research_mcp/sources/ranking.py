@@ -30,8 +30,9 @@ Without a vector index, rankings 1 and 3 are fused. `bench/retrieval.py` measure
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import PurePosixPath
+from typing import TypeVar
 
 from research_mcp.sources.folders import document_name
 
@@ -39,6 +40,7 @@ __all__ = [
     "STOPWORDS",
     "WORD",
     "Fusion",
+    "Page",
     "TitleIndex",
     "best_per_document",
     "fts_query",
@@ -47,6 +49,10 @@ __all__ = [
     "query_words",
     "snippet",
 ]
+
+T = TypeVar("T")
+#: A page whatever its format: (folder, directory, the name without its format's suffix).
+Page = tuple[str, str, str]
 
 #: The RRF constant of Cormack et al. (2009); it damps the weight of the very top ranks.
 RRF_K = 60
@@ -173,7 +179,7 @@ def snippet(text: str, words: Sequence[str]) -> str:
     return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
 
 
-def page_of(root: str, path: str) -> tuple[str, str, str] | None:
+def page_of(root: str, path: str) -> Page | None:
     """The page a document is, whatever its format: documents of one folder named alike but for
     their format (``git-reset.txt`` and ``git-reset.html``, ``guide.md`` and ``guide.rst``) are one
     page. None for a document named without a document suffix (``README``, ``fstab.5.gz``): it is
@@ -184,18 +190,18 @@ def page_of(root: str, path: str) -> tuple[str, str, str] | None:
     return (root, str(PurePosixPath(path).parent), named.title)
 
 
-def one_per_page(order: Sequence[int], paths: dict[int, tuple[str, str]]) -> list[int]:
-    """``order`` with each page kept once (`page_of`): the first ranked stands for its other
-    formats. ``paths`` gives each document's (folder, path)."""
-    kept: list[int] = []
-    seen: set[tuple[str, str, str]] = set()
-    for doc_id in order:
-        if doc_id not in paths:
-            continue
-        page = page_of(*paths[doc_id])
-        if page is not None:
-            if page in seen:
+def one_per_page(
+    items: Sequence[T], page: Callable[[T], Page | None], seen: Iterable[Page | None] = ()
+) -> list[T]:
+    """`items` with each page kept once (`page_of`; None: an item that is its own page), the first
+    standing for its other formats, and none of the pages `seen` already."""
+    taken = {known for known in seen if known is not None}
+    kept: list[T] = []
+    for item in items:
+        found = page(item)
+        if found is not None:
+            if found in taken:
                 continue
-            seen.add(page)
-        kept.append(doc_id)
+            taken.add(found)
+        kept.append(item)
     return kept
